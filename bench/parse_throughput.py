@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Parse throughput and memory of `virtlens report` on a large perf kvm stat live transcript.
+
+Anchor: `wc -l` on the same file in the same run (the cost of just reading the bytes).
+Runs are interleaved (wc, virtlens, wc, virtlens, ...) because these machines are noisy;
+the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS
+(from /usr/bin/time -v or, without it, resource.getrusage of the child).
+
+Usage: bench/parse_throughput.py [--size-mb 1024] [--runs 5] [--keep]
+"""
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def timed(cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, after.ru_maxrss, after.ru_utime - before.ru_utime
+
+
+def peak_rss_kib(cmd):
+    # ru_maxrss of RUSAGE_CHILDREN is the max over all children so far: measure in a fresh
+    # Python child so earlier, bigger children do not mask it.
+    code = ("import resource,subprocess,sys;"
+            "subprocess.run(sys.argv[1:],check=True,stdout=subprocess.DEVNULL);"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code] + cmd, check=True,
+                         capture_output=True, text=True)
+    return int(out.stdout.strip())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=float, default=1024)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
+    exe = os.path.join(ROOT, "target", "release", "virtlens")
+    tmp = tempfile.mkdtemp(prefix="virtlens-bench-")
+    path = os.path.join(tmp, "live.txt")
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
+                    path, str(a.size_mb)], check=True)
+    size = os.path.getsize(path)
+    anchor, ours = [], []
+    for _ in range(a.runs):
+        anchor.append(timed(["wc", "-l", path])[0])
+        ours.append(timed([exe, "report", path])[0])
+    rss_small_path = os.path.join(tmp, "small.txt")
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
+                    rss_small_path, str(a.size_mb / 16)], check=True)
+    rss_big = peak_rss_kib([exe, "report", path])
+    rss_small = peak_rss_kib([exe, "report", rss_small_path])
+    mb = size / 1e6
+    med, med_a = statistics.median(ours), statistics.median(anchor)
+    print(f"input: {mb:.0f} MB perf kvm stat live transcript ({a.runs} interleaved runs)")
+    print(f"virtlens report: median {med:.3f} s (min {min(ours):.3f}, max {max(ours):.3f})"
+          f" = {mb / med:.0f} MB/s (best {mb / min(ours):.0f} MB/s)")
+    print(f"wc -l (anchor):  median {med_a:.3f} s (min {min(anchor):.3f}, max {max(anchor):.3f})"
+          f" = {mb / med_a:.0f} MB/s")
+    print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    print(f"peak RSS: {rss_big / 1024:.1f} MiB on {mb:.0f} MB, {rss_small / 1024:.1f} MiB on "
+          f"{mb / 16:.0f} MB (memory does not grow with the input when these match)")
+    if not a.keep:
+        os.remove(path)
+        os.remove(rss_small_path)
+        os.rmdir(tmp)
+
+
+if __name__ == "__main__":
+    main()

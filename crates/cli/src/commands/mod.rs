@@ -1,0 +1,17 @@
+//! One module per command; each returns the process exit code.
+
+mod compare;
+mod inputs;
+mod report;
+
+use std::process::ExitCode;
+
+use crate::args::{Cli, Command};
+
+/// Runs the command the user asked for.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Report(a) => report::run(&a),
+        Command::Compare(a) => compare::run(&a),
+    }
+}

@@ -1,0 +1,360 @@
+//! `virtlens report`: one input's tables, grouped as asked (`--by`), each row with its share of
+//! exits and of time, its decoded name, and whether it is idle; rows ranked by time (or by
+//! count when time is unknown), and totals that keep idle apart from overhead.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Totals, exit_class};
+use crate::decode::{Decoder, ExitClass, Isa};
+use crate::profile::{Access, Key, Profile, Row, Table, TableKind};
+
+/// The version of the report JSON schema.
+pub const SCHEMA: &str = "virtlens.report/1";
+
+/// How rows are grouped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum By {
+    /// Every table as the input has it.
+    #[default]
+    Table,
+    /// Only exit-reason tables, by reason.
+    Reason,
+    /// Only IO port tables.
+    Port,
+    /// Only MMIO tables.
+    Mmio,
+    /// Only MSR tables.
+    Msr,
+    /// Rows summed per vCPU.
+    Vcpu,
+    /// Rows summed per VM.
+    Vm,
+}
+
+/// What the user asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub by: By,
+    /// Show only the top N rows of each table (the rest are summed into `other`).
+    pub top: Option<usize>,
+}
+
+/// A report over one or more inputs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub tables: Vec<ReportTable>,
+    /// Remarks about the inputs, each prefixed with the input's name.
+    pub notes: Vec<String>,
+}
+
+/// One table of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportTable {
+    pub input: String,
+    pub kind: TableKind,
+    pub label: Option<String>,
+    pub scope: Option<String>,
+    pub isa: Option<Isa>,
+    /// What a row is: `key` (reason/port/…), `vcpu` or `vm`.
+    pub grouped_by: &'static str,
+    pub window_ns: Option<u64>,
+    /// True when every row's time is known, so rows are ranked by time.
+    pub timed: bool,
+    pub rows: Vec<ReportRow>,
+    /// Rows beyond `--top`, summed.
+    pub other: Option<Other>,
+    pub total: Totals,
+    /// The totals the input printed, when it printed them.
+    pub printed_count: Option<u64>,
+    pub printed_time_ns: Option<u64>,
+}
+
+/// One row of a report table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportRow {
+    pub key: String,
+    pub code: Option<u64>,
+    pub access: Option<Access>,
+    /// The decoded name of a port, address or MSR.
+    pub name: Option<String>,
+    pub class: Option<ExitClass>,
+    pub idle: bool,
+    pub pid: Option<u32>,
+    pub vm: Option<String>,
+    pub vcpu: Option<u32>,
+    pub count: u64,
+    pub count_share: f64,
+    pub time_ns: Option<u64>,
+    pub time_share: Option<f64>,
+    pub min_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    pub mean_ns: Option<f64>,
+    pub rel_stderr_pct: Option<f64>,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub per_second: Option<f64>,
+}
+
+/// Rows folded away by `--top`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Other {
+    pub rows: usize,
+    pub count: u64,
+    pub time_ns: Option<u64>,
+}
+
+/// Builds the report of `profiles` (one per input).
+pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Report {
+    let mut tables = Vec::new();
+    let mut notes = Vec::new();
+    for p in profiles {
+        let input = p
+            .origin
+            .path
+            .clone()
+            .unwrap_or_else(|| p.origin.format.clone());
+        for n in &p.warnings {
+            notes.push(match n.line {
+                Some(l) => format!("{input}:{l}: {}", n.message),
+                None => format!("{input}: {}", n.message),
+            });
+        }
+        for group in group_tables(p, options.by) {
+            tables.push(build_table(&input, p, &group, decoder, options));
+        }
+    }
+    Report {
+        schema: SCHEMA,
+        tables,
+        notes,
+    }
+}
+
+/// The tables of `p` that `by` selects, merged where `by` sums across tables.
+fn group_tables(p: &Profile, by: By) -> Vec<Vec<&Table>> {
+    let wanted = |t: &&Table| match by {
+        By::Table | By::Vcpu | By::Vm => true,
+        By::Reason => t.kind == TableKind::Vmexit,
+        By::Port => t.kind == TableKind::Ioport,
+        By::Mmio => t.kind == TableKind::Mmio,
+        By::Msr => t.kind == TableKind::Msr,
+    };
+    if by == By::Table {
+        return p.tables.iter().map(|t| vec![t]).collect();
+    }
+    let mut groups: BTreeMap<(TableKind, Option<String>), Vec<&Table>> = BTreeMap::new();
+    for t in p.tables.iter().filter(wanted) {
+        groups
+            .entry((t.kind.clone(), t.label.clone()))
+            .or_default()
+            .push(t);
+    }
+    groups.into_values().collect()
+}
+
+fn build_table(
+    input: &str,
+    p: &Profile,
+    tables: &[&Table],
+    decoder: &Decoder,
+    options: &Options,
+) -> ReportTable {
+    let Some(first) = tables.first() else {
+        return empty_table(input);
+    };
+    let isa = first.isa.or(p.origin.isa);
+    let grouped_by = match options.by {
+        By::Vcpu => "vcpu",
+        By::Vm => "vm",
+        _ => "key",
+    };
+    // Merge rows by their group key, keeping idle apart.
+    let mut merged: Vec<(GroupKey, Row, bool)> = Vec::new();
+    for t in tables {
+        for r in &t.rows {
+            let idle = exit_class(&r.key, t.isa.or(isa)) == Some(ExitClass::Idle);
+            let gk = group_key(r, options.by, idle);
+            match merged.iter_mut().find(|(k, _, _)| *k == gk) {
+                Some((_, row, _)) => row.merge(r),
+                None => merged.push((gk, r.clone(), idle)),
+            }
+        }
+    }
+    let window_ns = if tables.len() == 1 {
+        first.window.as_ref().and_then(|w| w.duration_ns)
+    } else {
+        None
+    };
+    let mut total = Totals::zero();
+    for (_, r, idle) in &merged {
+        total.add(r.count, r.time.total_ns, *idle);
+    }
+    let total = total.with_window(window_ns);
+    let timed = total.time_ns.is_some() && !merged.is_empty();
+    let mut rows: Vec<ReportRow> = merged
+        .into_iter()
+        .map(|(gk, r, idle)| report_row(gk, &r, idle, isa, p, decoder, &total, window_ns))
+        .collect();
+    rows.sort_by(|a, b| {
+        let measure = |r: &ReportRow| {
+            if timed {
+                r.time_ns.unwrap_or(0)
+            } else {
+                r.count
+            }
+        };
+        measure(b).cmp(&measure(a)).then_with(|| a.key.cmp(&b.key))
+    });
+    let other = options.top.filter(|&n| n < rows.len()).map(|n| {
+        let rest = rows.split_off(n);
+        Other {
+            rows: rest.len(),
+            count: rest.iter().map(|r| r.count).sum(),
+            time_ns: rest.iter().try_fold(0u64, |a, r| Some(a + r.time_ns?)),
+        }
+    });
+    let printed = |f: fn(&Table) -> Option<u64>| -> Option<u64> {
+        tables.iter().map(|t| f(t)).sum::<Option<u64>>()
+    };
+    ReportTable {
+        input: input.to_string(),
+        kind: first.kind.clone(),
+        label: first.label.clone(),
+        scope: if tables.len() == 1 {
+            first.scope.clone()
+        } else {
+            None
+        },
+        isa,
+        grouped_by,
+        window_ns,
+        timed,
+        rows,
+        other,
+        total,
+        printed_count: printed(|t| t.printed_total.as_ref().map(|p| p.count)),
+        printed_time_ns: printed(|t| t.printed_total.as_ref().and_then(|p| p.time_ns)),
+    }
+}
+
+fn empty_table(input: &str) -> ReportTable {
+    ReportTable {
+        input: input.to_string(),
+        kind: TableKind::Vmexit,
+        label: None,
+        scope: None,
+        isa: None,
+        grouped_by: "key",
+        window_ns: None,
+        timed: false,
+        rows: Vec::new(),
+        other: None,
+        total: Totals::zero(),
+        printed_count: None,
+        printed_time_ns: None,
+    }
+}
+
+/// What rows are merged by.
+#[derive(Debug, Clone, PartialEq)]
+enum GroupKey {
+    Key(Key),
+    Vcpu(Option<u32>, bool),
+    Vm(Option<u32>, bool),
+}
+
+fn group_key(r: &Row, by: By, idle: bool) -> GroupKey {
+    match by {
+        By::Vcpu => GroupKey::Vcpu(r.vcpu, idle),
+        By::Vm => GroupKey::Vm(r.pid, idle),
+        _ => GroupKey::Key(r.key.clone()),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report_row(
+    gk: GroupKey,
+    r: &Row,
+    idle: bool,
+    isa: Option<Isa>,
+    p: &Profile,
+    decoder: &Decoder,
+    total: &Totals,
+    window_ns: Option<u64>,
+) -> ReportRow {
+    let share = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            part as f64 / whole as f64
+        }
+    };
+    let vm_name = |pid: Option<u32>| pid.and_then(|pid| p.origin.vm_names.get(&pid).cloned());
+    let idle_suffix = if idle { " (idle)" } else { "" };
+    let (key, code, access, name, class) = match &gk {
+        GroupKey::Key(k) => (
+            k.key_text(),
+            k.code(),
+            k.access(),
+            match k {
+                Key::Port { port, .. } => decoder.port(*port),
+                Key::Mmio { gpa, .. } => decoder.mmio(*gpa),
+                Key::Msr { index, .. } => decoder.msr(*index),
+                _ => None,
+            },
+            exit_class(k, isa),
+        ),
+        GroupKey::Vcpu(v, _) => (
+            match v {
+                Some(v) => format!("vcpu {v}{idle_suffix}"),
+                None => format!("all vCPUs{idle_suffix}"),
+            },
+            v.map(u64::from),
+            None,
+            None,
+            None,
+        ),
+        GroupKey::Vm(pid, _) => (
+            match (pid, vm_name(*pid)) {
+                (_, Some(name)) => format!("{name}{idle_suffix}"),
+                (Some(pid), None) => format!("pid {pid}{idle_suffix}"),
+                (None, None) => format!("all VMs{idle_suffix}"),
+            },
+            pid.map(u64::from),
+            None,
+            None,
+            None,
+        ),
+    };
+    ReportRow {
+        key,
+        code,
+        access,
+        name,
+        class,
+        idle,
+        pid: r.pid,
+        vm: vm_name(r.pid),
+        vcpu: r.vcpu,
+        count: r.count,
+        count_share: share(r.count, total.count),
+        time_ns: r.time.total_ns,
+        time_share: r
+            .time
+            .total_ns
+            .zip(total.time_ns)
+            .map(|(t, all)| share(t, all)),
+        min_ns: r.time.min_ns,
+        max_ns: r.time.max_ns,
+        mean_ns: r.time.mean_ns(r.count),
+        rel_stderr_pct: r.time.rel_stderr_pct(r.count),
+        p50_ns: r.latency.as_ref().and_then(|l| l.quantile_ns(0.5)),
+        p99_ns: r.latency.as_ref().and_then(|l| l.quantile_ns(0.99)),
+        per_second: window_ns
+            .filter(|&w| w > 0)
+            .map(|w| r.count as f64 / (w as f64 / 1e9)),
+    }
+}

@@ -1,0 +1,39 @@
+//! The error type of virtlens-core: every error names the input (file) and, where it has one,
+//! the 1-based line, and says what was expected there.
+
+use std::path::Path;
+
+/// Why an input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line did not have the shape the format requires.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// The input as a whole is not usable (e.g. no table in it, unknown format).
+    #[error("{path}: {message}")]
+    Input { path: String, message: String },
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// Result with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

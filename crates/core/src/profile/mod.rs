@@ -1,0 +1,209 @@
+//! The Profile: the one data model every source fills and every analysis reads.
+//!
+//! A profile holds tables; a table holds rows of one kind (exit reasons, IO ports, MMIO
+//! addresses, MSRs, or named events); a row counts one key for one VM/vCPU (when known) with
+//! what is known of its durations. Anything a source did not carry is `None` and serialises as
+//! `null`: it is never invented. The JSON form is versioned by [`SCHEMA`].
+
+mod histogram;
+mod key;
+mod row;
+mod stats;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+pub use histogram::Latency;
+pub use key::{Access, Key};
+pub use row::Row;
+pub use stats::{TimeStats, Welford};
+
+use crate::decode::Isa;
+
+/// The version of the profile JSON schema.
+pub const SCHEMA: &str = "virtlens.profile/1";
+
+/// Everything virtlens read from one input.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Profile {
+    pub schema: String,
+    pub origin: Origin,
+    pub tables: Vec<Table>,
+    /// Things the source noticed but could live with (elided rows, totals that do not add up).
+    pub warnings: Vec<Note>,
+}
+
+impl Profile {
+    /// An empty profile of the given origin.
+    pub fn new(origin: Origin) -> Self {
+        Self {
+            schema: SCHEMA.to_string(),
+            origin,
+            tables: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Where a profile came from.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Origin {
+    /// The source format, e.g. `perf-kvm-stat`.
+    pub format: String,
+    /// The file it was read from, when it was a file.
+    pub path: Option<String>,
+    /// The host CPU vendor (`GenuineIntel`, `AuthenticAMD`, …) when the input says.
+    pub vendor: Option<String>,
+    /// The exit-reason ISA the input's codes belong to, when known or inferred.
+    pub isa: Option<Isa>,
+    /// The host kernel release, when known.
+    pub kernel: Option<String>,
+    /// The KVM backend (`vmx`, `svm`, `pvm`, …), when known.
+    pub backend: Option<String>,
+    /// VM names by VMM process id.
+    pub vm_names: BTreeMap<u32, String>,
+    /// The virtlens version that read it.
+    pub reader: String,
+}
+
+impl Origin {
+    /// An origin for `format` read from `path`.
+    pub fn new(format: &str, path: Option<&str>) -> Self {
+        Self {
+            format: format.to_string(),
+            path: path.map(str::to_string),
+            reader: crate::VERSION.to_string(),
+            ..Self::default()
+        }
+    }
+}
+
+/// What a table's rows count.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TableKind {
+    Vmexit,
+    Ioport,
+    Mmio,
+    Msr,
+    /// Another event, by name.
+    Event(String),
+}
+
+impl TableKind {
+    /// The name used in JSON and on the command line.
+    pub fn as_str(&self) -> &str {
+        match self {
+            TableKind::Vmexit => "vmexit",
+            TableKind::Ioport => "ioport",
+            TableKind::Mmio => "mmio",
+            TableKind::Msr => "msr",
+            TableKind::Event(name) => name,
+        }
+    }
+
+    /// The kind named `name` (the inverse of [`TableKind::as_str`]).
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "vmexit" => TableKind::Vmexit,
+            "ioport" => TableKind::Ioport,
+            "mmio" => TableKind::Mmio,
+            "msr" => TableKind::Msr,
+            other => TableKind::Event(other.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for TableKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for TableKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TableKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(TableKind::from_name(&String::deserialize(d)?))
+    }
+}
+
+/// One table of rows of one kind, e.g. one `perf kvm stat report` table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Table {
+    pub kind: TableKind,
+    /// The author's label (e.g. "testing with patch"), or the interval of a live screen.
+    pub label: Option<String>,
+    /// What the source says the table covers, as printed (e.g. "all VMs, all VCPUs").
+    pub scope: Option<String>,
+    /// The ISA of the exit reasons in this table, when known or inferred.
+    pub isa: Option<Isa>,
+    /// The capture window, when the input shows it.
+    pub window: Option<Window>,
+    pub rows: Vec<Row>,
+    /// The totals the source printed, to check the rows against.
+    pub printed_total: Option<PrintedTotal>,
+    /// The 1-based line of the input where the table begins.
+    pub line: Option<usize>,
+}
+
+impl Table {
+    /// An empty table of `kind`.
+    pub fn new(kind: TableKind) -> Self {
+        Self {
+            kind,
+            label: None,
+            scope: None,
+            isa: None,
+            window: None,
+            rows: Vec::new(),
+            printed_total: None,
+            line: None,
+        }
+    }
+
+    /// The sum of the row counts.
+    pub fn count(&self) -> u64 {
+        self.rows.iter().map(|r| r.count).sum()
+    }
+
+    /// The sum of the row times, when every row's time is known.
+    pub fn time_ns(&self) -> Option<u64> {
+        self.rows
+            .iter()
+            .try_fold(0u64, |acc, r| Some(acc.saturating_add(r.time.total_ns?)))
+    }
+}
+
+/// The time span a table covers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// The first timestamp as the source printed it.
+    pub start: Option<String>,
+    /// The last timestamp as the source printed it.
+    pub end: Option<String>,
+    /// The length of the window, when it can be told.
+    pub duration_ns: Option<u64>,
+    /// How many display intervals were summed into the table (live screens).
+    pub intervals: u32,
+}
+
+/// The totals line a source printed under its table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrintedTotal {
+    pub count: u64,
+    pub time_ns: Option<u64>,
+    pub lost_events: Option<u64>,
+}
+
+/// A remark about the input, with the line it is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub line: Option<usize>,
+    pub message: String,
+}

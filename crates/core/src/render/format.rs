@@ -1,0 +1,75 @@
+//! Number formatting shared by the text renderers: counts with thousands separators,
+//! durations in the unit that reads best, percentages and signed changes.
+
+/// `1238237` → `1,238,237`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration in ns, in ns, µs, ms or s.
+pub fn duration(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.2} µs", ns / 1e3)
+    } else if ns < 1_000_000_000.0 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// An optional duration; `-` when unknown.
+pub fn opt_duration(ns: Option<f64>) -> String {
+    ns.map_or_else(|| "-".to_string(), duration)
+}
+
+/// A share (0–1) as a percentage.
+pub fn share(s: f64) -> String {
+    format!("{:.1}%", s * 100.0)
+}
+
+/// A change in percent with its sign (`+326%`, `−100%`); `new` when the thing appeared.
+pub fn change(pct: Option<f64>, appeared: bool) -> String {
+    match pct {
+        Some(p) if p.abs() < 0.5 => "±0%".to_string(),
+        Some(p) if p < 0.0 => format!("−{:.0}%", -p),
+        Some(p) => format!("+{p:.0}%"),
+        None if appeared => "new".to_string(),
+        None => "-".to_string(),
+    }
+}
+
+/// A rate per second.
+pub fn rate(per_s: f64) -> String {
+    if per_s >= 100.0 {
+        format!("{}/s", count(per_s.round() as u64))
+    } else {
+        format!("{per_s:.1}/s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(count(1_238_237), "1,238,237");
+        assert_eq!(count(999), "999");
+        assert_eq!(duration(590.0), "590 ns");
+        assert_eq!(duration(6_500.0), "6.50 µs");
+        assert_eq!(duration(6_563_955_390.0), "6.564 s");
+        assert_eq!(change(Some(-100.0), false), "−100%");
+        assert_eq!(change(Some(326.4), false), "+326%");
+        assert_eq!(change(None, true), "new");
+    }
+}

@@ -1,0 +1,15 @@
+//! Renderers: print what analysis computed, as aligned text (with optional colour) or JSON.
+//! They never compute: every share, total and delta comes ready from [`crate::analysis`].
+
+pub mod compare_text;
+pub mod format;
+pub mod report_text;
+mod style;
+
+pub use style::Style;
+
+/// Pretty JSON of any analysis result.
+pub fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string_pretty(value)
+        .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialise: {e}\"}}"))
+}

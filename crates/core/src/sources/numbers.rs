@@ -1,0 +1,82 @@
+//! Exact parsing of the numbers that reports print: counts, percentages, and decimal durations
+//! turned into integer nanoseconds without going through floating point.
+
+/// A plain unsigned integer (`67007`).
+pub fn count(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A percentage with its `%` sign (`98.17%`), as a number of percent.
+pub fn percent(text: &str) -> Option<f64> {
+    let number = text.strip_suffix('%')?;
+    decimal_scaled(number, 2).map(|hundredths| hundredths as f64 / 100.0)
+}
+
+/// A duration printed in microseconds (`0.59us`, `8360.34us`) as integer nanoseconds.
+pub fn micros_as_ns(text: &str) -> Option<u64> {
+    decimal_scaled(text.strip_suffix("us")?, 3)
+}
+
+/// A duration printed in plain nanoseconds (`889612544`).
+pub fn nanos(text: &str) -> Option<u64> {
+    decimal_scaled(text, 0)
+}
+
+/// A non-negative decimal number multiplied by 10^`scale` and rounded half up to an integer,
+/// using integer arithmetic only (`"0.59"`, scale 3 → 590).
+pub fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
+    let (int, frac) = match text.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (text, ""),
+    };
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for b in int.bytes() {
+        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    let mut digits = frac.bytes();
+    for _ in 0..scale {
+        let d = digits.next().map_or(0, |b| u64::from(b - b'0'));
+        value = value.checked_mul(10)?.checked_add(d)?;
+    }
+    if digits.next().is_some_and(|b| b >= b'5') {
+        value = value.checked_add(1)?;
+    }
+    Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_exact() {
+        assert_eq!(micros_as_ns("0.59us"), Some(590));
+        assert_eq!(micros_as_ns("8360.34us"), Some(8_360_340));
+        assert_eq!(micros_as_ns("41419293.63us"), Some(41_419_293_630));
+        assert_eq!(micros_as_ns("1.2345us"), Some(1_235));
+        assert_eq!(micros_as_ns("12us"), Some(12_000));
+        assert_eq!(micros_as_ns("0.59"), None);
+        assert_eq!(micros_as_ns("-1us"), None);
+        assert_eq!(micros_as_ns(".us"), None);
+        assert_eq!(nanos("889612544"), Some(889_612_544));
+    }
+
+    #[test]
+    fn percents_and_counts() {
+        assert_eq!(percent("98.17%"), Some(98.17));
+        assert_eq!(percent("98.17"), None);
+        assert_eq!(count("67007"), Some(67007));
+        assert_eq!(count("6700x"), None);
+        assert_eq!(count(""), None);
+        assert_eq!(count("99999999999999999999999"), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! The lines of a `perf kvm stat` table that are not rows: the column header (which fixes the
+//! layout: 2012, 20/40-column stdio, or hists), the `Analyze events for …` scope line, the
+//! totals line, live-mode timestamps, the stderr note about unknown exit codes, and elisions.
+
+use crate::decode::Isa;
+use crate::profile::TableKind;
+use crate::sources::numbers;
+
+/// How a table's rows are laid out, as fixed by its header.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Layout {
+    /// perf's stdio layout: `Samples Samples% Time% [Min Time Max Time] Avg time ( +-x% )`,
+    /// times suffixed `us`; `timed` is how many `us` columns a full row has (1 in 2012, else 3).
+    Stdio { timed: usize },
+    /// The hists layout: cells named by the header, times in plain ns.
+    Hists { columns: Vec<HistsColumn> },
+}
+
+/// A column of the hists layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistsColumn {
+    Samples,
+    SamplePct,
+    TimeNs,
+    TimePct,
+    MaxNs,
+    MinNs,
+    MeanNs,
+    Unknown,
+}
+
+/// A recognised header: the kind named in its first cell (when it names one) and the layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub kind: Option<TableKind>,
+    pub layout: Layout,
+}
+
+/// The kind a header's first cell or a kind line names.
+pub fn kind_name(cell: &str) -> Option<TableKind> {
+    match cell.trim() {
+        "VM-EXIT" => Some(TableKind::Vmexit),
+        "MMIO Access" => Some(TableKind::Mmio),
+        "IO Port Access" => Some(TableKind::Ioport),
+        "MSR Access" => Some(TableKind::Msr),
+        _ => None,
+    }
+}
+
+/// Recognises a column header line.
+pub fn header(line: &str) -> Option<Header> {
+    let at = line.find("Samples")?;
+    let rest = &line[at..];
+    if !(rest.contains("Samples%") || rest.contains("Sample%") || rest.contains("Time")) {
+        return None;
+    }
+    let first = line[..at].trim();
+    if first == "Event name" {
+        let columns = line
+            .split('\t')
+            .flat_map(|c| c.split("  "))
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .skip(1)
+            .map(hists_column)
+            .collect();
+        return Some(Header {
+            kind: None,
+            layout: Layout::Hists { columns },
+        });
+    }
+    let kind = kind_name(first);
+    if kind.is_none() && first != "Event" && !first.is_empty() {
+        return None;
+    }
+    let timed = if rest.contains("Min Time") || rest.contains("Max Time") {
+        3
+    } else {
+        1
+    };
+    Some(Header {
+        kind,
+        layout: Layout::Stdio { timed },
+    })
+}
+
+fn hists_column(cell: &str) -> HistsColumn {
+    let squeezed: String = cell.split_whitespace().collect();
+    match squeezed.as_str() {
+        "Samples" => HistsColumn::Samples,
+        "Sample%" | "Samples%" => HistsColumn::SamplePct,
+        "Time(ns)" => HistsColumn::TimeNs,
+        "Time%" => HistsColumn::TimePct,
+        "MaxTime(ns)" => HistsColumn::MaxNs,
+        "MinTime(ns)" => HistsColumn::MinNs,
+        "MeanTime(ns)" | "AvgTime(ns)" => HistsColumn::MeanNs,
+        _ => HistsColumn::Unknown,
+    }
+}
+
+/// The scope of an `Analyze events for …:` line: its text, and the pid and vCPU it names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scope {
+    pub text: String,
+    pub pid: Option<u32>,
+    pub vcpu: Option<u32>,
+}
+
+/// Recognises `Analyze events for all VMs, all VCPUs:` and its variants.
+pub fn scope(line: &str) -> Option<Scope> {
+    let text = line.trim().strip_prefix("Analyze events for ")?;
+    let text = text.trim_end().trim_end_matches(':').trim();
+    let pid = text
+        .strip_prefix("pid(s) ")
+        .and_then(|r| r.split(", ").next())
+        .filter(|pids| !pids.contains(','))
+        .and_then(|p| p.trim().parse().ok());
+    let vcpu = text
+        .rsplit_once("VCPU ")
+        .and_then(|(_, n)| n.trim().parse().ok());
+    Some(Scope {
+        text: text.to_string(),
+        pid,
+        vcpu,
+    })
+}
+
+/// The totals line: `Total Samples:N, Total events handled time:Xus.`
+pub fn total(line: &str) -> Option<(u64, Option<u64>)> {
+    let rest = line.trim().strip_prefix("Total Samples:")?;
+    let (count_text, rest) = rest.split_once(',').unwrap_or((rest, ""));
+    let count = numbers::count(count_text.trim())?;
+    let time = rest
+        .trim()
+        .strip_prefix("Total events handled time:")
+        .map(|t| t.trim().trim_end_matches('.'))
+        .and_then(numbers::micros_as_ns);
+    Some((count, time))
+}
+
+/// `Lost events: N`.
+pub fn lost(line: &str) -> Option<u64> {
+    numbers::count(line.trim().strip_prefix("Lost events:")?.trim())
+}
+
+/// A live-mode timestamp line `HH:MM:SS.ffffff`, as seconds since midnight.
+pub fn timestamp(line: &str) -> Option<f64> {
+    let t = line.trim();
+    let (hms, frac) = t.split_once('.')?;
+    let mut parts = hms.split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || [h, m, s].iter().any(|p| p.len() != 2) {
+        return None;
+    }
+    let field = |p: &str| numbers::count(p).map(|v| v as f64);
+    let micros = numbers::decimal_scaled(&format!("0.{frac}"), 6)? as f64;
+    Some(field(h)? * 3600.0 + field(m)? * 60.0 + field(s)? + micros / 1e6)
+}
+
+/// perf's stderr note `unknown kvm exit code:N on VMX` (it precedes the UNKNOWN row it is for).
+pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
+    let at = line.find("unknown kvm exit code:")?;
+    let rest = &line[at + "unknown kvm exit code:".len()..];
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let code = numbers::count(&rest[..end])?;
+    let isa = if rest.contains("on SVM") {
+        Some(Isa::Svm)
+    } else if rest.contains("on VMX") {
+        Some(Isa::Vmx)
+    } else {
+        None
+    };
+    Some((code, isa))
+}
+
+/// An author's elision mark: `[..]`, `[...]`, `...`, `…`, `<snip>`.
+pub fn elision(line: &str) -> bool {
+    matches!(
+        line.trim(),
+        "[..]" | "[...]" | "..." | "…" | "<snip>" | "[snip]" | "<...>"
+    )
+}
+
+/// A line that carries no content: a Markdown fence or a dashed rule.
+pub fn decoration(line: &str) -> bool {
+    let t = line.trim();
+    t.starts_with("```") || (!t.is_empty() && t.bytes().all(|b| matches!(b, b'-' | b' ' | b'=')))
+}
+
+/// The `--event=` of a `perf kvm stat report|live` command line, if the line is one.
+pub fn command_event(line: &str) -> Option<Option<TableKind>> {
+    if !line.contains("perf") || !line.contains("kvm") {
+        return None;
+    }
+    let event = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("--event="))
+        .map(|e| match e {
+            "ioport" => TableKind::Ioport,
+            "mmio" => TableKind::Mmio,
+            "msr" => TableKind::Msr,
+            _ => TableKind::Vmexit,
+        });
+    Some(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_of_every_era() {
+        let modern = "             VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time";
+        assert_eq!(
+            header(modern),
+            Some(Header {
+                kind: Some(TableKind::Vmexit),
+                layout: Layout::Stdio { timed: 3 }
+            })
+        );
+        let old = "      IO Port Access    Samples  Samples%     Time%         Avg time";
+        assert_eq!(
+            header(old),
+            Some(Header {
+                kind: Some(TableKind::Ioport),
+                layout: Layout::Stdio { timed: 1 }
+            })
+        );
+        let hists = "Event name                    Samples  Sample%       Time(ns)";
+        assert_eq!(
+            header(hists).map(|h| h.layout),
+            Some(Layout::Hists {
+                columns: vec![
+                    HistsColumn::Samples,
+                    HistsColumn::SamplePct,
+                    HistsColumn::TimeNs
+                ]
+            })
+        );
+        let tabbed = "Event\tSamples\tSamples%\tTime%\tMin Time\tMax Time\tAvg time";
+        assert_eq!(header(tabbed).map(|h| h.kind), Some(None));
+        assert_eq!(header("Total Samples:5"), None);
+        assert_eq!(header("some prose about Samples and Time"), None);
+    }
+
+    #[test]
+    fn scopes() {
+        let s = scope("Analyze events for pid(s) 1347712, all VCPUs:");
+        assert_eq!(s.as_ref().and_then(|s| s.pid), Some(1_347_712));
+        let s = scope("Analyze events for all VMs, VCPU 3:");
+        assert_eq!(s.as_ref().and_then(|s| s.vcpu), Some(3));
+        let s = scope("Analyze events for pid(s) 1,2, all VCPUs:");
+        assert_eq!(s.and_then(|s| s.pid), None);
+    }
+
+    #[test]
+    fn totals_timestamps_and_stderr() {
+        assert_eq!(
+            total("Total Samples:68259, Total events handled time:61150.95us."),
+            Some((68_259, Some(61_150_950)))
+        );
+        assert_eq!(lost("Lost events: 12"), Some(12));
+        assert_eq!(timestamp("19:49:57.094070"), Some(71_397.094_07));
+        assert_eq!(timestamp("19:49"), None);
+        assert_eq!(
+            unknown_exit_code("unknown kvm exit code:131072 on VMX"),
+            Some((131_072, Some(Isa::Vmx)))
+        );
+    }
+}

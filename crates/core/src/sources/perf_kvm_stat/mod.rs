@@ -1,0 +1,350 @@
+//! Source for `perf kvm stat report` and `perf kvm stat live` text, in every layout perf has
+//! printed since 2012 and in the shapes people paste it: e-mail quoting and wrapping, Markdown
+//! indentation and fences, tab-separated slide transcriptions, interleaved stderr notes,
+//! elisions, several labelled tables in one file, and live screens of many intervals (summed
+//! into one table with its window).
+//!
+//! Reading streams line by line: memory grows with the number of distinct tables and keys,
+//! not with the length of the input.
+
+mod layout;
+mod row;
+mod table;
+
+use std::io::BufRead;
+
+use crate::decode::Isa;
+use crate::error::{Error, Result};
+use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
+use crate::sources::lines::Lines;
+use layout::Scope;
+use row::Parsed;
+use table::Building;
+
+/// The name of this format (`--format perf-kvm-stat`, `origin.format`).
+pub const FORMAT: &str = "perf-kvm-stat";
+
+/// Whether `head` (the start of an input) looks like `perf kvm stat` output.
+pub fn looks_like(head: &str) -> bool {
+    head.lines()
+        .map(super::lines::unquote)
+        .any(|l| l.trim_start().starts_with("Analyze events for") || layout::header(l).is_some())
+}
+
+/// Reads every table of `reader`; `path` names the input in notes and errors.
+pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+    let mut lines = Lines::new(reader, path);
+    let mut state = Reader::new(path);
+    while let Some((n, text)) = lines.next_line()? {
+        state.line(n, &text);
+    }
+    state.end()
+}
+
+/// A row that a mailer wrapped: its text so far, where it started, and how many lines joined.
+struct Carry {
+    text: String,
+    line: usize,
+    joins: u8,
+}
+
+struct Reader {
+    path: String,
+    profile: Profile,
+    table: Option<Building>,
+    label: Option<String>,
+    scope: Option<Scope>,
+    timestamp: Option<(String, f64)>,
+    kind_hint: Option<TableKind>,
+    unknown: Option<table::UnknownCode>,
+    carry: Option<Carry>,
+    live_first: f64,
+    first_unrecognised: Option<(usize, String)>,
+}
+
+impl Reader {
+    fn new(path: &str) -> Self {
+        Self {
+            path: path.to_string(),
+            profile: Profile::new(Origin::new(FORMAT, Some(path))),
+            table: None,
+            label: None,
+            scope: None,
+            timestamp: None,
+            kind_hint: None,
+            unknown: None,
+            carry: None,
+            live_first: 0.0,
+            first_unrecognised: None,
+        }
+    }
+
+    fn note(&mut self, line: usize, message: String) {
+        self.profile.warnings.push(Note {
+            line: Some(line),
+            message,
+        });
+    }
+
+    fn line(&mut self, n: usize, text: &str) {
+        let t = text.trim();
+        if let Some(carry) = self.carry.take()
+            && !t.is_empty()
+            && !structural(t)
+            && self.join_carry(carry, t)
+        {
+            return;
+        }
+        if t.is_empty() || layout::decoration(t) {
+            return;
+        }
+        if self.structure(n, t) {
+            return;
+        }
+        if self.table_line(n, t) {
+            return;
+        }
+        if let Some(event) = layout::command_event(t) {
+            if event.is_some() {
+                self.kind_hint = event;
+            }
+            return;
+        }
+        // Prose: it ends a table with rows, and may label the next one.
+        if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
+            self.finish();
+        }
+        if self.profile.tables.is_empty()
+            && self.table.is_none()
+            && self.first_unrecognised.is_none()
+        {
+            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        }
+        let label = t
+            .trim_start_matches('#')
+            .trim()
+            .trim_end_matches(':')
+            .trim();
+        self.label = (!label.is_empty()).then(|| label.chars().take(120).collect());
+    }
+
+    /// Lines that shape tables: timestamps, scopes, totals, stderr notes, headers.
+    fn structure(&mut self, n: usize, t: &str) -> bool {
+        if let Some(seconds) = layout::timestamp(t) {
+            self.finish();
+            self.timestamp = Some((t.to_string(), seconds));
+        } else if let Some(scope) = layout::scope(t) {
+            self.finish();
+            self.scope = Some(scope);
+        } else if let Some((count, time_ns)) = layout::total(t) {
+            let total = PrintedTotal {
+                count,
+                time_ns,
+                lost_events: None,
+            };
+            match &mut self.table {
+                Some(b) => {
+                    b.total = Some(total);
+                    self.finish();
+                }
+                None => self.note(n, "a totals line with no table above it".into()),
+            }
+        } else if let Some(lost) = layout::lost(t) {
+            let total = match &mut self.table {
+                Some(b) => b.total.as_mut(),
+                None => self
+                    .profile
+                    .tables
+                    .last_mut()
+                    .and_then(|t| t.printed_total.as_mut()),
+            };
+            if let Some(total) = total {
+                total.lost_events = Some(total.lost_events.unwrap_or(0) + lost);
+            }
+            self.note(
+                n,
+                format!("perf lost {lost} events: the counts are incomplete"),
+            );
+        } else if let Some(unknown) = layout::unknown_exit_code(t) {
+            self.unknown = Some(unknown);
+        } else if layout::elision(t) {
+            if let Some(b) = &mut self.table {
+                b.elided = true;
+            }
+        } else if let Some(header) = layout::header(t) {
+            self.finish();
+            self.table = Some(Building {
+                kind: header
+                    .kind
+                    .or_else(|| self.kind_hint.clone())
+                    .unwrap_or(TableKind::Vmexit),
+                layout: header.layout,
+                label: self.label.take(),
+                scope: self.scope.take(),
+                timestamp: self.timestamp.take(),
+                line: n,
+                rows: Vec::new(),
+                total: None,
+                elided: false,
+            });
+        } else {
+            return false;
+        }
+        true
+    }
+
+    /// Lines inside a table: a kind line, a wrapped spread, a row, or a wrapped row's start.
+    fn table_line(&mut self, n: usize, t: &str) -> bool {
+        let Some(b) = &mut self.table else {
+            return false;
+        };
+        if b.rows.is_empty()
+            && let Some(kind) = layout::kind_name(t)
+        {
+            b.kind = kind;
+            return true;
+        }
+        if let Some(spread) = row::spread_only(t)
+            && let Some((last, _)) = b.rows.last_mut()
+        {
+            if let Some(mean) = last.time.mean_ns(last.count) {
+                last.time.m2 = TimeStats::m2_from_rel_stderr(spread, mean, last.count);
+            }
+            return true;
+        }
+        match row::parse(t, &b.layout, n) {
+            Parsed::Row(r) => {
+                let unknown = if r.key == "UNKNOWN" {
+                    self.unknown.take()
+                } else {
+                    None
+                };
+                b.rows.push((r, unknown));
+                true
+            }
+            Parsed::Incomplete => {
+                self.carry = Some(Carry {
+                    text: t.to_string(),
+                    line: n,
+                    joins: 0,
+                });
+                true
+            }
+            Parsed::NotARow => false,
+        }
+    }
+
+    /// Joins a wrapped row with its continuation; false when `t` does not continue it.
+    fn join_carry(&mut self, carry: Carry, t: &str) -> bool {
+        let Some(b) = &mut self.table else {
+            return false;
+        };
+        let joined = format!("{} {t}", carry.text);
+        match row::parse(&joined, &b.layout, carry.line) {
+            Parsed::Row(r) => {
+                let unknown = if r.key == "UNKNOWN" {
+                    self.unknown.take()
+                } else {
+                    None
+                };
+                b.rows.push((r, unknown));
+                true
+            }
+            Parsed::Incomplete if carry.joins < 2 => {
+                self.carry = Some(Carry {
+                    text: joined,
+                    line: carry.line,
+                    joins: carry.joins + 1,
+                });
+                true
+            }
+            _ => {
+                self.note(
+                    carry.line,
+                    format!(
+                        "could not read this row, even joined with the next line: `{}`",
+                        carry.text
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(carry) = self.carry.take() {
+            self.note(
+                carry.line,
+                format!("incomplete row skipped: `{}`", carry.text),
+            );
+        }
+        let Some(b) = self.table.take() else {
+            return;
+        };
+        self.unknown = None;
+        if b.rows.is_empty() {
+            if b.total.is_some_and(|t| t.count > 0) {
+                self.note(
+                    b.line,
+                    "a table header and total with no rows between them".into(),
+                );
+            }
+            return;
+        }
+        let seconds = b.timestamp.as_ref().map(|t| t.1);
+        let table = b.finish(&mut self.profile.warnings);
+        match (seconds, self.profile.tables.last_mut()) {
+            (Some(s), Some(last))
+                if last.window.is_some()
+                    && table.window.is_some()
+                    && last.kind == table.kind
+                    && last.scope == table.scope
+                    && (last.isa == table.isa || table.isa.is_none()) =>
+            {
+                table::sum_interval(last, table, (self.live_first, s));
+            }
+            _ => {
+                if let Some(s) = seconds {
+                    self.live_first = s;
+                }
+                self.profile.tables.push(table);
+            }
+        }
+    }
+
+    fn end(mut self) -> Result<Profile> {
+        self.finish();
+        if self.profile.tables.is_empty() {
+            let expected = "expected a `perf kvm stat` table: a column header such as \
+                            `VM-EXIT  Samples  Samples%  Time%  Min Time  Max Time  Avg time` \
+                            followed by rows";
+            return Err(match self.first_unrecognised {
+                Some((line, text)) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found `{text}`"),
+                },
+                None => Error::Input {
+                    path: self.path,
+                    message: format!("no table found ({expected})"),
+                },
+            });
+        }
+        let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
+        if let Some(&first) = isas.first()
+            && isas.iter().all(|&i| i == first)
+        {
+            self.profile.origin.isa = Some(first);
+        }
+        Ok(self.profile)
+    }
+}
+
+/// Lines that always stand on their own and so never continue a wrapped row.
+fn structural(t: &str) -> bool {
+    t.starts_with("Total Samples:")
+        || t.starts_with("Analyze events for")
+        || t.starts_with("Lost events:")
+        || layout::timestamp(t).is_some()
+        || layout::header(t).is_some()
+}

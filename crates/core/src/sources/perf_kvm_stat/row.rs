@@ -1,0 +1,302 @@
+//! The rows of a `perf kvm stat` table: splitting off perf's `( +-x% )` spread, telling the
+//! columns apart by their units, and knowing when a row is incomplete because a mailer wrapped
+//! it onto the next line.
+
+use super::layout::{HistsColumn, Layout};
+use crate::profile::TimeStats;
+use crate::sources::numbers;
+
+/// A row as printed, before its key is decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawRow {
+    pub key: String,
+    pub count: u64,
+    pub time: TimeStats,
+    /// The 1-based line the row starts on.
+    pub line: usize,
+}
+
+/// What a line is, read as a row of the current table.
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    Row(RawRow),
+    /// The start of a row whose remaining columns are on the next line.
+    Incomplete,
+    /// Not a row at all.
+    NotARow,
+}
+
+/// Up to this many whitespace-separated cells are looked at in a row.
+const MAX_CELLS: usize = 16;
+
+/// Reads `text` as a row of a table with `layout`.
+pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
+    let (body, spread, open) = split_spread(text);
+    let mut cells = [""; MAX_CELLS];
+    let mut n = 0;
+    for cell in body.split_whitespace() {
+        if n == MAX_CELLS {
+            return Parsed::NotARow;
+        }
+        cells[n] = cell;
+        n += 1;
+    }
+    let cells = &cells[..n];
+    let Some((&key, values)) = cells.split_first() else {
+        return Parsed::NotARow;
+    };
+    if numbers::count(key).is_some()
+        || key.ends_with('%')
+        || key.ends_with("us") && looks_numeric(key)
+    {
+        return Parsed::NotARow;
+    }
+    if !key_shaped(key) {
+        return Parsed::NotARow;
+    }
+    let parsed = match layout {
+        Layout::Stdio { timed } => stdio(values, *timed, spread),
+        Layout::Hists { columns } => hists(values, columns),
+    };
+    match parsed {
+        Some((count, time)) if !open => Parsed::Row(RawRow {
+            key: key.to_string(),
+            count,
+            time,
+            line,
+        }),
+        _ if values.is_empty() || open || values.iter().all(|v| value_shaped(v)) => {
+            Parsed::Incomplete
+        }
+        _ => Parsed::NotARow,
+    }
+}
+
+/// A line holding only a spread, `( +- 7.34% )`, as a mailer leaves it after wrapping.
+pub fn spread_only(text: &str) -> Option<f64> {
+    let (body, spread, open) = split_spread(text);
+    (body.trim().is_empty() && !open)
+        .then_some(spread)
+        .flatten()
+}
+
+/// Splits `… ( +-  0.10% )` into the part before it, the percentage, and whether the
+/// parenthesis is left open (the row continues on the next line).
+fn split_spread(text: &str) -> (&str, Option<f64>, bool) {
+    let Some(at) = text.find("+-") else {
+        return (text, None, text.trim_end().ends_with('('));
+    };
+    let before = text[..at].trim_end();
+    let body = before.strip_suffix('(').unwrap_or(before);
+    let after = text[at + 2..].trim();
+    let closed = after.ends_with(')');
+    let number = after.trim_end_matches(')').trim();
+    let spread = numbers::percent(number);
+    (body, spread, !closed && spread.is_none())
+}
+
+fn stdio(values: &[&str], timed: usize, spread: Option<f64>) -> Option<(u64, TimeStats)> {
+    let (&count, rest) = values.split_first()?;
+    let count = numbers::count(count)?;
+    let mut percents = 0;
+    let mut times = [0u64; 3];
+    let mut n_times = 0;
+    for v in rest {
+        if numbers::percent(v).is_some() {
+            percents += 1;
+        } else if let Some(ns) = numbers::micros_as_ns(v) {
+            if n_times == times.len() {
+                return None;
+            }
+            times[n_times] = ns;
+            n_times += 1;
+        } else {
+            return None;
+        }
+    }
+    if percents < 2 || n_times < timed {
+        return None;
+    }
+    let (min, max, avg) = match n_times {
+        3 => (Some(times[0]), Some(times[1]), times[2]),
+        1 => (None, None, times[0]),
+        _ => return None,
+    };
+    Some((count, stats(count, min, max, Some(avg), spread)))
+}
+
+fn hists(values: &[&str], columns: &[HistsColumn]) -> Option<(u64, TimeStats)> {
+    if values.len() < columns.len() || columns.is_empty() {
+        return None;
+    }
+    let (mut count, mut total, mut min, mut max, mut mean) = (None, None, None, None, None);
+    for (v, col) in values.iter().zip(columns) {
+        match col {
+            HistsColumn::Samples => count = Some(numbers::count(v)?),
+            HistsColumn::SamplePct | HistsColumn::TimePct => {
+                numbers::percent(v)?;
+            }
+            HistsColumn::TimeNs => total = Some(numbers::nanos(v)?),
+            HistsColumn::MaxNs => max = Some(numbers::nanos(v)?),
+            HistsColumn::MinNs => min = Some(numbers::nanos(v)?),
+            HistsColumn::MeanNs => mean = Some(numbers::nanos(v)?),
+            HistsColumn::Unknown => {}
+        }
+    }
+    let count = count?;
+    let mut time = stats(count, min, max, mean, None);
+    if total.is_some() {
+        time.total_ns = total;
+    }
+    Some((count, time))
+}
+
+/// Stats of a printed row: the total is `count × mean` (exact up to the print's rounding).
+fn stats(
+    count: u64,
+    min: Option<u64>,
+    max: Option<u64>,
+    mean: Option<u64>,
+    spread: Option<f64>,
+) -> TimeStats {
+    TimeStats {
+        total_ns: mean.map(|m| m.saturating_mul(count)),
+        min_ns: min,
+        max_ns: max,
+        m2: match (spread, mean) {
+            (Some(rel), Some(m)) => TimeStats::m2_from_rel_stderr(rel, m as f64, count),
+            _ => None,
+        },
+        timed: None,
+    }
+}
+
+fn looks_numeric(cell: &str) -> bool {
+    cell.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// A key is a name or an address: no sentence punctuation, starts with a letter, `0x` or `_`.
+fn key_shaped(key: &str) -> bool {
+    key.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || key.starts_with("0x"))
+        && key.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'(' | b')')
+        })
+}
+
+/// A cell that could be one of a row's values (so a short row is a wrapped row, not prose).
+fn value_shaped(cell: &str) -> bool {
+    numbers::count(cell).is_some()
+        || numbers::percent(cell).is_some()
+        || numbers::micros_as_ns(cell).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MODERN: Layout = Layout::Stdio { timed: 3 };
+    const OLD: Layout = Layout::Stdio { timed: 1 };
+
+    fn row(text: &str, layout: &Layout) -> Option<RawRow> {
+        match parse(text, layout, 1) {
+            Parsed::Row(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn modern_row() {
+        let r = row(
+            "           MSR_WRITE      42521    53.32%     0.06%      0.50us     52.94us      1.71us ( +-   0.48% )",
+            &MODERN,
+        );
+        let r = r.unwrap_or_else(|| RawRow {
+            key: String::new(),
+            count: 0,
+            time: TimeStats::unknown(),
+            line: 0,
+        });
+        assert_eq!((r.key.as_str(), r.count), ("MSR_WRITE", 42_521));
+        assert_eq!(r.time.total_ns, Some(42_521 * 1_710));
+        assert_eq!((r.time.min_ns, r.time.max_ns), (Some(500), Some(52_940)));
+        let rel = r.time.rel_stderr_pct(r.count).unwrap_or(0.0);
+        assert!((rel - 0.48).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tabbed_rows_with_spread_in_either_cell() {
+        let a = row(
+            "EPT_MISCONFIG\t893519\t72.16%\t88.46%\t4.38us\t662.31us\t6.50us\t(+- 0.05%)",
+            &MODERN,
+        );
+        let b = row(
+            "APIC_WRITE\t185817\t56.97%\t37.07%\t0.57us\t78.45us\t1.43us (+- 0.18%)",
+            &MODERN,
+        );
+        assert_eq!(a.map(|r| r.count), Some(893_519));
+        assert_eq!(b.map(|r| r.time.total_ns), Some(Some(185_817 * 1_430)));
+    }
+
+    #[test]
+    fn old_layout_has_no_min_max() {
+        let r = row(
+            "           APIC_ACCESS      65381    66.58%     5.95%     37.72us ( +-   6.54% )",
+            &OLD,
+        );
+        assert_eq!(
+            r.map(|r| (r.time.min_ns, r.time.total_ns)),
+            Some((None, Some(65_381 * 37_720)))
+        );
+    }
+
+    #[test]
+    fn wrapped_rows_are_incomplete() {
+        assert_eq!(
+            parse(
+                "  EXTERNAL_INTERRUPT      16031    16.32%     3.06%     79.11us ( +-",
+                &OLD,
+                1
+            ),
+            Parsed::Incomplete
+        );
+        assert_eq!(parse("  EXTERNAL_INTERRUPT", &OLD, 1), Parsed::Incomplete);
+        assert_eq!(
+            parse("  HLT  15885    19.92%    99.89%      0.63us", &MODERN, 1),
+            Parsed::Incomplete
+        );
+        assert_eq!(spread_only("   7.34% )"), None);
+        assert_eq!(spread_only(" ( +-   7.34% )"), Some(7.34));
+    }
+
+    #[test]
+    fn prose_is_not_a_row() {
+        assert_eq!(parse("testing with patch:", &MODERN, 1), Parsed::NotARow);
+        assert_eq!(
+            parse("The guest was idle for a while", &MODERN, 1),
+            Parsed::NotARow
+        );
+    }
+
+    #[test]
+    fn hists_rows_use_header_columns() {
+        let cols = Layout::Hists {
+            columns: vec![
+                HistsColumn::Samples,
+                HistsColumn::SamplePct,
+                HistsColumn::TimeNs,
+            ],
+        };
+        let r = row(
+            "STORE_GUEST_PAGE_FAULT        1496461   53.00%    889612544",
+            &cols,
+        );
+        assert_eq!(
+            r.map(|r| (r.count, r.time.total_ns)),
+            Some((1_496_461, Some(889_612_544)))
+        );
+    }
+}

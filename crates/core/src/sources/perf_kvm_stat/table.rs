@@ -1,0 +1,218 @@
+//! Turning the rows of one printed table into a profile [`Table`]: decoding the keys (exit
+//! names of any era under the table's ISA, unknown codes attached from perf's stderr notes,
+//! port/MMIO/MSR addresses), checking the rows against the printed totals, and summing the
+//! intervals of a live session into one table with its window.
+
+use super::layout::{Layout, Scope};
+use super::row::RawRow;
+use crate::decode::{Isa, exit_reason};
+use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
+
+/// An exit code perf could not name, from its stderr note, and the ISA the note names.
+pub type UnknownCode = (u64, Option<Isa>);
+
+/// A table being read.
+#[derive(Debug)]
+pub struct Building {
+    pub kind: TableKind,
+    pub layout: Layout,
+    pub label: Option<String>,
+    pub scope: Option<Scope>,
+    /// Live-mode timestamp: the text and seconds since midnight.
+    pub timestamp: Option<(String, f64)>,
+    pub line: usize,
+    pub rows: Vec<(RawRow, Option<UnknownCode>)>,
+    pub total: Option<PrintedTotal>,
+    pub elided: bool,
+}
+
+impl Building {
+    /// Decodes and checks the table; notes go to `notes`.
+    pub fn finish(self, notes: &mut Vec<Note>) -> Table {
+        let mut table = Table::new(self.kind.clone());
+        table.line = Some(self.line);
+        table.label = self.label.clone();
+        table.scope = self.scope.as_ref().map(|s| s.text.clone());
+        table.isa = self.isa();
+        let (pid, vcpu) = self
+            .scope
+            .as_ref()
+            .map_or((None, None), |s| (s.pid, s.vcpu));
+        let mut unknown_rows = 0;
+        let mut zero_min = false;
+        for (raw, unknown) in &self.rows {
+            let key = self.decode_key(raw, *unknown, table.isa, &mut unknown_rows);
+            let mut row = Row::new(key, raw.count);
+            row.time = raw.time.clone();
+            if vcpu.is_some() && row.time.min_ns == Some(0) {
+                // perf zero-fills per-vCPU stats, so `--vcpu` tables print `Min Time 0.00us`.
+                row.time.min_ns = None;
+                zero_min = true;
+            }
+            row.pid = pid;
+            row.vcpu = vcpu;
+            table.rows.push(row);
+        }
+        if zero_min {
+            notes.push(Note {
+                line: Some(self.line),
+                message: "min times of 0.00us in a --vcpu table are a perf artefact (zero-filled per-vCPU stats); shown as unknown".into(),
+            });
+        }
+        self.check_totals(&table, notes);
+        table.printed_total = self.total;
+        if let Some((text, _)) = &self.timestamp {
+            table.window = Some(Window {
+                start: Some(text.clone()),
+                end: Some(text.clone()),
+                duration_ns: None,
+                intervals: 1,
+            });
+        }
+        table
+    }
+
+    /// The ISA: from perf's stderr notes if any, otherwise inferred from the names.
+    fn isa(&self) -> Option<Isa> {
+        if self.kind != TableKind::Vmexit {
+            return None;
+        }
+        if let Some(isa) = self
+            .rows
+            .iter()
+            .find_map(|(_, u)| u.and_then(|(_, isa)| isa))
+        {
+            return Some(isa);
+        }
+        exit_reason::guess_isa(self.rows.iter().map(|(r, _)| r.key.as_str()))
+    }
+
+    fn decode_key(
+        &self,
+        raw: &RawRow,
+        unknown: Option<(u64, Option<Isa>)>,
+        isa: Option<Isa>,
+        unknown_rows: &mut usize,
+    ) -> Key {
+        match self.kind {
+            TableKind::Vmexit => {
+                if raw.key == "UNKNOWN" {
+                    return match unknown {
+                        Some((code, code_isa)) => {
+                            let isa = code_isa.or(isa);
+                            match isa.and_then(|i| exit_reason::lookup_code(i, code)) {
+                                Some(info) => Key::Exit {
+                                    name: info.name.to_string(),
+                                    code: Some(info.code),
+                                },
+                                None => Key::Exit {
+                                    name: exit_reason::unknown_key(isa, code),
+                                    code: Some(code),
+                                },
+                            }
+                        }
+                        None => {
+                            *unknown_rows += 1;
+                            let name = match *unknown_rows {
+                                1 => "UNKNOWN".to_string(),
+                                n => format!("UNKNOWN#{n}"),
+                            };
+                            Key::Exit { name, code: None }
+                        }
+                    };
+                }
+                match exit_reason::lookup_name(isa, &raw.key) {
+                    Some(info) => Key::Exit {
+                        name: info.name.to_string(),
+                        code: Some(info.code),
+                    },
+                    None => Key::Exit {
+                        name: raw.key.clone(),
+                        code: None,
+                    },
+                }
+            }
+            TableKind::Ioport | TableKind::Mmio | TableKind::Msr => {
+                match Key::parse_perf_address(&raw.key) {
+                    Some((n, access)) => match self.kind {
+                        TableKind::Ioport => Key::Port { port: n, access },
+                        TableKind::Mmio => Key::Mmio { gpa: n, access },
+                        _ => Key::Msr { index: n, access },
+                    },
+                    None => Key::Event {
+                        name: raw.key.clone(),
+                    },
+                }
+            }
+            TableKind::Event(_) => Key::Event {
+                name: raw.key.clone(),
+            },
+        }
+    }
+
+    fn check_totals(&self, table: &Table, notes: &mut Vec<Note>) {
+        let Some(total) = &self.total else {
+            return;
+        };
+        let rows = table.count();
+        if rows != total.count {
+            let why = if self.elided {
+                "the author elided rows"
+            } else if rows < total.count {
+                "rows are missing (elided or cut off?)"
+            } else {
+                "the rows count more than the total"
+            };
+            notes.push(Note {
+                line: Some(self.line),
+                message: format!(
+                    "{} table: rows add up to {rows} samples but the total line says {}; {why}",
+                    table.kind, total.count
+                ),
+            });
+        }
+    }
+}
+
+/// Adds the rows of `next` (one more interval of a live session) into `into`.
+pub fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
+    for row in next.rows {
+        match into
+            .rows
+            .iter_mut()
+            .find(|r| r.key == row.key && r.pid == row.pid && r.vcpu == row.vcpu)
+        {
+            Some(existing) => existing.merge(&row),
+            None => into.rows.push(row),
+        }
+    }
+    if let (Some(a), Some(b)) = (&mut into.printed_total, next.printed_total) {
+        a.count += b.count;
+        a.time_ns = a.time_ns.zip(b.time_ns).map(|(x, y)| x + y);
+        a.lost_events = match (a.lost_events, b.lost_events) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+        };
+    }
+    if let (Some(w), Some(nw)) = (&mut into.window, next.window) {
+        w.intervals += nw.intervals;
+        w.end = nw.end;
+        let (first, last) = seconds;
+        let span = if last >= first {
+            last - first
+        } else {
+            last + 86_400.0 - first
+        };
+        // n displays at equal intervals cover n × (span / (n − 1)).
+        let n = f64::from(w.intervals);
+        w.duration_ns = (n > 1.0 && span > 0.0).then(|| (span * n / (n - 1.0) * 1e9) as u64);
+    }
+    into.label = into.window.as_ref().map(|w| {
+        format!(
+            "live {}–{} ({} intervals)",
+            w.start.as_deref().unwrap_or("?"),
+            w.end.as_deref().unwrap_or("?"),
+            w.intervals
+        )
+    });
+}

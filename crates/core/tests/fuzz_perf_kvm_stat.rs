@@ -1,0 +1,153 @@
+//! Fuzzing the perf kvm stat source (proptest, bounded so it runs in every `cargo test`):
+//! mutated real samples and random text never panic, and every error names the input and,
+//! where a line is at fault, the line.
+//!
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_perf_kvm_stat --release`
+//! runs a longer campaign.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use proptest::prelude::*;
+use virtlens_core::Error;
+use virtlens_core::sources::{self, Format};
+
+const SAMPLES: [&str; 11] = [
+    include_str!("../../../testdata/exit-reports/05-perf-kvm-stat-msr-event-tscdeadline.txt"),
+    include_str!("../../../testdata/exit-reports/06-perf-kvm-stat-vmexit-amd-svm-idle.txt"),
+    include_str!("../../../testdata/exit-reports/09-perf-kvm-stat-vmexit-2012-format.txt"),
+    include_str!("../../../testdata/exit-reports/11-perf-kvm-stat-ioport-2012-format.txt"),
+    include_str!("../../../testdata/exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt"),
+    include_str!("../../../testdata/exit-reports/17-perf-kvm-stat-live-amd-sev-es-hung-vcpu.txt"),
+    include_str!(
+        "../../../testdata/exit-reports/34-perf-kvm-stat-hists-format-riscv-before-after.txt"
+    ),
+    include_str!("../../../testdata/seed-kvm-hyperv-traps/1-no-hyperv-features.txt"),
+    include_str!("../../../testdata/seed-kvm-hyperv-traps/2-all-hyperv-features.txt"),
+    include_str!("../../../testdata/seed-kvm-hyperv-traps/3-hypervisor-cpuid-hidden.txt"),
+    include_str!(
+        "../../../testdata/seed-kvm-hyperv-traps/4-all-hyperv-features-stimer-optimized.txt"
+    ),
+];
+
+/// One edit to a byte string.
+#[derive(Debug, Clone)]
+enum Edit {
+    Flip(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    DuplicateLine(usize),
+    Truncate(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (any::<usize>(), 0usize..40).prop_map(|(i, n)| Edit::Delete(i, n)),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..24))
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
+        (
+            any::<usize>(),
+            prop::sample::select(vec![
+                b"( +-".to_vec(),
+                b"us".to_vec(),
+                b"%".to_vec(),
+                b"\n".to_vec(),
+                b"> ".to_vec(),
+                b"Total Samples:".to_vec(),
+                b"UNKNOWN".to_vec(),
+                b"unknown kvm exit code:99 on SVM\n".to_vec(),
+                b"19:49:57.094070\n".to_vec(),
+                b"\t".to_vec(),
+                b"18446744073709551615".to_vec(),
+            ])
+        )
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
+        any::<usize>().prop_map(Edit::DuplicateLine),
+        any::<usize>().prop_map(Edit::Truncate),
+    ]
+}
+
+fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let len = bytes.len().max(1);
+        match e {
+            Edit::Flip(i, b) => {
+                if let Some(x) = bytes.get_mut(i % len) {
+                    *x ^= b | 1;
+                }
+            }
+            Edit::Delete(i, n) => {
+                let start = (i % len).min(bytes.len());
+                let end = (start + n).min(bytes.len());
+                bytes.drain(start..end);
+            }
+            Edit::Insert(i, v) => {
+                let at = (i % len).min(bytes.len());
+                bytes.splice(at..at, v.iter().copied());
+            }
+            Edit::DuplicateLine(i) => {
+                let text = bytes.clone();
+                let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+                if !lines.is_empty() {
+                    let line = lines[i % lines.len()];
+                    let at = lines[..i % lines.len()]
+                        .iter()
+                        .map(|l| l.len())
+                        .sum::<usize>();
+                    bytes.splice(at..at, line.iter().copied());
+                }
+            }
+            Edit::Truncate(i) => bytes.truncate(i % len),
+        }
+    }
+    bytes
+}
+
+fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
+    let format = forced.then_some(Format::PerfKvmStat);
+    match sources::read_bytes(bytes, "fuzz.txt", format) {
+        Ok(p) => {
+            prop_assert!(!p.tables.is_empty());
+            // Whatever was read must serialise and come back equal.
+            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let back: virtlens_core::profile::Profile =
+                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(back.tables.len(), p.tables.len());
+        }
+        Err(Error::Parse {
+            path,
+            line,
+            message,
+        }) => {
+            prop_assert_eq!(path, "fuzz.txt");
+            prop_assert!(line >= 1);
+            prop_assert!(message.contains("expected"));
+        }
+        Err(e) => prop_assert!(e.to_string().starts_with("fuzz.txt: "), "{e}"),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_samples_never_panic(
+        which in 0..SAMPLES.len(),
+        edits in prop::collection::vec(edit(), 1..8),
+        forced in any::<bool>(),
+    ) {
+        let bytes = apply(SAMPLES[which].as_bytes().to_vec(), &edits);
+        check(&bytes, forced)?;
+    }
+
+    #[test]
+    fn random_text_never_panics(text in "(\\PC|\\t|\\n){0,400}") {
+        check(text.as_bytes(), true)?;
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        check(&bytes, true)?;
+    }
+}

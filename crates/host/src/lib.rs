@@ -1,0 +1,9 @@
+//! virtlens-host: the parts of virtlens that touch this Linux host (tracefs capture, KVM binary
+//! statistics, VM discovery, the micro-VM lab, the guest-side bench suite, the Prometheus
+//! exporter). They arrive with their issues; today the crate holds the host-facts probe the
+//! CLI uses to label output.
+
+/// Whether this host has a KVM device node.
+pub fn has_kvm() -> bool {
+    std::path::Path::new("/dev/kvm").exists()
+}
