@@ -40,25 +40,33 @@ impl Decoder {
         Self { map: Some(map) }
     }
 
-    /// The name of an IO port: the mtree map's region first, then the built-in table.
+    /// The name of an IO port: the mtree map's region first, then the built-in table; both
+    /// when both know it (`acpi-tmr (acpi-pm-timer)`), so register detail is not lost.
     pub fn port(&self, port: u64) -> Option<String> {
-        if let Some(name) = self.map.as_ref().and_then(|m| m.name_port(port)) {
-            return Some(name.to_string());
-        }
-        u16::try_from(port).ok().and_then(ioport::port_name)
+        let builtin = u16::try_from(port).ok().and_then(ioport::port_name);
+        combine(self.map.as_ref().and_then(|m| m.name_port(port)), builtin)
     }
 
     /// The name of a guest-physical MMIO address: the mtree map's region first, then the
-    /// built-in ranges (LAPIC by register, IOAPIC, HPET, …).
+    /// built-in ranges (LAPIC by register, IOAPIC, HPET, …), both when both know it.
     pub fn mmio(&self, gpa: u64) -> Option<String> {
-        if let Some(name) = self.map.as_ref().and_then(|m| m.name_addr(gpa)) {
-            return Some(name.to_string());
-        }
-        mmio::mmio_name(gpa)
+        combine(
+            self.map.as_ref().and_then(|m| m.name_addr(gpa)),
+            mmio::mmio_name(gpa),
+        )
     }
 
     /// The name of an MSR index.
     pub fn msr(&self, index: u64) -> Option<String> {
         u32::try_from(index).ok().and_then(msr::msr_name)
+    }
+}
+
+/// `map: builtin` when both name a thing differently, else whichever does.
+fn combine(map: Option<&str>, builtin: Option<String>) -> Option<String> {
+    match (map, builtin) {
+        (Some(m), Some(b)) if m != b => Some(format!("{m}: {b}")),
+        (Some(m), _) => Some(m.to_string()),
+        (None, b) => b,
     }
 }

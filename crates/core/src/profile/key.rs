@@ -42,7 +42,7 @@ impl Access {
 pub enum Key {
     /// A VM-exit reason: its canonical name and numeric code when known. An unknown code keeps
     /// its number in both fields (`UNKNOWN(0x20000)`), never merged with other unknown codes.
-    Exit { name: String, code: Option<u64> },
+    Exit { code: Option<u64>, name: String },
     /// An IO port access.
     Port { port: u64, access: Option<Access> },
     /// A guest-physical MMIO access.

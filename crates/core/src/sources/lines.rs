@@ -44,15 +44,25 @@ impl<R: BufRead> Lines<R> {
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
         }
-        let text = String::from_utf8_lossy(&self.buf);
+        let text = match std::str::from_utf8(&self.buf) {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(&self.buf),
+        };
         Ok(Some((self.line_no, clean(text))))
     }
 }
 
-/// Removes ANSI escape sequences and e-mail quote markers (`> `, `>> `, `> > `).
+/// Removes ANSI escape sequences and e-mail quote markers (`> `, `>> `, `> > `), and turns
+/// non-breaking spaces (web pages, rich-text mail) into plain ones, so parsers can split on
+/// ASCII whitespace.
 pub fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
     let text = if memchr::memchr(0x1b, text.as_bytes()).is_some() {
         Cow::Owned(strip_ansi(&text))
+    } else {
+        text
+    };
+    let text = if memchr::memchr(0xa0, text.as_bytes()).is_some() && text.contains('\u{a0}') {
+        Cow::Owned(text.replace('\u{a0}', " "))
     } else {
         text
     };
@@ -66,6 +76,10 @@ pub fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
 
 /// The line without leading e-mail quote markers.
 pub fn unquote(mut line: &str) -> &str {
+    let first = line.bytes().find(|&b| b != b' ' && b != b'\t');
+    if first != Some(b'>') {
+        return line;
+    }
     loop {
         let trimmed = line.trim_start_matches([' ', '\t']);
         match trimmed.strip_prefix('>') {
@@ -101,7 +115,7 @@ mod tests {
 
     #[test]
     fn strips_quotes_escapes_and_cr() {
-        let input = "> > Total Samples:1\r\n\x1b[H\x1b[2J19:49:57.094070\n>\nplain\n";
+        let input = "> > Total\u{a0}Samples:1\r\n\x1b[H\x1b[2J19:49:57.094070\n>\nplain\n";
         let mut lines = Lines::new(input.as_bytes(), "t");
         let mut got = Vec::new();
         while let Ok(Some((n, l))) = lines.next_line() {

@@ -28,26 +28,37 @@ pub fn nanos(text: &str) -> Option<u64> {
 /// A non-negative decimal number multiplied by 10^`scale` and rounded half up to an integer,
 /// using integer arithmetic only (`"0.59"`, scale 3 → 590).
 pub fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
-    let (int, frac) = match text.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (text, ""),
-    };
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
     let mut value: u64 = 0;
-    for b in int.bytes() {
-        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    let mut digits = 0usize;
+    let mut frac_digits: Option<u32> = None;
+    let mut round_up = false;
+    for &b in text.as_bytes() {
+        match b {
+            b'0'..=b'9' => {
+                digits += 1;
+                match frac_digits {
+                    Some(f) if f == scale => {
+                        // The first dropped digit decides the rounding (half up).
+                        round_up = b >= b'5';
+                        frac_digits = Some(f + 1);
+                        continue;
+                    }
+                    Some(f) if f > scale => continue,
+                    Some(f) => frac_digits = Some(f + 1),
+                    None => {}
+                }
+                value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+            }
+            b'.' if frac_digits.is_none() => frac_digits = Some(0),
+            _ => return None,
+        }
     }
-    let mut digits = frac.bytes();
-    for _ in 0..scale {
-        let d = digits.next().map_or(0, |b| u64::from(b - b'0'));
-        value = value.checked_mul(10)?.checked_add(d)?;
+    if digits == 0 {
+        return None;
     }
-    if digits.next().is_some_and(|b| b >= b'5') {
+    let have = frac_digits.unwrap_or(0).min(scale);
+    value = value.checked_mul(10u64.checked_pow(scale - have)?)?;
+    if round_up {
         value = value.checked_add(1)?;
     }
     Some(value)
@@ -67,6 +78,10 @@ mod tests {
         assert_eq!(micros_as_ns("0.59"), None);
         assert_eq!(micros_as_ns("-1us"), None);
         assert_eq!(micros_as_ns(".us"), None);
+        assert_eq!(micros_as_ns("1.2.3us"), None);
+        assert_eq!(micros_as_ns("0.0005us"), Some(1));
+        assert_eq!(micros_as_ns("0.0004999us"), Some(0));
+        assert_eq!(decimal_scaled("5.", 2), Some(500));
         assert_eq!(nanos("889612544"), Some(889_612_544));
     }
 

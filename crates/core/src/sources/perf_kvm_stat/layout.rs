@@ -38,7 +38,7 @@ pub struct Header {
 
 /// The kind a header's first cell or a kind line names.
 pub fn kind_name(cell: &str) -> Option<TableKind> {
-    match cell.trim() {
+    match cell.trim_ascii() {
         "VM-EXIT" => Some(TableKind::Vmexit),
         "MMIO Access" => Some(TableKind::Mmio),
         "IO Port Access" => Some(TableKind::Ioport),
@@ -54,7 +54,7 @@ pub fn header(line: &str) -> Option<Header> {
     if !(rest.contains("Samples%") || rest.contains("Sample%") || rest.contains("Time")) {
         return None;
     }
-    let first = line[..at].trim();
+    let first = line[..at].trim_ascii();
     if first == "Event name" {
         let columns = line
             .split('\t')
@@ -85,7 +85,7 @@ pub fn header(line: &str) -> Option<Header> {
 }
 
 fn hists_column(cell: &str) -> HistsColumn {
-    let squeezed: String = cell.split_whitespace().collect();
+    let squeezed: String = cell.split_ascii_whitespace().collect();
     match squeezed.as_str() {
         "Samples" => HistsColumn::Samples,
         "Sample%" | "Samples%" => HistsColumn::SamplePct,
@@ -108,16 +108,16 @@ pub struct Scope {
 
 /// Recognises `Analyze events for all VMs, all VCPUs:` and its variants.
 pub fn scope(line: &str) -> Option<Scope> {
-    let text = line.trim().strip_prefix("Analyze events for ")?;
-    let text = text.trim_end().trim_end_matches(':').trim();
+    let text = line.trim_ascii().strip_prefix("Analyze events for ")?;
+    let text = text.trim_ascii_end().trim_end_matches(':').trim_ascii();
     let pid = text
         .strip_prefix("pid(s) ")
         .and_then(|r| r.split(", ").next())
         .filter(|pids| !pids.contains(','))
-        .and_then(|p| p.trim().parse().ok());
+        .and_then(|p| p.trim_ascii().parse().ok());
     let vcpu = text
         .rsplit_once("VCPU ")
-        .and_then(|(_, n)| n.trim().parse().ok());
+        .and_then(|(_, n)| n.trim_ascii().parse().ok());
     Some(Scope {
         text: text.to_string(),
         pid,
@@ -127,25 +127,25 @@ pub fn scope(line: &str) -> Option<Scope> {
 
 /// The totals line: `Total Samples:N, Total events handled time:Xus.`
 pub fn total(line: &str) -> Option<(u64, Option<u64>)> {
-    let rest = line.trim().strip_prefix("Total Samples:")?;
+    let rest = line.trim_ascii().strip_prefix("Total Samples:")?;
     let (count_text, rest) = rest.split_once(',').unwrap_or((rest, ""));
-    let count = numbers::count(count_text.trim())?;
+    let count = numbers::count(count_text.trim_ascii())?;
     let time = rest
-        .trim()
+        .trim_ascii()
         .strip_prefix("Total events handled time:")
-        .map(|t| t.trim().trim_end_matches('.'))
+        .map(|t| t.trim_ascii().trim_end_matches('.'))
         .and_then(numbers::micros_as_ns);
     Some((count, time))
 }
 
 /// `Lost events: N`.
 pub fn lost(line: &str) -> Option<u64> {
-    numbers::count(line.trim().strip_prefix("Lost events:")?.trim())
+    numbers::count(line.trim_ascii().strip_prefix("Lost events:")?.trim_ascii())
 }
 
 /// A live-mode timestamp line `HH:MM:SS.ffffff`, as seconds since midnight.
 pub fn timestamp(line: &str) -> Option<f64> {
-    let t = line.trim();
+    let t = line.trim_ascii();
     let (hms, frac) = t.split_once('.')?;
     let mut parts = hms.split(':');
     let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
@@ -178,14 +178,14 @@ pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
 /// An author's elision mark: `[..]`, `[...]`, `...`, `…`, `<snip>`.
 pub fn elision(line: &str) -> bool {
     matches!(
-        line.trim(),
+        line.trim_ascii(),
         "[..]" | "[...]" | "..." | "…" | "<snip>" | "[snip]" | "<...>"
     )
 }
 
 /// A line that carries no content: a Markdown fence or a dashed rule.
 pub fn decoration(line: &str) -> bool {
-    let t = line.trim();
+    let t = line.trim_ascii();
     t.starts_with("```") || (!t.is_empty() && t.bytes().all(|b| matches!(b, b'-' | b' ' | b'=')))
 }
 
@@ -195,7 +195,7 @@ pub fn command_event(line: &str) -> Option<Option<TableKind>> {
         return None;
     }
     let event = line
-        .split_whitespace()
+        .split_ascii_whitespace()
         .find_map(|w| w.strip_prefix("--event="))
         .map(|e| match e {
             "ioport" => TableKind::Ioport,

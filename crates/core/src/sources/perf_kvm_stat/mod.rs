@@ -60,6 +60,7 @@ struct Reader {
     carry: Option<Carry>,
     live_first: f64,
     first_unrecognised: Option<(usize, String)>,
+    names: table::NameCache,
 }
 
 impl Reader {
@@ -76,6 +77,7 @@ impl Reader {
             carry: None,
             live_first: 0.0,
             first_unrecognised: None,
+            names: table::NameCache::default(),
         }
     }
 
@@ -87,21 +89,18 @@ impl Reader {
     }
 
     fn line(&mut self, n: usize, text: &str) {
-        let t = text.trim();
-        if let Some(carry) = self.carry.take()
-            && !t.is_empty()
-            && !structural(t)
-            && self.join_carry(carry, t)
-        {
-            return;
+        let t = text.trim_ascii();
+        if let Some(carry) = self.carry.take() {
+            if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
+                return;
+            }
+            self.unfinished(carry);
         }
         if t.is_empty() || layout::decoration(t) {
             return;
         }
-        if self.structure(n, t) {
-            return;
-        }
-        if self.table_line(n, t) {
+        // Inside a table most lines are rows, and no structural line reads as a row.
+        if self.table_line(n, t) || self.structure(n, t) {
             return;
         }
         if let Some(event) = layout::command_event(t) {
@@ -110,7 +109,11 @@ impl Reader {
             }
             return;
         }
-        // Prose: it ends a table with rows, and may label the next one.
+        self.prose(n, t);
+    }
+
+    /// Prose ends a table with rows, and may label the next one.
+    fn prose(&mut self, n: usize, t: &str) {
         if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
             self.finish();
         }
@@ -204,14 +207,6 @@ impl Reader {
             b.kind = kind;
             return true;
         }
-        if let Some(spread) = row::spread_only(t)
-            && let Some((last, _)) = b.rows.last_mut()
-        {
-            if let Some(mean) = last.time.mean_ns(last.count) {
-                last.time.m2 = TimeStats::m2_from_rel_stderr(spread, mean, last.count);
-            }
-            return true;
-        }
         match row::parse(t, &b.layout, n) {
             Parsed::Row(r) => {
                 let unknown = if r.key == "UNKNOWN" {
@@ -230,12 +225,36 @@ impl Reader {
                 });
                 true
             }
-            Parsed::NotARow => false,
+            Parsed::NotARow => match (row::spread_only(t), b.rows.last_mut()) {
+                (Some(spread), Some((last, _))) => {
+                    if let Some(mean) = last.time.mean_ns(last.count) {
+                        last.time.m2 = TimeStats::m2_from_rel_stderr(spread, mean, last.count);
+                    }
+                    true
+                }
+                _ => false,
+            },
+        }
+    }
+
+    /// A started row that the next line did not complete: a one-word line was prose (a label
+    /// such as `Before`), anything longer an unreadable row.
+    fn unfinished(&mut self, carry: Carry) {
+        if carry.joins == 0 && !carry.text.contains(char::is_whitespace) {
+            self.prose(carry.line, &carry.text);
+        } else {
+            self.note(
+                carry.line,
+                format!(
+                    "could not read this row, even joined with the next line: `{}`",
+                    carry.text
+                ),
+            );
         }
     }
 
     /// Joins a wrapped row with its continuation; false when `t` does not continue it.
-    fn join_carry(&mut self, carry: Carry, t: &str) -> bool {
+    fn join_carry(&mut self, carry: &Carry, t: &str) -> bool {
         let Some(b) = &mut self.table else {
             return false;
         };
@@ -258,25 +277,13 @@ impl Reader {
                 });
                 true
             }
-            _ => {
-                self.note(
-                    carry.line,
-                    format!(
-                        "could not read this row, even joined with the next line: `{}`",
-                        carry.text
-                    ),
-                );
-                false
-            }
+            _ => false,
         }
     }
 
     fn finish(&mut self) {
         if let Some(carry) = self.carry.take() {
-            self.note(
-                carry.line,
-                format!("incomplete row skipped: `{}`", carry.text),
-            );
+            self.unfinished(carry);
         }
         let Some(b) = self.table.take() else {
             return;
@@ -292,7 +299,7 @@ impl Reader {
             return;
         }
         let seconds = b.timestamp.as_ref().map(|t| t.1);
-        let table = b.finish(&mut self.profile.warnings);
+        let table = b.finish(&mut self.profile.warnings, &mut self.names);
         match (seconds, self.profile.tables.last_mut()) {
             (Some(s), Some(last))
                 if last.window.is_some()

@@ -34,7 +34,7 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
     let (body, spread, open) = split_spread(text);
     let mut cells = [""; MAX_CELLS];
     let mut n = 0;
-    for cell in body.split_whitespace() {
+    for cell in body.split_ascii_whitespace() {
         if n == MAX_CELLS {
             return Parsed::NotARow;
         }
@@ -75,7 +75,7 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
 /// A line holding only a spread, `( +- 7.34% )`, as a mailer leaves it after wrapping.
 pub fn spread_only(text: &str) -> Option<f64> {
     let (body, spread, open) = split_spread(text);
-    (body.trim().is_empty() && !open)
+    (body.trim_ascii().is_empty() && !open)
         .then_some(spread)
         .flatten()
 }
@@ -83,14 +83,16 @@ pub fn spread_only(text: &str) -> Option<f64> {
 /// Splits `… ( +-  0.10% )` into the part before it, the percentage, and whether the
 /// parenthesis is left open (the row continues on the next line).
 fn split_spread(text: &str) -> (&str, Option<f64>, bool) {
-    let Some(at) = text.find("+-") else {
-        return (text, None, text.trim_end().ends_with('('));
+    let bytes = text.as_bytes();
+    let plus_minus = memchr::memchr_iter(b'+', bytes).find(|&i| bytes.get(i + 1) == Some(&b'-'));
+    let Some(at) = plus_minus else {
+        return (text, None, text.trim_ascii_end().ends_with('('));
     };
-    let before = text[..at].trim_end();
+    let before = text[..at].trim_ascii_end();
     let body = before.strip_suffix('(').unwrap_or(before);
-    let after = text[at + 2..].trim();
+    let after = text[at + 2..].trim_ascii();
     let closed = after.ends_with(')');
-    let number = after.trim_end_matches(')').trim();
+    let number = after.trim_end_matches(')').trim_ascii();
     let spread = numbers::percent(number);
     (body, spread, !closed && spread.is_none())
 }
@@ -182,6 +184,7 @@ fn key_shaped(key: &str) -> bool {
     key.bytes()
         .next()
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || key.starts_with("0x"))
+        && !key.ends_with(':')
         && key.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'(' | b')')
         })

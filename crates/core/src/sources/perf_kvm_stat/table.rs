@@ -3,10 +3,57 @@
 //! port/MMIO/MSR addresses), checking the rows against the printed totals, and summing the
 //! intervals of a live session into one table with its window.
 
+use std::collections::HashMap;
+
 use super::layout::{Layout, Scope};
 use super::row::RawRow;
 use crate::decode::{Isa, exit_reason};
 use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
+
+/// Exit names already decoded, by ISA: a live session repeats the same dozen names.
+#[derive(Debug, Default)]
+pub struct NameCache {
+    keys: HashMap<Option<Isa>, HashMap<String, Key>>,
+    /// The ISA guessed for a set of names, by a hash of the set.
+    isas: HashMap<u64, Option<Isa>>,
+    hasher: std::hash::RandomState,
+}
+
+impl NameCache {
+    /// The canonical key of exit name `name` under `isa` (the name itself when unknown).
+    fn exit_key(&mut self, isa: Option<Isa>, name: &str) -> Key {
+        let names = self.keys.entry(isa).or_default();
+        if let Some(k) = names.get(name) {
+            return k.clone();
+        }
+        let key = match exit_reason::lookup_name(isa, name) {
+            Some(info) => Key::Exit {
+                name: info.name.to_string(),
+                code: Some(info.code),
+            },
+            None => Key::Exit {
+                name: name.to_string(),
+                code: None,
+            },
+        };
+        names.insert(name.to_string(), key.clone());
+        key
+    }
+
+    /// The ISA the names of a table most likely come from.
+    fn guess_isa<'a>(&mut self, names: impl Iterator<Item = &'a str> + Clone) -> Option<Isa> {
+        use std::hash::BuildHasher;
+        // Order-independent: live intervals list the same names in a different order.
+        let hasher = &self.hasher;
+        let set = names
+            .clone()
+            .fold(0u64, |acc, n| acc.wrapping_add(hasher.hash_one(n)));
+        *self
+            .isas
+            .entry(set)
+            .or_insert_with(|| exit_reason::guess_isa(names))
+    }
+}
 
 /// An exit code perf could not name, from its stderr note, and the ISA the note names.
 pub type UnknownCode = (u64, Option<Isa>);
@@ -28,12 +75,12 @@ pub struct Building {
 
 impl Building {
     /// Decodes and checks the table; notes go to `notes`.
-    pub fn finish(self, notes: &mut Vec<Note>) -> Table {
+    pub fn finish(self, notes: &mut Vec<Note>, names: &mut NameCache) -> Table {
         let mut table = Table::new(self.kind.clone());
         table.line = Some(self.line);
         table.label = self.label.clone();
         table.scope = self.scope.as_ref().map(|s| s.text.clone());
-        table.isa = self.isa();
+        table.isa = self.isa(names);
         let (pid, vcpu) = self
             .scope
             .as_ref()
@@ -41,7 +88,7 @@ impl Building {
         let mut unknown_rows = 0;
         let mut zero_min = false;
         for (raw, unknown) in &self.rows {
-            let key = self.decode_key(raw, *unknown, table.isa, &mut unknown_rows);
+            let key = self.decode_key(raw, *unknown, table.isa, &mut unknown_rows, names);
             let mut row = Row::new(key, raw.count);
             row.time = raw.time.clone();
             if vcpu.is_some() && row.time.min_ns == Some(0) {
@@ -73,7 +120,7 @@ impl Building {
     }
 
     /// The ISA: from perf's stderr notes if any, otherwise inferred from the names.
-    fn isa(&self) -> Option<Isa> {
+    fn isa(&self, names: &mut NameCache) -> Option<Isa> {
         if self.kind != TableKind::Vmexit {
             return None;
         }
@@ -84,7 +131,7 @@ impl Building {
         {
             return Some(isa);
         }
-        exit_reason::guess_isa(self.rows.iter().map(|(r, _)| r.key.as_str()))
+        names.guess_isa(self.rows.iter().map(|(r, _)| r.key.as_str()))
     }
 
     fn decode_key(
@@ -93,6 +140,7 @@ impl Building {
         unknown: Option<(u64, Option<Isa>)>,
         isa: Option<Isa>,
         unknown_rows: &mut usize,
+        names: &mut NameCache,
     ) -> Key {
         match self.kind {
             TableKind::Vmexit => {
@@ -121,16 +169,7 @@ impl Building {
                         }
                     };
                 }
-                match exit_reason::lookup_name(isa, &raw.key) {
-                    Some(info) => Key::Exit {
-                        name: info.name.to_string(),
-                        code: Some(info.code),
-                    },
-                    None => Key::Exit {
-                        name: raw.key.clone(),
-                        code: None,
-                    },
-                }
+                names.exit_key(isa, &raw.key)
             }
             TableKind::Ioport | TableKind::Mmio | TableKind::Msr => {
                 match Key::parse_perf_address(&raw.key) {

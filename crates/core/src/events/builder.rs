@@ -1,0 +1,582 @@
+//! Aggregating a stream of [`Event`]s into a [`Profile`]: one accumulator per (table, key, VM,
+//! vCPU) slot with count, Welford stats and a latency histogram; per-thread pairing of begins
+//! and ends (see `threads`); every event also counted by name. Memory grows with the number
+//! of distinct keys, VMs and vCPUs, not with the number of events.
+
+use std::collections::HashMap;
+
+use super::threads::{Thread, vcpu_from_comm};
+use super::{Event, EventKind, MmioAccess, Reason};
+use crate::decode::{Isa, exit_reason};
+use crate::profile::{
+    Access, Key, Latency, Origin, Profile, Row, Table, TableKind, Welford, Window,
+};
+
+/// The tables a builder fills, in output order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Slot {
+    Vmexit,
+    Ioport,
+    Mmio,
+    Msr,
+    UserspaceExit,
+    Hypercall,
+    Events,
+}
+
+impl Slot {
+    fn kind(self) -> TableKind {
+        match self {
+            Slot::Vmexit => TableKind::Vmexit,
+            Slot::Ioport => TableKind::Ioport,
+            Slot::Mmio => TableKind::Mmio,
+            Slot::Msr => TableKind::Msr,
+            Slot::UserspaceExit => TableKind::Event("userspace_exit".into()),
+            Slot::Hypercall => TableKind::Event("hypercall".into()),
+            Slot::Events => TableKind::Event("events".into()),
+        }
+    }
+}
+
+/// A compact key: names are interned, so lookups per event allocate nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum CKey {
+    Reason(u32),
+    Addr(u64, Option<Access>),
+    Name(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct SlotKey {
+    slot: Slot,
+    key: CKey,
+    pid: Option<u32>,
+    vcpu: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Acc {
+    count: u64,
+    durations: Welford,
+    latency: Option<Latency>,
+}
+
+/// An exit reason as first seen, to be decoded when the ISA is settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum RawReason {
+    Code(u64, Option<Isa>),
+    Name(String),
+}
+
+/// Builds a profile from events; see the module doc.
+#[derive(Debug)]
+pub struct ProfileBuilder {
+    origin: Origin,
+    isa: Option<Isa>,
+    slots: HashMap<SlotKey, usize>,
+    accs: Vec<(SlotKey, Acc)>,
+    reasons: Vec<RawReason>,
+    reason_codes: HashMap<(u64, Option<Isa>), u32>,
+    reason_names: HashMap<String, u32>,
+    names: Vec<String>,
+    name_ids: HashMap<String, u32>,
+    threads: HashMap<u32, Thread>,
+    first_ts: Option<u64>,
+    last_ts: Option<u64>,
+    events: u64,
+}
+
+impl ProfileBuilder {
+    /// A builder for a profile of `origin`; `origin.isa` (if set) decodes exit codes.
+    pub fn new(origin: Origin) -> Self {
+        Self {
+            isa: origin.isa,
+            origin,
+            slots: HashMap::new(),
+            accs: Vec::new(),
+            reasons: Vec::new(),
+            reason_codes: HashMap::new(),
+            reason_names: HashMap::new(),
+            names: Vec::new(),
+            name_ids: HashMap::new(),
+            threads: HashMap::new(),
+            first_ts: None,
+            last_ts: None,
+            events: 0,
+        }
+    }
+
+    /// Sets the ISA used to decode exit codes that do not carry their own.
+    pub fn set_isa(&mut self, isa: Option<Isa>) {
+        self.isa = isa;
+    }
+
+    /// How many events were pushed.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Adds one event.
+    pub fn push(&mut self, ev: &Event<'_>) {
+        self.events += 1;
+        if let Some(ts) = ev.ts_ns {
+            self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
+            self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
+        }
+        let tid = ev.tid;
+        let (pid, vcpu) = self.identity(ev);
+        let name = self.name_id(ev.kind.event_name());
+        self.count(Slot::Events, CKey::Name(name), pid, vcpu);
+        let ts = ev.ts_ns;
+        match ev.kind {
+            EventKind::Exit { reason, isa, .. } => {
+                let id = self.reason_id(reason, isa);
+                let slot = self.count(Slot::Vmexit, CKey::Reason(id), pid, vcpu);
+                if let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) {
+                    t.exit.begin(slot, ts);
+                    t.last_exit_ts = ts;
+                }
+            }
+            EventKind::Entry { .. } => {
+                let Some(t) = tid.and_then(|t| self.threads.get_mut(&t)) else {
+                    return;
+                };
+                let ends = [
+                    t.exit.end(ts),
+                    t.pio.end(ts),
+                    t.msr.end(ts),
+                    t.mmio_write.end(ts),
+                ];
+                t.last_exit_ts = None;
+                for (slot, ns) in ends.into_iter().flatten() {
+                    self.record(slot, ns);
+                }
+            }
+            EventKind::Pio { write, port } => {
+                let access = Some(if write { Access::Out } else { Access::In });
+                let slot = self.count(Slot::Ioport, CKey::Addr(port, access), pid, vcpu);
+                if let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) {
+                    t.pio.begin(slot, ts);
+                }
+            }
+            EventKind::Msr { write, index } => {
+                let access = Some(if write { Access::Write } else { Access::Read });
+                let slot = self.count(Slot::Msr, CKey::Addr(index, access), pid, vcpu);
+                if let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) {
+                    t.msr.begin(slot, ts);
+                }
+            }
+            EventKind::Mmio { access, gpa } => self.mmio(access, gpa, tid, ts, pid, vcpu),
+            EventKind::UserspaceExit { reason } => {
+                let id = self.name_id(reason);
+                self.count(Slot::UserspaceExit, CKey::Name(id), pid, vcpu);
+            }
+            EventKind::Hypercall { nr, .. } => {
+                self.count(Slot::Hypercall, CKey::Addr(nr, None), pid, vcpu);
+            }
+            EventKind::Other { .. } => {}
+        }
+    }
+
+    fn mmio(
+        &mut self,
+        access: MmioAccess,
+        gpa: u64,
+        tid: Option<u32>,
+        ts: Option<u64>,
+        pid: Option<u32>,
+        vcpu: Option<u32>,
+    ) {
+        let a = match access {
+            MmioAccess::UnsatisfiedRead => return,
+            MmioAccess::Read => Access::Read,
+            MmioAccess::Write => Access::Write,
+        };
+        let slot = self.count(Slot::Mmio, CKey::Addr(gpa, Some(a)), pid, vcpu);
+        let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) else {
+            return;
+        };
+        match a {
+            Access::Write => t.mmio_write.begin(slot, ts),
+            _ => {
+                let start = t.last_exit_ts.take();
+                if let (Some(s), Some(e)) = (start, ts)
+                    && e >= s
+                {
+                    self.record(slot, e - s);
+                }
+            }
+        }
+    }
+
+    /// The VM and vCPU of an event: its own fields, else what its thread showed before.
+    fn identity(&mut self, ev: &Event<'_>) -> (Option<u32>, Option<u32>) {
+        let own_vcpu = match ev.kind {
+            EventKind::Exit { vcpu, .. } | EventKind::Entry { vcpu } => vcpu,
+            _ => None,
+        }
+        .or_else(|| ev.comm.and_then(vcpu_from_comm));
+        let Some(tid) = ev.tid else {
+            return (ev.pid, own_vcpu);
+        };
+        let t = self.threads.entry(tid).or_default();
+        if own_vcpu.is_some() {
+            t.vcpu = own_vcpu;
+        }
+        if ev.pid.is_some() {
+            t.pid = ev.pid;
+        }
+        (t.pid, t.vcpu)
+    }
+
+    fn count(&mut self, slot: Slot, key: CKey, pid: Option<u32>, vcpu: Option<u32>) -> usize {
+        let sk = SlotKey {
+            slot,
+            key,
+            pid,
+            vcpu,
+        };
+        let i = match self.slots.get(&sk) {
+            Some(&i) => i,
+            None => {
+                self.accs.push((sk, Acc::default()));
+                self.slots.insert(sk, self.accs.len() - 1);
+                self.accs.len() - 1
+            }
+        };
+        self.accs[i].1.count += 1;
+        i
+    }
+
+    fn record(&mut self, slot: usize, ns: u64) {
+        if let Some((_, acc)) = self.accs.get_mut(slot) {
+            acc.durations.push(ns);
+            acc.latency.get_or_insert_with(Latency::new).record(ns);
+        }
+    }
+
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.name_ids.insert(name.to_string(), id);
+        id
+    }
+
+    fn reason_id(&mut self, reason: Reason<'_>, isa: Option<Isa>) -> u32 {
+        let id = self.reasons.len() as u32;
+        match reason {
+            Reason::Code(c) => *self.reason_codes.entry((c, isa)).or_insert_with(|| {
+                self.reasons.push(RawReason::Code(c, isa));
+                id
+            }),
+            Reason::Name(n) => {
+                if let Some(&known) = self.reason_names.get(n) {
+                    return known;
+                }
+                self.reasons.push(RawReason::Name(n.to_string()));
+                self.reason_names.insert(n.to_string(), id);
+                id
+            }
+        }
+    }
+
+    /// The profile: one table per kind that saw events, rows largest first.
+    pub fn finish(self) -> Profile {
+        let isa = self.isa.or_else(|| self.guess_isa());
+        let reason_keys: Vec<Key> = self.reasons.iter().map(|r| decode(r, isa)).collect();
+        let window = self.first_ts.zip(self.last_ts).map(|(a, b)| Window {
+            start: None,
+            end: None,
+            duration_ns: Some(b - a),
+            intervals: 0,
+        });
+        let mut tables: Vec<Table> = Vec::new();
+        let mut accs = self.accs;
+        accs.sort_by_key(|(k, _)| k.slot);
+        for (sk, acc) in accs {
+            let key = match sk.key {
+                CKey::Reason(id) => reason_keys.get(id as usize).cloned(),
+                CKey::Addr(n, access) => Some(match sk.slot {
+                    Slot::Ioport => Key::Port { port: n, access },
+                    Slot::Mmio => Key::Mmio { gpa: n, access },
+                    Slot::Msr => Key::Msr { index: n, access },
+                    _ => Key::Event {
+                        name: format!("{n:#x}"),
+                    },
+                }),
+                CKey::Name(id) => self
+                    .names
+                    .get(id as usize)
+                    .map(|n| Key::Event { name: n.clone() }),
+            };
+            let Some(key) = key else { continue };
+            let mut row = Row::new(key, acc.count);
+            row.pid = sk.pid;
+            row.vcpu = sk.vcpu;
+            if acc.durations.count() > 0 {
+                row.time = acc.durations.stats();
+                if row.time.timed == Some(acc.count) {
+                    row.time.timed = None;
+                }
+                row.latency = acc.latency;
+            }
+            let kind = sk.slot.kind();
+            match tables.last_mut() {
+                Some(t) if t.kind == kind => t.rows.push(row),
+                _ => {
+                    let mut t = Table::new(kind);
+                    t.isa = (sk.slot == Slot::Vmexit).then_some(isa).flatten();
+                    t.window = window.clone();
+                    t.rows.push(row);
+                    tables.push(t);
+                }
+            }
+        }
+        for t in &mut tables {
+            t.rows
+                .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+        }
+        let mut origin = self.origin;
+        origin.isa = origin.isa.or(isa);
+        let mut profile = Profile::new(origin);
+        profile.tables = tables;
+        profile
+    }
+
+    fn guess_isa(&self) -> Option<Isa> {
+        if let Some(isa) = self.reasons.iter().find_map(|r| match r {
+            RawReason::Code(_, isa) => *isa,
+            RawReason::Name(_) => None,
+        }) {
+            return Some(isa);
+        }
+        exit_reason::guess_isa(self.reasons.iter().filter_map(|r| match r {
+            RawReason::Name(n) => Some(n.as_str()),
+            RawReason::Code(..) => None,
+        }))
+    }
+}
+
+/// The canonical key of a raw reason under `isa`; unknown codes and names stay as they are.
+fn decode(raw: &RawReason, isa: Option<Isa>) -> Key {
+    match raw {
+        RawReason::Code(code, own) => {
+            let isa = own.or(isa);
+            match isa.and_then(|i| exit_reason::lookup_code(i, *code)) {
+                Some(info) => Key::Exit {
+                    name: info.name.to_string(),
+                    code: Some(info.code),
+                },
+                None => Key::Exit {
+                    name: exit_reason::unknown_key(isa, *code),
+                    code: Some(*code),
+                },
+            }
+        }
+        RawReason::Name(name) => match exit_reason::lookup_name(isa, name) {
+            Some(info) => Key::Exit {
+                name: info.name.to_string(),
+                code: Some(info.code),
+            },
+            None => Key::Exit {
+                name: name.clone(),
+                code: None,
+            },
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts: u64, tid: u32, kind: EventKind<'_>) -> Event<'_> {
+        Event {
+            ts_ns: Some(ts),
+            tid: Some(tid),
+            ..Event::new(kind)
+        }
+    }
+
+    fn exit(name: &str) -> EventKind<'_> {
+        EventKind::Exit {
+            reason: Reason::Name(name),
+            isa: None,
+            vcpu: None,
+            rip: None,
+        }
+    }
+
+    const ENTRY: EventKind<'static> = EventKind::Entry { vcpu: Some(0) };
+
+    #[test]
+    fn exits_pair_with_the_next_entry_on_their_thread() {
+        let mut b = ProfileBuilder::new(Origin::new("test", None));
+        b.push(&ev(1_000, 7, ENTRY));
+        b.push(&ev(2_000, 7, exit("HLT")));
+        b.push(&ev(2_500, 8, exit("MSR_WRITE"))); // another thread, never entered again
+        b.push(&ev(9_000, 7, ENTRY));
+        b.push(&ev(10_000, 7, exit("HLT")));
+        b.push(&ev(10_400, 7, ENTRY));
+        let p = b.finish();
+        let t = &p.tables[0];
+        assert_eq!(t.kind, TableKind::Vmexit);
+        assert_eq!(t.isa, Some(Isa::Vmx));
+        let hlt = &t.rows[0];
+        assert_eq!((hlt.key.key_text().as_str(), hlt.count), ("HLT", 2));
+        assert_eq!(hlt.vcpu, Some(0));
+        assert_eq!(hlt.time.total_ns, Some(7_000 + 400));
+        assert_eq!((hlt.time.min_ns, hlt.time.max_ns), (Some(400), Some(7_000)));
+        let msr = &t.rows[1];
+        assert_eq!((msr.count, msr.time.total_ns), (1, None));
+        let events = p
+            .tables
+            .iter()
+            .find(|t| t.kind == TableKind::Event("events".into()));
+        let total: u64 = events.map_or(0, |t| t.count());
+        assert_eq!(total, 6);
+        assert_eq!(t.window.as_ref().and_then(|w| w.duration_ns), Some(9_400));
+    }
+
+    #[test]
+    fn ports_msrs_and_mmio_follow_perf_definitions() {
+        let mut b = ProfileBuilder::new(Origin::new("test", None));
+        b.set_isa(Some(Isa::Vmx));
+        let io = EventKind::Exit {
+            reason: Reason::Code(30),
+            isa: None,
+            vcpu: Some(1),
+            rip: None,
+        };
+        b.push(&ev(100, 1, io));
+        b.push(&ev(
+            150,
+            1,
+            EventKind::Pio {
+                write: false,
+                port: 0x608,
+            },
+        ));
+        b.push(&ev(900, 1, ENTRY));
+        b.push(&ev(
+            1_000,
+            1,
+            EventKind::Exit {
+                reason: Reason::Code(48),
+                isa: None,
+                vcpu: Some(1),
+                rip: None,
+            },
+        ));
+        b.push(&ev(
+            1_100,
+            1,
+            EventKind::Mmio {
+                access: MmioAccess::UnsatisfiedRead,
+                gpa: 0xfed000f0,
+            },
+        ));
+        b.push(&ev(
+            1_700,
+            1,
+            EventKind::Mmio {
+                access: MmioAccess::Read,
+                gpa: 0xfed000f0,
+            },
+        ));
+        b.push(&ev(1_800, 1, ENTRY));
+        b.push(&ev(
+            2_000,
+            1,
+            EventKind::Exit {
+                reason: Reason::Code(32),
+                isa: None,
+                vcpu: Some(1),
+                rip: None,
+            },
+        ));
+        b.push(&ev(
+            2_050,
+            1,
+            EventKind::Msr {
+                write: true,
+                index: 0x6e0,
+            },
+        ));
+        b.push(&ev(2_300, 1, ENTRY));
+        let p = b.finish();
+        let find = |kind: TableKind| {
+            p.tables
+                .iter()
+                .find(|t| t.kind == kind)
+                .map(|t| t.rows[0].clone())
+        };
+        let pio = find(TableKind::Ioport).map(|r| (r.key, r.time.total_ns));
+        assert_eq!(
+            pio,
+            Some((
+                Key::Port {
+                    port: 0x608,
+                    access: Some(Access::In)
+                },
+                Some(750)
+            ))
+        );
+        let mmio = find(TableKind::Mmio).map(|r| (r.count, r.time.total_ns));
+        assert_eq!(
+            mmio,
+            Some((1, Some(700))),
+            "read: exit → kvm_mmio read; unsatisfied ignored"
+        );
+        let msr = find(TableKind::Msr).map(|r| (r.key.key_text(), r.time.total_ns));
+        assert_eq!(msr, Some(("0x6e0".to_string(), Some(250))));
+        let exits = p
+            .tables
+            .iter()
+            .find(|t| t.kind == TableKind::Vmexit)
+            .map(|t| t.rows.len());
+        assert_eq!(exits, Some(3));
+    }
+
+    #[test]
+    fn unknown_codes_stay_numeric_and_separate() {
+        let mut b = ProfileBuilder::new(Origin::new("test", None));
+        for code in [0x2_0000u64, 0x2_0000, 0x3_0000] {
+            b.push(&Event::new(EventKind::Exit {
+                reason: Reason::Code(code),
+                isa: Some(Isa::Vmx),
+                vcpu: None,
+                rip: None,
+            }));
+        }
+        let p = b.finish();
+        let rows = &p.tables[0].rows;
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].count, 2);
+        assert!(
+            rows[0].key.key_text().contains("0x20000"),
+            "{}",
+            rows[0].key.key_text()
+        );
+    }
+
+    #[test]
+    fn vcpu_from_thread_name_when_events_do_not_say() {
+        let mut b = ProfileBuilder::new(Origin::new("test", None));
+        let mut e = ev(
+            1,
+            5,
+            EventKind::Pio {
+                write: true,
+                port: 0x3f8,
+            },
+        );
+        e.comm = Some("CPU 2/KVM");
+        b.push(&e);
+        let p = b.finish();
+        assert_eq!(p.tables[0].rows[0].vcpu, Some(2));
+    }
+}

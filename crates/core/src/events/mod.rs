@@ -1,0 +1,104 @@
+//! Individual kvm events, as every trace source decodes them (trace text, perf.data, live
+//! tracefs), and [`ProfileBuilder`], which pairs and aggregates a stream of them into a
+//! [`crate::profile::Profile`].
+//!
+//! An [`Event`] borrows its names from the line or record it came from, so decoding a trace
+//! allocates nothing per event; the builder interns what it keeps.
+
+mod builder;
+mod threads;
+
+pub use builder::ProfileBuilder;
+
+use crate::decode::Isa;
+
+/// One tracepoint hit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Event<'a> {
+    /// Timestamp in ns, when the source has one.
+    pub ts_ns: Option<u64>,
+    /// The host thread that hit the tracepoint (a vCPU thread for kvm events).
+    pub tid: Option<u32>,
+    /// The VMM process, when the source shows it.
+    pub pid: Option<u32>,
+    /// The host CPU.
+    pub cpu: Option<u32>,
+    /// The thread's name (`CPU 0/KVM` names its vCPU), when shown.
+    pub comm: Option<&'a str>,
+    pub kind: EventKind<'a>,
+}
+
+impl<'a> Event<'a> {
+    /// An event of `kind` with nothing else known.
+    pub fn new(kind: EventKind<'a>) -> Self {
+        Self {
+            ts_ns: None,
+            tid: None,
+            pid: None,
+            cpu: None,
+            comm: None,
+            kind,
+        }
+    }
+}
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EventKind<'a> {
+    /// `kvm_exit`: the guest left; `reason` as a code (binary sources) or a name (text).
+    Exit {
+        reason: Reason<'a>,
+        isa: Option<Isa>,
+        vcpu: Option<u32>,
+        rip: Option<u64>,
+    },
+    /// `kvm_entry`: the guest is entered again.
+    Entry { vcpu: Option<u32> },
+    /// `kvm_pio`: an IO port access.
+    Pio { write: bool, port: u64 },
+    /// `kvm_mmio`: an MMIO access.
+    Mmio { access: MmioAccess, gpa: u64 },
+    /// `kvm_msr`: an MSR access handled by KVM.
+    Msr { write: bool, index: u64 },
+    /// `kvm_userspace_exit`: KVM_RUN returned to the VMM, with the exit reason's name.
+    UserspaceExit { reason: &'a str },
+    /// `kvm_hypercall` / `kvm_hv_hypercall`: a hypercall by number.
+    Hypercall { nr: u64, hyperv: bool },
+    /// Any other event, by name (`kvm_fpu`, `kvm_set_irq`, …): counted, never dropped.
+    Other { name: &'a str },
+}
+
+impl EventKind<'_> {
+    /// The tracepoint name this kind comes from.
+    pub fn event_name(&self) -> &str {
+        match self {
+            EventKind::Exit { .. } => "kvm_exit",
+            EventKind::Entry { .. } => "kvm_entry",
+            EventKind::Pio { .. } => "kvm_pio",
+            EventKind::Mmio { .. } => "kvm_mmio",
+            EventKind::Msr { .. } => "kvm_msr",
+            EventKind::UserspaceExit { .. } => "kvm_userspace_exit",
+            EventKind::Hypercall { hyperv: false, .. } => "kvm_hypercall",
+            EventKind::Hypercall { hyperv: true, .. } => "kvm_hv_hypercall",
+            EventKind::Other { name } => name,
+        }
+    }
+}
+
+/// An exit reason as the source gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason<'a> {
+    /// The raw `exit_reason` field (VMX: flags in the high bits are kept and masked later).
+    Code(u64),
+    /// A printed name of any era (`EXTERNAL_INTERRUPT`, `apic_access`, `EXIT_NPF`, `npf`).
+    Name(&'a str),
+}
+
+/// The `type` of a `kvm_mmio` event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MmioAccess {
+    /// A read KVM could not satisfy and passes to userspace (perf ignores these).
+    UnsatisfiedRead,
+    Read,
+    Write,
+}
