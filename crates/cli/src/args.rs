@@ -28,7 +28,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// Force the input format instead of detecting it
-    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat"])]
+    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat", "perf-data", "kvm-stat", "bcc-kvmexit", "perf-prof", "trace-text"])]
     pub format: Option<String>,
     /// Name ports and addresses from a QEMU `info mtree` dump (overrides the built-in map)
     #[arg(long, value_name = "FILE")]

@@ -2,12 +2,17 @@
 //! [`Profile`]. This module picks the format (auto-detected from the first bytes, or forced
 //! with `--format`) and opens files and standard input.
 
+pub mod bcc_kvmexit;
+pub mod kvm_stat;
 pub mod lines;
 pub mod numbers;
+pub mod perf_data;
 pub mod perf_kvm_stat;
+pub mod perf_prof;
+pub mod trace_text;
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Cursor, Read, Seek};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -18,16 +23,38 @@ use crate::profile::Profile;
 pub enum Format {
     /// `perf kvm stat report` / `live` text.
     PerfKvmStat,
+    /// perf.data from `perf record -e 'kvm:*'` or `perf kvm stat record`.
+    PerfData,
+    /// kvm_stat screens and logs.
+    KvmStat,
+    /// bcc's kvmexit.
+    BccKvmexit,
+    /// perf-prof kvm-exit tables.
+    PerfProf,
+    /// Event lines from perf script, trace-cmd report, ftrace, perf top.
+    TraceText,
 }
 
 impl Format {
-    /// Every format, in detection order.
-    pub const ALL: [Format; 1] = [Format::PerfKvmStat];
+    /// Every format, in detection order: the most specific signatures first.
+    pub const ALL: [Format; 6] = [
+        Format::PerfData,
+        Format::PerfKvmStat,
+        Format::KvmStat,
+        Format::BccKvmexit,
+        Format::PerfProf,
+        Format::TraceText,
+    ];
 
     /// The format's name (`--format NAME`).
     pub fn name(self) -> &'static str {
         match self {
             Format::PerfKvmStat => perf_kvm_stat::FORMAT,
+            Format::PerfData => perf_data::FORMAT,
+            Format::KvmStat => kvm_stat::FORMAT,
+            Format::BccKvmexit => bcc_kvmexit::FORMAT,
+            Format::PerfProf => perf_prof::FORMAT,
+            Format::TraceText => trace_text::FORMAT,
         }
     }
 
@@ -36,33 +63,46 @@ impl Format {
         Self::ALL.into_iter().find(|f| f.name() == name)
     }
 
-    fn read(self, reader: impl BufRead, path: &str) -> Result<Profile> {
+    fn looks_like(self, head: &[u8]) -> bool {
+        match self {
+            Format::PerfKvmStat => perf_kvm_stat::looks_like(head),
+            Format::PerfData => perf_data::looks_like(head),
+            Format::KvmStat => kvm_stat::looks_like(head),
+            Format::BccKvmexit => bcc_kvmexit::looks_like(head),
+            Format::PerfProf => perf_prof::looks_like(head),
+            Format::TraceText => trace_text::looks_like(head),
+        }
+    }
+
+    fn read<R: BufRead + Seek>(self, reader: R, path: &str) -> Result<Profile> {
         match self {
             Format::PerfKvmStat => perf_kvm_stat::read(reader, path),
+            Format::PerfData => perf_data::read(reader, path),
+            Format::KvmStat => kvm_stat::read(reader, path),
+            Format::BccKvmexit => bcc_kvmexit::read(reader, path),
+            Format::PerfProf => perf_prof::read(reader, path),
+            Format::TraceText => trace_text::read(reader, path),
         }
     }
 }
 
 /// How many bytes of an input are looked at to detect its format.
-const DETECT_BYTES: usize = 64 * 1024;
+pub const DETECT_BYTES: usize = 64 * 1024;
 
 /// The format of an input that starts with `head`.
 pub fn detect(head: &[u8]) -> Option<Format> {
-    let text = String::from_utf8_lossy(head);
-    Format::ALL.into_iter().find(|f| match f {
-        Format::PerfKvmStat => perf_kvm_stat::looks_like(&text),
-    })
+    Format::ALL.into_iter().find(|f| f.looks_like(head))
 }
 
 /// Reads `path` (`-` for standard input) as `format`, or as the detected format.
 pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
     let name = path.display().to_string();
     if name == "-" {
-        let mut text = Vec::new();
+        let mut bytes = Vec::new();
         std::io::stdin()
-            .read_to_end(&mut text)
+            .read_to_end(&mut bytes)
             .map_err(|e| Error::io(path, e))?;
-        return read_bytes(&text, "<stdin>", format);
+        return read_bytes(&bytes, "<stdin>", format);
     }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = BufReader::with_capacity(256 * 1024, file);
@@ -84,7 +124,7 @@ pub fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Pr
             detect(&bytes[..bytes.len().min(DETECT_BYTES)]).ok_or_else(|| unknown_format(name))?
         }
     };
-    format.read(bytes, name)
+    format.read(Cursor::new(bytes), name)
 }
 
 /// The first bytes of `reader`, without consuming them.

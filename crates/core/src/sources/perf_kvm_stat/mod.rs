@@ -25,8 +25,9 @@ use table::Building;
 pub const FORMAT: &str = "perf-kvm-stat";
 
 /// Whether `head` (the start of an input) looks like `perf kvm stat` output.
-pub fn looks_like(head: &str) -> bool {
-    head.lines()
+pub fn looks_like(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head)
+        .lines()
         .map(super::lines::unquote)
         .any(|l| l.trim_start().starts_with("Analyze events for") || layout::header(l).is_some())
 }
