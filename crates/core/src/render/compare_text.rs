@@ -43,7 +43,10 @@ pub fn render(c: &Comparison, style: &Style) -> String {
 
 fn render_table(out: &mut String, t: &CompareTable, style: &Style) {
     let timed = t.totals.iter().flatten().all(|x| x.time_ns.is_some());
-    out.push_str(&Style::paint(style.title, &format!("{} by key", t.kind)));
+    out.push_str(&Style::paint(
+        style.title,
+        &format::kind_title(&t.kind, None),
+    ));
     out.push('\n');
     let n = t.totals.len();
     let mut header = vec!["key".to_string()];

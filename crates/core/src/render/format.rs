@@ -1,6 +1,23 @@
 //! Number formatting shared by the text renderers: counts with thousands separators,
 //! durations in the unit that reads best, percentages and signed changes.
 
+use crate::decode::Isa;
+use crate::profile::TableKind;
+
+/// What a table of `kind` holds, for titles: `VM exits (VMX)`, `IO port accesses`, ….
+pub fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
+    match kind {
+        TableKind::Vmexit => match isa {
+            Some(isa) => format!("VM exits ({})", isa.as_str().to_uppercase()),
+            None => "VM exits".to_string(),
+        },
+        TableKind::Ioport => "IO port accesses".to_string(),
+        TableKind::Mmio => "MMIO accesses".to_string(),
+        TableKind::Msr => "MSR accesses".to_string(),
+        TableKind::Event(e) => format!("{e} events"),
+    }
+}
+
 /// `1238237` → `1,238,237`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();

@@ -29,19 +29,7 @@ pub fn render(report: &Report, style: &Style) -> String {
 }
 
 fn title(t: &ReportTable) -> String {
-    let what = match &t.kind {
-        TableKind::Vmexit => match t.isa {
-            Some(Isa::Vmx) => "VM exits (VMX)".to_string(),
-            Some(Isa::Svm) => "VM exits (SVM)".to_string(),
-            Some(Isa::Pvm) => "VM exits (PVM)".to_string(),
-            None => "VM exits".to_string(),
-        },
-        TableKind::Ioport => "IO port accesses".to_string(),
-        TableKind::Mmio => "MMIO accesses".to_string(),
-        TableKind::Msr => "MSR accesses".to_string(),
-        TableKind::Event(e) => format!("{e} events"),
-    };
-    let mut parts = vec![t.input.clone(), what];
+    let mut parts = vec![t.input.clone(), format::kind_title(&t.kind, t.isa)];
     if t.grouped_by != "key" {
         parts.push(format!("by {}", t.grouped_by));
     }
@@ -89,7 +77,12 @@ fn render_table(out: &mut String, t: &ReportTable, style: &Style) {
     if cols.second {
         header.push(second_name);
     }
-    header.extend(["count", "exits%"]);
+    header.push("count");
+    header.push(if t.kind == TableKind::Vmexit {
+        "exits%"
+    } else {
+        "count%"
+    });
     if cols.rate {
         header.push("rate");
     }
