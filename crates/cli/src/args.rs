@@ -33,6 +33,15 @@ pub struct InputArgs {
     /// Name ports and addresses from a QEMU `info mtree` dump (overrides the built-in map)
     #[arg(long, value_name = "FILE")]
     pub mtree: Option<PathBuf>,
+    /// Keep only the rows of this VMM process id
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Keep only the rows of the VM with this name (or a unique part of it)
+    #[arg(long, value_name = "NAME")]
+    pub vm: Option<String>,
+    /// Keep only the rows of this vCPU
+    #[arg(long, value_name = "N")]
+    pub vcpu: Option<u32>,
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,

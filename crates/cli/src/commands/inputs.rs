@@ -1,18 +1,27 @@
 //! Reading the input files and the `--mtree` map that `report` and `compare` share.
 
 use anyhow::Context;
+use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::decode::{AddressMap, Decoder};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::{self, Format};
 
 use crate::args::InputArgs;
 
-/// Reads every file as a profile, in order.
+/// Reads every file as a profile, in order, keeping the rows `--pid/--vm/--vcpu` select.
 pub fn profiles(files: &[std::path::PathBuf], args: &InputArgs) -> anyhow::Result<Vec<Profile>> {
     let format = args.format.as_deref().and_then(Format::from_name);
+    let filter = Filter {
+        pid: args.pid,
+        vm: args.vm.clone(),
+        vcpu: args.vcpu,
+    };
     files
         .iter()
-        .map(|f| sources::read_path(f, format).map_err(anyhow::Error::from))
+        .map(|f| {
+            let p = sources::read_path(f, format)?;
+            Ok(filter::apply(p, &filter))
+        })
         .collect()
 }
 

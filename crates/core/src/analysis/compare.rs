@@ -25,6 +25,8 @@ pub struct Comparison {
     /// Input numbers (1-based) from least to most handled time without idle (or exits, when
     /// time is unknown), for the kind the verdicts are about.
     pub ranking: Vec<usize>,
+    /// Remarks about the inputs, each prefixed with the input's file.
+    pub notes: Vec<String>,
 }
 
 /// One compared input.
@@ -128,6 +130,7 @@ pub fn build(profiles: &[Profile], decoder: &Decoder) -> Comparison {
         tables,
         verdicts,
         ranking,
+        notes: super::report::input_notes(profiles),
     }
 }
 

@@ -109,19 +109,8 @@ pub struct Other {
 /// Builds the report of `profiles` (one per input).
 pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Report {
     let mut tables = Vec::new();
-    let mut notes = Vec::new();
     for p in profiles {
-        let input = p
-            .origin
-            .path
-            .clone()
-            .unwrap_or_else(|| p.origin.format.clone());
-        for n in &p.warnings {
-            notes.push(match n.line {
-                Some(l) => format!("{input}:{l}: {}", n.message),
-                None => format!("{input}: {}", n.message),
-            });
-        }
+        let input = input_name(p);
         for group in group_tables(p, options.by) {
             tables.push(build_table(&input, p, &group, decoder, options));
         }
@@ -129,8 +118,30 @@ pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Repo
     Report {
         schema: SCHEMA,
         tables,
-        notes,
+        notes: input_notes(profiles),
     }
+}
+
+/// How an input is named in output: its path, else its format.
+fn input_name(p: &Profile) -> String {
+    p.origin
+        .path
+        .clone()
+        .unwrap_or_else(|| p.origin.format.clone())
+}
+
+/// Every input's notes as `file:line: message`.
+pub fn input_notes(profiles: &[Profile]) -> Vec<String> {
+    profiles
+        .iter()
+        .flat_map(|p| {
+            let input = input_name(p);
+            p.warnings.iter().map(move |n| match n.line {
+                Some(l) => format!("{input}:{l}: {}", n.message),
+                None => format!("{input}: {}", n.message),
+            })
+        })
+        .collect()
 }
 
 /// The tables of `p` that `by` selects, merged where `by` sums across tables.

@@ -6,14 +6,16 @@
 /// Which QEMU PC machine a guest runs on, where port assignments differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Machine {
-    /// `pc` / i440fx with PIIX3/PIIX4: ACPI PM block at 0xb000.
+    /// `pc` / i440fx with PIIX3/PIIX4. The firmware places the ACPI PM block: SeaBIOS at
+    /// 0x600 (as on q35; seen in QEMU 7.2's `info mtree`, testdata/mtree/pc-info-mtree.txt),
+    /// OVMF (UEFI, e.g. Windows 11 guests) at 0xb000.
     Pc,
-    /// `q35` with ICH9: ACPI PM block at 0x600.
+    /// `q35` with ICH9: ACPI PM block at 0x600 whatever the firmware.
     Q35,
 }
 
-/// The name of a well-known port, on either machine (ports that differ carry the machine in
-/// parentheses: `acpi-pm-timer (q35)`).
+/// The name of a well-known port, on either machine (ports that only one machine or firmware
+/// uses say which in parentheses: `acpi-pm-timer (pc with OVMF)`).
 pub fn port_name(port: u16) -> Option<String> {
     port_name_for(port, None)
 }
@@ -26,7 +28,8 @@ pub fn port_name_for(port: u16, machine: Option<Machine>) -> Option<String> {
     common_port(port)
 }
 
-/// Whether a port is the ACPI PM timer of either machine (q35 0x608–0x60b, pc 0xb008–0xb00b).
+/// Whether a port is an ACPI PM timer (0x608–0x60b: q35, and pc with SeaBIOS; 0xb008–0xb00b:
+/// pc with OVMF).
 pub fn is_acpi_pm_timer(port: u16) -> bool {
     matches!(port, 0x608..=0x60b | 0xb008..=0xb00b)
 }
@@ -51,39 +54,50 @@ pub fn is_pci_config(port: u16) -> bool {
     matches!(port, 0xcf8..=0xcff)
 }
 
-/// The ACPI and hotplug ports that depend on the chipset.
+/// Where a chipset port lives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Block {
+    /// The 0x600 PM block: q35 always, pc with SeaBIOS.
+    Pm600,
+    /// q35 only.
+    Q35,
+    /// pc with OVMF (PIIX4 PM base 0xb000) and pc's fixed hotplug/GPE ports.
+    Pc,
+}
+
+/// The ACPI, SMBus and hotplug ports that depend on the chipset or firmware.
 fn machine_port(port: u16, machine: Option<Machine>) -> Option<String> {
-    let (block, name): (Machine, &str) = match port {
-        0x600..=0x601 => (Machine::Q35, "acpi-pm1-evt (status)"),
-        0x602..=0x603 => (Machine::Q35, "acpi-pm1-evt (enable)"),
-        0x604..=0x605 => (Machine::Q35, "acpi-pm1-cnt"),
-        0x608..=0x60b => (Machine::Q35, "acpi-pm-timer"),
-        0x620..=0x62f => (Machine::Q35, "acpi-gpe0"),
-        0x630..=0x633 => (Machine::Q35, "acpi-smi-en"),
-        0x634..=0x637 => (Machine::Q35, "acpi-smi-sts"),
-        0x660..=0x67f => (Machine::Q35, "ich9-tco"),
-        0xcc0..=0xcd7 => (Machine::Q35, "acpi-pci-hotplug"),
-        0xcd8..=0xce3 => (Machine::Q35, "acpi-cpu-hotplug"),
-        0xb000..=0xb001 => (Machine::Pc, "acpi-pm1-evt (status)"),
-        0xb002..=0xb003 => (Machine::Pc, "acpi-pm1-evt (enable)"),
-        0xb004..=0xb005 => (Machine::Pc, "acpi-pm1-cnt"),
-        0xb008..=0xb00b => (Machine::Pc, "acpi-pm-timer"),
-        0xafe0..=0xafe3 => (Machine::Pc, "acpi-gpe0"),
-        0xae00..=0xae17 => (Machine::Pc, "acpi-pci-hotplug"),
-        0xaf00..=0xaf1f => (Machine::Pc, "acpi-cpu-hotplug"),
-        0xb100..=0xb13f => (Machine::Pc, "pm-smbus"),
+    let (block, name): (Block, &str) = match port {
+        0x600..=0x601 => (Block::Pm600, "acpi-pm1-evt (status)"),
+        0x602..=0x603 => (Block::Pm600, "acpi-pm1-evt (enable)"),
+        0x604..=0x605 => (Block::Pm600, "acpi-pm1-cnt"),
+        0x608..=0x60b => (Block::Pm600, "acpi-pm-timer"),
+        0x620..=0x62f => (Block::Q35, "acpi-gpe0"),
+        0x630..=0x633 => (Block::Q35, "acpi-smi-en"),
+        0x634..=0x637 => (Block::Q35, "acpi-smi-sts"),
+        0x660..=0x67f => (Block::Q35, "ich9-tco"),
+        0x700..=0x73f => (Block::Pm600, "pm-smbus"),
+        0xcc0..=0xcd7 => (Block::Q35, "acpi-pci-hotplug"),
+        0xcd8..=0xcf7 => (Block::Q35, "acpi-cpu-hotplug"),
+        0xb000..=0xb001 => (Block::Pc, "acpi-pm1-evt (status)"),
+        0xb002..=0xb003 => (Block::Pc, "acpi-pm1-evt (enable)"),
+        0xb004..=0xb005 => (Block::Pc, "acpi-pm1-cnt"),
+        0xb008..=0xb00b => (Block::Pc, "acpi-pm-timer"),
+        0xafe0..=0xafe3 => (Block::Pc, "acpi-gpe0"),
+        0xae00..=0xae17 => (Block::Pc, "acpi-pci-hotplug"),
+        0xaf00..=0xaf1f => (Block::Pc, "acpi-cpu-hotplug"),
+        0xb100..=0xb13f => (Block::Pc, "pm-smbus"),
         _ => return None,
     };
-    match machine {
-        Some(m) if m == block => Some(name.to_string()),
-        Some(_) => None,
-        None => {
-            let tag = match block {
-                Machine::Pc => "pc",
-                Machine::Q35 => "q35",
-            };
-            Some(format!("{name} ({tag})"))
+    let firmware_pm = (0xb000..=0xb03f).contains(&port) || (0xb100..=0xb13f).contains(&port);
+    match (machine, block) {
+        (_, Block::Pm600) | (Some(Machine::Q35), Block::Q35) | (Some(Machine::Pc), Block::Pc) => {
+            Some(name.to_string())
         }
+        (Some(_), _) => None,
+        (None, Block::Q35) => Some(format!("{name} (q35)")),
+        (None, Block::Pc) if firmware_pm => Some(format!("{name} (pc with OVMF)")),
+        (None, Block::Pc) => Some(format!("{name} (pc)")),
     }
 }
 
@@ -314,43 +328,26 @@ mod tests {
     }
 
     #[test]
-    fn acpi_depends_on_machine() {
-        assert_eq!(n(0x608).as_deref(), Some("acpi-pm-timer (q35)"));
-        assert_eq!(n(0xb008).as_deref(), Some("acpi-pm-timer (pc)"));
-        assert_eq!(
-            port_name_for(0x608, Some(Machine::Q35)).as_deref(),
-            Some("acpi-pm-timer")
-        );
-        assert_eq!(port_name_for(0x608, Some(Machine::Pc)), None);
+    fn acpi_depends_on_machine_and_firmware() {
+        // As QEMU 7.2 + SeaBIOS lays them out (testdata/mtree/*-info-mtree.txt).
+        assert_eq!(n(0x608).as_deref(), Some("acpi-pm-timer"));
+        assert_eq!(n(0x604).as_deref(), Some("acpi-pm1-cnt"));
+        assert_eq!(n(0x700).as_deref(), Some("pm-smbus"));
+        assert_eq!(n(0xb008).as_deref(), Some("acpi-pm-timer (pc with OVMF)"));
+        assert_eq!(n(0xae00).as_deref(), Some("acpi-pci-hotplug (pc)"));
+        assert_eq!(n(0xcd8).as_deref(), Some("acpi-cpu-hotplug (q35)"));
+        for m in [Machine::Q35, Machine::Pc] {
+            assert_eq!(
+                port_name_for(0x608, Some(m)).as_deref(),
+                Some("acpi-pm-timer")
+            );
+        }
+        assert_eq!(port_name_for(0xb008, Some(Machine::Q35)), None);
         assert_eq!(
             port_name_for(0xb008, Some(Machine::Pc)).as_deref(),
             Some("acpi-pm-timer")
         );
-        assert_eq!(port_name_for(0xb00a, Some(Machine::Q35)), None);
-        assert_eq!(
-            port_name_for(0x604, Some(Machine::Q35)).as_deref(),
-            Some("acpi-pm1-cnt")
-        );
-        assert_eq!(
-            port_name_for(0xafe0, Some(Machine::Pc)).as_deref(),
-            Some("acpi-gpe0")
-        );
-        assert_eq!(
-            port_name_for(0xae00, None).as_deref(),
-            Some("acpi-pci-hotplug (pc)")
-        );
-        assert_eq!(
-            port_name_for(0xcd8, None).as_deref(),
-            Some("acpi-cpu-hotplug (q35)")
-        );
-        // Common ports do not depend on the machine.
-        assert_eq!(
-            port_name_for(0x70, Some(Machine::Pc)).as_deref(),
-            Some("rtc-index")
-        );
-        assert!(is_acpi_pm_timer(0x608) && is_acpi_pm_timer(0xb00b) && !is_acpi_pm_timer(0x604));
-        assert!(is_rtc(0x71) && !is_rtc(0x72));
-        assert!(is_pit(0x42) && is_pci_config(0xcfc));
+        assert_eq!(port_name_for(0x620, Some(Machine::Pc)), None);
     }
 
     #[test]

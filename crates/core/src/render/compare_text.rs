@@ -38,6 +38,10 @@ pub fn render(c: &Comparison, style: &Style) -> String {
             order.join(" < ")
         ));
     }
+    for n in &c.notes {
+        out.push_str(&Style::paint(style.note, &format!("note: {n}")));
+        out.push('\n');
+    }
     out
 }
 
