@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod decode;
 pub mod error;
 pub mod events;
+pub mod facts;
 pub mod profile;
 pub mod render;
 pub mod sources;

@@ -3,6 +3,8 @@
 //! exporter). They arrive with their issues; today the crate holds the host-facts probe the
 //! CLI uses to label output.
 
+pub mod facts;
+
 /// Whether this host has a KVM device node.
 pub fn has_kvm() -> bool {
     std::path::Path::new("/dev/kvm").exists()

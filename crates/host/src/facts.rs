@@ -1,0 +1,129 @@
+//! Probing this host's facts (see `virtlens_core::facts`): `/proc/cpuinfo`, the loaded KVM
+//! modules and their parameters under `/sys/module`, the kernel release and clocksource.
+//! Reading only; a fact that cannot be read stays `None`.
+
+use std::fs;
+use std::path::Path;
+
+use virtlens_core::facts::{Backend, HostFacts, Vendor};
+
+/// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder).
+pub fn probe_at(root: &Path) -> HostFacts {
+    let read = |p: &str| fs::read_to_string(root.join(p)).ok();
+    let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let flags: Vec<String> = field("flags")
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    let has = |f: &str| flags.iter().any(|x| x == f);
+    let module = |m: &str| root.join("sys/module").join(m).exists();
+    let param = |m: &str, p: &str| {
+        read(&format!("sys/module/{m}/parameters/{p}")).map(|v| matches!(v.trim(), "Y" | "1" | "y"))
+    };
+    let backend = if module("kvm_intel") {
+        Backend::Vmx
+    } else if module("kvm_amd") {
+        Backend::Svm
+    } else if module("kvm_pvm") {
+        Backend::Pvm
+    } else if module("kvm") {
+        Backend::Other("kvm".into())
+    } else {
+        Backend::None
+    };
+    HostFacts {
+        vendor: field("vendor_id").map(|v| Vendor::from_cpuid(&v)),
+        cpu_model: field("model name"),
+        kernel: read("proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
+        hardware_virtualization: (!cpuinfo.is_empty()).then(|| has("vmx") || has("svm")),
+        nested: (!cpuinfo.is_empty()).then(|| has("hypervisor")),
+        apicv: param("kvm_intel", "enable_apicv"),
+        avic: param("kvm_amd", "avic"),
+        clocksource: read("sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .map(|s| s.trim().to_string()),
+        kvm_device: Some(root.join("dev/kvm").exists()),
+        backend: Some(backend),
+        ring0_emulated: None,
+    }
+}
+
+/// The facts of this host.
+pub fn probe() -> HostFacts {
+    probe_at(Path::new("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake root with the files the probe reads, as a real PVM host and a VMX host have them.
+    fn root(name: &str, cpuinfo: &str, modules: &[(&str, &[(&str, &str)])]) -> std::path::PathBuf {
+        let r = std::env::temp_dir().join(format!("virtlens-facts-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&r);
+        let w = |p: &str, s: &str| {
+            let path = r.join(p);
+            let _ = fs::create_dir_all(path.parent().unwrap_or(&r));
+            let _ = fs::write(path, s);
+        };
+        w("proc/cpuinfo", cpuinfo);
+        w("proc/sys/kernel/osrelease", "6.18.44\n");
+        w(
+            "sys/devices/system/clocksource/clocksource0/current_clocksource",
+            "tsc\n",
+        );
+        for (m, params) in modules {
+            let _ = fs::create_dir_all(r.join("sys/module").join(m));
+            for (p, v) in *params {
+                w(&format!("sys/module/{m}/parameters/{p}"), v);
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn vmx_host_with_apicv() {
+        let cpu = "vendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6338\nflags\t\t: fpu vmx tsc\n";
+        let r = root(
+            "vmx",
+            cpu,
+            &[("kvm", &[]), ("kvm_intel", &[("enable_apicv", "Y\n")])],
+        );
+        let f = probe_at(&r);
+        assert_eq!(f.backend, Some(Backend::Vmx));
+        assert_eq!(f.vendor, Some(Vendor::Intel));
+        assert_eq!(f.apicv, Some(true));
+        assert_eq!(f.avic, None);
+        assert_eq!(f.hardware_virtualization, Some(true));
+        assert_eq!(f.nested, Some(false));
+        let _ = fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn pvm_guest_host() {
+        let cpu =
+            "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu tsc hypervisor\n";
+        let r = root("pvm", cpu, &[("kvm", &[]), ("kvm_pvm", &[])]);
+        let f = probe_at(&r);
+        assert_eq!(f.backend, Some(Backend::Pvm));
+        assert!(!f.backend.as_ref().is_some_and(Backend::is_hardware));
+        assert_eq!(
+            (f.hardware_virtualization, f.nested),
+            (Some(false), Some(true))
+        );
+        assert_eq!(f.kernel.as_deref(), Some("6.18.44"));
+        let _ = fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn this_host_probes_without_failing() {
+        let f = probe();
+        // Whatever the host, the kernel release is always readable on Linux.
+        assert!(f.kernel.is_some());
+        println!("this host: {f:?}");
+    }
+}
