@@ -7,6 +7,7 @@
 
 pub mod exit_reason;
 pub mod ioport;
+pub mod kvm_stats;
 pub mod mmio;
 pub mod msr;
 pub mod mtree;
