@@ -35,5 +35,27 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error for an input in which nothing of the expected format was found: it names the
+    /// first line that was not understood (when there was one) and what was `expected`.
+    pub fn nothing_found(
+        path: &str,
+        first_unrecognised: Option<(usize, String)>,
+        expected: &str,
+    ) -> Self {
+        match first_unrecognised {
+            Some((line, text)) => Error::Parse {
+                path: path.to_string(),
+                line,
+                message: format!("{expected}; found `{text}`"),
+            },
+            None => Error::Input {
+                path: path.to_string(),
+                message: format!("nothing to read ({expected})"),
+            },
+        }
+    }
+}
+
 /// Result with the crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

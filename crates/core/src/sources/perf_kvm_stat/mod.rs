@@ -326,17 +326,11 @@ impl Reader {
             let expected = "expected a `perf kvm stat` table: a column header such as \
                             `VM-EXIT  Samples  Samples%  Time%  Min Time  Max Time  Avg time` \
                             followed by rows";
-            return Err(match self.first_unrecognised {
-                Some((line, text)) => Error::Parse {
-                    path: self.path,
-                    line,
-                    message: format!("{expected}; found `{text}`"),
-                },
-                None => Error::Input {
-                    path: self.path,
-                    message: format!("no table found ({expected})"),
-                },
-            });
+            return Err(Error::nothing_found(
+                &self.path,
+                self.first_unrecognised,
+                expected,
+            ));
         }
         let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
         if let Some(&first) = isas.first()
