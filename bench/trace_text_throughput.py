@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Parse throughput and memory of `virtlens report` on a large `perf script` kvm trace.
+
+Anchor: `wc -l` on the same file in the same run (the cost of just reading the bytes).
+Runs are interleaved (wc, virtlens, wc, virtlens, ...) because these machines are noisy;
+the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS,
+measured in a fresh child (/usr/bin/time -v when present, else resource.getrusage of a
+Python child), on the big file and on one 1/16 its size (memory must not grow with input).
+
+Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--keep]
+"""
+import argparse
+import os
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GEN = os.path.join(ROOT, "bench", "gen_trace_text.py")
+
+
+def timed(cmd):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def peak_rss_kib(cmd):
+    time_bin = shutil.which("time", path="/usr/bin")
+    if time_bin:
+        out = subprocess.run([time_bin, "-v"] + cmd, check=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
+        if m:
+            return int(m.group(1)), "/usr/bin/time -v"
+    # ru_maxrss of RUSAGE_CHILDREN is the max over all children so far: measure in a fresh
+    # Python child so earlier, bigger children do not mask it.
+    code = ("import resource,subprocess,sys;"
+            "subprocess.run(sys.argv[1:],check=True,stdout=subprocess.DEVNULL);"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code] + cmd, check=True,
+                         capture_output=True, text=True)
+    return int(out.stdout.strip()), "getrusage of a fresh child"
+
+
+def spread(xs):
+    return f"min {min(xs):.3f}, max {max(xs):.3f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mb", type=float, default=2048)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
+    exe = os.path.join(ROOT, "target", "release", "virtlens")
+    tmp = tempfile.mkdtemp(prefix="virtlens-trace-bench-")
+    path = os.path.join(tmp, "trace.txt")
+    small = os.path.join(tmp, "small.txt")
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, GEN, path, str(a.size_mb)], check=True)
+    subprocess.run([sys.executable, GEN, small, str(a.size_mb / 16)], check=True)
+    gen_s = time.perf_counter() - t0
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        lines = sum(buf.count(b"\n") for buf in iter(lambda: f.read(1 << 24), b""))
+    timed([exe, "report", path])  # warm the page cache and the binary once
+    anchor, ours = [], []
+    for _ in range(a.runs):
+        anchor.append(timed(["wc", "-l", path]))
+        ours.append(timed([exe, "report", path]))
+    rss_big, how = peak_rss_kib([exe, "report", path])
+    rss_small, _ = peak_rss_kib([exe, "report", small])
+    mb = size / 1e6
+    med, med_a = statistics.median(ours), statistics.median(anchor)
+    print(f"input: {mb:.0f} MB perf script kvm trace, {lines:,} lines "
+          f"(generated in {gen_s:.0f} s; {a.runs} interleaved runs)")
+    print(f"virtlens report: median {med:.3f} s ({spread(ours)}) = {mb / med:.0f} MB/s "
+          f"(best {mb / min(ours):.0f} MB/s, {lines / med / 1e6:.1f} M lines/s)")
+    print(f"wc -l (anchor):  median {med_a:.3f} s ({spread(anchor)}) = {mb / med_a:.0f} MB/s")
+    print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    print(f"peak RSS ({how}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
+          f"{rss_small / 1024:.1f} MiB on {mb / 16:.0f} MB "
+          f"(memory does not grow with the input when these match)")
+    if a.keep:
+        print(f"kept: {path}")
+    else:
+        shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()

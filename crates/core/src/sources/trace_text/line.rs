@@ -1,0 +1,312 @@
+//! Splitting one trace line into its columns without allocating: the thread (comm, pid, tid),
+//! the host CPU, the timestamp, the event name and the event's own text. One splitter serves
+//! every dialect, anchored on the `TIMESTAMP:` and `EVENT:` tokens that all of them print:
+//!
+//! - `perf script`: `COMM TID [CPU] SECS: kvm:kvm_exit: TEXT`, where COMM may hold spaces
+//!   (`CPU 0/KVM`), TID may be `PID/TID`, and `-F` may drop any column (`[001] SECS: EVENT:`);
+//! - `trace-cmd report`: `COMM-PID [CPU] SECS: kvm_exit: TEXT` (split at the last `-`);
+//! - raw ftrace (`trace`, `trace_pipe`): the same plus the latency flags (`d..2.`) after the
+//!   CPU and, with `record-tgid`, a `(TGID)` column (`(-------)` when unknown).
+
+use super::fields::{all_digits, dec32, is_ident};
+use crate::sources::numbers::decimal_scaled;
+
+/// Which tool printed a line, as far as its shape tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// `perf script`: events carry their subsystem (`kvm:kvm_exit:`).
+    PerfScript,
+    /// `trace-cmd report`: `comm-pid [cpu] ts: event:`.
+    TraceCmd,
+    /// Raw ftrace text: latency flags after the CPU, or a TGID column.
+    Ftrace,
+}
+
+impl Dialect {
+    pub const ALL: [Dialect; 3] = [Dialect::PerfScript, Dialect::TraceCmd, Dialect::Ftrace];
+
+    /// How notes name the dialect.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Dialect::PerfScript => "`perf script` lines",
+            Dialect::TraceCmd => "`trace-cmd report` lines",
+            Dialect::Ftrace => "raw ftrace lines (`trace`/`trace_pipe`, latency flags or TGID)",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        match self {
+            Dialect::PerfScript => 0,
+            Dialect::TraceCmd => 1,
+            Dialect::Ftrace => 2,
+        }
+    }
+}
+
+/// The timestamp column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// No timestamp column.
+    Missing,
+    /// Seconds with a fraction, as exact nanoseconds.
+    Ns(u64),
+    /// An integer: a raw clock (`counter`, `x86-tsc`) whose unit is unknown.
+    Raw,
+}
+
+/// The columns of one event line, borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Line<'a> {
+    pub comm: Option<&'a str>,
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub cpu: Option<u32>,
+    pub stamp: Stamp,
+    /// `kvm` in `kvm:kvm_exit:` (perf script only).
+    pub subsystem: Option<&'a str>,
+    /// The event name without its subsystem: `kvm_exit`.
+    pub event: &'a str,
+    /// The event's text after its name, leading blanks removed.
+    pub text: &'a str,
+    pub dialect: Dialect,
+}
+
+/// How many `word: ` tokens before the timestamp are tolerated (a comm holding `: `).
+const MAX_EARLY_TOKENS: usize = 3;
+
+/// The columns of `line` when it is an event line: a `NAME:` token (after the timestamp
+/// when there is one), and at least a timestamp, a `[cpu]` or a `subsystem:` to tell it
+/// from prose such as `Samples: 887K`.
+pub fn split(line: &str) -> Option<Line<'_>> {
+    let b = line.as_bytes();
+    let mut from = 0;
+    let mut stamp: Option<(usize, Stamp)> = None;
+    let mut early = 0;
+    while let Some(off) = memchr::memchr(b':', b.get(from..)?) {
+        let i = from + off;
+        from = i + 1;
+        if !matches!(b.get(i + 1), None | Some(b' ' | b'\t')) {
+            continue;
+        }
+        let start = token_start(b, i);
+        let token = &line[start..i];
+        if stamp.is_none()
+            && let Some(s) = timestamp(token)
+        {
+            stamp = Some((start, s));
+            continue;
+        }
+        let (subsystem, event) = match memchr::memchr(b':', token.as_bytes()) {
+            Some(c) => (Some(&token[..c]), &token[c + 1..]),
+            None => (None, token),
+        };
+        if is_ident(event) && subsystem.is_none_or(is_ident) {
+            let prefix = prefix(&line[..stamp.map_or(start, |(s, _)| s)]);
+            if stamp.is_none() && subsystem.is_none() && prefix.cpu.is_none() {
+                return None;
+            }
+            let dialect = if subsystem.is_some() {
+                Dialect::PerfScript
+            } else if prefix.flags || prefix.tgid {
+                Dialect::Ftrace
+            } else {
+                Dialect::TraceCmd
+            };
+            return Some(Line {
+                comm: prefix.comm,
+                pid: prefix.pid,
+                tid: prefix.tid,
+                cpu: prefix.cpu,
+                stamp: stamp.map_or(Stamp::Missing, |(_, s)| s),
+                subsystem,
+                event,
+                text: line[from..].trim_ascii_start(),
+                dialect,
+            });
+        }
+        // After the timestamp the event name comes next; anything else is not an event line.
+        early += 1;
+        if stamp.is_some() || early >= MAX_EARLY_TOKENS {
+            return None;
+        }
+    }
+    None
+}
+
+/// Where the token that ends at `end` starts: after the last blank before it.
+fn token_start(b: &[u8], end: usize) -> usize {
+    let mut i = end;
+    while i > 0 {
+        if matches!(b[i - 1], b' ' | b'\t') {
+            return i;
+        }
+        i -= 1;
+    }
+    0
+}
+
+/// `770.850287` → ns; `123456789` → a raw clock; anything else → not a timestamp.
+fn timestamp(token: &str) -> Option<Stamp> {
+    let b = token.as_bytes();
+    if !b.first()?.is_ascii_digit() {
+        return None;
+    }
+    let Some(dot) = b.iter().position(|&c| c == b'.') else {
+        return all_digits(token).then_some(Stamp::Raw);
+    };
+    // Seconds with up to 9 decimals: integer arithmetic only (longer fractions round half up).
+    let mut secs: u64 = 0;
+    for &c in &b[..dot] {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        secs = secs.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    let frac = &b[dot + 1..];
+    if frac.is_empty() || frac.len() > 9 {
+        return decimal_scaled(token, 9).map(Stamp::Ns);
+    }
+    let mut ns: u64 = 0;
+    for &c in frac {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        ns = ns * 10 + u64::from(c - b'0');
+    }
+    ns *= 10u64.pow(9 - frac.len() as u32);
+    secs.checked_mul(1_000_000_000)?
+        .checked_add(ns)
+        .map(Stamp::Ns)
+}
+
+/// What the columns before the timestamp say.
+#[derive(Debug, Default)]
+struct Prefix<'a> {
+    comm: Option<&'a str>,
+    pid: Option<u32>,
+    tid: Option<u32>,
+    cpu: Option<u32>,
+    /// Latency flags after the CPU column (ftrace, `trace-cmd report -l`).
+    flags: bool,
+    /// A `(tgid)` column (ftrace `record-tgid`).
+    tgid: bool,
+}
+
+fn prefix(text: &str) -> Prefix<'_> {
+    let mut out = Prefix::default();
+    let mut rest = text.trim_ascii();
+    if let Some(lb) = memchr::memrchr(b'[', rest.as_bytes())
+        && let Some(len) = memchr::memchr(b']', &rest.as_bytes()[lb..])
+    {
+        let inner = rest[lb + 1..lb + len].trim_ascii();
+        if all_digits(inner) {
+            out.cpu = dec32(inner);
+            out.flags = !rest[lb + len + 1..].trim_ascii().is_empty();
+            rest = rest[..lb].trim_ascii_end();
+        }
+    }
+    if rest.ends_with(')')
+        && let Some(lp) = memchr::memrchr(b'(', rest.as_bytes())
+    {
+        let inner = rest[lp + 1..rest.len() - 1].trim_ascii();
+        out.tgid = true;
+        if all_digits(inner) {
+            out.pid = dec32(inner);
+        }
+        rest = rest[..lp].trim_ascii_end();
+    }
+    if rest.is_empty() {
+        return out;
+    }
+    let last_at = token_start(rest.as_bytes(), rest.len());
+    let last = &rest[last_at..];
+    let comm = if let Some((p, t)) = last.split_once('/')
+        && all_digits(p)
+        && all_digits(t)
+    {
+        // perf script `PID/TID`.
+        out.pid = dec32(p);
+        out.tid = dec32(t);
+        &rest[..last_at]
+    } else if all_digits(last) {
+        // perf script `COMM TID`.
+        out.tid = dec32(last);
+        &rest[..last_at]
+    } else if let Some(dash) = memchr::memrchr(b'-', rest.as_bytes())
+        && all_digits(&rest[dash + 1..])
+    {
+        // ftrace / trace-cmd `COMM-PID`: the last `-`, since COMM may hold dashes.
+        out.tid = dec32(&rest[dash + 1..]);
+        &rest[..dash]
+    } else {
+        rest
+    };
+    let comm = comm.trim_ascii();
+    out.comm = (!comm.is_empty() && comm != "<...>").then_some(comm);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_prefix_shape() {
+        let l = split("qemu-system-x86 12345 [002] 770.850287: kvm:kvm_exit: reason HLT");
+        let l = l.unwrap();
+        assert_eq!(
+            (l.comm, l.tid, l.cpu, l.stamp, l.event, l.text),
+            (
+                Some("qemu-system-x86"),
+                Some(12345),
+                Some(2),
+                Stamp::Ns(770_850_287_000),
+                "kvm_exit",
+                "reason HLT"
+            )
+        );
+        assert_eq!(l.dialect, Dialect::PerfScript);
+        let l = split("CPU 0/KVM 4321/4325 [001] 1.5: kvm:kvm_entry: vcpu 0").unwrap();
+        assert_eq!(
+            (l.comm, l.pid, l.tid),
+            (Some("CPU 0/KVM"), Some(4321), Some(4325))
+        );
+        let l = split("    [001]   770.850287:        kvm:kvm_entry: vcpu 0, rip 0x1").unwrap();
+        assert_eq!((l.comm, l.tid, l.cpu), (None, None, Some(1)));
+        let l = split(" qemu-system-x86-310143 [064] 28714.545983: kvm_exit:   reason X").unwrap();
+        assert_eq!((l.comm, l.tid), (Some("qemu-system-x86"), Some(310_143)));
+        assert_eq!((l.dialect, l.text), (Dialect::TraceCmd, "reason X"));
+        let l = split("  CPU 1/KVM-4322  [003] d..2.  12.000000100: kvm_entry: vcpu 1").unwrap();
+        assert_eq!(
+            (l.comm, l.tid, l.dialect),
+            (Some("CPU 1/KVM"), Some(4322), Dialect::Ftrace)
+        );
+        assert_eq!(l.stamp, Stamp::Ns(12_000_000_100));
+        let l = split("  <...>-77 (   70) [000] .....  1.0: kvm_pio: pio_read").unwrap();
+        assert_eq!((l.comm, l.pid, l.tid), (None, Some(70), Some(77)));
+        let l = split("  <idle>-0  (-------) [000] d.h1. 5: kvm_fpu: load").unwrap();
+        assert_eq!(
+            (l.comm, l.pid, l.tid, l.stamp),
+            (Some("<idle>"), None, Some(0), Stamp::Raw)
+        );
+        assert_eq!(
+            split("kvm:kvm_exit: reason HLT").map(|l| l.event),
+            Some("kvm_exit")
+        );
+    }
+
+    #[test]
+    fn not_events() {
+        for line in [
+            "Samples: 887K of event 'kvm:kvm_exit', 1 Hz, Event count (approx.): 47982",
+            " qemu-system-x86^Ctrace-cmd: Received SIGINT",
+            "$ sudo ./scripts/trace-kvm.sh --report",
+            "CPU:2 [LOST 12 EVENTS]",
+            "  <idle>-0 [001] d.h1. 123.456789: do_IRQ <-ret_from_intr",
+            "Note: something: else: here: too",
+            "",
+        ] {
+            assert_eq!(split(line), None, "{line}");
+        }
+    }
+}
