@@ -3,7 +3,7 @@
 //! and ends (see `threads`); every event also counted by name. Memory grows with the number
 //! of distinct keys, VMs and vCPUs, not with the number of events.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::threads::{Thread, vcpu_from_comm};
 use super::{Event, EventKind, MmioAccess, Reason};
@@ -92,14 +92,14 @@ impl ProfileBuilder {
         Self {
             isa: origin.isa,
             origin,
-            slots: HashMap::new(),
+            slots: HashMap::default(),
             accs: Vec::new(),
             reasons: Vec::new(),
-            reason_codes: HashMap::new(),
-            reason_names: HashMap::new(),
+            reason_codes: HashMap::default(),
+            reason_names: HashMap::default(),
             names: Vec::new(),
-            name_ids: HashMap::new(),
-            threads: HashMap::new(),
+            name_ids: HashMap::default(),
+            threads: HashMap::default(),
             first_ts: None,
             last_ts: None,
             events: 0,
@@ -366,10 +366,15 @@ fn decode(raw: &RawReason, isa: Option<Isa>) -> Key {
         RawReason::Code(code, own) => {
             let isa = own.or(isa);
             match isa.and_then(|i| exit_reason::lookup_code(i, *code)) {
-                Some(info) => Key::Exit {
-                    name: info.name.to_string(),
-                    code: Some(info.code),
-                },
+                // VMX flag bits (FAILED_VMENTRY, …) make a key of their own and keep the raw code.
+                Some(info) => {
+                    let name = exit_reason::display_key(isa, *code);
+                    let code = if name == info.name { info.code } else { *code };
+                    Key::Exit {
+                        name,
+                        code: Some(code),
+                    }
+                }
                 None => Key::Exit {
                     name: exit_reason::unknown_key(isa, *code),
                     code: Some(*code),
@@ -560,6 +565,21 @@ mod tests {
             rows[0].key.key_text().contains("0x20000"),
             "{}",
             rows[0].key.key_text()
+        );
+    }
+
+    #[test]
+    fn vmx_flag_bits_make_their_own_row() {
+        let mut b = ProfileBuilder::new(Origin::new("test", None));
+        for code in [33u64, 0x8000_0021] {
+            b.push(&Event::new(EventKind::Exit { reason: Reason::Code(code), isa: Some(Isa::Vmx), vcpu: None, rip: None }));
+        }
+        let p = b.finish();
+        let keys: Vec<(String, Option<u64>)> =
+            p.tables[0].rows.iter().map(|r| (r.key.key_text(), r.key.code())).collect();
+        assert_eq!(
+            keys,
+            vec![("INVALID_STATE".into(), Some(33)), ("INVALID_STATE|FAILED_VMENTRY".into(), Some(0x8000_0021))]
         );
     }
 
