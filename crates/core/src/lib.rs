@@ -7,10 +7,12 @@
 //! Sources never print, renderers never compute, and nothing here panics on bad input.
 
 pub mod analysis;
+pub mod config;
 pub mod decode;
 pub mod error;
 pub mod events;
 pub mod facts;
+pub mod lint;
 pub mod profile;
 pub mod render;
 pub mod sources;

@@ -2,6 +2,7 @@
 
 mod compare;
 mod inputs;
+mod lint;
 mod report;
 
 use std::process::ExitCode;
@@ -13,5 +14,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
+        Command::Lint(a) => lint::run(&a),
     }
 }

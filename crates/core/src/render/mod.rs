@@ -3,6 +3,7 @@
 
 pub mod compare_text;
 pub mod format;
+pub mod lint_text;
 pub mod report_text;
 mod style;
 

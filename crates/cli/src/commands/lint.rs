@@ -1,0 +1,126 @@
+//! `virtlens lint FILE [--guest …] [--host-vendor …] [--host-apicv on|off] [--host-facts auto]
+//! [--recommend PRESET] [--json] [--fail-on SEVERITY]`: reads a libvirt domain XML, a QEMU
+//! command line or a Proxmox config, lints it with the host facts given (or probed), and exits
+//! 1 when a finding is at or above `--fail-on`, 2 when the input cannot be read.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
+use virtlens_core::facts::{HostFacts, Vendor};
+use virtlens_core::lint::{self, Preset, Severity, presets};
+use virtlens_core::render;
+
+use crate::args::{
+    ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, SeverityArg, VendorArg,
+};
+use crate::output;
+
+pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
+    let host = host_facts(a);
+    let version = |v: &Option<String>, what: &str| -> anyhow::Result<Option<Version>> {
+        v.as_deref()
+            .map(|s| {
+                Version::parse(s)
+                    .with_context(|| format!("--{what}-version `{s}`: expected X.Y (e.g. 8.2)"))
+            })
+            .transpose()
+    };
+    let options = lint::Options {
+        host: host.clone(),
+        guest: a.guest.map(|g| match g {
+            GuestArg::Windows => GuestFamily::Windows,
+            GuestArg::Linux => GuestFamily::Linux,
+        }),
+        migratable: a.migratable,
+        overcommitted: a.overcommitted,
+        nested_workload: a.nested_workload,
+        ipi_heavy: a.ipi_heavy,
+        qemu_version: version(&a.qemu_version, "qemu")?,
+        libvirt_version: version(&a.libvirt_version, "libvirt")?,
+    };
+    let format = match (a.format, a.qemu_args) {
+        (_, true) | (Some(ConfigFormatArg::Qemu), _) => Some(Format::Qemu),
+        (Some(ConfigFormatArg::Libvirt), _) => Some(Format::Libvirt),
+        (Some(ConfigFormatArg::Proxmox), _) => Some(Format::Proxmox),
+        (None, false) => None,
+    };
+    let configs = match &a.file {
+        Some(path) => config::read_path(
+            path,
+            &ReadOptions {
+                format,
+                host_vendor: host.vendor.clone(),
+            },
+        )?,
+        None => Vec::new(),
+    };
+    let mut report = lint::lint(&configs, &options);
+    if let Some(p) = a.recommend {
+        report.recommendation = Some(presets::recommend(
+            preset(p),
+            &host,
+            options.qemu_version,
+            options.libvirt_version,
+        ));
+    }
+    if a.json {
+        output::print(&format!("{}\n", render::json(&report)));
+    } else {
+        output::print(&render::lint_text::render(&report, &output::style()));
+    }
+    Ok(if report.fails(severity(a.fail_on)) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Probed facts (with `--host-facts auto`), overridden by the explicit `--host-*` flags.
+fn host_facts(a: &LintArgs) -> HostFacts {
+    let mut h = match a.host_facts {
+        Some(HostFactsArg::Auto) => virtlens_host::facts::probe(),
+        None => HostFacts::default(),
+    };
+    if let Some(v) = a.host_vendor {
+        h.vendor = Some(match v {
+            VendorArg::Intel => Vendor::Intel,
+            VendorArg::Amd => Vendor::Amd,
+        });
+    }
+    if let Some(x) = a.host_apicv {
+        let on = matches!(x, OnOffArg::On);
+        match h.vendor {
+            Some(Vendor::Intel) => h.apicv = Some(on),
+            Some(Vendor::Amd | Vendor::Hygon) => h.avic = Some(on),
+            _ => {
+                h.apicv = Some(on);
+                h.avic = Some(on);
+            }
+        }
+    }
+    if let Some(cs) = &a.host_clocksource {
+        h.clocksource = Some(cs.clone());
+    }
+    h
+}
+
+fn preset(p: PresetArg) -> Preset {
+    match p {
+        PresetArg::WindowsGeneral => Preset::WindowsGeneral,
+        PresetArg::IpiHeavy => Preset::IpiHeavy,
+        PresetArg::Vdi => Preset::Vdi,
+        PresetArg::Nested => Preset::Nested,
+        PresetArg::Migration => Preset::Migration,
+    }
+}
+
+fn severity(s: SeverityArg) -> Severity {
+    match s {
+        SeverityArg::Error => Severity::Error,
+        SeverityArg::High => Severity::High,
+        SeverityArg::Medium => Severity::Medium,
+        SeverityArg::Low => Severity::Low,
+        SeverityArg::Info => Severity::Info,
+    }
+}

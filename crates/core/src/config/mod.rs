@@ -1,0 +1,326 @@
+//! The configuration model: what a VM is configured to get from KVM/QEMU (Hyper-V
+//! enlightenments, timers, CPU model, guest OS, vCPUs and pinning), read from a libvirt domain
+//! XML, a QEMU command line (or a launch script holding one) or a Proxmox VM config. Every fact
+//! keeps where it came from ([`Origin`]), so lint findings can point at the element or flag.
+//!
+//! Parsers live one per format ([`libvirt`], [`qemu`], [`proxmox`]); [`effective`] computes
+//! the flag set QEMU would actually run with; the lint rules in [`crate::lint`] read only this
+//! model.
+
+pub mod effective;
+pub mod flags;
+pub mod guest;
+pub mod libvirt;
+pub mod proxmox;
+pub mod qemu;
+mod qemu_cpu;
+pub mod shell;
+mod xml_docs;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::facts::Vendor;
+pub use effective::Effective;
+pub use flags::{HvFlag, Version};
+pub use guest::{Guest, GuestFamily, GuestSource, WinGen};
+
+/// Where a fact came from: an XML element path (`/domain/features/hyperv/stimer`), an argv
+/// flag (`-cpu hv_stimer`), a config key (`ostype: win11`), with its 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+impl Origin {
+    /// An origin at `line`.
+    pub fn at(path: impl Into<String>, line: usize) -> Origin {
+        Origin {
+            path: path.into(),
+            line: Some(line),
+        }
+    }
+
+    /// An origin without a line (a default, or something implied).
+    pub fn implied(path: impl Into<String>) -> Origin {
+        Origin {
+            path: path.into(),
+            line: None,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{} (line {l})", self.path),
+            None => f.write_str(&self.path),
+        }
+    }
+}
+
+/// A value and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Setting<T> {
+    pub value: T,
+    pub origin: Origin,
+}
+
+impl<T> Setting<T> {
+    pub fn new(value: T, origin: Origin) -> Self {
+        Setting { value, origin }
+    }
+}
+
+/// The kinds of configuration file virtlens reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// A libvirt domain XML (or a fragment of one).
+    Libvirt,
+    /// A QEMU command line or a launch script holding one.
+    Qemu,
+    /// A Proxmox VE VM config (`/etc/pve/qemu-server/ID.conf`).
+    Proxmox,
+}
+
+impl Format {
+    /// The format's name (`--format NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Libvirt => "libvirt",
+            Format::Qemu => "qemu",
+            Format::Proxmox => "proxmox",
+        }
+    }
+}
+
+/// One explicit setting of a Hyper-V flag: on/off, its value (spinlock retries as hex,
+/// vendor id, `on|off|auto` for no-nonarch-coresharing) and where it was set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlagSetting {
+    pub on: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub origin: Origin,
+}
+
+/// The Hyper-V part of a configuration, as written (the last setting of a flag wins, as in
+/// QEMU; libvirt duplicates are kept in `duplicates`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Hyperv {
+    /// `hv-passthrough` / `<hyperv mode='passthrough'/>`.
+    pub passthrough: Option<Origin>,
+    pub flags: BTreeMap<HvFlag, FlagSetting>,
+    /// Flags written more than once (the later ones).
+    pub duplicates: Vec<(String, Origin)>,
+    /// `hv-*` names QEMU does not know, kept as written.
+    pub unknown: Vec<Setting<String>>,
+    /// Where the Hyper-V settings live (`/domain/features/hyperv`, `-cpu`), for findings about
+    /// something missing.
+    pub anchor: Option<Origin>,
+}
+
+/// The in-kernel PIT's lost-tick policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PitPolicy {
+    /// Reinjection on (KVM's default).
+    Delay,
+    /// Reinjection off.
+    Discard,
+    /// Another policy as written (`catchup`, `merge`).
+    Other,
+}
+
+/// Clock and timer devices.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Timers {
+    /// HPET present (`None`: the machine's default, present on pc/q35).
+    pub hpet: Option<Setting<bool>>,
+    /// PIT lost-tick policy (`None`: KVM's default, reinjection on).
+    pub pit: Option<Setting<PitPolicy>>,
+    /// A PIT present (`Some(false)`: removed).
+    pub pit_present: Option<Setting<bool>>,
+    /// RTC drift fix (`catchup` / `driftfix=slew`).
+    pub rtc_catchup: Option<Setting<bool>>,
+    /// RTC base (`utc`, `localtime`).
+    pub rtc_base: Option<Setting<String>>,
+    /// `kernel-irqchip` (`on`, `off`, `split`); `None` is QEMU's default (on).
+    pub kernel_irqchip: Option<Setting<String>>,
+    /// A fixed TSC frequency (`tsc-frequency=`, `<timer name='tsc' frequency=…/>`).
+    pub tsc_frequency: Option<Setting<String>>,
+    /// Where clock settings live (`/domain/clock`), for findings about something missing.
+    pub anchor: Option<Origin>,
+}
+
+/// The virtual CPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Cpu {
+    /// Model or mode (`host`, `host-passthrough`, `qemu64`, `Skylake-Client`).
+    pub model: Option<Setting<String>>,
+    /// The `hypervisor` CPUID bit is hidden.
+    pub hypervisor_hidden: Option<Origin>,
+    /// KVM's signature is hidden (`kvm=off`, `<kvm><hidden state='on'/>`).
+    pub kvm_hidden: Option<Origin>,
+    /// VMX/SVM explicitly exposed (`true`) or removed (`false`).
+    pub nested_virt: Option<Setting<bool>>,
+}
+
+/// What happens when the guest panics.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Panic {
+    /// `<on_crash>`, or `-action panic=`.
+    pub action: Option<Setting<String>>,
+    /// A `vmbus-bridge` device (needed by hv-syndbg).
+    pub vmbus_bridge: Option<Origin>,
+}
+
+/// How the VM is accelerated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Accel {
+    Kvm,
+    Tcg,
+    Other,
+}
+
+/// One VM's configuration as read from one document of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VmConfig {
+    pub format: Format,
+    /// The input's name (file path).
+    pub input: String,
+    /// Which document of the file (1-based; a file may hold several domains or commands).
+    pub document: usize,
+    /// The line the document starts on.
+    pub first_line: usize,
+    pub name: Option<Setting<String>>,
+    pub accel: Option<Setting<Accel>>,
+    /// Machine type (`q35`, `pc-q35-6.1`, `pc-i440fx-4.0+pve0`).
+    pub machine: Option<Setting<String>>,
+    /// Firmware (`efi`, `bios`).
+    pub firmware: Option<Setting<String>>,
+    pub vcpus: Option<Setting<u32>>,
+    /// vCPUs pinned to host CPUs (`cputune/vcpupin`, Proxmox `affinity`).
+    pub pinned: Option<Origin>,
+    pub cpu: Cpu,
+    pub hyperv: Hyperv,
+    pub timers: Timers,
+    pub panic: Panic,
+    pub guest: Guest,
+    /// Remarks from reading (assumptions made, things kept but not understood).
+    pub notes: Vec<String>,
+}
+
+impl VmConfig {
+    /// An empty configuration of `format` for document `document` of `input`.
+    pub fn new(format: Format, input: &str, document: usize, first_line: usize) -> VmConfig {
+        VmConfig {
+            format,
+            input: input.to_string(),
+            document,
+            first_line,
+            name: None,
+            accel: None,
+            machine: None,
+            firmware: None,
+            vcpus: None,
+            pinned: None,
+            cpu: Cpu::default(),
+            hyperv: Hyperv::default(),
+            timers: Timers::default(),
+            panic: Panic::default(),
+            guest: Guest::default(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Sets `flag` (the last setting wins, as on QEMU's command line).
+    pub fn set_flag(&mut self, flag: HvFlag, on: bool, value: Option<String>, origin: Origin) {
+        self.hyperv
+            .flags
+            .insert(flag, FlagSetting { on, value, origin });
+    }
+
+    /// The flag set QEMU would run with.
+    pub fn effective(&self) -> Effective {
+        Effective::of(self)
+    }
+}
+
+/// What the reader needs to know besides the text.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Force a format instead of detecting it.
+    pub format: Option<Format>,
+    /// The host's CPU vendor: Proxmox derives some flags from it (hv-evmcs on Intel).
+    pub host_vendor: Option<Vendor>,
+}
+
+/// Which format `text` is in: XML when it starts with `<`, Proxmox when every line before the
+/// first `[section]` is `key: value` or a comment, else a QEMU command line.
+pub fn detect(text: &str) -> Format {
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    if t.starts_with('<') {
+        return Format::Libvirt;
+    }
+    if proxmox::looks_like(text) {
+        return Format::Proxmox;
+    }
+    Format::Qemu
+}
+
+/// Reads every document in `bytes` (named `input` in errors).
+pub fn read_bytes(bytes: &[u8], input: &str, options: &ReadOptions) -> Result<Vec<VmConfig>> {
+    // /proc/PID/cmdline: NUL-separated argv.
+    if bytes.contains(&0) && options.format.is_none_or(|f| f == Format::Qemu) {
+        let args: Vec<String> = bytes
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        return qemu::from_argv(&args, input).map(|c| vec![c]);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::Parse {
+            path: input.to_string(),
+            line,
+            message: format!("byte {at} is not UTF-8; expected a text configuration"),
+        }
+    })?;
+    read_str(text, input, options)
+}
+
+/// Reads every document in `text`.
+pub fn read_str(text: &str, input: &str, options: &ReadOptions) -> Result<Vec<VmConfig>> {
+    match options.format.unwrap_or_else(|| detect(text)) {
+        Format::Libvirt => libvirt::parse(text, input),
+        Format::Qemu => qemu::parse(text, input),
+        Format::Proxmox => {
+            proxmox::parse(text, input, options.host_vendor.as_ref()).map(|c| vec![c])
+        }
+    }
+}
+
+/// Reads the file at `path` (`-` for standard input).
+pub fn read_path(path: &Path, options: &ReadOptions) -> Result<Vec<VmConfig>> {
+    let name = path.display().to_string();
+    let bytes = if name == "-" {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
+            .map_err(|e| Error::io(path, e))?;
+        v
+    } else {
+        std::fs::read(path).map_err(|e| Error::io(path, e))?
+    };
+    read_bytes(&bytes, &name, options)
+}

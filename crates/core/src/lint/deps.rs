@@ -1,0 +1,137 @@
+//! `HV-DEP-*`: the hard dependencies QEMU enforces on KVM (a VM that breaks one does not start)
+//! and flags newer than the QEMU/libvirt the configuration targets.
+
+use super::context::Ctx;
+use super::{Finding, Severity, fix};
+use crate::config::{Format, HvFlag, Version};
+
+/// (rule, flag, what it needs) — reference §4, one rule per edge group.
+const EDGES: [(&str, HvFlag, &[HvFlag]); 9] = [
+    ("HV-DEP-001", HvFlag::Stimer, &[HvFlag::Synic]),
+    ("HV-DEP-002", HvFlag::Stimer, &[HvFlag::Time]),
+    ("HV-DEP-003", HvFlag::Synic, &[HvFlag::Vpindex]),
+    ("HV-DEP-004", HvFlag::StimerDirect, &[HvFlag::Stimer]),
+    ("HV-DEP-005", HvFlag::Tlbflush, &[HvFlag::Vpindex]),
+    ("HV-DEP-005", HvFlag::Ipi, &[HvFlag::Vpindex]),
+    ("HV-DEP-006", HvFlag::TlbflushExt, &[HvFlag::Tlbflush]),
+    ("HV-DEP-007", HvFlag::Evmcs, &[HvFlag::Vapic]),
+    (
+        "HV-DEP-008",
+        HvFlag::Syndbg,
+        &[HvFlag::Synic, HvFlag::Relaxed],
+    ),
+];
+
+/// `HV-DEP-007` also covers tlbflush-direct.
+const EXTRA: [(&str, HvFlag, &[HvFlag]); 1] =
+    [("HV-DEP-007", HvFlag::TlbflushDirect, &[HvFlag::Vapic])];
+
+pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for (rule, flag, needs) in EDGES.iter().chain(EXTRA.iter()) {
+        if !ctx.on(*flag) {
+            continue;
+        }
+        let missing: Vec<HvFlag> = needs.iter().copied().filter(|n| !ctx.on(*n)).collect();
+        if missing.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = missing
+            .iter()
+            .map(|m| format!("Hyper-V {} ({})", m.what(), m.qemu()))
+            .collect();
+        let mut message = format!(
+            "Hyper-V {} ({}) requires {}: QEMU refuses to start the VM on KVM{}",
+            flag.what(),
+            flag.qemu(),
+            names.join(" and "),
+            ctx.tcg_remark()
+        );
+        if missing.contains(&HvFlag::Time) && ctx.c.format == Format::Libvirt {
+            message.push_str(
+                "; libvirt emits hv-time only for <timer name='hypervclock' present='yes'/> in <clock>, \
+                 never for <stimer/> alone",
+            );
+        }
+        if *flag == HvFlag::Syndbg {
+            message.push_str("; see also HV-OPS-004");
+        }
+        let summary = format!(
+            "turn on {}",
+            missing
+                .iter()
+                .map(|m| m.qemu())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        );
+        out.push(ctx.finding(
+            rule,
+            Severity::Error,
+            message,
+            ctx.origin(*flag),
+            fix::add(summary, &missing),
+        ));
+    }
+    versions(ctx, out);
+}
+
+/// `HV-DEP-009`: only with a target version given.
+fn versions(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let qemu = ctx.opts.qemu_version;
+    let libvirt = ctx
+        .opts
+        .libvirt_version
+        .filter(|_| ctx.c.format == Format::Libvirt);
+    if qemu.is_none() && libvirt.is_none() {
+        return;
+    }
+    let too_new = |need_q: Option<Version>, need_l: Option<Version>| -> Vec<String> {
+        let mut why = Vec::new();
+        if let (Some(have), Some(need)) = (qemu, need_q)
+            && have < need
+        {
+            why.push(format!("QEMU {need} (target: {have})"));
+        }
+        if let (Some(have), Some(need)) = (libvirt, need_l)
+            && have < need
+        {
+            why.push(format!("libvirt {need} (target: {have})"));
+        }
+        why
+    };
+    if let Some(origin) = &ctx.c.hyperv.passthrough {
+        let why = too_new(Some(Version(4, 1)), Some(Version(8, 0)));
+        if !why.is_empty() {
+            out.push(ctx.finding(
+                "HV-DEP-009",
+                Severity::Error,
+                format!(
+                    "hv-passthrough needs {}: unknown property or schema error",
+                    why.join(" and ")
+                ),
+                origin.clone(),
+                fix::Fix::words("list the flags explicitly, or upgrade"),
+            ));
+        }
+    }
+    for (&flag, s) in &ctx.c.hyperv.flags {
+        if !s.on {
+            continue;
+        }
+        let why = too_new(flag.qemu_since(), flag.libvirt_since());
+        if why.is_empty() {
+            continue;
+        }
+        out.push(ctx.finding(
+            "HV-DEP-009",
+            Severity::Error,
+            format!(
+                "{} ({}) needs {}: the target rejects it as an unknown property or a schema error",
+                flag.what(),
+                flag.qemu(),
+                why.join(" and ")
+            ),
+            s.origin.clone(),
+            fix::remove(format!("drop {} or upgrade", flag.qemu()), flag),
+        ));
+    }
+}

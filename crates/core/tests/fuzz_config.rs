@@ -1,0 +1,229 @@
+//! Fuzzing the configuration parsers (proptest, bounded so it runs in every `cargo test`):
+//! mutated real configs (libvirt XML, QEMU command lines, Proxmox configs) and random text,
+//! through every parser and through detection, never panic; every error names the input and,
+//! where a line is at fault, a line inside the input and what was expected; whatever is read
+//! lints, renders and serialises.
+//!
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_config --release` runs a
+//! longer campaign.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use proptest::prelude::*;
+use virtlens_core::Error;
+use virtlens_core::config::{self, Format, ReadOptions};
+use virtlens_core::facts::{HostFacts, Vendor};
+use virtlens_core::lint::{self, Options};
+use virtlens_core::render::{self, Style};
+
+const SAMPLES: [&str; 17] = [
+    include_str!("../../../testdata/configs/01-libvirt-test-hyperv.args"),
+    include_str!("../../../testdata/configs/01-libvirt-test-hyperv.xml"),
+    include_str!("../../../testdata/configs/04-libvirt-test-hyperv-off.args"),
+    include_str!("../../../testdata/configs/04-libvirt-test-hyperv-off.xml"),
+    include_str!("../../../testdata/configs/05-libvirt-test-hyperv-stimer-direct.args"),
+    include_str!("../../../testdata/configs/05-libvirt-test-hyperv-stimer-direct.xml"),
+    include_str!("../../../testdata/configs/06-libvirt-test-hyperv-passthrough.args"),
+    include_str!("../../../testdata/configs/06-libvirt-test-hyperv-passthrough.xml"),
+    include_str!("../../../testdata/configs/08-libvirt-test-clock-timer-hyperv-rtc.args"),
+    include_str!("../../../testdata/configs/08-libvirt-test-clock-timer-hyperv-rtc.xml"),
+    include_str!("../../../testdata/configs/10-proxmox-win11-intel-host.args"),
+    include_str!("../../../testdata/configs/10-proxmox-win11-intel-host.conf.txt"),
+    include_str!("../../../testdata/configs/13-proxmox-i440fx-win10-spice.args"),
+    include_str!("../../../testdata/configs/13-proxmox-i440fx-win10-spice.conf.txt"),
+    include_str!("../../../testdata/configs/30-virt-install-win11-default.xml"),
+    include_str!("../../../testdata/configs/33-virt-install-hyperv-no-domcaps.xml"),
+    include_str!("../../../testdata/configs/60-user-kevinlocke-win11.xml"),
+];
+
+/// One edit to a byte string.
+#[derive(Debug, Clone)]
+enum Edit {
+    Flip(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    DuplicateLine(usize),
+    Truncate(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    let tokens: Vec<Vec<u8>> = [
+        "<",
+        ">",
+        "/>",
+        "</hyperv>",
+        "<hyperv mode='passthrough'>",
+        " state='off'",
+        " state='x'",
+        "<stimer state='on'><direct/></stimer>",
+        "<timer name='pit' tickpolicy='delay'/>",
+        "<domain>",
+        "</domain>",
+        "<!--",
+        "-->",
+        "&amp;",
+        "&bogus;",
+        "<![CDATA[",
+        "'",
+        "\"",
+        "\\\n",
+        "\\",
+        "#",
+        ";",
+        "&&",
+        " -cpu ",
+        ",hv-",
+        "hv_spinlocks=0x",
+        "=on",
+        "=maybe",
+        ",,",
+        " -smp ",
+        "cores=0",
+        " -machine hpet=",
+        " -global ",
+        "\n",
+        "ostype: win",
+        "cores: x",
+        "args: -cpu '",
+        "18446744073709551615",
+        "\u{0}",
+        "\u{feff}",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (any::<usize>(), 0usize..40).prop_map(|(i, n)| Edit::Delete(i, n)),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..24))
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
+        (any::<usize>(), prop::sample::select(tokens)).prop_map(|(i, v)| Edit::Insert(i, v)),
+        any::<usize>().prop_map(Edit::DuplicateLine),
+        any::<usize>().prop_map(Edit::Truncate),
+    ]
+}
+
+fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let len = bytes.len().max(1);
+        match e {
+            Edit::Flip(i, b) => {
+                if let Some(x) = bytes.get_mut(i % len) {
+                    *x ^= b | 1;
+                }
+            }
+            Edit::Delete(i, n) => {
+                let start = (i % len).min(bytes.len());
+                let end = (start + n).min(bytes.len());
+                bytes.drain(start..end);
+            }
+            Edit::Insert(i, v) => {
+                let at = (i % len).min(bytes.len());
+                bytes.splice(at..at, v.iter().copied());
+            }
+            Edit::DuplicateLine(i) => {
+                let text = bytes.clone();
+                let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+                if !lines.is_empty() {
+                    let line = lines[i % lines.len()];
+                    let at: usize = lines[..i % lines.len()].iter().map(|l| l.len()).sum();
+                    bytes.splice(at..at, line.iter().copied());
+                }
+            }
+            Edit::Truncate(i) => bytes.truncate(i % len),
+        }
+    }
+    bytes
+}
+
+fn format(which: u8) -> Option<Format> {
+    match which % 4 {
+        0 => None,
+        1 => Some(Format::Libvirt),
+        2 => Some(Format::Qemu),
+        _ => Some(Format::Proxmox),
+    }
+}
+
+fn check(bytes: &[u8], forced: Option<Format>) -> Result<(), TestCaseError> {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+    let read = ReadOptions {
+        format: forced,
+        host_vendor: Some(Vendor::Intel),
+    };
+    match config::read_bytes(bytes, "fuzz", &read) {
+        Ok(configs) => {
+            prop_assert!(!configs.is_empty());
+            let opts = Options {
+                host: HostFacts {
+                    vendor: Some(Vendor::Amd),
+                    avic: Some(true),
+                    clocksource: Some("hpet".into()),
+                    ..HostFacts::default()
+                },
+                migratable: true,
+                overcommitted: true,
+                nested_workload: true,
+                ..Options::default()
+            };
+            let report = lint::lint(&configs, &opts);
+            for f in &report.findings {
+                prop_assert!(f.element.line.is_none_or(|l| l >= 1 && l <= lines), "{f:?}");
+                prop_assert!(!f.source.is_empty());
+            }
+            let json = render::json(&report);
+            prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok());
+            let _ = render::lint_text::render(&report, &Style::default());
+        }
+        Err(Error::Parse {
+            path,
+            line,
+            message,
+        }) => {
+            prop_assert_eq!(path, "fuzz");
+            prop_assert!(
+                line >= 1 && line <= lines,
+                "line {line} of {lines}: {message}"
+            );
+            prop_assert!(message.contains("expected"), "{message}");
+        }
+        Err(e) => prop_assert!(e.to_string().starts_with("fuzz: "), "{e}"),
+    }
+    Ok(())
+}
+
+/// Cases per test: `PROPTEST_CASES` when set, else a bound that keeps `cargo test` quick.
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(800);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn mutated_configs_never_panic(
+        which in 0..SAMPLES.len(),
+        edits in prop::collection::vec(edit(), 1..8),
+        forced in any::<u8>(),
+    ) {
+        let bytes = apply(SAMPLES[which].as_bytes().to_vec(), &edits);
+        check(&bytes, format(forced))?;
+    }
+
+    #[test]
+    fn random_text_never_panics(text in "(\\PC|\\t|\\n|<|>|'|\"|\\\\|-|=|,){0,300}", forced in any::<u8>()) {
+        check(text.as_bytes(), format(forced))?;
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..400), forced in any::<u8>()) {
+        check(&bytes, format(forced))?;
+    }
+}
