@@ -572,14 +572,25 @@ mod tests {
     fn vmx_flag_bits_make_their_own_row() {
         let mut b = ProfileBuilder::new(Origin::new("test", None));
         for code in [33u64, 0x8000_0021] {
-            b.push(&Event::new(EventKind::Exit { reason: Reason::Code(code), isa: Some(Isa::Vmx), vcpu: None, rip: None }));
+            b.push(&Event::new(EventKind::Exit {
+                reason: Reason::Code(code),
+                isa: Some(Isa::Vmx),
+                vcpu: None,
+                rip: None,
+            }));
         }
         let p = b.finish();
-        let keys: Vec<(String, Option<u64>)> =
-            p.tables[0].rows.iter().map(|r| (r.key.key_text(), r.key.code())).collect();
+        let keys: Vec<(String, Option<u64>)> = p.tables[0]
+            .rows
+            .iter()
+            .map(|r| (r.key.key_text(), r.key.code()))
+            .collect();
         assert_eq!(
             keys,
-            vec![("INVALID_STATE".into(), Some(33)), ("INVALID_STATE|FAILED_VMENTRY".into(), Some(0x8000_0021))]
+            vec![
+                ("INVALID_STATE".into(), Some(33)),
+                ("INVALID_STATE|FAILED_VMENTRY".into(), Some(0x8000_0021))
+            ]
         );
     }
 
