@@ -1,22 +1,196 @@
-//! Source for bcc kvmexit output in all its modes. (Being written: reports an error until then.)
+//! Source for bcc's `kvmexit.py` output in all its modes: all threads (`PID TID
+//! KVM_EXIT_REASON COUNT`), `-p PID` (collapsed, sorted by count), `-p -a` (per TID), `-p -v N`
+//! (one vCPU's thread), `-t TID`, `-T TIDS`, with or without a duration argument; the 2021
+//! `EXIT_REASON_` names and today's plain ones; the `^C` a terminal glues to the first row; and
+//! several runs in one file, each introduced by its `# ./kvmexit.py …` command line, which
+//! become tables labelled by that command line (so `compare` sets them side by side).
+//!
+//! Reading streams line by line; memory grows with the number of runs and rows only.
 
-use std::io::BufRead;
+mod layout;
+mod table;
 
+use std::io::{BufRead, Seek};
+
+use crate::decode::Isa;
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{Note, Origin, Profile};
+use crate::sources::lines::{Lines, unquote};
+use layout::Layout;
+use table::Run;
 
 /// The name of this format (`--format bcc-kvmexit`, `origin.format`).
 pub const FORMAT: &str = "bcc-kvmexit";
 
-/// Whether `head` (the first bytes of an input) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
-    false
+/// Whether `head` (the first bytes of an input) looks like kvmexit output: its column header
+/// or its `Display kvm exit reasons and statistics for …` line.
+pub fn looks_like(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head)
+        .lines()
+        .map(unquote)
+        .map(strip_ctrl_c)
+        .any(|l| layout::header(l).is_some() || layout::display(l).is_some())
 }
 
-/// Reads the whole input into a profile; `path` names it in notes and errors.
-pub fn read<R: BufRead + std::io::Seek>(_reader: R, path: &str) -> Result<Profile> {
-    Err(Error::Input {
-        path: path.to_string(),
-        message: format!("the {FORMAT} reader is not built yet"),
-    })
+/// Reads every run of `reader`; `path` names the input in notes and errors.
+pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
+    let mut lines = Lines::new(reader, path);
+    let mut state = Reader::new(path);
+    while let Some((n, text)) = lines.next_line()? {
+        state.line(n, &text);
+    }
+    state.end()
+}
+
+/// The text after a `^C` that a terminal echoed in front of a line of output.
+fn strip_ctrl_c(line: &str) -> &str {
+    let t = line.trim_start();
+    t.strip_prefix("^C").unwrap_or(t)
+}
+
+struct Reader {
+    path: String,
+    profile: Profile,
+    runs: Vec<Run>,
+    current: Option<Run>,
+    layout: Option<Layout>,
+    first_unrecognised: Option<(usize, String)>,
+}
+
+impl Reader {
+    fn new(path: &str) -> Self {
+        Self {
+            path: path.to_string(),
+            profile: Profile::new(Origin::new(FORMAT, Some(path))),
+            runs: Vec::new(),
+            current: None,
+            layout: None,
+            first_unrecognised: None,
+        }
+    }
+
+    fn line(&mut self, n: usize, text: &str) {
+        let t = strip_ctrl_c(text).trim();
+        if t.is_empty() {
+            return;
+        }
+        if let Some((label, command)) = layout::command(t) {
+            self.finish();
+            let mut run = Run::new(n);
+            run.label = Some(label);
+            run.command = command;
+            self.current = Some(run);
+            return;
+        }
+        if let Some(ctx) = layout::display(t) {
+            if self
+                .current
+                .as_ref()
+                .is_some_and(|r| r.display.is_some() || r.has_rows())
+            {
+                self.finish();
+            }
+            self.run(n).display = Some(ctx);
+            self.layout = None;
+            return;
+        }
+        if let Some(layout) = layout::header(t) {
+            if self.current.as_ref().is_some_and(Run::has_rows) {
+                self.finish();
+            }
+            self.run(n);
+            self.layout = Some(layout);
+            return;
+        }
+        if let Some(current) = &mut self.current {
+            if let Some((_, why)) = t.split_once("Exception: ") {
+                current.failure = Some((n, why.trim().to_string()));
+                return;
+            }
+            let layout = self.layout.or_else(|| layout::guess_layout(t));
+            if let Some(row) = layout.and_then(|l| layout::row(t, l)) {
+                self.layout = layout;
+                current.add(n, row);
+                return;
+            }
+        }
+        if self.runs.is_empty()
+            && self.current.as_ref().is_none_or(|r| !r.has_rows())
+            && self.first_unrecognised.is_none()
+        {
+            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        }
+    }
+
+    /// The run being read, started at `line` if there is none.
+    fn run(&mut self, line: usize) -> &mut Run {
+        self.current.get_or_insert_with(|| Run::new(line))
+    }
+
+    fn finish(&mut self) {
+        self.layout = None;
+        let Some(run) = self.current.take() else {
+            return;
+        };
+        if run.has_rows() {
+            self.runs.push(run);
+            return;
+        }
+        let (line, message) = match &run.failure {
+            Some((line, why)) => (*line, format!("kvmexit stopped without counts: {why}")),
+            None if run.display.is_some() => (run.line, "a kvmexit run with no rows".into()),
+            None => return,
+        };
+        self.profile.warnings.push(Note {
+            line: Some(line),
+            message,
+        });
+    }
+
+    fn end(mut self) -> Result<Profile> {
+        self.finish();
+        if self.runs.is_empty() {
+            let expected = "expected bcc kvmexit output: a `KVM_EXIT_REASON  COUNT` header \
+                            (after `PID TID`, `TID` or `TIDS` columns) followed by rows";
+            return Err(match self.first_unrecognised {
+                Some((line, text)) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found `{text}`"),
+                },
+                None => Error::Input {
+                    path: self.path,
+                    message: format!("no kvmexit rows found ({expected})"),
+                },
+            });
+        }
+        let several = self.runs.len() > 1;
+        let mut used: Vec<String> = Vec::new();
+        for (i, run) in self.runs.iter_mut().enumerate() {
+            let mut label = match (&run.label, several) {
+                (Some(l), _) => l.clone(),
+                (None, true) => format!("run {}", i + 1),
+                (None, false) => continue,
+            };
+            let base = label.clone();
+            let mut k = 1;
+            while used.contains(&label) {
+                k += 1;
+                label = format!("{base} ({k})");
+            }
+            used.push(label.clone());
+            run.label = Some(label);
+        }
+        for run in std::mem::take(&mut self.runs) {
+            let table = run.table(&mut self.profile.warnings);
+            self.profile.tables.push(table);
+        }
+        let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
+        if let Some(&first) = isas.first()
+            && isas.iter().all(|&i| i == first)
+        {
+            self.profile.origin.isa = Some(first);
+        }
+        Ok(self.profile)
+    }
 }

@@ -1,22 +1,438 @@
-//! Source for kvm_stat screens (every era) and its -1, -l and -c logs. (Being written: reports an error until then.)
+//! Source for kvm_stat output of every era: curses screens pasted as text (2012 `kvm
+//! statistics`, 2017 `Event Total Current`, current `Event Total %Total CurAvg/s` with child
+//! rows indented under their parents, `Total` rows, `regex filter:` lines, `pid N (name)`
+//! titles), `-1` listings, and `-l` / `-c` logs; several of them in one file, each introduced
+//! or not by its command line.
+//!
+//! Each run (screen, listing or log) becomes up to three tables sharing one label: `vmexit`
+//! (children of `kvm_exit`, decoded), `Event("kvm_stat")` (every other counter), and
+//! `Event("kvm_stat_rate")` (the per-second rate column of screens and listings; see
+//! [`build::RATE_KIND`] for why rates get a table of their own). Logs sum their intervals and
+//! carry the window their timestamps span, so rates follow from counts.
+//!
+//! Reading streams line by line; memory grows with the number of runs and fields only.
 
-use std::io::BufRead;
+mod board;
+mod build;
+pub(crate) mod clock;
+mod log;
+mod names;
+mod screen;
 
+use std::io::{BufRead, Seek};
+
+use crate::decode::Isa;
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{Note, Origin, Profile, TableKind};
+use crate::sources::lines::{Lines, unquote};
+use board::Board;
+use build::{Run, RunKind};
+use log::Log;
+use screen::Columns;
+
+pub use build::{COUNTER_KIND, GUEST_KIND, RATE_KIND};
 
 /// The name of this format (`--format kvm-stat`, `origin.format`).
 pub const FORMAT: &str = "kvm-stat";
 
-/// Whether `head` (the first bytes of an input) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
+/// Whether `head` (the first bytes of an input) looks like kvm_stat output: a screen title or
+/// column header, a `-c` banner, a `-l` banner followed by a matching line of numbers, or two
+/// `-1` rows of known counters in a row.
+pub fn looks_like(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let mut banner: Option<usize> = None;
+    let mut batch_rows = 0;
+    for line in text.lines().map(unquote).map(strip_ctrl_c) {
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if screen::title(t).is_some() || screen::header(line).is_some() {
+            return true;
+        }
+        if log::csv_banner(t).is_some_and(|f| f.iter().any(|f| names::is_known(f))) {
+            return true;
+        }
+        if let Some(n) = banner.take()
+            && log::plain_data(t).is_some_and(|s| s.values.len() == n)
+        {
+            return true;
+        }
+        if let Some(fields) = log::plain_banner(t) {
+            banner = Some(fields.len());
+            continue;
+        }
+        let batch = screen::row(line, Columns::TotalRate, false)
+            .is_some_and(|r| r.strays.is_empty() && r.rate.is_some() && names::is_known(&r.name));
+        batch_rows = if batch { batch_rows + 1 } else { 0 };
+        if batch_rows >= 2 {
+            return true;
+        }
+    }
     false
 }
 
-/// Reads the whole input into a profile; `path` names it in notes and errors.
-pub fn read<R: BufRead + std::io::Seek>(_reader: R, path: &str) -> Result<Profile> {
-    Err(Error::Input {
-        path: path.to_string(),
-        message: format!("the {FORMAT} reader is not built yet"),
-    })
+/// Reads every run of `reader`; `path` names the input in notes and errors.
+pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
+    let mut lines = Lines::new(reader, path);
+    let mut state = Reader::new(path);
+    while let Some((n, text)) = lines.next_line()? {
+        state.line(n, &text);
+    }
+    state.end()
+}
+
+/// The text after a `^C` that a terminal echoed in front of the first line of output.
+fn strip_ctrl_c(line: &str) -> &str {
+    let t = line.trim_start();
+    match t.strip_prefix("^C") {
+        Some(rest) => rest,
+        None => line,
+    }
+}
+
+/// What a `kvm_stat …` command line says about the output under it.
+#[derive(Debug, Clone, Default)]
+struct Hint {
+    label: String,
+    pid: Option<u32>,
+    delay: Option<f64>,
+}
+
+/// Recognises a kvm_stat command line (after an optional shell prompt or `sudo`).
+fn command(t: &str) -> Option<Hint> {
+    let toks: Vec<&str> = t.split_ascii_whitespace().collect();
+    let at = toks
+        .iter()
+        .position(|w| *w == "kvm_stat" || w.ends_with("/kvm_stat"))?;
+    let prompt = |w: &&str| w.ends_with(['#', '$', '>', '%']) || *w == "sudo" || w.starts_with('[');
+    if !toks.get(..at)?.iter().all(prompt) {
+        return None;
+    }
+    let args = toks.get(at + 1..).unwrap_or_default();
+    let mut hint = Hint {
+        label: toks.get(at..).unwrap_or_default().join(" "),
+        ..Hint::default()
+    };
+    let mut want: Option<char> = None;
+    for a in args {
+        match want.take() {
+            Some('p') => hint.pid = a.parse().ok(),
+            Some('s') => hint.delay = a.parse().ok(),
+            _ => {}
+        }
+        if let Some(v) = a.strip_prefix("--pid=") {
+            hint.pid = v.parse().ok();
+        } else if let Some(v) = a.strip_prefix("--set-delay=") {
+            hint.delay = v.parse().ok();
+        } else if *a == "--pid" {
+            want = Some('p');
+        } else if *a == "--set-delay" {
+            want = Some('s');
+        } else if let Some(flags) = a.strip_prefix('-').filter(|f| !f.starts_with('-')) {
+            want = flags.chars().last().filter(|c| matches!(c, 'p' | 's'));
+        }
+    }
+    Some(hint)
+}
+
+enum Current {
+    None,
+    Board(Board),
+    Log(Log),
+}
+
+struct Reader {
+    path: String,
+    profile: Profile,
+    runs: Vec<Run>,
+    current: Current,
+    /// A `-l` banner waiting for its first line of numbers.
+    pending: Option<(usize, Vec<String>)>,
+    hint: Option<Hint>,
+    delay: Option<f64>,
+    first_unrecognised: Option<(usize, String)>,
+}
+
+impl Reader {
+    fn new(path: &str) -> Self {
+        Self {
+            path: path.to_string(),
+            profile: Profile::new(Origin::new(FORMAT, Some(path))),
+            runs: Vec::new(),
+            current: Current::None,
+            pending: None,
+            hint: None,
+            delay: None,
+            first_unrecognised: None,
+        }
+    }
+
+    fn note(&mut self, line: usize, message: String) {
+        self.profile.warnings.push(Note {
+            line: Some(line),
+            message,
+        });
+    }
+
+    fn line(&mut self, n: usize, text: &str) {
+        let raw = strip_ctrl_c(text);
+        let t = raw.trim();
+        if t.is_empty() {
+            return;
+        }
+        if let Some((at, fields)) = self.pending.take() {
+            match log::plain_data(t) {
+                Some(sample) if sample.values.len() == fields.len() => {
+                    self.finish();
+                    let mut log = Log::new(false, fields, at, self.delay);
+                    log.add(n, sample);
+                    self.start(Current::Log(log));
+                    return;
+                }
+                _ => self.unrecognised(at, &fields.join(" ")),
+            }
+        }
+        if let Some(hint) = command(t) {
+            self.finish();
+            self.delay = hint.delay;
+            self.hint = Some(hint);
+            return;
+        }
+        if let Some(title) = screen::title(t) {
+            self.finish();
+            if title.dead {
+                self.note(
+                    n,
+                    "the guest exited while this screen was shown (`Guest is DEAD`)".into(),
+                );
+            }
+            self.start(Current::Board(Board::screen(Some(title), n)));
+            return;
+        }
+        if let Some(fields) = log::csv_banner(t) {
+            if !matches!(&self.current, Current::Log(l) if l.csv && l.fields == fields) {
+                self.finish();
+                self.start(Current::Log(Log::new(true, fields, n, self.delay)));
+            }
+            return;
+        }
+        if self.log_line(n, t) || self.header(n, raw) {
+            return;
+        }
+        if let Some(fields) = log::plain_banner(t) {
+            if !matches!(&self.current, Current::Log(l) if !l.csv && l.fields == fields) {
+                self.pending = Some((n, fields));
+            }
+            return;
+        }
+        if let Current::Board(b) = &mut self.current {
+            if b.line(n, raw, t, &mut self.profile.warnings) {
+                return;
+            }
+        } else if screen::row(raw, Columns::TotalRate, false).is_some() {
+            self.finish();
+            let mut b = Board::batch(n);
+            if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.start(Current::Board(b));
+                return;
+            }
+        }
+        self.unrecognised(n, t);
+    }
+
+    /// Remembers the first line that is not kvm_stat output, for the error when nothing is.
+    fn unrecognised(&mut self, n: usize, t: &str) {
+        if self.runs.is_empty()
+            && matches!(self.current, Current::None)
+            && self.first_unrecognised.is_none()
+        {
+            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        }
+    }
+
+    /// A data line of the current log.
+    fn log_line(&mut self, n: usize, t: &str) -> bool {
+        let Current::Log(log) = &mut self.current else {
+            return false;
+        };
+        let sample = if log.csv {
+            log::csv_data(t)
+        } else {
+            log::plain_data(t)
+        };
+        let Some(sample) = sample else {
+            return false;
+        };
+        log.add(n, sample);
+        true
+    }
+
+    /// A column header: it belongs to the screen whose title is just above, or starts one.
+    fn header(&mut self, n: usize, raw: &str) -> bool {
+        let Some(h) = screen::header(raw) else {
+            return false;
+        };
+        match &mut self.current {
+            Current::Board(b)
+                if b.run.kind == RunKind::Screen && !b.has_header() && !b.has_rows() =>
+            {
+                b.set_header(h);
+            }
+            _ => {
+                self.finish();
+                let mut b = Board::screen(None, n);
+                b.set_header(h);
+                self.start(Current::Board(b));
+            }
+        }
+        true
+    }
+
+    /// Makes `current` the run being read, labelled by the command line above it.
+    fn start(&mut self, mut current: Current) {
+        if let Some(hint) = self.hint.take() {
+            match &mut current {
+                Current::Board(b) => {
+                    b.run.label = Some(hint.label);
+                    if b.run.pid.is_none() && hint.pid.is_some() {
+                        b.run.pid = hint.pid;
+                        b.run.scope = hint.pid.map(|p| format!("pid {p}"));
+                    }
+                }
+                Current::Log(log) => log.label = Some(hint.label),
+                Current::None => self.hint = Some(hint),
+            }
+        }
+        self.current = current;
+    }
+
+    fn finish(&mut self) {
+        match std::mem::replace(&mut self.current, Current::None) {
+            Current::None => {}
+            Current::Board(b) => {
+                if let Some((pid, name)) = &b.guest {
+                    self.profile.origin.vm_names.insert(*pid, name.clone());
+                }
+                if b.run.counters.is_empty() {
+                    if b.run.kind == RunKind::Screen && !b.has_rows() {
+                        let line = b.run.line;
+                        self.note(line, "a kvm_stat screen with no rows".into());
+                    }
+                    return;
+                }
+                self.runs.push(b.finish());
+            }
+            Current::Log(log) => {
+                let run = log.finish(&mut self.profile.warnings);
+                self.runs.push(run);
+            }
+        }
+    }
+
+    fn end(mut self) -> Result<Profile> {
+        self.finish();
+        if let Some((at, fields)) = self.pending.take() {
+            self.unrecognised(at, &fields.join(" "));
+        }
+        if self.runs.is_empty() {
+            let expected = "expected kvm_stat output: a `kvm statistics` screen with \
+                            `Event  Total …` rows, `-1` rows (`name total delta`), or a \
+                            `-l`/`-c` log (a banner of field names, then lines of numbers)";
+            let remark = self
+                .profile
+                .warnings
+                .iter()
+                .find_map(|w| Some((w.line?, &w.message)));
+            return Err(match (self.first_unrecognised, remark) {
+                (Some((line, text)), _) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found `{text}`"),
+                },
+                (None, Some((line, why))) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found no counts ({why})"),
+                },
+                (None, None) => Error::Input {
+                    path: self.path,
+                    message: format!("nothing readable ({expected})"),
+                },
+            });
+        }
+        self.label_runs();
+        self.note_refreshes();
+        for run in &self.runs {
+            let tables = build::tables(run, &mut self.profile.warnings);
+            self.profile.tables.extend(tables);
+        }
+        let isas: Vec<Isa> = self
+            .profile
+            .tables
+            .iter()
+            .filter(|t| t.kind == TableKind::Vmexit)
+            .filter_map(|t| t.isa)
+            .collect();
+        if let Some(&first) = isas.first()
+            && isas.iter().all(|&i| i == first)
+        {
+            self.profile.origin.isa = Some(first);
+        }
+        Ok(self.profile)
+    }
+
+    /// Labels runs of a file that holds several, keeping every label unique (so `compare` sets
+    /// them side by side instead of adding them up).
+    fn label_runs(&mut self) {
+        let several = self.runs.len() > 1;
+        let mut used: Vec<String> = Vec::new();
+        for (i, run) in self.runs.iter_mut().enumerate() {
+            if run.label.is_none() && several {
+                run.label = Some(format!("{} {}", run.kind.word(), i + 1));
+            }
+            if let Some(label) = &mut run.label {
+                let base = label.clone();
+                let mut k = 1;
+                while used.contains(label) {
+                    k += 1;
+                    *label = format!("{base} ({k})");
+                }
+                used.push(label.clone());
+            }
+        }
+    }
+
+    /// Screens of one session pasted one after the other: every total grew.
+    fn note_refreshes(&mut self) {
+        let mut notes = Vec::new();
+        for pair in self.runs.windows(2) {
+            let [a, b] = pair else { continue };
+            if a.kind != RunKind::Screen || b.kind != RunKind::Screen || a.scope != b.scope {
+                continue;
+            }
+            let mut common = 0;
+            let grew =
+                b.counters
+                    .iter()
+                    .all(|c| match a.counters.iter().find(|p| p.name == c.name) {
+                        Some(p) => {
+                            common += 1;
+                            c.total >= p.total
+                        }
+                        None => true,
+                    });
+            if grew && common > 0 {
+                notes.push(Note {
+                    line: Some(b.line),
+                    message: format!(
+                        "this screen looks like a later refresh of the screen on line {} (no \
+                         total went down): its totals include that screen's",
+                        a.line
+                    ),
+                });
+            }
+        }
+        self.profile.warnings.extend(notes);
+    }
 }

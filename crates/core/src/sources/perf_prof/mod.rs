@@ -1,22 +1,195 @@
-//! Source for perf-prof kvm-exit tables. (Being written: reports an error until then.)
+//! Source for perf-prof's `kvm-exit` profiler output (OpenCloudOS/perf-prof): the interval
+//! tables `exit_reason calls total(us) min(us) avg(us) [p99(us)] max(us) [%gsys]` of every
+//! version, with their interval stamps, `--perins` instance columns (`[CPU]`/`[THREAD]`) or
+//! per-instance titles, `--tsc` kilocycle units, interleaved `--than` slow-exit lines, the
+//! early log2 histogram, and the `# `-commented copies of its docs. Names come from
+//! libtraceevent (`EXIT_HLT`, `EXIT_NPF`, …) or the VMX tables (`HLT`, `MSR_WRITE`).
+//!
+//! Each run (a command line and everything under it, or the whole file) becomes one `vmexit`
+//! table: its intervals summed, with the window they cover. See [`table`] for what is kept of
+//! `avg`, `p99` and `%gsys`.
+//!
+//! Reading streams line by line; memory grows with the number of runs and exit reasons only.
 
-use std::io::BufRead;
+mod layout;
+mod row;
+mod table;
 
+use std::io::{BufRead, Seek};
+
+use crate::decode::Isa;
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{Origin, Profile};
+use crate::sources::lines::{Lines, unquote};
+use layout::{Header, Instance};
+use table::Acc;
 
 /// The name of this format (`--format perf-prof`, `origin.format`).
 pub const FORMAT: &str = "perf-prof";
 
-/// Whether `head` (the first bytes of an input) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
-    false
+/// Whether `head` (the first bytes of an input) looks like perf-prof kvm-exit output: its
+/// `kvm-exit latency` title, its `exit_reason  calls …` header, or its command line.
+pub fn looks_like(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).lines().any(|l| {
+        let t = strip_ctrl_c(unquote(l)).trim();
+        let u = layout::uncomment(t);
+        layout::title(u).is_some() || layout::header(u).is_some() || layout::command(t).is_some()
+    })
 }
 
-/// Reads the whole input into a profile; `path` names it in notes and errors.
-pub fn read<R: BufRead + std::io::Seek>(_reader: R, path: &str) -> Result<Profile> {
-    Err(Error::Input {
-        path: path.to_string(),
-        message: format!("the {FORMAT} reader is not built yet"),
-    })
+/// Reads every run of `reader`; `path` names the input in notes and errors.
+pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
+    let mut lines = Lines::new(reader, path);
+    let mut state = Reader::new(path);
+    while let Some((n, text)) = lines.next_line()? {
+        state.line(n, &text);
+    }
+    state.end()
+}
+
+/// The text after a `^C` that a terminal echoed in front of a line of output.
+fn strip_ctrl_c(line: &str) -> &str {
+    let t = line.trim_start();
+    t.strip_prefix("^C").unwrap_or(t)
+}
+
+struct Reader {
+    path: String,
+    profile: Profile,
+    current: Option<Acc>,
+    header: Option<Header>,
+    /// The instance a 2022 `kvm-exit latency THREAD N` title names.
+    instance: Option<(Instance, u32)>,
+    first_unrecognised: Option<(usize, String)>,
+}
+
+impl Reader {
+    fn new(path: &str) -> Self {
+        Self {
+            path: path.to_string(),
+            profile: Profile::new(Origin::new(FORMAT, Some(path))),
+            current: None,
+            header: None,
+            instance: None,
+            first_unrecognised: None,
+        }
+    }
+
+    fn acc(&mut self, line: usize) -> &mut Acc {
+        self.current.get_or_insert_with(|| Acc::new(line))
+    }
+
+    fn line(&mut self, n: usize, text: &str) {
+        let raw = strip_ctrl_c(text).trim();
+        if raw.is_empty() {
+            return;
+        }
+        if let Some((label, interval_ms)) = layout::command(raw) {
+            self.finish();
+            let mut acc = Acc::new(n);
+            acc.label = Some(label);
+            acc.interval_ms = interval_ms;
+            self.current = Some(acc);
+            return;
+        }
+        let t = layout::uncomment(raw);
+        if t.is_empty() {
+            return;
+        }
+        if let Some((stamp, ns, rest)) = layout::stamp(t) {
+            let acc = self.acc(n);
+            if rest.is_empty() {
+                acc.stamp(stamp, ns);
+            } else {
+                acc.events += 1;
+            }
+            return;
+        }
+        if let Some(instance) = layout::title(t) {
+            self.acc(n);
+            self.instance = instance;
+            self.header = None;
+            return;
+        }
+        if layout::histogram(t) || layout::rule(t) {
+            return;
+        }
+        if let Some(header) = layout::header(t) {
+            let acc = self.acc(n);
+            acc.cycles |= !header.micros;
+            self.header = Some(header);
+            return;
+        }
+        if let Some(h) = &self.header
+            && let Some(r) = row::row(t, h)
+        {
+            let instance = match (h.instance, r.instance) {
+                (Some(kind), Some(id)) => Some((kind, id)),
+                _ => self.instance,
+            };
+            self.current
+                .get_or_insert_with(|| Acc::new(n))
+                .row(n, r, instance);
+            return;
+        }
+        if self.profile.tables.is_empty()
+            && self.current.as_ref().is_none_or(|a| !a.has_rows())
+            && self.first_unrecognised.is_none()
+        {
+            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        }
+    }
+
+    fn finish(&mut self) {
+        self.header = None;
+        self.instance = None;
+        if let Some(acc) = self.current.take()
+            && let Some(table) = acc.finish(&mut self.profile.warnings)
+        {
+            self.profile.tables.push(table);
+        }
+    }
+
+    fn end(mut self) -> Result<Profile> {
+        self.finish();
+        if self.profile.tables.is_empty() {
+            let expected = "expected perf-prof kvm-exit output: an `exit_reason  calls  \
+                            total(us) …` header followed by rows";
+            return Err(match self.first_unrecognised {
+                Some((line, text)) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found `{text}`"),
+                },
+                None => Error::Input {
+                    path: self.path,
+                    message: format!("no kvm-exit table found ({expected})"),
+                },
+            });
+        }
+        let several = self.profile.tables.len() > 1;
+        let mut used: Vec<String> = Vec::new();
+        for (i, table) in self.profile.tables.iter_mut().enumerate() {
+            let mut label = match (&table.label, several) {
+                (Some(l), _) => l.clone(),
+                (None, true) => format!("run {}", i + 1),
+                (None, false) => continue,
+            };
+            let base = label.clone();
+            let mut k = 1;
+            while used.contains(&label) {
+                k += 1;
+                label = format!("{base} ({k})");
+            }
+            used.push(label.clone());
+            table.label = Some(label);
+        }
+        let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
+        if let Some(&first) = isas.first()
+            && isas.iter().all(|&i| i == first)
+        {
+            self.profile.origin.isa = Some(first);
+        }
+        Ok(self.profile)
+    }
 }

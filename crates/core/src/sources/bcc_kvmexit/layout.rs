@@ -1,0 +1,274 @@
+//! The lines of bcc's `kvmexit.py` output (iovisor/bcc `tools/kvmexit.py`, 2021–): the command
+//! line that introduces a run in pasted examples, the
+//! `"Display kvm exit reasons and statistics for %s"` line with its context and
+//! `" after sleeping %d secs."` / `"... Hit Ctrl-C to end."`, the header
+//! `"%s%-35s %s" % (header_format, "KVM_EXIT_REASON", "COUNT")` (`header_format` is
+//! `"PID      TID      "`, `"TID      "`, `"TIDS     "` or empty), and the rows of each mode:
+//! `"%-8u %-8u %-35s %-8u"` (all threads), `"%-8u %-35s %-8u"` (`-p -a`, `-T`) and
+//! `"%-35s %-8u"` (`-p`, `-p -v`, `-t`).
+
+/// What a run counts, from its `Display …` line or its command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Context {
+    /// The text after `for` in the `Display …` line (`all threads`, `PID 42 VCPU 0`, …).
+    pub text: Option<String>,
+    pub pid: Option<u32>,
+    pub vcpu: Option<u32>,
+    pub tids: Vec<u32>,
+    /// `after sleeping N secs.` or the duration argument.
+    pub duration_s: Option<u64>,
+    /// `Hit Ctrl-C to end.`: the run lasted until an unknown moment.
+    pub until_ctrl_c: bool,
+}
+
+/// A kvmexit command line (after an optional shell prompt, `sudo` or `python3`): its text from
+/// the program on, and the context its arguments give.
+pub fn command(t: &str) -> Option<(String, Context)> {
+    let toks: Vec<&str> = t.split_ascii_whitespace().collect();
+    let at = toks.iter().position(|w| {
+        let prog = w.rsplit('/').next().unwrap_or(w);
+        prog == "kvmexit" || prog == "kvmexit.py"
+    })?;
+    let prompt = |w: &&str| {
+        w.ends_with(['#', '$', '>', '%'])
+            || w.starts_with('[')
+            || matches!(*w, "sudo" | "python" | "python3" | "python2")
+    };
+    if !toks.get(..at)?.iter().all(prompt) {
+        return None;
+    }
+    let args = toks.get(at + 1..).unwrap_or_default();
+    let mut ctx = Context::default();
+    let mut want: Option<&str> = None;
+    for a in args {
+        let a = a.trim_matches(['\'', '"']);
+        match want.take() {
+            Some("-p") => ctx.pid = a.parse().ok(),
+            Some("-v") => ctx.vcpu = a.parse().ok(),
+            Some("-t") => ctx.tids = a.parse().ok().into_iter().collect(),
+            Some("-T") => ctx.tids = ids(a),
+            Some(_) => {}
+            None if a.starts_with('-') => want = option_name(a),
+            None => {
+                if let Ok(secs) = a.parse() {
+                    ctx.duration_s = Some(secs);
+                }
+            }
+        }
+    }
+    Some((toks.get(at..).unwrap_or_default().join(" "), ctx))
+}
+
+/// The short spelling of an option that takes a value; `None` for flags (`-a`, `-h`).
+fn option_name(a: &str) -> Option<&'static str> {
+    match a {
+        "-p" | "--pid" => Some("-p"),
+        "-v" | "--vcpu" => Some("-v"),
+        "-t" | "--tid" => Some("-t"),
+        "-T" | "--tids" => Some("-T"),
+        "-m" | "--max-parallelism" => Some("-m"),
+        _ => None,
+    }
+}
+
+/// Every number in `text` (`['1273820', '1273819']`, `1273820,1273819`).
+fn ids(text: &str) -> Vec<u32> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect()
+}
+
+/// The `Display kvm exit reasons and statistics for …` line.
+pub fn display(t: &str) -> Option<Context> {
+    let rest = t
+        .trim()
+        .strip_prefix("Display kvm exit reasons and statistics for ")?;
+    let mut ctx = Context::default();
+    let text = if let Some((what, secs)) = rest.split_once(" after sleeping ") {
+        ctx.duration_s = secs
+            .trim_end_matches('.')
+            .trim_end_matches(" secs")
+            .parse()
+            .ok();
+        what
+    } else if let Some(what) = rest.strip_suffix("... Hit Ctrl-C to end.") {
+        ctx.until_ctrl_c = true;
+        what
+    } else {
+        rest.trim_end_matches('.')
+    };
+    let words: Vec<&str> = text.split_ascii_whitespace().collect();
+    match words.as_slice() {
+        ["PID", pid, rest @ ..] => {
+            ctx.pid = pid.parse().ok();
+            if let ["VCPU", vcpu] = rest {
+                ctx.vcpu = vcpu.parse().ok();
+            }
+        }
+        ["TID", tid] => ctx.tids = tid.parse().ok().into_iter().collect(),
+        ["TIDS", ..] => ctx.tids = ids(text),
+        _ => {}
+    }
+    ctx.text = Some(text.trim().to_string());
+    Some(ctx)
+}
+
+/// Which id columns come before the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `PID TID KVM_EXIT_REASON COUNT` (all threads).
+    PidTid,
+    /// `TID KVM_EXIT_REASON COUNT` (`-p -a`) or `TIDS KVM_EXIT_REASON COUNT` (`-T`).
+    Tid,
+    /// `KVM_EXIT_REASON COUNT` (`-p`, `-p -v`, `-t`).
+    Reason,
+}
+
+impl Layout {
+    fn ids(self) -> usize {
+        match self {
+            Layout::PidTid => 2,
+            Layout::Tid => 1,
+            Layout::Reason => 0,
+        }
+    }
+}
+
+/// The column header of any mode.
+pub fn header(t: &str) -> Option<Layout> {
+    let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    match words.as_slice() {
+        ["PID", "TID", "KVM_EXIT_REASON", "COUNT"] => Some(Layout::PidTid),
+        ["TID" | "TIDS", "KVM_EXIT_REASON", "COUNT"] => Some(Layout::Tid),
+        ["KVM_EXIT_REASON", "COUNT"] => Some(Layout::Reason),
+        _ => None,
+    }
+}
+
+/// One row as printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRow {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub reason: String,
+    pub count: u64,
+    /// Words that fit no column (pasted junk).
+    pub strays: Vec<String>,
+}
+
+/// Reads a row of `layout`: the count last, the ids first, and the reason between them (the
+/// longest word there, so a stray character pasted into the row does not take its place).
+pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
+    let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    let (count, rest) = words.split_last()?;
+    let count: u64 = count.parse().ok()?;
+    let (id_words, middle) = rest.split_at_checked(layout.ids())?;
+    let id_values: Vec<u32> = id_words
+        .iter()
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    let reason = middle
+        .iter()
+        .copied()
+        .filter(|w| is_reason(w))
+        .fold("", |best, w| if w.len() > best.len() { w } else { best });
+    if reason.is_empty() {
+        return None;
+    }
+    let (pid, tid) = match (layout, id_values.as_slice()) {
+        (Layout::PidTid, [pid, tid]) => (Some(*pid), Some(*tid)),
+        (Layout::Tid, [tid]) => (None, Some(*tid)),
+        _ => (None, None),
+    };
+    Some(RawRow {
+        pid,
+        tid,
+        reason: reason.to_string(),
+        count,
+        strays: middle
+            .iter()
+            .filter(|w| **w != reason)
+            .map(|s| (*s).to_string())
+            .collect(),
+    })
+}
+
+/// A word that can be an exit-reason name: `EXIT_REASON_HLT`, `MSR_WRITE`, `N/A`,
+/// `TPAUSEN/A` (a missing comma in bcc's table), `npf`.
+fn is_reason(w: &str) -> bool {
+    w.bytes().any(|b| b.is_ascii_alphabetic())
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'/' | b'-'))
+}
+
+/// The layout that a row without a header above it most likely has, from its word count.
+pub fn guess_layout(t: &str) -> Option<Layout> {
+    let layout = match t.split_ascii_whitespace().count() {
+        4 => Layout::PidTid,
+        3 => Layout::Tid,
+        2 => Layout::Reason,
+        _ => return None,
+    };
+    row(t, layout).map(|_| layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_and_contexts() {
+        let (label, ctx) = command("# ./kvmexit.py -p 1273795 -v 0 4").unwrap_or_default();
+        assert_eq!(label, "./kvmexit.py -p 1273795 -v 0 4");
+        assert_eq!(
+            (ctx.pid, ctx.vcpu, ctx.duration_s),
+            (Some(1_273_795), Some(0), Some(4))
+        );
+        let (_, ctx) = command("$ sudo kvmexit -T '1273820,1273819'").unwrap_or_default();
+        assert_eq!(ctx.tids, vec![1_273_820, 1_273_819]);
+        assert!(command("see kvmexit.py for details").is_none());
+        let d = display(
+            "Display kvm exit reasons and statistics for PID 1273795 VCPU 0 after sleeping 4 secs.",
+        );
+        assert_eq!(
+            d.map(|c| (c.pid, c.vcpu, c.duration_s)),
+            Some((Some(1_273_795), Some(0), Some(4)))
+        );
+        let d = display(
+            "Display kvm exit reasons and statistics for TIDS ['1273820', '1273819']... Hit Ctrl-C to end.",
+        );
+        assert_eq!(
+            d.map(|c| (c.tids, c.until_ctrl_c)),
+            Some((vec![1_273_820, 1_273_819], true))
+        );
+    }
+
+    #[test]
+    fn rows() {
+        let r = row(
+            "1273551  1273568  EXIT_REASON_HLT                     12",
+            Layout::PidTid,
+        );
+        assert_eq!(
+            r.map(|r| (r.pid, r.tid, r.reason, r.count)),
+            Some((
+                Some(1_273_551),
+                Some(1_273_568),
+                "EXIT_REASON_HLT".into(),
+                12
+            ))
+        );
+        assert_eq!(
+            header("TIDS     KVM_EXIT_REASON                     COUNT"),
+            Some(Layout::Tid)
+        );
+        assert_eq!(guess_layout("MSR_WRITE      2076"), Some(Layout::Reason));
+        assert!(row("HLT x", Layout::Reason).is_none());
+        let r = row("1273551  1273568  EXIT_REASON_HLT G   12", Layout::PidTid);
+        assert_eq!(
+            r.map(|r| (r.reason, r.strays)),
+            Some(("EXIT_REASON_HLT".into(), vec!["G".into()]))
+        );
+        assert!(row("12 34", Layout::Reason).is_none());
+    }
+}

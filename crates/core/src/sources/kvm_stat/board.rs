@@ -1,0 +1,162 @@
+//! One kvm_stat screen (a TUI refresh pasted as text) or one `-1` listing, read row by row into
+//! a [`Run`]: which rows are children of which parent (by the `parent(child)` spelling or by
+//! indentation), the `Total` row, the filter and status lines, and remarks about pasted junk.
+
+use super::build::{Counter, Run, RunKind};
+use super::names::{EXIT_PARENT, split_child};
+use super::screen::{self, Columns, Header, Title};
+use crate::profile::Note;
+
+/// A screen or listing being read.
+#[derive(Debug)]
+pub struct Board {
+    pub run: Run,
+    header: Option<Header>,
+    base_indent: Option<usize>,
+    last_parent: Option<String>,
+    filter: Option<String>,
+    /// The VM the title names, for the profile's VM names.
+    pub guest: Option<(u32, String)>,
+}
+
+impl Board {
+    /// A screen starting with `title` (or with a bare header when `None`) at `line`.
+    pub fn screen(title: Option<Title>, line: usize) -> Self {
+        let mut run = Run::new(RunKind::Screen, line);
+        let mut guest = None;
+        if let Some(t) = title {
+            run.scope = t.scope;
+            run.pid = t.pid;
+            if let (Some(pid), Some(name)) = (t.pid, t.guest) {
+                guest = Some((pid, name.trim_end_matches("...").to_string()));
+            }
+        }
+        Self::with(run, guest)
+    }
+
+    /// A `-1` listing starting at `line`.
+    pub fn batch(line: usize) -> Self {
+        let mut run = Run::new(RunKind::Batch, line);
+        run.rate_meaning = "change over the 1 s before printing (events per second)";
+        Self::with(run, None)
+    }
+
+    fn with(run: Run, guest: Option<(u32, String)>) -> Self {
+        Self {
+            run,
+            header: None,
+            base_indent: None,
+            last_parent: None,
+            filter: None,
+            guest,
+        }
+    }
+
+    /// Whether a column header was read.
+    pub fn has_header(&self) -> bool {
+        self.header.is_some()
+    }
+
+    /// Whether any row was read.
+    pub fn has_rows(&self) -> bool {
+        !self.run.counters.is_empty() || self.run.printed_total.is_some()
+    }
+
+    /// Takes the column header.
+    pub fn set_header(&mut self, h: Header) {
+        self.run.by_guest = h.by_guest;
+        self.run.rate_meaning = match h.columns {
+            Columns::TotalPercentRate => "CurAvg/s: events per second over the last refresh",
+            Columns::TotalRate => "Current: events per second over the last refresh",
+        };
+        self.base_indent = Some(h.indent);
+        self.header = Some(h);
+    }
+
+    /// Reads line `n` (`raw` as printed, `t` trimmed); false when it is not part of a board.
+    pub fn line(&mut self, n: usize, raw: &str, t: &str, notes: &mut Vec<Note>) -> bool {
+        if let Some(f) = screen::filter(t) {
+            self.filter = Some(f.to_string());
+            return true;
+        }
+        if let Some(message) = screen::status(t) {
+            notes.push(Note {
+                line: Some(n),
+                message: message.to_string(),
+            });
+            return true;
+        }
+        let columns = self.header.map_or(Columns::TotalRate, |h| h.columns);
+        let Some(row) = screen::row(raw, columns, self.run.by_guest) else {
+            return false;
+        };
+        if self.run.kind == RunKind::Screen && self.run.rate_meaning.is_empty() {
+            self.run.rate_meaning = "Current: events per second over the last refresh";
+        }
+        if row.name == "Total" {
+            self.run.printed_total = Some(row.total);
+            self.run.printed_rate = row.rate;
+            return true;
+        }
+        if !row.strays.is_empty() {
+            notes.push(Note {
+                line: Some(n),
+                message: format!(
+                    "ignored stray text `{}` in the row of `{}`",
+                    row.strays.join(" "),
+                    row.name
+                ),
+            });
+        }
+        if row.negative {
+            notes.push(Note {
+                line: Some(n),
+                message: format!(
+                    "`{}` went down since the previous refresh (a guest went away); its rate is left out",
+                    row.name
+                ),
+            });
+        }
+        let base = *self.base_indent.get_or_insert(row.indent);
+        let (name, exit, child) = match split_child(&row.name) {
+            Some((parent, reason)) => (
+                row.name.clone(),
+                (parent == EXIT_PARENT).then(|| reason.to_string()),
+                true,
+            ),
+            None => match &self.last_parent {
+                Some(parent) if row.indent >= base + 2 && !self.run.by_guest => {
+                    let exit = (parent == EXIT_PARENT).then(|| row.name.clone());
+                    let name = if parent.starts_with("kvm_") {
+                        format!("{parent}({})", row.name)
+                    } else {
+                        row.name.clone()
+                    };
+                    (name, exit, true)
+                }
+                _ => {
+                    self.last_parent = Some(row.name.clone());
+                    (row.name.clone(), None, false)
+                }
+            },
+        };
+        self.run.counters.push(Counter {
+            name,
+            exit,
+            child,
+            total: row.total,
+            rate: row.rate,
+            line: n,
+        });
+        true
+    }
+
+    /// The run, with the filter folded into its scope.
+    pub fn finish(mut self) -> Run {
+        if let Some(f) = self.filter.take() {
+            let base = self.run.scope.take().unwrap_or_else(|| "summary".into());
+            self.run.scope = Some(format!("{base}, fields matching `{f}`"));
+        }
+        self.run
+    }
+}

@@ -1,0 +1,288 @@
+//! Turning one kvm_stat run (a screen, a `-1` listing, or a `-l`/`-c` log) into profile tables:
+//!
+//! - children of `kvm_exit` (`kvm_exit(HLT)`, or `HLT` indented under `kvm_exit`) → a `vmexit`
+//!   table keyed by decoded exit reason, checked against the parent's own count;
+//! - every other counter (debugfs `exits`, `io_exits`, …, tracepoints, `kvm_userspace_exit`
+//!   children) → an `Event("kvm_stat")` table keyed by name (`Event("kvm_stat_guest")` on a
+//!   by-guest screen);
+//! - the rate column of a screen or listing → an `Event("kvm_stat_rate")` table with the same
+//!   keys whose counts are events per second (see [`RATE_KIND`]).
+
+use std::collections::HashMap;
+
+use super::names::EXIT_PARENT;
+use crate::decode::exit_reason;
+use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
+
+/// The kind of the table holding a screen's rate column.
+///
+/// kvm_stat's `CurAvg/s` (and the older `Current`) is the change of a counter over the last
+/// refresh divided by the refresh interval, rounded; `-1`'s third column is the change over
+/// the one second it sleeps. Both are events per second at the time of printing, with no
+/// capture window behind them, so they cannot be rows of the count tables. They get a table of
+/// their own whose row `count` is that per-second rate, so reports show them and `compare`
+/// sets them side by side; the totals stay counts in the other tables.
+pub const RATE_KIND: &str = "kvm_stat_rate";
+
+/// The kind of the table holding the other counters.
+pub const COUNTER_KIND: &str = "kvm_stat";
+
+/// The kind of the table of a by-guest screen (one row per VM).
+pub const GUEST_KIND: &str = "kvm_stat_guest";
+
+/// What printed the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    Screen,
+    Batch,
+    Log,
+}
+
+impl RunKind {
+    /// The word used to label unlabelled runs of a file that holds several.
+    pub fn word(self) -> &'static str {
+        match self {
+            RunKind::Screen => "screen",
+            RunKind::Batch => "kvm_stat -1",
+            RunKind::Log => "log",
+        }
+    }
+}
+
+/// One counter of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counter {
+    /// The name to show: `halt_exits`, `kvm_userspace_exit(IO)`, `instruction_diag_44`.
+    pub name: String,
+    /// The exit reason, when the counter is a child of `kvm_exit`.
+    pub exit: Option<String>,
+    /// Whether the counter is a child (of `kvm_exit` or another parent): kvm_stat's `Total`
+    /// sums only the others.
+    pub child: bool,
+    pub total: u64,
+    /// Events per second, when the run shows a rate.
+    pub rate: Option<u64>,
+    pub line: usize,
+}
+
+/// Everything read from one run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub kind: RunKind,
+    pub line: usize,
+    pub label: Option<String>,
+    pub scope: Option<String>,
+    pub pid: Option<u32>,
+    pub by_guest: bool,
+    pub counters: Vec<Counter>,
+    /// The `Total` row's count and rate.
+    pub printed_total: Option<u64>,
+    pub printed_rate: Option<u64>,
+    pub window: Option<Window>,
+    /// What the rate column means, for the rate table's scope.
+    pub rate_meaning: &'static str,
+}
+
+impl Run {
+    /// An empty run starting at `line`.
+    pub fn new(kind: RunKind, line: usize) -> Self {
+        Self {
+            kind,
+            line,
+            label: None,
+            scope: None,
+            pid: None,
+            by_guest: false,
+            counters: Vec::new(),
+            printed_total: None,
+            printed_rate: None,
+            window: None,
+            rate_meaning: "",
+        }
+    }
+}
+
+/// The tables of `run`; remarks go to `notes`.
+pub fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
+    let isa = exit_reason::guess_isa(run.counters.iter().filter_map(|c| c.exit.as_deref()));
+    let mut exits = new_table(run, TableKind::Vmexit, run.scope.clone());
+    exits.isa = isa;
+    let counter_kind = if run.by_guest {
+        GUEST_KIND
+    } else {
+        COUNTER_KIND
+    };
+    let mut counters = new_table(
+        run,
+        TableKind::Event(counter_kind.into()),
+        run.scope.clone(),
+    );
+    counters.printed_total = run.printed_total.map(printed);
+    let rate_scope = match &run.scope {
+        Some(s) => format!("{s}; {}", run.rate_meaning),
+        None => run.rate_meaning.to_string(),
+    };
+    let mut rates = new_table(run, TableKind::Event(RATE_KIND.into()), Some(rate_scope));
+    rates.window = None;
+    rates.printed_total = run.printed_rate.map(printed);
+    let mut seen: HashMap<(bool, Key), usize> = HashMap::new();
+    for c in &run.counters {
+        let (key, is_exit) = match &c.exit {
+            Some(reason) => (exit_key(isa, reason), true),
+            None => (
+                Key::Event {
+                    name: c.name.clone(),
+                },
+                false,
+            ),
+        };
+        let key = match seen.get(&(is_exit, key.clone())).copied() {
+            None => key,
+            Some(first) if is_exit => {
+                notes.push(Note {
+                    line: Some(c.line),
+                    message: format!(
+                        "`{}` repeats the exit reason of line {first}; their counts are summed",
+                        c.name
+                    ),
+                });
+                key
+            }
+            Some(first) => {
+                let n = seen
+                    .keys()
+                    .filter(|(e, k)| !*e && same_base(k, &c.name))
+                    .count()
+                    + 1;
+                notes.push(Note {
+                    line: Some(c.line),
+                    message: format!(
+                        "`{}` appears again (first on line {first}); kept apart as `{}#{n}`",
+                        c.name, c.name
+                    ),
+                });
+                Key::Event {
+                    name: format!("{}#{n}", c.name),
+                }
+            }
+        };
+        seen.entry((is_exit, key.clone())).or_insert(c.line);
+        let table = if is_exit { &mut exits } else { &mut counters };
+        add(table, row(run, key.clone(), c.total));
+        if let Some(rate) = c.rate {
+            add(&mut rates, row(run, key, rate));
+        }
+    }
+    check_children(run, &mut exits, notes);
+    check_total(run, &counters, notes);
+    [exits, counters, rates]
+        .into_iter()
+        .filter(|t| !t.rows.is_empty())
+        .collect()
+}
+
+fn same_base(key: &Key, name: &str) -> bool {
+    let text = key.key_text();
+    text == name
+        || text
+            .strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with('#'))
+}
+
+fn printed(count: u64) -> PrintedTotal {
+    PrintedTotal {
+        count,
+        time_ns: None,
+        lost_events: None,
+    }
+}
+
+fn new_table(run: &Run, kind: TableKind, scope: Option<String>) -> Table {
+    let mut t = Table::new(kind);
+    t.label = run.label.clone();
+    t.scope = scope;
+    t.window = run.window.clone();
+    t.line = Some(run.line);
+    t
+}
+
+fn row(run: &Run, key: Key, count: u64) -> Row {
+    let mut r = Row::new(key, count);
+    r.pid = run.pid;
+    r
+}
+
+fn add(table: &mut Table, row: Row) {
+    match table.rows.iter_mut().find(|r| r.key == row.key) {
+        Some(existing) => existing.merge(&row),
+        None => table.rows.push(row),
+    }
+}
+
+/// The key of an exit reason printed by kvm_stat (its own VMX/SVM/AArch64 tables), decoded
+/// under the ISA its names suggest; names no table knows stay as printed, without a code.
+fn exit_key(isa: Option<crate::decode::Isa>, reason: &str) -> Key {
+    match exit_reason::lookup_name(isa, reason) {
+        Some(info) => Key::Exit {
+            name: info.name.to_string(),
+            code: Some(info.code),
+        },
+        None => Key::Exit {
+            name: reason.to_string(),
+            code: None,
+        },
+    }
+}
+
+/// The children of `kvm_exit` against `kvm_exit`'s own count.
+fn check_children(run: &Run, exits: &mut Table, notes: &mut Vec<Note>) {
+    let parent = run
+        .counters
+        .iter()
+        .find(|c| c.exit.is_none() && c.name == EXIT_PARENT);
+    let Some(parent) = parent else {
+        return;
+    };
+    if exits.rows.is_empty() {
+        return;
+    }
+    exits.printed_total = Some(printed(parent.total));
+    let sum = exits.count();
+    if sum != parent.total {
+        let why = if sum > parent.total {
+            "the reasons count more than their parent"
+        } else if run.kind == RunKind::Screen {
+            "rows below the edge of the screen, filtered out, or reasons kvm_stat's table lacks"
+        } else {
+            "reasons kvm_stat's table lacks, or fields filtered out"
+        };
+        notes.push(Note {
+            line: Some(parent.line),
+            message: format!(
+                "kvm_exit counts {} but its exit-reason rows add up to {sum} ({why})",
+                parent.total
+            ),
+        });
+    }
+}
+
+/// The `Total` row against the top-level rows.
+fn check_total(run: &Run, counters: &Table, notes: &mut Vec<Note>) {
+    let Some(total) = &counters.printed_total else {
+        return;
+    };
+    let top = run
+        .counters
+        .iter()
+        .filter(|c| !c.child)
+        .fold(0u64, |acc, c| acc.saturating_add(c.total));
+    if top != total.count {
+        notes.push(Note {
+            line: counters.line,
+            message: format!(
+                "the Total row says {} but the event rows add up to {top} (rows below the edge of the screen?)",
+                total.count
+            ),
+        });
+    }
+}

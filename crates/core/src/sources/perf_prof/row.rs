@@ -1,0 +1,96 @@
+//! One row of a perf-prof kvm-exit table, read against its header: the `[instance]` cell of
+//! `--perins` output, the exit-reason name, and the numbers, taken from the right so that a
+//! name with spaces or a squeezed column does not shift them. Times in microseconds with three
+//! decimals become exact integer nanoseconds.
+
+use super::layout::{Column, Header};
+use crate::sources::numbers;
+
+/// A row as printed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawRow {
+    pub instance: Option<u32>,
+    pub name: String,
+    pub calls: u64,
+    pub total_ns: Option<u64>,
+    pub min_ns: Option<u64>,
+    pub avg_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+}
+
+/// Reads a row of the table under `header`.
+pub fn row(t: &str, header: &Header) -> Option<RawRow> {
+    let mut out = RawRow::default();
+    let rest = if header.instance.is_some() {
+        let inner = t.strip_prefix('[')?;
+        let (id, rest) = inner.split_once(']')?;
+        out.instance = Some(id.trim().parse().ok()?);
+        rest
+    } else {
+        t
+    };
+    let words: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let n = header.columns.len();
+    if words.len() <= n {
+        return None;
+    }
+    let (name, cells) = words.split_at(words.len() - n);
+    out.name = name.join(" ");
+    if out.name.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    for (col, cell) in header.columns.iter().zip(cells) {
+        if matches!(col, Column::Gsys | Column::Other) {
+            continue; // `%gsys` is `nan` when every exit took 0 ns
+        }
+        let value = numbers::decimal_scaled(cell, 3)?;
+        let time = header.micros.then_some(value);
+        match col {
+            Column::Calls => out.calls = numbers::count(cell)?,
+            Column::Total => out.total_ns = time,
+            Column::Min => out.min_ns = time,
+            Column::Avg => out.avg_ns = time,
+            Column::P99 => out.p99_ns = time,
+            Column::Max => out.max_ns = time,
+            Column::Gsys | Column::Other => {}
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::perf_prof::layout::header;
+
+    #[test]
+    fn rows() {
+        let h = header("exit_reason calls total(us) min(us) avg(us) p99(us) max(us) %gsys");
+        let h = h.unwrap_or(Header {
+            instance: None,
+            columns: Vec::new(),
+            micros: false,
+        });
+        let r = row(
+            "EXIT_HLT                              911      3916645.237        0.620     4299.281    20121.135    38825.427 100.00",
+            &h,
+        );
+        assert_eq!(
+            r.map(|r| (r.calls, r.total_ns, r.min_ns, r.p99_ns)),
+            Some((911, Some(3_916_645_237), Some(620), Some(20_121_135)))
+        );
+        let h = header("[CPU] exit_reason calls total(us) min(us) avg(us) max(us) %gsys");
+        let h = h.unwrap_or(Header {
+            instance: None,
+            columns: Vec::new(),
+            micros: false,
+        });
+        let r = row("[  3] HLT  5  10.000  1.000  2.000  4.000 100.00", &h);
+        assert_eq!(
+            r.map(|r| (r.instance, r.name)),
+            Some((Some(3), "HLT".into()))
+        );
+        assert!(row("HLT 5 x 1 2 4 100", &h).is_none());
+    }
+}

@@ -1,0 +1,269 @@
+//! Fuzzing the kvm_stat, bcc kvmexit and perf-prof sources (proptest, bounded so it runs in
+//! every `cargo test`): mutated samples and random text and bytes never panic, whatever is read
+//! round-trips through JSON, and every error names the input and, where a line is at fault,
+//! the line.
+//!
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_counters --release` runs a
+//! longer campaign.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use proptest::prelude::*;
+use virtlens_core::Error;
+use virtlens_core::sources::{self, Format};
+
+/// Real samples and hand-written outputs of each format (the latter from the tools' printf
+/// formats, as in the per-format tests).
+const SAMPLES: [(Format, &str); 9] = [
+    (
+        Format::BccKvmexit,
+        include_str!("../../../testdata/exit-reports/01-bcc-kvmexit-all-threads.txt"),
+    ),
+    (
+        Format::KvmStat,
+        include_str!(
+            "../../../testdata/exit-reports/18-kvm_stat-debugfs-legacy-haswell-io-exits.txt"
+        ),
+    ),
+    // kvm_stat current TUI: '%-40s %10s%7s %8s' header, '%-40s %10d%7.1f %8s' rows.
+    (
+        Format::KvmStat,
+        "kvm statistics - pid 4242 (win10)\n                 regex filter: kvm\n \
+         Event                                         Total %Total CurAvg/s\n \
+         kvm_exit                                      50000   37.9    16666\n   \
+         kvm_exit(MSR_WRITE)                         30000   60.0    10000\n   \
+         HLT                                         12000   24.0     4000\n \
+         kvm_entry                                     50000   37.9    16666\n \
+         Total                                        132000            43998\n",
+    ),
+    // kvm_stat -l: banner, then stamp + ' %9d' per field.
+    (
+        Format::KvmStat,
+        "# kvm_stat -l -s 2\nkvm_exit kvm_exit(HLT) halt_exits \n\
+         2024-03-01 10:00:07       400       100        40\n\
+         2024-03-01 10:00:09       410       101        41\n",
+    ),
+    // kvm_stat -c and -1.
+    (
+        Format::KvmStat,
+        "timestamp,exits,halt_exits\n2024-03-01 10:00:03,5,1\n2024-03-01 10:00:06,7,2\n\
+         exits                                         500        50\n\
+         halt_exits                                    100        10\n",
+    ),
+    // bcc -p -v and -T modes: "%-35s %-8u" and "%-8u %-35s %-8u".
+    (
+        Format::BccKvmexit,
+        "# ./kvmexit.py -p 2024301 -v 1\nDisplay kvm exit reasons and statistics for PID \
+         2024301 VCPU 1... Hit Ctrl-C to end.\nKVM_EXIT_REASON                     COUNT\n\
+         ^CMSR_WRITE                           3301    \nHLT                                 977     \n\
+         # ./kvmexit.py -T '1,2'\nTIDS     KVM_EXIT_REASON                     COUNT\n\
+         1        HLT                                 14001   \n",
+    ),
+    // perf-prof: "%-*s %8lu %16.3f %9.3f %9.3f %12.3f %6.2f" rows, stamps, --than lines.
+    (
+        Format::PerfProf,
+        "[root@kvm ~]# ./perf-prof kvm-exit -p 126934 -i 1000 --than 5ms\n\
+         2024-05-06 17:39:25.894653 \nkvm-exit latency\n\
+         exit_reason             calls        total(us)   min(us)   avg(us)      max(us)  %gsys\n\
+         -------------------- -------- ---------------- --------- --------- ------------ ------\n\
+         HLT                      1113       806253.057     0.816   724.396     4025.007 100.00\n\
+         2024-05-06 17:39:26.535148            <...> 126953 .... [078] 96822671.255015: kvm:kvm_exit: reason APIC_WRITE\n\
+         2024-05-06 17:39:26.894654 \nkvm-exit latency THREAD 126953\n\
+         exit_reason             calls        total(us)   min(us)   avg(us)      max(us)  %gsys\n\
+         APIC_WRITE               1481        22191.956     0.620    14.984    11628.216 100.00\n",
+    ),
+    // perf-prof --perins columns and the p99 layout behind `# `.
+    (
+        Format::PerfProf,
+        "[CPU] exit_reason                         calls        total(us)   min(us)   avg(us)      max(us)  %gsys\n\
+         [  3] EXIT_NPF                             5000         2500.000     0.300     0.500       90.000  12.50\n\
+         # exit_reason                         calls        total(us)      min(us)      avg(us)      p99(us)      max(us)  %gsys\n\
+         # EXIT_HLT                              911      3916645.237        0.620     4299.281    20121.135    38825.427 100.00\n",
+    ),
+    // perf-prof early version: log2 histogram, no %gsys.
+    (
+        Format::PerfProf,
+        "2024-05-06 08:00:00.000001 \n     kvm-exit latency(ns) : count     distribution\n\
+         512 -> 1023       : 98       |****************************************|\n\
+         exit_reason             calls        total(us)   min(us)   avg(us)      max(us)\n\
+         MSR_WRITE                  98           70.000     0.512     0.714        1.000\n",
+    ),
+];
+
+const FORMATS: [Format; 3] = [Format::KvmStat, Format::BccKvmexit, Format::PerfProf];
+
+/// One edit to a byte string.
+#[derive(Debug, Clone)]
+enum Edit {
+    Flip(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    DuplicateLine(usize),
+    Truncate(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (any::<usize>(), 0usize..40).prop_map(|(i, n)| Edit::Delete(i, n)),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..24))
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
+        (
+            any::<usize>(),
+            prop::sample::select(vec![
+                b"^C".to_vec(),
+                b"\n".to_vec(),
+                b"> ".to_vec(),
+                b"# ".to_vec(),
+                b" G ".to_vec(),
+                b"  ".to_vec(),
+                b"\t".to_vec(),
+                b"(".to_vec(),
+                b"-".to_vec(),
+                b"kvm statistics - pid 1 (x)\n".to_vec(),
+                b" Event  Total %Total CurAvg/s\n".to_vec(),
+                b"timestamp,exits,kvm_exit(HLT)\n".to_vec(),
+                b"2024-02-30 25:61:61,1,2\n".to_vec(),
+                b"KVM_EXIT_REASON COUNT\n".to_vec(),
+                b"Display kvm exit reasons and statistics for PID 1 VCPU 2 after sleeping 99999999999 secs.\n".to_vec(),
+                b"[THREAD] exit_reason calls total(us) p99(us)\n".to_vec(),
+                b"kvm-exit latency CPU 4294967296\n".to_vec(),
+                b"9999-12-31 23:59:59.999999999 \n".to_vec(),
+                b"18446744073709551615".to_vec(),
+                b"-9223372036854775808".to_vec(),
+            ])
+        )
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
+        any::<usize>().prop_map(Edit::DuplicateLine),
+        any::<usize>().prop_map(Edit::Truncate),
+    ]
+}
+
+fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let len = bytes.len().max(1);
+        match e {
+            Edit::Flip(i, b) => {
+                if let Some(x) = bytes.get_mut(i % len) {
+                    *x ^= b | 1;
+                }
+            }
+            Edit::Delete(i, n) => {
+                let start = (i % len).min(bytes.len());
+                let end = (start + n).min(bytes.len());
+                bytes.drain(start..end);
+            }
+            Edit::Insert(i, v) => {
+                let at = (i % len).min(bytes.len());
+                bytes.splice(at..at, v.iter().copied());
+            }
+            Edit::DuplicateLine(i) => {
+                let text = bytes.clone();
+                let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+                if !lines.is_empty() {
+                    let line = lines[i % lines.len()];
+                    let at = lines[..i % lines.len()]
+                        .iter()
+                        .map(|l| l.len())
+                        .sum::<usize>();
+                    bytes.splice(at..at, line.iter().copied());
+                }
+            }
+            Edit::Truncate(i) => bytes.truncate(i % len),
+        }
+    }
+    bytes
+}
+
+fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
+    match sources::read_bytes(bytes, "fuzz.txt", format) {
+        Ok(p) => {
+            prop_assert!(!p.tables.is_empty());
+            let ours = FORMATS.iter().any(|f| f.name() == p.origin.format);
+            for t in p.tables.iter().filter(|_| ours) {
+                prop_assert!(!t.rows.is_empty());
+                prop_assert!(t.line.is_some_and(|l| l >= 1), "{}", p.origin.format);
+            }
+            // Whatever was read must serialise and come back equal.
+            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let back: virtlens_core::profile::Profile =
+                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(back.tables.len(), p.tables.len());
+        }
+        Err(Error::Parse {
+            path,
+            line,
+            message,
+        }) => {
+            prop_assert_eq!(path, "fuzz.txt");
+            prop_assert!(line >= 1);
+            prop_assert!(message.contains("expected"));
+        }
+        Err(e) => prop_assert!(e.to_string().starts_with("fuzz.txt: "), "{e}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn every_sample_reads_as_its_format() {
+    for (format, text) in SAMPLES {
+        assert_eq!(sources::detect(text.as_bytes()), Some(format), "{text}");
+        let p = sources::read_bytes(text.as_bytes(), "sample", None).unwrap();
+        assert!(!p.tables.is_empty());
+    }
+}
+
+#[test]
+fn no_other_real_sample_is_claimed_by_these_formats() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    for sub in ["exit-reports", "seed-kvm-hyperv-traps"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if !name.ends_with(".txt") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let want = if name.starts_with("01-") {
+                Some(Format::BccKvmexit)
+            } else if name.starts_with("18-") {
+                Some(Format::KvmStat)
+            } else {
+                None
+            };
+            let got = sources::detect(&bytes).filter(|f| FORMATS.contains(f));
+            assert_eq!(got, want, "{name}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_samples_never_panic(
+        which in 0..SAMPLES.len(),
+        edits in prop::collection::vec(edit(), 1..8),
+        forced in any::<bool>(),
+    ) {
+        let (format, text) = SAMPLES[which];
+        let bytes = apply(text.as_bytes().to_vec(), &edits);
+        check(&bytes, forced.then_some(format))?;
+    }
+
+    #[test]
+    fn random_text_never_panics(
+        text in "(\\PC|\\t|\\n|[0-9 ]{1,12}|kvm_exit\\(|\\^C|# ){0,200}",
+        which in 0..FORMATS.len(),
+    ) {
+        check(text.as_bytes(), Some(FORMATS[which]))?;
+    }
+
+    #[test]
+    fn random_bytes_never_panic(
+        bytes in prop::collection::vec(any::<u8>(), 0..600),
+        which in 0..FORMATS.len(),
+    ) {
+        check(&bytes, Some(FORMATS[which]))?;
+    }
+}
