@@ -150,7 +150,7 @@ fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
         let mut by_label: BTreeMap<Option<String>, Vec<&Table>> = BTreeMap::new();
         let mut order: Vec<Option<String>> = Vec::new();
         for t in &p.tables {
-            let label = t.label.clone().filter(|_| t.window.is_none());
+            let label = t.label.clone();
             if !order.contains(&label) {
                 order.push(label.clone());
             }

@@ -63,6 +63,10 @@ pub struct ReportTable {
     pub window_ns: Option<u64>,
     /// True when every row's time is known, so rows are ranked by time.
     pub timed: bool,
+    /// Rows are overlapping counters: no shares, no total (see `Table::overlapping`).
+    pub overlapping: bool,
+    /// Counts are events per second.
+    pub per_second: bool,
     pub rows: Vec<ReportRow>,
     /// Rows beyond `--top`, summed.
     pub other: Option<Other>,
@@ -86,7 +90,8 @@ pub struct ReportRow {
     pub vm: Option<String>,
     pub vcpu: Option<u32>,
     pub count: u64,
-    pub count_share: f64,
+    /// Share of the table's events (`None` for overlapping counters).
+    pub count_share: Option<f64>,
     pub time_ns: Option<u64>,
     pub time_share: Option<f64>,
     pub min_ns: Option<u64>,
@@ -205,9 +210,16 @@ fn build_table(
     }
     let total = total.with_window(window_ns);
     let timed = total.time_ns.is_some() && !merged.is_empty();
+    let overlapping = tables.iter().any(|t| t.overlapping);
     let mut rows: Vec<ReportRow> = merged
         .into_iter()
-        .map(|(gk, r, idle)| report_row(gk, &r, idle, isa, p, decoder, &total, window_ns))
+        .map(|(gk, r, idle)| {
+            let row = report_row(gk, &r, idle, isa, p, decoder, &total, window_ns);
+            ReportRow {
+                count_share: row.count_share.filter(|_| !overlapping),
+                ..row
+            }
+        })
         .collect();
     rows.sort_by(|a, b| {
         let measure = |r: &ReportRow| {
@@ -243,6 +255,8 @@ fn build_table(
         grouped_by,
         window_ns,
         timed,
+        overlapping,
+        per_second: tables.iter().any(|t| t.per_second),
         rows,
         other,
         total,
@@ -261,6 +275,8 @@ fn empty_table(input: &str) -> ReportTable {
         grouped_by: "key",
         window_ns: None,
         timed: false,
+        overlapping: false,
+        per_second: false,
         rows: Vec::new(),
         other: None,
         total: Totals::zero(),
@@ -351,7 +367,7 @@ fn report_row(
         vm: vm_name(r.pid),
         vcpu: r.vcpu,
         count: r.count,
-        count_share: share(r.count, total.count),
+        count_share: Some(share(r.count, total.count)),
         time_ns: r.time.total_ns,
         time_share: r
             .time

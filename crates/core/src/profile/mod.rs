@@ -150,6 +150,13 @@ pub struct Table {
     pub printed_total: Option<PrintedTotal>,
     /// The 1-based line of the input where the table begins.
     pub line: Option<usize>,
+    /// The rows are counters that may include one another (kvm_stat's `exits` includes
+    /// `io_exits`): they are not parts of a whole, so there are no shares and no total.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub overlapping: bool,
+    /// The counts are events per second (a rate column), not events.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_second: bool,
 }
 
 impl Table {
@@ -164,6 +171,8 @@ impl Table {
             rows: Vec::new(),
             printed_total: None,
             line: None,
+            overlapping: false,
+            per_second: false,
         }
     }
 

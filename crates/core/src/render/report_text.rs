@@ -77,12 +77,14 @@ fn render_table(out: &mut String, t: &ReportTable, style: &Style) {
     if cols.second {
         header.push(second_name);
     }
-    header.push("count");
-    header.push(if t.kind == TableKind::Vmexit {
-        "exits%"
-    } else {
-        "count%"
-    });
+    header.push(if t.per_second { "per second" } else { "count" });
+    if !t.overlapping {
+        header.push(if t.kind == TableKind::Vmexit {
+            "exits%"
+        } else {
+            "count%"
+        });
+    }
     if cols.rate {
         header.push("rate");
     }
@@ -171,7 +173,9 @@ fn cells(t: &ReportTable, r: &ReportRow, cols: &Columns) -> Vec<String> {
         c.push(second_cell(t, r).unwrap_or_default());
     }
     c.push(format::count(r.count));
-    c.push(format::share(r.count_share));
+    if let Some(s) = r.count_share {
+        c.push(format::share(s));
+    }
     if cols.rate {
         c.push(r.per_second.map(format::rate).unwrap_or_default());
     }
@@ -200,6 +204,12 @@ fn cells(t: &ReportTable, r: &ReportRow, cols: &Columns) -> Vec<String> {
 
 fn summary(t: &ReportTable) -> String {
     let tot = &t.total;
+    if t.overlapping {
+        return format!(
+            "  {} counters; they overlap (one may include another), so there is no total",
+            t.rows.len()
+        );
+    }
     let noun = if t.kind == TableKind::Vmexit {
         "exits"
     } else {

@@ -118,12 +118,15 @@ pub fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
         run.scope.clone(),
     );
     counters.printed_total = run.printed_total.map(printed);
+    counters.overlapping = true;
     let rate_scope = match &run.scope {
         Some(s) => format!("{s}; {}", run.rate_meaning),
         None => run.rate_meaning.to_string(),
     };
     let mut rates = new_table(run, TableKind::Event(RATE_KIND.into()), Some(rate_scope));
     rates.window = None;
+    rates.overlapping = true;
+    rates.per_second = true;
     rates.printed_total = run.printed_rate.map(printed);
     let mut seen: HashMap<(bool, Key), usize> = HashMap::new();
     for c in &run.counters {
