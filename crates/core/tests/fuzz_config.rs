@@ -9,6 +9,8 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use proptest::prelude::*;
 use virtlens_core::Error;
 use virtlens_core::config::{self, Format, ReadOptions};
@@ -194,10 +196,7 @@ fn check(bytes: &[u8], forced: Option<Format>) -> Result<(), TestCaseError> {
 
 /// Cases per test: `PROPTEST_CASES` when set, else a bound that keeps `cargo test` quick.
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(800);
+    let cases = common::cases(800);
     ProptestConfig {
         cases,
         ..ProptestConfig::default()

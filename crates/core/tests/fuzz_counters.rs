@@ -8,6 +8,8 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use proptest::prelude::*;
 use virtlens_core::Error;
 use virtlens_core::sources::{self, Format};
@@ -238,7 +240,7 @@ fn no_other_real_sample_is_claimed_by_these_formats() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(1500), ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_samples_never_panic(

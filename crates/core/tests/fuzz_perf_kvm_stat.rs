@@ -7,6 +7,8 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use proptest::prelude::*;
 use virtlens_core::Error;
 use virtlens_core::sources::{self, Format};
@@ -129,7 +131,7 @@ fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::cases(2000), ..ProptestConfig::default() })]
 
     #[test]
     fn mutated_samples_never_panic(
