@@ -4,6 +4,8 @@
 //! CLI uses to label output.
 
 pub mod facts;
+pub mod kvm_stats;
+pub mod microvm;
 
 /// Whether this host has a KVM device node.
 pub fn has_kvm() -> bool {

@@ -1,0 +1,362 @@
+//! From a tracepoint payload to an event: each event format gets a [`Decoder`] whose field
+//! positions come from the format itself (never hard-coded offsets), so every kernel's layout
+//! and naming works (`exit_reason` or the 64-bit `exit_code`, `guest_rip` or `rip`, with or
+//! without `isa`/`vcpu_id`). Events of other names, or whose format lacks a needed field, are
+//! counted by name ([`Kind::Other`]).
+//!
+//! Decoding yields a compact, owned [`Kind`] that can wait in the time-ordering buffer; it
+//! becomes a borrowed [`EventKind`] only when it is handed to the profile builder.
+
+use super::bytes::Endian;
+use super::format::{EventFormat, Field};
+use super::userspace_exit;
+use crate::decode::Isa;
+use crate::events::{EventKind, MmioAccess, Reason};
+
+/// Where a scalar field sits in the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldRef {
+    offset: usize,
+    size: usize,
+    signed: bool,
+}
+
+impl FieldRef {
+    fn of(f: &Field) -> Option<Self> {
+        (!f.array && matches!(f.size, 1 | 2 | 4 | 8)).then_some(Self {
+            offset: f.offset,
+            size: f.size,
+            signed: f.signed,
+        })
+    }
+
+    /// The value, zero-extended.
+    #[inline]
+    pub fn get(self, e: Endian, payload: &[u8]) -> Option<u64> {
+        e.uint(payload, self.offset, self.size)
+    }
+
+    /// The value, sign-extended when the format says the field is signed.
+    #[inline]
+    pub fn get_i64(self, e: Endian, payload: &[u8]) -> Option<i64> {
+        let v = self.get(e, payload)?;
+        let bits = self.size * 8;
+        Some(if self.signed && bits < 64 {
+            let shift = 64 - bits;
+            ((v << shift) as i64) >> shift
+        } else {
+            v as i64
+        })
+    }
+}
+
+/// How one tracepoint's payload is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoder {
+    Exit {
+        reason: FieldRef,
+        isa: Option<FieldRef>,
+        vcpu: Option<FieldRef>,
+        rip: Option<FieldRef>,
+    },
+    Entry {
+        vcpu: Option<FieldRef>,
+    },
+    Pio {
+        rw: FieldRef,
+        port: FieldRef,
+    },
+    Mmio {
+        kind: FieldRef,
+        gpa: FieldRef,
+    },
+    Msr {
+        write: FieldRef,
+        ecx: FieldRef,
+    },
+    UserspaceExit {
+        reason: FieldRef,
+        errno: Option<FieldRef>,
+    },
+    Hypercall {
+        nr: FieldRef,
+        hyperv: bool,
+    },
+    /// Counted by name only.
+    Other,
+}
+
+impl Decoder {
+    /// The decoder for `format`; with a note when a kvm event lacks the fields it needs.
+    pub fn for_format(format: &EventFormat) -> (Decoder, Option<String>) {
+        if format.system != "kvm" {
+            return (Decoder::Other, None);
+        }
+        let f = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| format.field(n).and_then(FieldRef::of))
+        };
+        let decoder = match format.name.as_str() {
+            "kvm_exit" => f(&["exit_reason", "exit_code"]).map(|reason| Decoder::Exit {
+                reason,
+                isa: f(&["isa"]),
+                vcpu: f(&["vcpu_id"]),
+                rip: f(&["guest_rip", "rip"]),
+            }),
+            "kvm_entry" => Some(Decoder::Entry {
+                vcpu: f(&["vcpu_id"]),
+            }),
+            "kvm_pio" => f(&["rw"])
+                .zip(f(&["port"]))
+                .map(|(rw, port)| Decoder::Pio { rw, port }),
+            "kvm_mmio" => f(&["type"])
+                .zip(f(&["gpa"]))
+                .map(|(kind, gpa)| Decoder::Mmio { kind, gpa }),
+            "kvm_msr" => f(&["write"])
+                .zip(f(&["ecx", "index"]))
+                .map(|(write, ecx)| Decoder::Msr { write, ecx }),
+            "kvm_userspace_exit" => f(&["reason"]).map(|reason| Decoder::UserspaceExit {
+                reason,
+                errno: f(&["errno"]),
+            }),
+            "kvm_hypercall" => f(&["nr"]).map(|nr| Decoder::Hypercall { nr, hyperv: false }),
+            "kvm_hv_hypercall" => f(&["code"]).map(|nr| Decoder::Hypercall { nr, hyperv: true }),
+            _ => return (Decoder::Other, None),
+        };
+        match decoder {
+            Some(d) => (d, None),
+            None => (
+                Decoder::Other,
+                Some(format!(
+                    "the format of kvm:{} (ID {}) lacks the fields virtlens decodes; its events \
+                     are counted by name only",
+                    format.name, format.id
+                )),
+            ),
+        }
+    }
+
+    /// Decodes a payload; `None` when it is too short for the fields (damaged).
+    #[inline]
+    pub fn decode(&self, e: Endian, p: &[u8], target: u32) -> Option<Kind> {
+        Some(match *self {
+            Decoder::Exit {
+                reason,
+                isa,
+                vcpu,
+                rip,
+            } => {
+                let rip = rip.and_then(|f| f.get(e, p));
+                Kind::Exit {
+                    code: reason.get(e, p)?,
+                    isa: isa.and_then(|f| f.get(e, p)).and_then(|v| match v {
+                        1 => Some(Isa::Vmx),
+                        2 => Some(Isa::Svm),
+                        _ => None,
+                    }),
+                    vcpu: vcpu_of(vcpu, e, p),
+                    rip: rip.unwrap_or(0),
+                    has_rip: rip.is_some(),
+                }
+            }
+            Decoder::Entry { vcpu } => Kind::Entry {
+                vcpu: vcpu_of(vcpu, e, p),
+            },
+            Decoder::Pio { rw, port } => Kind::Pio {
+                write: rw.get(e, p)? != 0,
+                port: port.get(e, p)?,
+            },
+            Decoder::Mmio { kind, gpa } => Kind::Mmio {
+                access: match kind.get(e, p)? {
+                    0 => MmioAccess::UnsatisfiedRead,
+                    1 => MmioAccess::Read,
+                    _ => MmioAccess::Write,
+                },
+                gpa: gpa.get(e, p)?,
+            },
+            Decoder::Msr { write, ecx } => Kind::Msr {
+                write: write.get(e, p)? != 0,
+                index: ecx.get(e, p)?,
+            },
+            Decoder::UserspaceExit { reason, errno } => Kind::UserspaceExit {
+                reason: reason.get(e, p)? as u32,
+                errno: match errno {
+                    Some(f) => f.get_i64(e, p)?.clamp(i64::from(i32::MIN), 0) as i32,
+                    None => 0,
+                },
+            },
+            Decoder::Hypercall { nr, hyperv } => Kind::Hypercall {
+                nr: nr.get(e, p)?,
+                hyperv,
+            },
+            Decoder::Other => Kind::Other { target },
+        })
+    }
+}
+
+/// A vCPU id that fits; [`NONE`] when absent.
+fn vcpu_of(f: Option<FieldRef>, e: Endian, p: &[u8]) -> u32 {
+    f.and_then(|f| f.get(e, p))
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|&v| v != NONE)
+        .unwrap_or(NONE)
+}
+
+/// "Absent" in the compact `u32` fields.
+pub const NONE: u32 = u32::MAX;
+
+fn opt(v: u32) -> Option<u32> {
+    (v != NONE).then_some(v)
+}
+
+/// A decoded event kind that owns everything (names by index) and is small (24 bytes), to
+/// wait cheaply for ordering. Absent `u32`s are [`NONE`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    Exit {
+        code: u64,
+        rip: u64,
+        vcpu: u32,
+        isa: Option<Isa>,
+        has_rip: bool,
+    },
+    Entry {
+        vcpu: u32,
+    },
+    Pio {
+        write: bool,
+        port: u64,
+    },
+    Mmio {
+        access: MmioAccess,
+        gpa: u64,
+    },
+    Msr {
+        write: bool,
+        index: u64,
+    },
+    UserspaceExit {
+        reason: u32,
+        /// Negative errno of an interrupted or failed KVM_RUN, else 0.
+        errno: i32,
+    },
+    Hypercall {
+        nr: u64,
+        hyperv: bool,
+    },
+    /// Another event: its name is `names[target]`.
+    Other {
+        target: u32,
+    },
+}
+
+impl Kind {
+    /// The borrowed form; `names` are the event names by target, `buf` holds a numeric name.
+    pub fn to_event_kind<'a>(self, names: &'a [String], buf: &'a mut String) -> EventKind<'a> {
+        match self {
+            Kind::Exit {
+                code,
+                rip,
+                vcpu,
+                isa,
+                has_rip,
+            } => EventKind::Exit {
+                reason: Reason::Code(code),
+                isa,
+                vcpu: opt(vcpu),
+                rip: has_rip.then_some(rip),
+            },
+            Kind::Entry { vcpu } => EventKind::Entry { vcpu: opt(vcpu) },
+            Kind::Pio { write, port } => EventKind::Pio { write, port },
+            Kind::Mmio { access, gpa } => EventKind::Mmio { access, gpa },
+            Kind::Msr { write, index } => EventKind::Msr { write, index },
+            Kind::UserspaceExit { reason, errno } => EventKind::UserspaceExit {
+                reason: userspace_exit::name(reason, i64::from(errno), buf),
+            },
+            Kind::Hypercall { nr, hyperv } => EventKind::Hypercall { nr, hyperv },
+            Kind::Other { target } => EventKind::Other {
+                name: names.get(target as usize).map_or("unknown", String::as_str),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::perf_data::format;
+
+    fn fmt(name: &str, fields: &str) -> EventFormat {
+        format::parse("kvm", &format!("name: {name}\nID: 1\nformat:\n{fields}")).unwrap()
+    }
+
+    #[test]
+    fn new_svm_exit_code_is_u64_and_isa_wins() {
+        let f = fmt(
+            "kvm_exit",
+            "\tfield:u64 exit_code;\toffset:8;\tsize:8;\tsigned:0;\n\
+             \tfield:unsigned long rip;\toffset:16;\tsize:8;\tsigned:0;\n\
+             \tfield:u32 isa;\toffset:24;\tsize:4;\tsigned:0;\n\
+             \tfield:unsigned int vcpu_id;\toffset:28;\tsize:4;\tsigned:0;\n",
+        );
+        let (d, note) = Decoder::for_format(&f);
+        assert!(note.is_none());
+        let mut p = vec![0u8; 32];
+        p[8..16].copy_from_slice(&0x8000_0010u64.to_le_bytes());
+        p[16..24].copy_from_slice(&0xfff0u64.to_le_bytes());
+        p[24] = 2;
+        p[28] = 3;
+        assert_eq!(
+            d.decode(Endian::Little, &p, 0),
+            Some(Kind::Exit {
+                code: 0x8000_0010,
+                rip: 0xfff0,
+                vcpu: 3,
+                isa: Some(Isa::Svm),
+                has_rip: true,
+            })
+        );
+        assert_eq!(d.decode(Endian::Little, &p[..12], 0), None, "short payload");
+    }
+
+    #[test]
+    fn signed_errno_and_missing_fields() {
+        let f = fmt(
+            "kvm_userspace_exit",
+            "\tfield:__u32 reason;\toffset:8;\tsize:4;\tsigned:0;\n\
+             \tfield:int errno;\toffset:12;\tsize:4;\tsigned:1;\n",
+        );
+        let (d, _) = Decoder::for_format(&f);
+        let mut p = vec![0u8; 16];
+        p[8] = 2;
+        p[12..16].copy_from_slice(&(-4i32).to_le_bytes());
+        let k = d.decode(Endian::Little, &p, 0).unwrap();
+        assert_eq!(
+            k,
+            Kind::UserspaceExit {
+                reason: 2,
+                errno: -4
+            }
+        );
+        let mut buf = String::new();
+        assert_eq!(
+            k.to_event_kind(&[], &mut buf),
+            EventKind::UserspaceExit { reason: "restart" }
+        );
+        let (d, note) =
+            Decoder::for_format(&fmt("kvm_pio", "\tfield:u32 rw;\toffset:8;\tsize:4;\n"));
+        assert_eq!(d, Decoder::Other);
+        assert!(note.is_some_and(|n| n.contains("kvm_pio")));
+        let other = format::parse("kvmmmu", "name: kvm_pio\nID: 1\n").unwrap();
+        assert_eq!(Decoder::for_format(&other), (Decoder::Other, None));
+    }
+}
+
+#[cfg(test)]
+mod size {
+    #[test]
+    fn kind_stays_small() {
+        assert!(std::mem::size_of::<super::Kind>() <= 24);
+    }
+}

@@ -1,0 +1,322 @@
+//! The data section: a streaming reader of perf records (`u32 type, u16 misc, u16 size`,
+//! then the body), and the layout of a PERF_RECORD_SAMPLE body given its event's
+//! `sample_type`. Records are handed out borrowed from the reader's buffer when they fit in
+//! it (no copy), else from one reused scratch buffer, so memory does not grow with the file.
+//! A record that cannot be framed (size smaller than its header, running past the data
+//! section, or cut off by the end of the file) ends the stream with a message naming its byte
+//! offset.
+
+use std::io::BufRead;
+
+use linux_perf_data::linux_perf_event_reader::{PerfEventAttr, ReadFormat, SampleFormat};
+
+use super::bytes::Endian;
+
+/// One framed record.
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    /// The file offset of its header.
+    pub offset: u64,
+    pub kind: u32,
+    /// The body, after the 8-byte header.
+    pub body: &'a [u8],
+}
+
+/// Reads records from `offset` up to `end`.
+pub struct Records<R> {
+    reader: R,
+    endian: Endian,
+    pos: u64,
+    end: u64,
+    /// Bytes of the reader's buffer handed out by the last `next` and not consumed yet.
+    pending: usize,
+    scratch: Vec<u8>,
+}
+
+/// PERF_RECORD_AUXTRACE: its AUX data follows the record, outside its `size`.
+const AUXTRACE: u32 = 71;
+
+impl<R: BufRead> Records<R> {
+    /// `reader` must be positioned at `start`.
+    pub fn new(reader: R, endian: Endian, start: u64, end: u64) -> Self {
+        Self {
+            reader,
+            endian,
+            pos: start,
+            end,
+            pending: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The next record; `Ok(None)` at the end of the data section; `Err` (with the byte
+    /// offset) when the stream is damaged or unreadable. After an error, stop reading.
+    pub fn next(&mut self) -> Result<Option<Record<'_>>, String> {
+        self.reader.consume(self.pending);
+        self.pending = 0;
+        let at = self.pos;
+        if at >= self.end {
+            return Ok(None);
+        }
+        let left = self.end - at;
+        if left < 8 {
+            return Err(format!(
+                "byte {at}: {left} stray bytes at the end of the data section (expected a record header)"
+            ));
+        }
+        let buf = self
+            .reader
+            .fill_buf()
+            .map_err(|e| format!("byte {at}: reading a record: {e}"))?;
+        let mut head = [0u8; 8];
+        let in_buffer = buf.len() >= 8;
+        if in_buffer {
+            head.copy_from_slice(&buf[..8]);
+        } else {
+            self.reader
+                .read_exact(&mut head)
+                .map_err(|e| format!("byte {at}: the file ends inside a record header ({e})"))?;
+        }
+        let e = self.endian;
+        let kind = e.u32(&head, 0).unwrap_or(0);
+        let size = usize::from(e.u16(&head, 6).unwrap_or(0));
+        if size < 8 {
+            return Err(format!(
+                "byte {at}: record of type {kind} says it is {size} bytes long, less than its \
+                 8-byte header"
+            ));
+        }
+        if size as u64 > left {
+            return Err(format!(
+                "byte {at}: record of type {kind} and {size} bytes runs past the end of the data \
+                 section at byte {}",
+                self.end
+            ));
+        }
+        if kind == AUXTRACE {
+            // Its AUX data follows outside `size`; such files are not kvm tracepoint captures.
+            return Err(format!(
+                "byte {at}: AUX trace data (perf record with an AUX area) is not supported"
+            ));
+        }
+        self.pos += size as u64;
+        if in_buffer {
+            let available = self
+                .reader
+                .fill_buf()
+                .map_err(|e| format!("byte {at}: reading a record: {e}"))?
+                .len();
+            if available >= size {
+                self.pending = size;
+                // The buffer is not empty, so this returns it again without reading.
+                let buf = self
+                    .reader
+                    .fill_buf()
+                    .map_err(|e| format!("byte {at}: reading a record: {e}"))?;
+                return Ok(Some(Record {
+                    offset: at,
+                    kind,
+                    body: buf.get(8..size).unwrap_or_default(),
+                }));
+            }
+            self.reader.consume(8);
+        }
+        self.scratch.resize(size - 8, 0);
+        self.reader.read_exact(&mut self.scratch).map_err(|err| {
+            format!(
+                "byte {at}: the file ends inside a record of type {kind} and {size} bytes ({err})"
+            )
+        })?;
+        Ok(Some(Record {
+            offset: at,
+            kind,
+            body: &self.scratch,
+        }))
+    }
+}
+
+/// The fields of a sample virtlens uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sample<'a> {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub time: Option<u64>,
+    pub cpu: Option<u32>,
+    /// The tracepoint payload (PERF_SAMPLE_RAW).
+    pub raw: Option<&'a [u8]>,
+}
+
+/// Where a sample's fields are, from its event's `sample_type` and `read_format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampleLayout {
+    id_at: Option<usize>,
+    tid_at: Option<usize>,
+    time_at: Option<usize>,
+    cpu_at: Option<usize>,
+    /// Where the variable part (READ, CALLCHAIN, RAW) starts.
+    fixed_end: usize,
+    read: Option<ReadFormat>,
+    callchain: bool,
+    raw: bool,
+}
+
+impl SampleLayout {
+    pub fn new(attr: &PerfEventAttr) -> Self {
+        let f = attr.sample_format;
+        let mut at = 0usize;
+        let mut take = |flag: SampleFormat| -> Option<usize> {
+            f.contains(flag).then(|| {
+                at += 8;
+                at - 8
+            })
+        };
+        let identifier = take(SampleFormat::IDENTIFIER);
+        let _ip = take(SampleFormat::IP);
+        let tid_at = take(SampleFormat::TID);
+        let time_at = take(SampleFormat::TIME);
+        let _addr = take(SampleFormat::ADDR);
+        let id = take(SampleFormat::ID);
+        let _stream = take(SampleFormat::STREAM_ID);
+        let cpu_at = take(SampleFormat::CPU);
+        let _period = take(SampleFormat::PERIOD);
+        Self {
+            id_at: identifier.or(id),
+            tid_at,
+            time_at,
+            cpu_at,
+            fixed_end: at,
+            read: f.contains(SampleFormat::READ).then_some(attr.read_format),
+            callchain: f.contains(SampleFormat::CALLCHAIN),
+            raw: f.contains(SampleFormat::RAW),
+        }
+    }
+
+    /// Where the sample id is (IDENTIFIER or ID), if the samples carry one.
+    pub fn id_at(&self) -> Option<usize> {
+        self.id_at
+    }
+
+    /// The sample id, which names the event when a file has several.
+    #[inline]
+    pub fn id(&self, e: Endian, body: &[u8]) -> Option<u64> {
+        e.u64(body, self.id_at?)
+    }
+
+    /// The fields of `body`; `Err` says what did not fit.
+    #[inline]
+    pub fn parse<'a>(&self, e: Endian, body: &'a [u8]) -> Result<Sample<'a>, &'static str> {
+        if body.len() < self.fixed_end {
+            return Err("sample shorter than its fixed fields");
+        }
+        let mut s = Sample {
+            pid: self.tid_at.and_then(|a| e.u32(body, a)),
+            tid: self.tid_at.and_then(|a| e.u32(body, a + 4)),
+            time: self.time_at.and_then(|a| e.u64(body, a)),
+            cpu: self.cpu_at.and_then(|a| e.u32(body, a)),
+            raw: None,
+        };
+        if !self.raw {
+            return Ok(s);
+        }
+        let mut at = self.fixed_end;
+        if let Some(rf) = self.read {
+            at = at
+                .checked_add(read_size(rf, e, body, at).ok_or("sample read values cut off")?)
+                .ok_or("sample read values cut off")?;
+        }
+        if self.callchain {
+            let nr = e.u64(body, at).ok_or("sample callchain cut off")?;
+            let len = usize::try_from(nr)
+                .ok()
+                .and_then(|n| n.checked_mul(8)?.checked_add(8))
+                .ok_or("sample callchain length impossible")?;
+            at = at.checked_add(len).ok_or("sample callchain cut off")?;
+        }
+        let size = e.u32(body, at).ok_or("sample raw size cut off")? as usize;
+        let start = at + 4;
+        s.raw = Some(
+            body.get(start..start.checked_add(size).ok_or("sample raw data cut off")?)
+                .ok_or("sample raw data runs past its record")?,
+        );
+        Ok(s)
+    }
+}
+
+/// The size of a PERF_SAMPLE_READ block at `at`.
+fn read_size(rf: ReadFormat, e: Endian, body: &[u8], at: usize) -> Option<usize> {
+    let times = usize::from(rf.contains(ReadFormat::TOTAL_TIME_ENABLED))
+        + usize::from(rf.contains(ReadFormat::TOTAL_TIME_RUNNING));
+    const LOST: u64 = 1 << 4; // PERF_FORMAT_LOST (Linux 6.0)
+    let per_value =
+        1 + usize::from(rf.contains(ReadFormat::ID)) + usize::from(rf.bits() & LOST != 0);
+    if rf.contains(ReadFormat::GROUP) {
+        let nr = usize::try_from(e.u64(body, at)?).ok()?;
+        nr.checked_mul(per_value)?
+            .checked_add(1 + times)?
+            .checked_mul(8)
+    } else {
+        Some((per_value + times) * 8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn record(kind: u32, body: &[u8]) -> Vec<u8> {
+        let mut r = kind.to_le_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&((body.len() + 8) as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r
+    }
+
+    type Framed = Vec<(u64, u32, Vec<u8>)>;
+
+    fn all(bytes: &[u8], cap: usize) -> (Framed, Option<String>) {
+        let reader = std::io::BufReader::with_capacity(cap, Cursor::new(bytes));
+        let mut recs = Records::new(reader, Endian::Little, 0, bytes.len() as u64);
+        let mut out = Vec::new();
+        loop {
+            match recs.next() {
+                Ok(Some(r)) => out.push((r.offset, r.kind, r.body.to_vec())),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn frames_records_across_buffer_boundaries() {
+        let mut bytes = Vec::new();
+        for i in 0..50u8 {
+            bytes.extend(record(9, &vec![i; usize::from(i % 7) * 8]));
+        }
+        for cap in [8, 13, 64, 4096] {
+            let (recs, err) = all(&bytes, cap);
+            assert_eq!(err, None);
+            assert_eq!(recs.len(), 50, "capacity {cap}");
+            assert_eq!(recs[49].2, vec![49; 0]);
+            assert_eq!(recs[13].2, vec![13; 48]);
+        }
+    }
+
+    #[test]
+    fn damage_is_reported_with_its_offset() {
+        let mut bytes = record(9, &[1; 16]);
+        bytes.extend(record(3, &[2; 8]));
+        let (recs, err) = all(&bytes[..bytes.len() - 3], 64);
+        assert_eq!(recs.len(), 1);
+        assert!(err.is_some_and(|e| e.starts_with("byte 24:")));
+        let mut bad = bytes.clone();
+        bad[30] = 2; // second record's size → 2
+        bad[31] = 0;
+        let (recs, err) = all(&bad, 64);
+        assert_eq!(recs.len(), 1);
+        assert!(
+            err.is_some_and(|e| e.contains("less than its 8-byte header")),
+            ""
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! The record loop's state: samples become decoded events that wait in time order
+//! ([`Order`]) and then go to the profile builder with their thread's name; COMM records keep
+//! the thread names (and so the VMM process names); lost-event, damage and skip counts become
+//! warnings. Memory grows with threads, names and keys, not with samples.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::bytes::padded_str;
+use super::kvm::{Kind, NONE};
+use super::order::{Order, Stamped};
+use super::records::Record;
+use super::setup::Setup;
+use crate::events::{Event, ProfileBuilder};
+
+const PERF_RECORD_LOST: u32 = 2;
+const PERF_RECORD_COMM: u32 = 3;
+const PERF_RECORD_SAMPLE: u32 = 9;
+const PERF_RECORD_LOST_SAMPLES: u32 = 13;
+const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+const PERF_RECORD_COMPRESSED: u32 = 81;
+const PERF_RECORD_COMPRESSED2: u32 = 83;
+
+/// A decoded sample waiting for its turn: 48 bytes, absent values as [`NONE`] / [`NO_TS`].
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    ts: u64,
+    pid: u32,
+    tid: u32,
+    cpu: u32,
+    comm: u32,
+    kind: Kind,
+}
+
+/// "No timestamp" in [`Pending::ts`].
+const NO_TS: u64 = u64::MAX;
+
+impl Stamped for Pending {
+    #[inline]
+    fn ts(&self) -> u64 {
+        self.ts
+    }
+}
+
+fn opt(v: u32) -> Option<u32> {
+    (v != NONE).then_some(v)
+}
+
+/// Thread names from COMM records, interned.
+#[derive(Debug, Default)]
+pub struct Comms {
+    strings: Vec<String>,
+    ids: HashMap<String, u32>,
+    by_tid: HashMap<u32, u32>,
+    /// Names of processes (the thread whose id is the process id).
+    pub by_pid: HashMap<u32, u32>,
+    last: Option<(u32, u32)>,
+}
+
+impl Comms {
+    fn set(&mut self, pid: u32, tid: u32, name: String) {
+        let id = match self.ids.get(&name) {
+            Some(&id) => id,
+            None => {
+                let id = self.strings.len() as u32;
+                self.ids.insert(name.clone(), id);
+                self.strings.push(name);
+                id
+            }
+        };
+        self.by_tid.insert(tid, id);
+        if pid == tid {
+            self.by_pid.insert(pid, id);
+        }
+        self.last = None;
+    }
+
+    /// The name id of thread `tid`, or [`NONE`].
+    #[inline]
+    fn of_tid(&mut self, tid: u32) -> u32 {
+        if let Some((t, c)) = self.last
+            && t == tid
+        {
+            return c;
+        }
+        let c = self.by_tid.get(&tid).copied().unwrap_or(NONE);
+        self.last = Some((tid, c));
+        c
+    }
+
+    pub fn get(&self, id: u32) -> Option<&str> {
+        self.strings.get(id as usize).map(String::as_str)
+    }
+}
+
+/// Where decoded events go.
+struct Sink<'s> {
+    builder: ProfileBuilder,
+    names: &'s [String],
+    buf: String,
+    pids: BTreeSet<u32>,
+    last_pid: u32,
+}
+
+impl Sink<'_> {
+    #[inline]
+    fn push(&mut self, p: Pending, comms: &Comms) {
+        if p.pid != self.last_pid {
+            self.last_pid = p.pid;
+            self.pids.extend(opt(p.pid));
+        }
+        let kind = p.kind.to_event_kind(self.names, &mut self.buf);
+        let ev = Event {
+            ts_ns: (p.ts != NO_TS).then_some(p.ts),
+            tid: opt(p.tid),
+            pid: opt(p.pid),
+            cpu: opt(p.cpu),
+            comm: opt(p.comm).and_then(|c| comms.get(c)),
+            kind,
+        };
+        self.builder.push(&ev);
+    }
+}
+
+/// The loop state; feed it records, then [`Stream::finish`].
+pub struct Stream<'s> {
+    setup: &'s Setup,
+    sink: Sink<'s>,
+    order: Order<Pending>,
+    pub comms: Comms,
+    pub samples: u64,
+    lost: u64,
+    unknown_ids: u64,
+    bad_samples: u64,
+    first_bad: Option<(u64, &'static str)>,
+    short_payloads: BTreeMap<String, u64>,
+    compressed: u64,
+}
+
+impl<'s> Stream<'s> {
+    pub fn new(setup: &'s Setup, builder: ProfileBuilder) -> Self {
+        Self {
+            setup,
+            sink: Sink {
+                builder,
+                names: &setup.names,
+                buf: String::new(),
+                pids: BTreeSet::new(),
+                last_pid: NONE,
+            },
+            order: Order::default(),
+            comms: Comms::default(),
+            samples: 0,
+            lost: 0,
+            unknown_ids: 0,
+            bad_samples: 0,
+            first_bad: None,
+            short_payloads: BTreeMap::new(),
+            compressed: 0,
+        }
+    }
+
+    /// Handles one record.
+    #[inline]
+    pub fn record(&mut self, r: &Record<'_>) {
+        let e = self.setup.endian;
+        match r.kind {
+            PERF_RECORD_SAMPLE => self.sample(r),
+            PERF_RECORD_FINISHED_ROUND => {
+                let (sink, comms) = (&mut self.sink, &self.comms);
+                self.order.round(|p| sink.push(p, comms));
+            }
+            PERF_RECORD_COMM => {
+                if let (Some(pid), Some(tid), Some(name)) =
+                    (e.u32(r.body, 0), e.u32(r.body, 4), r.body.get(8..))
+                {
+                    self.comms.set(pid, tid, padded_str(name));
+                }
+            }
+            PERF_RECORD_LOST => self.lost += e.u64(r.body, 8).unwrap_or(0),
+            PERF_RECORD_LOST_SAMPLES => self.lost += e.u64(r.body, 0).unwrap_or(0),
+            PERF_RECORD_COMPRESSED | PERF_RECORD_COMPRESSED2 => self.compressed += 1,
+            _ => {}
+        }
+    }
+
+    #[inline]
+    fn sample(&mut self, r: &Record<'_>) {
+        let setup = self.setup;
+        let Some(attr) = setup.attr_of(r.body) else {
+            self.unknown_ids += 1;
+            return;
+        };
+        let (Some(layout), Some(decoder)) = (setup.layouts.get(attr), setup.decoders.get(attr))
+        else {
+            self.unknown_ids += 1;
+            return;
+        };
+        let s = match layout.parse(setup.endian, r.body) {
+            Ok(s) => s,
+            Err(why) => {
+                self.bad_samples += 1;
+                self.first_bad.get_or_insert((r.offset, why));
+                return;
+            }
+        };
+        self.samples += 1;
+        let target = attr as u32;
+        let kind = match s.raw {
+            Some(raw) => match decoder.decode(setup.payload_endian, raw, target) {
+                Some(k) => k,
+                None => {
+                    let name = setup.names.get(attr).cloned().unwrap_or_default();
+                    *self.short_payloads.entry(name).or_default() += 1;
+                    Kind::Other { target }
+                }
+            },
+            None => Kind::Other { target },
+        };
+        let p = Pending {
+            ts: s.time.unwrap_or(NO_TS),
+            pid: s.pid.unwrap_or(NONE),
+            tid: s.tid.unwrap_or(NONE),
+            cpu: s.cpu.unwrap_or(NONE),
+            comm: s.tid.map_or(NONE, |t| self.comms.of_tid(t)),
+            kind,
+        };
+        let (sink, comms) = (&mut self.sink, &self.comms);
+        match s.time {
+            Some(ts) if ts != NO_TS => self.order.push(p, |p| sink.push(p, comms)),
+            _ => sink.push(p, comms),
+        }
+    }
+
+    /// Releases what is held; returns the builder, the VMM process ids seen, and warnings.
+    pub fn finish(mut self) -> (ProfileBuilder, BTreeSet<u32>, Vec<String>, Comms) {
+        let (sink, comms) = (&mut self.sink, &self.comms);
+        self.order.finish(|p| sink.push(p, comms));
+        let mut w = Vec::new();
+        if self.lost > 0 {
+            w.push(format!(
+                "perf lost {} events while recording (its buffers overflowed): the counts are lower bounds",
+                self.lost
+            ));
+        }
+        if self.unknown_ids > 0 {
+            w.push(format!(
+                "{} samples carry an id that no event of the file has; skipped",
+                self.unknown_ids
+            ));
+        }
+        if let Some((at, why)) = self.first_bad {
+            w.push(format!(
+                "{} samples could not be read (first at byte {at}: {why}); skipped",
+                self.bad_samples
+            ));
+        }
+        for (name, n) in &self.short_payloads {
+            w.push(format!(
+                "{n} {name} payloads are shorter than their format; counted by name only"
+            ));
+        }
+        if self.compressed > 0 {
+            w.push(format!(
+                "{} zstd-compressed record blocks (perf record -z) were skipped: virtlens does not \
+                 decompress them; record without -z",
+                self.compressed
+            ));
+        }
+        if self.order.forced > 0 {
+            w.push(format!(
+                "the file has no round markers: events were put in time order within windows of {} only",
+                super::order::MAX_HELD
+            ));
+        }
+        (self.sink.builder, self.sink.pids, w, self.comms)
+    }
+
+    /// Whether any sample or compressed block was seen.
+    pub fn compressed(&self) -> u64 {
+        self.compressed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pending_stays_small() {
+        assert!(std::mem::size_of::<super::Pending>() <= 48);
+    }
+}

@@ -1,0 +1,139 @@
+//! The unsafe boundary of the micro-VM, kept in one place: the anonymous mapping that backs
+//! guest memory and its registration with KVM, the thread handle and signal the watchdog uses
+//! to interrupt a hung `KVM_RUN`, and the union read behind KVM_EXIT_INTERNAL_ERROR. Every
+//! `unsafe` block carries its SAFETY argument; nothing outside this file needs `unsafe`.
+
+use std::io;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use kvm_bindings::{kvm_run, kvm_userspace_memory_region};
+use kvm_ioctls::VmFd;
+
+/// Anonymous, private, zero-filled memory that backs the guest's RAM. Unmapped on drop; the
+/// owner must drop the VM that uses it first (see `MicroVm`'s field order).
+#[derive(Debug)]
+pub struct GuestMemory {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl GuestMemory {
+    /// Maps `len` bytes (a non-zero multiple of the page size).
+    pub fn new(len: usize) -> io::Result<Self> {
+        // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches
+        // no existing memory; the result is checked before use.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr =
+            NonNull::new(addr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
+        Ok(Self { ptr, len })
+    }
+
+    /// The size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The guest's RAM, read-only.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live mapping of `len` readable bytes owned by `self`. The guest only
+        // writes to it while `MicroVm::run` holds `&mut` of the VM (and so of `self`), so no
+        // shared borrow overlaps a guest write.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The guest's RAM, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`; `&mut self` makes this the only host-side borrow, and the
+        // vCPU is not running while it exists.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Makes this memory the guest-physical range `gpa..gpa + len` in memory slot `slot`.
+    pub fn register(&self, vm: &VmFd, slot: u32, gpa: u64) -> Result<(), kvm_ioctls::Error> {
+        let region = kvm_userspace_memory_region {
+            slot,
+            flags: 0,
+            guest_phys_addr: gpa,
+            memory_size: self.len as u64,
+            userspace_addr: self.ptr.as_ptr() as u64,
+        };
+        // SAFETY: the region is a live mapping of exactly `memory_size` bytes, and `MicroVm`
+        // declares its VM and vCPU fields before its memory field, so they are dropped (and the
+        // VM closed) before this mapping is unmapped: KVM never sees a dangling host address.
+        unsafe { vm.set_user_memory_region(region) }
+    }
+}
+
+impl Drop for GuestMemory {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping made in `new`, unmapped only here; no
+        // slice borrowed from it can outlive `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// A thread the watchdog can interrupt (a `pthread_t`).
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadHandle(libc::pthread_t);
+
+impl ThreadHandle {
+    /// The calling thread.
+    pub fn current() -> Self {
+        // SAFETY: pthread_self has no preconditions and cannot fail.
+        Self(unsafe { libc::pthread_self() })
+    }
+
+    /// Sends `signal` to the thread. The thread must still be alive: the watchdog only kicks
+    /// the vCPU thread while that thread is inside `MicroVm::run`, which joins the watchdog
+    /// before returning.
+    pub fn kick(self, signal: libc::c_int) -> io::Result<()> {
+        // SAFETY: the handle names a live thread (see above), and `signal` has a handler
+        // installed by `kick_signal`, so delivery cannot terminate the process.
+        let rc = unsafe { libc::pthread_kill(self.0, signal) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::from_raw_os_error(rc))
+        }
+    }
+}
+
+extern "C" fn on_kick(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {}
+
+/// The real-time signal used to interrupt `KVM_RUN` (SIGRTMIN), with a do-nothing handler
+/// installed once per process *without* `SA_RESTART`, so a blocked `KVM_RUN` returns `EINTR`.
+pub fn kick_signal() -> Result<libc::c_int, String> {
+    static SIGNAL: OnceLock<Result<libc::c_int, String>> = OnceLock::new();
+    SIGNAL
+        .get_or_init(|| {
+            let signal = vmm_sys_util::signal::SIGRTMIN();
+            vmm_sys_util::signal::register_signal_handler(signal, on_kick)
+                .map(|()| signal)
+                .map_err(|e| format!("installing the handler for signal {signal}: {e}"))
+        })
+        .clone()
+}
+
+/// The suberror and data words of a KVM_EXIT_INTERNAL_ERROR exit.
+pub fn internal_error(run: &kvm_run) -> (u32, Vec<u64>) {
+    // SAFETY: only called right after KVM_RUN returned KVM_EXIT_INTERNAL_ERROR, for which the
+    // kernel fills the `internal` member of the exit union.
+    let internal = unsafe { run.__bindgen_anon_1.internal };
+    let n = (internal.ndata as usize).min(internal.data.len());
+    (internal.suberror, internal.data[..n].to_vec())
+}
