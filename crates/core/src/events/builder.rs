@@ -5,8 +5,8 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::threads::{Thread, vcpu_from_comm};
-use super::{Event, EventKind, MmioAccess, Reason};
+use super::threads::{Thread, Threads, vcpu_from_comm};
+use super::{Event, EventKind, MmioAccess, NameId, Reason};
 use crate::decode::{Isa, exit_reason};
 use crate::profile::{
     Access, Key, Latency, Origin, Profile, Row, Table, TableKind, Welford, Window,
@@ -36,6 +36,39 @@ impl Slot {
             Slot::Events => TableKind::Event("events".into()),
         }
     }
+}
+
+/// The events the builder knows by kind, in the order of their fixed name ids.
+const KNOWN_EVENTS: [&str; 8] = [
+    "kvm_exit",
+    "kvm_entry",
+    "kvm_pio",
+    "kvm_mmio",
+    "kvm_msr",
+    "kvm_userspace_exit",
+    "kvm_hypercall",
+    "kvm_hv_hypercall",
+];
+
+/// The way of a slot key in a thread's slot cache (`threads::SlotCache`): a cheap mix of its parts.
+#[inline]
+fn way(slot: Slot, key: CKey) -> usize {
+    let k = match key {
+        CKey::Reason(i) | CKey::Name(i) => u64::from(i),
+        CKey::Addr(n, a) => n ^ a.map_or(0, |a| a as u64 + 1) << 40,
+    };
+    ((slot as u64 + 1).wrapping_mul(0x9e37_79b9) ^ k.wrapping_mul(0x85eb_ca6b)) as usize >> 7
+}
+
+/// Ways of the name cache in `name_id`.
+const RECENT_NAMES: usize = 8;
+
+/// Where an event is counted: its thread (for the slot cache), VM and vCPU.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    thread: Option<usize>,
+    pid: Option<u32>,
+    vcpu: Option<u32>,
 }
 
 /// A compact key: names are interned, so lookups per event allocate nothing.
@@ -80,7 +113,8 @@ pub struct ProfileBuilder {
     reason_names: HashMap<String, u32>,
     names: Vec<String>,
     name_ids: HashMap<String, u32>,
-    threads: HashMap<u32, Thread>,
+    recent_names: [(usize, u32); RECENT_NAMES],
+    threads: Threads<(Slot, CKey)>,
     first_ts: Option<u64>,
     last_ts: Option<u64>,
     events: u64,
@@ -89,7 +123,7 @@ pub struct ProfileBuilder {
 impl ProfileBuilder {
     /// A builder for a profile of `origin`; `origin.isa` (if set) decodes exit codes.
     pub fn new(origin: Origin) -> Self {
-        Self {
+        let mut b = Self {
             isa: origin.isa,
             origin,
             slots: HashMap::default(),
@@ -99,11 +133,17 @@ impl ProfileBuilder {
             reason_names: HashMap::default(),
             names: Vec::new(),
             name_ids: HashMap::default(),
-            threads: HashMap::default(),
+            recent_names: [(0, 0); RECENT_NAMES],
+            threads: Threads::default(),
             first_ts: None,
             last_ts: None,
             events: 0,
+        };
+        // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
+        for kind in KNOWN_EVENTS {
+            b.name_id(kind);
         }
+        b
     }
 
     /// Sets the ISA used to decode exit codes that do not carry their own.
@@ -119,26 +159,27 @@ impl ProfileBuilder {
     /// Adds one event.
     pub fn push(&mut self, ev: &Event<'_>) {
         self.events += 1;
-        if let Some(ts) = ev.ts_ns {
+        let ts = ev.ts_ns;
+        if let Some(ts) = ts {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
             self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
         }
-        let tid = ev.tid;
-        let (pid, vcpu) = self.identity(ev);
-        let name = self.name_id(ev.kind.event_name());
-        self.count(Slot::Events, CKey::Name(name), pid, vcpu);
-        let ts = ev.ts_ns;
+        let thread = ev.tid.map(|t| self.threads.index(t));
+        let (pid, vcpu) = self.identity(ev, thread);
+        let at = Place { thread, pid, vcpu };
+        let name = self.kind_name_id(&ev.kind);
+        self.count_name(at, name);
         match ev.kind {
             EventKind::Exit { reason, isa, .. } => {
                 let id = self.reason_id(reason, isa);
-                let slot = self.count(Slot::Vmexit, CKey::Reason(id), pid, vcpu);
-                if let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) {
+                let slot = self.count(at, Slot::Vmexit, CKey::Reason(id));
+                if let Some(t) = self.thread(thread) {
                     t.exit.begin(slot, ts);
                     t.last_exit_ts = ts;
                 }
             }
             EventKind::Entry { .. } => {
-                let Some(t) = tid.and_then(|t| self.threads.get_mut(&t)) else {
+                let Some(t) = self.thread(thread) else {
                     return;
                 };
                 let ends = [
@@ -154,46 +195,42 @@ impl ProfileBuilder {
             }
             EventKind::Pio { write, port } => {
                 let access = Some(if write { Access::Out } else { Access::In });
-                let slot = self.count(Slot::Ioport, CKey::Addr(port, access), pid, vcpu);
-                if let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) {
+                let slot = self.count(at, Slot::Ioport, CKey::Addr(port, access));
+                if let Some(t) = self.thread(thread) {
                     t.pio.begin(slot, ts);
                 }
             }
             EventKind::Msr { write, index } => {
                 let access = Some(if write { Access::Write } else { Access::Read });
-                let slot = self.count(Slot::Msr, CKey::Addr(index, access), pid, vcpu);
-                if let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) {
+                let slot = self.count(at, Slot::Msr, CKey::Addr(index, access));
+                if let Some(t) = self.thread(thread) {
                     t.msr.begin(slot, ts);
                 }
             }
-            EventKind::Mmio { access, gpa } => self.mmio(access, gpa, tid, ts, pid, vcpu),
+            EventKind::Mmio { access, gpa } => self.mmio(at, access, gpa, ts),
             EventKind::UserspaceExit { reason } => {
                 let id = self.name_id(reason);
-                self.count(Slot::UserspaceExit, CKey::Name(id), pid, vcpu);
+                self.count(at, Slot::UserspaceExit, CKey::Name(id));
             }
             EventKind::Hypercall { nr, .. } => {
-                self.count(Slot::Hypercall, CKey::Addr(nr, None), pid, vcpu);
+                self.count(at, Slot::Hypercall, CKey::Addr(nr, None));
             }
-            EventKind::Other { .. } => {}
+            EventKind::Other { .. } | EventKind::Interned { .. } => {}
         }
     }
 
-    fn mmio(
-        &mut self,
-        access: MmioAccess,
-        gpa: u64,
-        tid: Option<u32>,
-        ts: Option<u64>,
-        pid: Option<u32>,
-        vcpu: Option<u32>,
-    ) {
+    fn thread(&mut self, i: Option<usize>) -> Option<&mut Thread<(Slot, CKey)>> {
+        i.and_then(|i| self.threads.get_mut(i))
+    }
+
+    fn mmio(&mut self, at: Place, access: MmioAccess, gpa: u64, ts: Option<u64>) {
         let a = match access {
             MmioAccess::UnsatisfiedRead => return,
             MmioAccess::Read => Access::Read,
             MmioAccess::Write => Access::Write,
         };
-        let slot = self.count(Slot::Mmio, CKey::Addr(gpa, Some(a)), pid, vcpu);
-        let Some(t) = tid.map(|t| self.threads.entry(t).or_default()) else {
+        let slot = self.count(at, Slot::Mmio, CKey::Addr(gpa, Some(a)));
+        let Some(t) = self.thread(at.thread) else {
             return;
         };
         match a {
@@ -210,41 +247,86 @@ impl ProfileBuilder {
     }
 
     /// The VM and vCPU of an event: its own fields, else what its thread showed before.
-    fn identity(&mut self, ev: &Event<'_>) -> (Option<u32>, Option<u32>) {
+    fn identity(&mut self, ev: &Event<'_>, thread: Option<usize>) -> (Option<u32>, Option<u32>) {
         let own_vcpu = match ev.kind {
             EventKind::Exit { vcpu, .. } | EventKind::Entry { vcpu } => vcpu,
             _ => None,
-        }
-        .or_else(|| ev.comm.and_then(vcpu_from_comm));
-        let Some(tid) = ev.tid else {
-            return (ev.pid, own_vcpu);
         };
-        let t = self.threads.entry(tid).or_default();
-        if own_vcpu.is_some() {
-            t.vcpu = own_vcpu;
+        let Some(t) = self.thread(thread) else {
+            return (
+                ev.pid,
+                own_vcpu.or_else(|| ev.comm.and_then(vcpu_from_comm)),
+            );
+        };
+        // A thread's name says its vCPU (`CPU 3/KVM`); parse it only until that is known.
+        let own_vcpu = match (own_vcpu, t.vcpu) {
+            (None, None) => ev.comm.and_then(vcpu_from_comm),
+            (v, _) => v,
+        };
+        let (pid, vcpu) = (ev.pid.or(t.pid), own_vcpu.or(t.vcpu));
+        if (pid, vcpu) != (t.pid, t.vcpu) {
+            // The cached slots are for the old VM/vCPU.
+            t.slots.clear();
+            t.by_name.clear();
+            t.pid = pid;
+            t.vcpu = vcpu;
         }
-        if ev.pid.is_some() {
-            t.pid = ev.pid;
-        }
-        (t.pid, t.vcpu)
+        (pid, vcpu)
     }
 
-    fn count(&mut self, slot: Slot, key: CKey, pid: Option<u32>, vcpu: Option<u32>) -> usize {
-        let sk = SlotKey {
-            slot,
-            key,
-            pid,
-            vcpu,
+    /// Counts one event in the `events` table under name id `name`: through the thread's
+    /// by-name index when there is a thread, else like any slot.
+    fn count_name(&mut self, at: Place, name: u32) {
+        let n = name as usize;
+        let cached = self
+            .thread(at.thread)
+            .and_then(|t| t.by_name.get(n).copied().flatten());
+        let i = match cached {
+            Some(i) => {
+                if let Some((_, acc)) = self.accs.get_mut(i) {
+                    acc.count += 1;
+                }
+                return;
+            }
+            None => self.count(at, Slot::Events, CKey::Name(name)),
         };
-        let i = match self.slots.get(&sk) {
-            Some(&i) => i,
+        if let Some(t) = self.thread(at.thread) {
+            if t.by_name.len() <= n {
+                t.by_name.resize(n + 1, None);
+            }
+            t.by_name[n] = Some(i);
+        }
+    }
+
+    /// Counts one event in the accumulator of `slot`/`key` at `at`, and returns its index.
+    fn count(&mut self, at: Place, slot: Slot, key: CKey) -> usize {
+        let way = way(slot, key);
+        let cached = self
+            .thread(at.thread)
+            .and_then(|t| t.slots.get(way, (slot, key)));
+        let i = match cached {
+            Some(i) => i,
             None => {
-                self.accs.push((sk, Acc::default()));
-                self.slots.insert(sk, self.accs.len() - 1);
-                self.accs.len() - 1
+                let sk = SlotKey {
+                    slot,
+                    key,
+                    pid: at.pid,
+                    vcpu: at.vcpu,
+                };
+                let accs = &mut self.accs;
+                let i = *self.slots.entry(sk).or_insert_with(|| {
+                    accs.push((sk, Acc::default()));
+                    accs.len() - 1
+                });
+                if let Some(t) = self.thread(at.thread) {
+                    t.slots.put(way, (slot, key), i);
+                }
+                i
             }
         };
-        self.accs[i].1.count += 1;
+        if let Some((_, acc)) = self.accs.get_mut(i) {
+            acc.count += 1;
+        }
         i
     }
 
@@ -255,13 +337,53 @@ impl ProfileBuilder {
         }
     }
 
-    fn name_id(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.name_ids.get(name) {
-            return id;
+    /// The name id of an event's kind: fixed for the kinds the builder knows (interned first
+    /// in `new`), looked up for other events.
+    fn kind_name_id(&mut self, kind: &EventKind<'_>) -> u32 {
+        match kind {
+            EventKind::Exit { .. } => 0,
+            EventKind::Entry { .. } => 1,
+            EventKind::Pio { .. } => 2,
+            EventKind::Mmio { .. } => 3,
+            EventKind::Msr { .. } => 4,
+            EventKind::UserspaceExit { .. } => 5,
+            EventKind::Hypercall { hyperv: false, .. } => 6,
+            EventKind::Hypercall { hyperv: true, .. } => 7,
+            EventKind::Other { name } => self.name_id(name),
+            EventKind::Interned { name } => name.0,
         }
-        let id = self.names.len() as u32;
-        self.names.push(name.to_string());
-        self.name_ids.insert(name.to_string(), id);
+    }
+
+    /// Interns `name` once, for [`EventKind::Interned`] events of this builder.
+    pub fn intern(&mut self, name: &str) -> NameId {
+        NameId(self.name_id(name))
+    }
+
+    fn name_id(&mut self, name: &str) -> u32 {
+        // Binary sources hand the same `&str` for every event of a kind: a small cache keyed
+        // by its address, checked against the content (text sources reuse line buffers, so an
+        // address alone proves nothing), skips the hash map.
+        let addr = name.as_ptr() as usize;
+        let way = ((addr >> 3) ^ name.len()) % RECENT_NAMES;
+        let (cached_addr, cached_id) = self.recent_names[way];
+        if cached_addr == addr
+            && self
+                .names
+                .get(cached_id as usize)
+                .is_some_and(|n| n == name)
+        {
+            return cached_id;
+        }
+        let id = match self.name_ids.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.names.len() as u32;
+                self.names.push(name.to_string());
+                self.name_ids.insert(name.to_string(), id);
+                id
+            }
+        };
+        self.recent_names[way] = (addr, id);
         id
     }
 

@@ -66,7 +66,14 @@ pub enum EventKind<'a> {
     Hypercall { nr: u64, hyperv: bool },
     /// Any other event, by name (`kvm_fpu`, `kvm_set_irq`, …): counted, never dropped.
     Other { name: &'a str },
+    /// Any other event, by a name the source interned once with
+    /// [`ProfileBuilder::intern`] (binary sources: no string work per event).
+    Interned { name: NameId },
 }
+
+/// A name interned in one [`ProfileBuilder`] (meaningless to any other).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NameId(pub(crate) u32);
 
 impl EventKind<'_> {
     /// The tracepoint name this kind comes from.
@@ -81,6 +88,8 @@ impl EventKind<'_> {
             EventKind::Hypercall { hyperv: false, .. } => "kvm_hypercall",
             EventKind::Hypercall { hyperv: true, .. } => "kvm_hv_hypercall",
             EventKind::Other { name } => name,
+            // Only the builder that interned it knows the name.
+            EventKind::Interned { .. } => "",
         }
     }
 }

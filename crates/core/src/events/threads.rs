@@ -25,8 +25,8 @@ impl Pending {
 }
 
 /// What one host thread is in the middle of.
-#[derive(Debug, Clone, Default)]
-pub struct Thread {
+#[derive(Debug, Clone)]
+pub struct Thread<K: Copy + Eq> {
     pub vcpu: Option<u32>,
     pub pid: Option<u32>,
     pub exit: Pending,
@@ -35,6 +35,109 @@ pub struct Thread {
     pub mmio_write: Pending,
     /// When the last exit happened, for MMIO reads (exit → `kvm_mmio` read).
     pub last_exit_ts: Option<u64>,
+    /// The accumulator slots this thread hit last, so most events skip the hash map.
+    pub slots: SlotCache<K>,
+    /// The slot counting each event name (by name id) for this thread: a plain index.
+    pub by_name: Vec<Option<usize>>,
+}
+
+impl<K: Copy + Eq> Default for Thread<K> {
+    fn default() -> Self {
+        Self {
+            vcpu: None,
+            pid: None,
+            exit: Pending::default(),
+            pio: Pending::default(),
+            msr: Pending::default(),
+            mmio_write: Pending::default(),
+            last_exit_ts: None,
+            slots: SlotCache::default(),
+            by_name: Vec::new(),
+        }
+    }
+}
+
+/// Recently used `key → slot` pairs in a small direct-mapped table: the caller picks the way
+/// (a cheap hash of the key), so a lookup is one compare. Valid while the thread's VM and vCPU
+/// stay the same (the owner clears it when they change).
+#[derive(Debug, Clone)]
+pub struct SlotCache<K: Copy + Eq> {
+    entries: [Option<(K, usize)>; SLOT_WAYS],
+}
+
+/// How many ways a [`SlotCache`] has.
+pub const SLOT_WAYS: usize = 16;
+
+impl<K: Copy + Eq> Default for SlotCache<K> {
+    fn default() -> Self {
+        Self {
+            entries: [None; SLOT_WAYS],
+        }
+    }
+}
+
+impl<K: Copy + Eq> SlotCache<K> {
+    /// The slot cached for `key` in `way` (taken modulo [`SLOT_WAYS`]).
+    #[inline]
+    pub fn get(&self, way: usize, key: K) -> Option<usize> {
+        match self.entries[way % SLOT_WAYS] {
+            Some((k, slot)) if k == key => Some(slot),
+            _ => None,
+        }
+    }
+
+    /// Remembers `key → slot` in `way`, replacing what was there.
+    #[inline]
+    pub fn put(&mut self, way: usize, key: K, slot: usize) {
+        self.entries[way % SLOT_WAYS] = Some((key, slot));
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+/// Every host thread seen, by tid, with a shortcut for the thread of the previous event
+/// (events come in runs from one thread).
+#[derive(Debug, Clone)]
+pub struct Threads<K: Copy + Eq> {
+    list: Vec<Thread<K>>,
+    index: rustc_hash::FxHashMap<u32, usize>,
+    last: Option<(u32, usize)>,
+}
+
+impl<K: Copy + Eq> Default for Threads<K> {
+    fn default() -> Self {
+        Self {
+            list: Vec::new(),
+            index: rustc_hash::FxHashMap::default(),
+            last: None,
+        }
+    }
+}
+
+impl<K: Copy + Eq> Threads<K> {
+    /// The index of thread `tid`, created on first sight.
+    pub fn index(&mut self, tid: u32) -> usize {
+        if let Some((t, i)) = self.last
+            && t == tid
+        {
+            return i;
+        }
+        let list = &mut self.list;
+        let i = *self.index.entry(tid).or_insert_with(|| {
+            list.push(Thread::default());
+            list.len() - 1
+        });
+        self.last = Some((tid, i));
+        i
+    }
+
+    /// The thread at `i` (from [`Threads::index`]).
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut Thread<K>> {
+        self.list.get_mut(i)
+    }
 }
 
 /// The vCPU index in a QEMU vCPU thread name: `CPU 3/KVM` → 3.
@@ -58,6 +161,30 @@ mod tests {
         assert_eq!(p.end(Some(400)), None, "end before begin is skipped");
         p.begin(1, None);
         assert_eq!(p.end(Some(400)), None, "no timestamps, no duration");
+    }
+
+    #[test]
+    fn slot_cache_is_direct_mapped() {
+        let mut c = SlotCache::<u32>::default();
+        c.put(3, 7, 70);
+        assert_eq!(c.get(3, 7), Some(70));
+        assert_eq!(c.get(3, 8), None, "another key in the same way");
+        c.put(3 + SLOT_WAYS, 8, 80);
+        assert_eq!(c.get(3, 7), None, "replaced");
+        assert_eq!(c.get(3, 8), Some(80));
+        c.clear();
+        assert_eq!(c.get(3, 8), None);
+    }
+
+    #[test]
+    fn threads_are_indexed_once() {
+        let mut t = Threads::<u32>::default();
+        let a = t.index(7);
+        let b = t.index(9);
+        assert_ne!(a, b);
+        assert_eq!(t.index(7), a);
+        assert_eq!(t.index(7), a);
+        assert!(t.get_mut(b).is_some());
     }
 
     #[test]

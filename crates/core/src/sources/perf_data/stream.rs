@@ -10,7 +10,7 @@ use super::kvm::{Kind, NONE};
 use super::order::{Order, Stamped};
 use super::records::Record;
 use super::setup::Setup;
-use crate::events::{Event, ProfileBuilder};
+use crate::events::{Event, EventKind, NameId, ProfileBuilder};
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_COMM: u32 = 3;
@@ -96,6 +96,8 @@ impl Comms {
 struct Sink<'s> {
     builder: ProfileBuilder,
     names: &'s [String],
+    /// `names` interned in `builder`, so events of other kinds cost no string work.
+    ids: Vec<NameId>,
     buf: String,
     pids: BTreeSet<u32>,
     last_pid: u32,
@@ -108,7 +110,12 @@ impl Sink<'_> {
             self.last_pid = p.pid;
             self.pids.extend(opt(p.pid));
         }
-        let kind = p.kind.to_event_kind(self.names, &mut self.buf);
+        let kind = match p.kind {
+            Kind::Other { target } if (target as usize) < self.ids.len() => EventKind::Interned {
+                name: self.ids[target as usize],
+            },
+            k => k.to_event_kind(self.names, &mut self.buf),
+        };
         let ev = Event {
             ts_ns: (p.ts != NO_TS).then_some(p.ts),
             tid: opt(p.tid),
@@ -137,12 +144,14 @@ pub struct Stream<'s> {
 }
 
 impl<'s> Stream<'s> {
-    pub fn new(setup: &'s Setup, builder: ProfileBuilder) -> Self {
+    pub fn new(setup: &'s Setup, mut builder: ProfileBuilder) -> Self {
+        let ids = setup.names.iter().map(|n| builder.intern(n)).collect();
         Self {
             setup,
             sink: Sink {
                 builder,
                 names: &setup.names,
+                ids,
                 buf: String::new(),
                 pids: BTreeSet::new(),
                 last_pid: NONE,
@@ -225,8 +234,18 @@ impl<'s> Stream<'s> {
             kind,
         };
         let (sink, comms) = (&mut self.sink, &self.comms);
+        // Only events that pair (begin/end on a thread) need time order; the others are
+        // counted, and their times only widen the window (a min/max), so they skip the buffer.
+        let paired = matches!(
+            p.kind,
+            Kind::Exit { .. }
+                | Kind::Entry { .. }
+                | Kind::Pio { .. }
+                | Kind::Mmio { .. }
+                | Kind::Msr { .. }
+        );
         match s.time {
-            Some(ts) if ts != NO_TS => self.order.push(p, |p| sink.push(p, comms)),
+            Some(ts) if ts != NO_TS && paired => self.order.push(p, |p| sink.push(p, comms)),
             _ => sink.push(p, comms),
         }
     }
