@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::{Edit, apply};
+
 use proptest::prelude::*;
 use virtlens_core::Error;
 use virtlens_core::sources::{self, Format};
@@ -63,91 +65,33 @@ qemu-kvm 1234 [000] 3.000005: kvm:kvm_msr: msr_read 3b = 0x0 (#GP)
 qemu-kvm 1234 [000] 3.0000^C
 ";
 
-/// One edit to a byte string.
-#[derive(Debug, Clone)]
-enum Edit {
-    Flip(usize, u8),
-    Delete(usize, usize),
-    Insert(usize, Vec<u8>),
-    DuplicateLine(usize),
-    Truncate(usize),
-}
-
 fn edit() -> impl Strategy<Value = Edit> {
-    prop_oneof![
-        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
-        (any::<usize>(), 0usize..40).prop_map(|(i, n)| Edit::Delete(i, n)),
-        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..24))
-            .prop_map(|(i, v)| Edit::Insert(i, v)),
-        (
-            any::<usize>(),
-            prop::sample::select(vec![
-                b"kvm:kvm_exit: ".to_vec(),
-                b"kvm_entry: ".to_vec(),
-                b" reason ".to_vec(),
-                b" rip ".to_vec(),
-                b"[001] ".to_vec(),
-                b": ".to_vec(),
-                b"-".to_vec(),
-                b"/".to_vec(),
-                b"%".to_vec(),
-                b"^C".to_vec(),
-                b"\n".to_vec(),
-                b"> ".to_vec(),
-                b" FAILED_VMENTRY".to_vec(),
-                b"|0x8000000".to_vec(),
-                b"CAN'T FIND FIELD ".to_vec(),
-                b"UNKNOWN (".to_vec(),
-                b"Samples: 887K of event 'kvm:kvm_pio'\n".to_vec(),
-                b"Overhead  Trace output\n".to_vec(),
-                b"  99.99%  ".to_vec(),
-                b"18446744073709551615".to_vec(),
-                b"99999999999.9999999999: ".to_vec(),
-                b"(-------) ".to_vec(),
-                b"\t".to_vec(),
-                "\u{a0}".as_bytes().to_vec(),
-            ])
-        )
-            .prop_map(|(i, v)| Edit::Insert(i, v)),
-        any::<usize>().prop_map(Edit::DuplicateLine),
-        any::<usize>().prop_map(Edit::Truncate),
-    ]
-}
-
-fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
-    for e in edits {
-        let len = bytes.len().max(1);
-        match e {
-            Edit::Flip(i, b) => {
-                if let Some(x) = bytes.get_mut(i % len) {
-                    *x ^= b | 1;
-                }
-            }
-            Edit::Delete(i, n) => {
-                let start = (i % len).min(bytes.len());
-                let end = (start + n).min(bytes.len());
-                bytes.drain(start..end);
-            }
-            Edit::Insert(i, v) => {
-                let at = (i % len).min(bytes.len());
-                bytes.splice(at..at, v.iter().copied());
-            }
-            Edit::DuplicateLine(i) => {
-                let text = bytes.clone();
-                let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
-                if !lines.is_empty() {
-                    let line = lines[i % lines.len()];
-                    let at = lines[..i % lines.len()]
-                        .iter()
-                        .map(|l| l.len())
-                        .sum::<usize>();
-                    bytes.splice(at..at, line.iter().copied());
-                }
-            }
-            Edit::Truncate(i) => bytes.truncate(i % len),
-        }
-    }
-    bytes
+    common::edit(vec![
+        b"kvm:kvm_exit: ".to_vec(),
+        b"kvm_entry: ".to_vec(),
+        b" reason ".to_vec(),
+        b" rip ".to_vec(),
+        b"[001] ".to_vec(),
+        b": ".to_vec(),
+        b"-".to_vec(),
+        b"/".to_vec(),
+        b"%".to_vec(),
+        b"^C".to_vec(),
+        b"\n".to_vec(),
+        b"> ".to_vec(),
+        b" FAILED_VMENTRY".to_vec(),
+        b"|0x8000000".to_vec(),
+        b"CAN'T FIND FIELD ".to_vec(),
+        b"UNKNOWN (".to_vec(),
+        b"Samples: 887K of event 'kvm:kvm_pio'\n".to_vec(),
+        b"Overhead  Trace output\n".to_vec(),
+        b"  99.99%  ".to_vec(),
+        b"18446744073709551615".to_vec(),
+        b"99999999999.9999999999: ".to_vec(),
+        b"(-------) ".to_vec(),
+        b"\t".to_vec(),
+        "\u{a0}".as_bytes().to_vec(),
+    ])
 }
 
 fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {

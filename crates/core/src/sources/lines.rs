@@ -89,6 +89,15 @@ pub fn unquote(mut line: &str) -> &str {
     }
 }
 
+/// The line without a `^C` that a terminal echoed in front of it (after leading blanks); the
+/// line itself, indentation kept, when there is none.
+pub fn strip_ctrl_c(line: &str) -> &str {
+    match line.trim_start().strip_prefix("^C") {
+        Some(rest) => rest,
+        None => line,
+    }
+}
+
 /// Drops CSI (`ESC [ … final`) and two-byte escape sequences, as a terminal would not print.
 fn strip_ansi(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

@@ -1,4 +1,8 @@
-//! Shared by the fuzz tests: how many cases a property runs.
+//! Shared by the fuzz tests: how many cases a property runs, and the edits that mutate real
+//! samples into near-misses (flipped and inserted bytes, format tokens in the wrong place,
+//! duplicated lines, truncation).
+
+use proptest::prelude::*;
 
 /// `PROPTEST_CASES` when set (a longer campaign), else `default` (what CI runs every time).
 pub fn cases(default: u32) -> u32 {
@@ -6,4 +10,61 @@ pub fn cases(default: u32) -> u32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// One edit to a byte string.
+#[derive(Debug, Clone)]
+pub enum Edit {
+    Flip(usize, u8),
+    Delete(usize, usize),
+    Insert(usize, Vec<u8>),
+    DuplicateLine(usize),
+    Truncate(usize),
+}
+
+/// Random edits, with `tokens` (pieces of the format under test) as likely insertions.
+pub fn edit(tokens: Vec<Vec<u8>>) -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Edit::Flip(i, b)),
+        (any::<usize>(), 0usize..40).prop_map(|(i, n)| Edit::Delete(i, n)),
+        (any::<usize>(), prop::collection::vec(any::<u8>(), 0..24))
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
+        (any::<usize>(), prop::sample::select(tokens)).prop_map(|(i, v)| Edit::Insert(i, v)),
+        any::<usize>().prop_map(Edit::DuplicateLine),
+        any::<usize>().prop_map(Edit::Truncate),
+    ]
+}
+
+/// `bytes` with every edit applied in turn (positions wrap around the current length).
+pub fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
+    for e in edits {
+        let len = bytes.len().max(1);
+        match e {
+            Edit::Flip(i, b) => {
+                if let Some(x) = bytes.get_mut(i % len) {
+                    *x ^= b | 1;
+                }
+            }
+            Edit::Delete(i, n) => {
+                let start = (i % len).min(bytes.len());
+                let end = (start + n).min(bytes.len());
+                bytes.drain(start..end);
+            }
+            Edit::Insert(i, v) => {
+                let at = (i % len).min(bytes.len());
+                bytes.splice(at..at, v.iter().copied());
+            }
+            Edit::DuplicateLine(i) => {
+                let text = bytes.clone();
+                let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+                if !lines.is_empty() {
+                    let line = lines[i % lines.len()];
+                    let at: usize = lines[..i % lines.len()].iter().map(|l| l.len()).sum();
+                    bytes.splice(at..at, line.iter().copied());
+                }
+            }
+            Edit::Truncate(i) => bytes.truncate(i % len),
+        }
+    }
+    bytes
 }

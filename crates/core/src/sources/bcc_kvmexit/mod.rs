@@ -15,7 +15,7 @@ use std::io::{BufRead, Seek};
 use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
-use crate::sources::lines::{Lines, unquote};
+use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
 use layout::Layout;
 use table::Run;
 
@@ -28,7 +28,7 @@ pub fn looks_like(head: &[u8]) -> bool {
     String::from_utf8_lossy(head)
         .lines()
         .map(unquote)
-        .map(strip_ctrl_c)
+        .map(|l| strip_ctrl_c(l).trim_start())
         .any(|l| layout::header(l).is_some() || layout::display(l).is_some())
 }
 
@@ -40,12 +40,6 @@ pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
         state.line(n, &text);
     }
     state.end()
-}
-
-/// The text after a `^C` that a terminal echoed in front of a line of output.
-fn strip_ctrl_c(line: &str) -> &str {
-    let t = line.trim_start();
-    t.strip_prefix("^C").unwrap_or(t)
 }
 
 struct Reader {
@@ -152,17 +146,11 @@ impl Reader {
         if self.runs.is_empty() {
             let expected = "expected bcc kvmexit output: a `KVM_EXIT_REASON  COUNT` header \
                             (after `PID TID`, `TID` or `TIDS` columns) followed by rows";
-            return Err(match self.first_unrecognised {
-                Some((line, text)) => Error::Parse {
-                    path: self.path,
-                    line,
-                    message: format!("{expected}; found `{text}`"),
-                },
-                None => Error::Input {
-                    path: self.path,
-                    message: format!("no kvmexit rows found ({expected})"),
-                },
-            });
+            return Err(Error::nothing_found(
+                &self.path,
+                self.first_unrecognised,
+                expected,
+            ));
         }
         let several = self.runs.len() > 1;
         let mut used: Vec<String> = Vec::new();

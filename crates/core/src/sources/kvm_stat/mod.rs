@@ -24,7 +24,7 @@ use std::io::{BufRead, Seek};
 use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile, TableKind};
-use crate::sources::lines::{Lines, unquote};
+use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
 use board::Board;
 use build::{Run, RunKind};
 use log::Log;
@@ -80,15 +80,6 @@ pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
         state.line(n, &text);
     }
     state.end()
-}
-
-/// The text after a `^C` that a terminal echoed in front of the first line of output.
-fn strip_ctrl_c(line: &str) -> &str {
-    let t = line.trim_start();
-    match t.strip_prefix("^C") {
-        Some(rest) => rest,
-        None => line,
-    }
 }
 
 /// What a `kvm_stat …` command line says about the output under it.

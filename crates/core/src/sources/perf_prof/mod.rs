@@ -20,7 +20,7 @@ use std::io::{BufRead, Seek};
 use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::profile::{Origin, Profile};
-use crate::sources::lines::{Lines, unquote};
+use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
 use layout::{Header, Instance};
 use table::Acc;
 
@@ -45,12 +45,6 @@ pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
         state.line(n, &text);
     }
     state.end()
-}
-
-/// The text after a `^C` that a terminal echoed in front of a line of output.
-fn strip_ctrl_c(line: &str) -> &str {
-    let t = line.trim_start();
-    t.strip_prefix("^C").unwrap_or(t)
 }
 
 struct Reader {
@@ -155,17 +149,11 @@ impl Reader {
         if self.profile.tables.is_empty() {
             let expected = "expected perf-prof kvm-exit output: an `exit_reason  calls  \
                             total(us) …` header followed by rows";
-            return Err(match self.first_unrecognised {
-                Some((line, text)) => Error::Parse {
-                    path: self.path,
-                    line,
-                    message: format!("{expected}; found `{text}`"),
-                },
-                None => Error::Input {
-                    path: self.path,
-                    message: format!("no kvm-exit table found ({expected})"),
-                },
-            });
+            return Err(Error::nothing_found(
+                &self.path,
+                self.first_unrecognised,
+                expected,
+            ));
         }
         let several = self.profile.tables.len() > 1;
         let mut used: Vec<String> = Vec::new();
