@@ -22,6 +22,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Put several inputs side by side: deltas per key, totals without idle, a verdict
     Compare(CompareArgs),
+    /// Explain a profile: findings ranked by cost, with evidence, cause, fix and expected effect
+    Diagnose(DiagnoseArgs),
     /// Check a VM configuration (libvirt XML, QEMU command line, Proxmox config) for Hyper-V traps
     Lint(LintArgs),
 }
@@ -180,6 +182,61 @@ pub enum PresetArg {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SeverityArg {
     Error,
+    High,
+    Medium,
+    Low,
+    Info,
+}
+
+#[derive(Debug, Args)]
+pub struct DiagnoseArgs {
+    /// Inputs: any file `report` reads (`-` for stdin); two or more are also compared
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The VM's configuration (libvirt XML, QEMU command line, Proxmox config), joined with the exits
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Force the configuration's format instead of detecting it
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub config_format: Option<ConfigFormatArg>,
+    /// The guest OS (default: from the configuration, else inferred from the profile)
+    #[arg(long, value_enum)]
+    pub guest: Option<GuestArg>,
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// The QEMU version the VM runs on (hv-avic needs 6.2)
+    #[arg(long, value_name = "X.Y")]
+    pub qemu_version: Option<String>,
+    /// Exit 1 when a finding is at or above this severity
+    #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
+    pub fail_on: DiagnoseSeverityArg,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+/// The host a profile was captured on, for commands that diagnose it.
+#[derive(Debug, Args)]
+pub struct HostArgs {
+    /// The host CPU vendor (default: from the exit names, VMX → Intel, SVM → AMD)
+    #[arg(long, value_enum)]
+    pub host_vendor: Option<VendorArg>,
+    /// Whether the host has APIC virtualization on (kvm_intel enable_apicv / kvm_amd avic)
+    #[arg(long, value_enum, value_name = "on|off")]
+    pub host_apicv: Option<OnOffArg>,
+    /// The host clocksource (tsc, hpet, …)
+    #[arg(long, value_name = "NAME")]
+    pub host_clocksource: Option<String>,
+    /// The host kernel release (e.g. 5.10.0-21-amd64)
+    #[arg(long, value_name = "RELEASE")]
+    pub host_kernel: Option<String>,
+    /// Read the host facts from this machine (explicit --host-* flags win)
+    #[arg(long, value_enum)]
+    pub host_facts: Option<HostFactsArg>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DiagnoseSeverityArg {
+    Critical,
     High,
     Medium,
     Low,

@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod config;
 pub mod decode;
+pub mod diagnose;
 pub mod error;
 pub mod events;
 pub mod facts;

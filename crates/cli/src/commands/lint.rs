@@ -78,17 +78,33 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
 
 /// Probed facts (with `--host-facts auto`), overridden by the explicit `--host-*` flags.
 fn host_facts(a: &LintArgs) -> HostFacts {
-    let mut h = match a.host_facts {
+    host_facts_from(
+        a.host_facts,
+        a.host_vendor,
+        a.host_apicv,
+        a.host_clocksource.as_deref(),
+    )
+}
+
+/// Host facts from the `--host-*` options every command shares (lint, diagnose): probed with
+/// `--host-facts auto`, then overridden by the explicit flags.
+pub(super) fn host_facts_from(
+    auto: Option<HostFactsArg>,
+    vendor: Option<VendorArg>,
+    apicv: Option<OnOffArg>,
+    clocksource: Option<&str>,
+) -> HostFacts {
+    let mut h = match auto {
         Some(HostFactsArg::Auto) => virtlens_host::facts::probe(),
         None => HostFacts::default(),
     };
-    if let Some(v) = a.host_vendor {
+    if let Some(v) = vendor {
         h.vendor = Some(match v {
             VendorArg::Intel => Vendor::Intel,
             VendorArg::Amd => Vendor::Amd,
         });
     }
-    if let Some(x) = a.host_apicv {
+    if let Some(x) = apicv {
         let on = matches!(x, OnOffArg::On);
         match h.vendor {
             Some(Vendor::Intel) => h.apicv = Some(on),
@@ -99,8 +115,8 @@ fn host_facts(a: &LintArgs) -> HostFacts {
             }
         }
     }
-    if let Some(cs) = &a.host_clocksource {
-        h.clocksource = Some(cs.clone());
+    if let Some(cs) = clocksource {
+        h.clocksource = Some(cs.to_string());
     }
     h
 }

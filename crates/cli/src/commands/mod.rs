@@ -1,6 +1,7 @@
 //! One module per command; each returns the process exit code.
 
 mod compare;
+mod diagnose;
 mod inputs;
 mod lint;
 mod report;
@@ -14,6 +15,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
+        Command::Diagnose(a) => diagnose::run(&a),
         Command::Lint(a) => lint::run(&a),
     }
 }

@@ -1,0 +1,109 @@
+//! `virtlens diagnose FILE… [--config FILE] [--guest …] [--host-…] [--qemu-version X.Y] [--json]
+//! [--fail-on SEVERITY]`: reads every input `report` reads, diagnoses it (joined with the
+//! configuration when given, compared when there are several inputs), prints the answer, and
+//! exits 1 when a finding is at or above `--fail-on` (default high), 2 on bad input.
+//!
+//! [`finish`] takes profiles from any source, so a live capture goes through the same path.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
+use virtlens_core::diagnose::{self, Severity};
+use virtlens_core::profile::Profile;
+use virtlens_core::render;
+
+use super::{inputs, lint};
+use crate::args::{ConfigFormatArg, DiagnoseArgs, DiagnoseSeverityArg, GuestArg};
+use crate::output;
+
+pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
+    let profiles = inputs::profiles(&a.files, &a.input)?;
+    finish(profiles, a)
+}
+
+/// Diagnoses `profiles` (read from files, or captured live) with the options of `a`, prints
+/// the result and returns the exit code.
+pub fn finish(profiles: Vec<Profile>, a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
+    let decoder = inputs::decoder(&a.input)?;
+    let h = &a.host;
+    let mut host = lint::host_facts_from(
+        h.host_facts,
+        h.host_vendor,
+        h.host_apicv,
+        h.host_clocksource.as_deref(),
+    );
+    if let Some(k) = &h.host_kernel {
+        host.kernel = Some(k.clone());
+    }
+    let qemu_version = a
+        .qemu_version
+        .as_deref()
+        .map(|s| {
+            Version::parse(s)
+                .with_context(|| format!("--qemu-version `{s}`: expected X.Y (e.g. 8.2)"))
+        })
+        .transpose()?;
+    let configs = read_config(a, &host)?;
+    let mut d = diagnose::diagnose(
+        &profiles,
+        configs.first(),
+        &decoder,
+        &diagnose::Options {
+            guest: a.guest.map(|g| match g {
+                GuestArg::Windows => GuestFamily::Windows,
+                GuestArg::Linux => GuestFamily::Linux,
+            }),
+            host,
+            qemu_version,
+        },
+    );
+    if configs.len() > 1 {
+        d.notes.push(format!(
+            "the configuration holds {} documents; document 1 was used",
+            configs.len()
+        ));
+    }
+    if a.input.json {
+        output::print(&format!("{}\n", render::json(&d)));
+    } else {
+        output::print(&render::diagnose_text::render(&d, &output::style()));
+    }
+    let at = match a.fail_on {
+        DiagnoseSeverityArg::Critical => Severity::Critical,
+        DiagnoseSeverityArg::High => Severity::High,
+        DiagnoseSeverityArg::Medium => Severity::Medium,
+        DiagnoseSeverityArg::Low => Severity::Low,
+        DiagnoseSeverityArg::Info => Severity::Info,
+    };
+    Ok(if d.fails(at) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn read_config(
+    a: &DiagnoseArgs,
+    host: &virtlens_core::facts::HostFacts,
+) -> anyhow::Result<Vec<VmConfig>> {
+    let Some(path) = &a.config else {
+        return Ok(Vec::new());
+    };
+    let format = a.config_format.map(|f| match f {
+        ConfigFormatArg::Libvirt => Format::Libvirt,
+        ConfigFormatArg::Qemu => Format::Qemu,
+        ConfigFormatArg::Proxmox => Format::Proxmox,
+    });
+    let configs = config::read_path(
+        path,
+        &ReadOptions {
+            format,
+            host_vendor: host.vendor.clone(),
+        },
+    )?;
+    if configs.is_empty() {
+        anyhow::bail!("{}: no VM configuration found", path.display());
+    }
+    Ok(configs)
+}

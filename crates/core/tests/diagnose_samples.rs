@@ -1,0 +1,284 @@
+//! `diagnose` on every real exit sample: each sample whose source states a cause
+//! (testdata/exit-reports/INDEX.md) gets that diagnosis; healthy idle profiles raise nothing
+//! above low; and every diagnosis keeps its contract (ranks, shares that never explain more
+//! than the whole, every field filled, confirm given whenever the evidence is aggregate).
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use virtlens_core::config::GuestFamily;
+use virtlens_core::decode::Decoder;
+use virtlens_core::diagnose::{self, Confidence, Diagnosis, Finding, Options, Severity};
+use virtlens_core::sources;
+
+fn path(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(rel)
+}
+
+/// The first file in `dir` whose name starts with `prefix`.
+fn sample(dir: &str, prefix: &str) -> PathBuf {
+    let d = path(dir);
+    let mut names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    d.join(
+        names
+            .first()
+            .unwrap_or_else(|| panic!("no {dir}/{prefix}*")),
+    )
+}
+
+fn diag(prefix: &str, guest: Option<GuestFamily>) -> Diagnosis {
+    let p = sources::read_path(&sample("exit-reports", prefix), None).unwrap();
+    let d = diagnose::diagnose(
+        &[p],
+        None,
+        &Decoder::builtin(),
+        &Options {
+            guest,
+            ..Options::default()
+        },
+    );
+    contract(&d);
+    d
+}
+
+fn find<'a>(d: &'a Diagnosis, id: &str) -> &'a Finding {
+    d.findings
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no {id} in {:?}", ids(d)))
+}
+
+fn ids(d: &Diagnosis) -> Vec<(usize, String, Severity)> {
+    d.findings
+        .iter()
+        .map(|f| (f.input, f.id.clone(), f.severity))
+        .collect()
+}
+
+/// The first finding of input `n` that explains overhead (idle and config apart).
+fn top(d: &Diagnosis, n: usize) -> &Finding {
+    d.of_input(n)
+        .find(|f| !f.is_idle() && !f.id.starts_with("config."))
+        .unwrap_or_else(|| panic!("input {n} has no finding: {:?}", ids(d)))
+}
+
+/// What every diagnosis must hold.
+pub fn contract(d: &Diagnosis) {
+    assert_eq!(d.schema, "virtlens.diagnose/1");
+    for input in &d.inputs {
+        let n = input.input.number;
+        let fs: Vec<&Finding> = d.of_input(n).collect();
+        for (i, f) in fs.iter().enumerate() {
+            assert_eq!(f.rank, i + 1, "{}: ranks", f.id);
+            assert!(f.id.contains('.'), "{}", f.id);
+            for field in [
+                &f.title,
+                &f.cause,
+                &f.fix.summary,
+                &f.expected_effect,
+                &f.source,
+            ] {
+                assert!(!field.is_empty(), "{}: empty field", f.id);
+            }
+            assert!(
+                !f.severity_reason.is_empty(),
+                "{}: no severity reason",
+                f.id
+            );
+            if !f.id.starts_with("config.") {
+                assert!(!f.evidence.is_empty(), "{}: no evidence", f.id);
+            }
+            if f.confidence != Confidence::Confirmed {
+                assert!(f.confirm.is_some(), "{}: aggregate without confirm", f.id);
+            }
+        }
+        // A row is explained once: the overhead findings never explain more than the whole.
+        let mut by_basis: std::collections::BTreeMap<&str, f64> = Default::default();
+        for s in fs
+            .iter()
+            .filter(|f| !f.is_idle())
+            .filter_map(|f| f.share.as_ref())
+        {
+            *by_basis.entry(s.of.as_str()).or_default() += s.value;
+        }
+        for (of, total) in by_basis {
+            assert!(
+                total <= 1.0 + 1e-9,
+                "input {n}: shares of {of} add up to {total}"
+            );
+        }
+        assert!(!input.headline.is_empty());
+    }
+    let json = serde_json::to_value(d).unwrap();
+    for f in json["findings"].as_array().unwrap() {
+        for key in [
+            "id",
+            "severity",
+            "share",
+            "evidence",
+            "cause",
+            "fix",
+            "expected_effect",
+            "source",
+            "confidence",
+            "confirm",
+        ] {
+            assert!(f.get(key).is_some(), "JSON finding lacks {key}: {f}");
+        }
+    }
+}
+
+fn worst(d: &Diagnosis) -> Severity {
+    d.worst().unwrap_or(Severity::Info)
+}
+
+#[test]
+fn s05_tsc_deadline_rearm() {
+    let d = diag("05-", None);
+    let f = top(&d, 1);
+    assert_eq!(f.id, "msr.tsc-deadline-rearm");
+    assert_eq!(f.confidence, Confidence::Confirmed);
+    assert_eq!(f.evidence[0].key, "0x6e0");
+    assert!(f.share_value() > 0.9);
+    assert!(f.fix.guest.as_deref().unwrap().contains("nohz=off"));
+}
+
+#[test]
+fn s17_hung_sev_es_guest_spins() {
+    let d = diag("17-", None);
+    let f = top(&d, 1);
+    assert_eq!(f.id, "spin.pause");
+    assert!(f.severity >= Severity::High);
+    assert!(f.cause.contains("hung"));
+}
+
+#[test]
+fn s18_kvm_stat_io_exits_legacy_virtio() {
+    let d = diag("18-", None);
+    let f = find(&d, "io.virtio-legacy-pio-notify");
+    assert_eq!(f.evidence[0].key, "io_exits");
+    assert!(f.confirm.as_deref().unwrap().contains("--event=ioport"));
+    assert!(worst(&d) <= Severity::Low, "{:?}", ids(&d));
+}
+
+#[test]
+fn s21_nohz_off_tsc_deadline_signature() {
+    let d = diag("21-", Some(GuestFamily::Linux));
+    let f = top(&d, 1);
+    assert_eq!(f.id, "msr.tsc-deadline-rearm");
+    assert_eq!(f.confidence, Confidence::Likely);
+    assert!(f.severity >= Severity::Medium);
+    find(&d, "idle.hlt");
+    // Without --guest the same reading.
+    assert_eq!(top(&diag("21-", None), 1).id, "msr.tsc-deadline-rearm");
+}
+
+#[test]
+fn s30_sev_snp_npf_storm() {
+    let d = diag("30-", None);
+    let f = top(&d, 1);
+    assert_eq!(f.id, "mmu.fault-storm");
+    assert!(f.severity >= Severity::High);
+    assert!(f.cause.contains("SEV-SNP"));
+}
+
+#[test]
+fn s11_legacy_virtio_pio_notify_0xc090() {
+    let d = diag("11-", None);
+    let f = top(&d, 1);
+    assert_eq!(f.id, "io.virtio-legacy-pio-notify");
+    assert_eq!(f.evidence[0].key, "0xc090");
+    assert_eq!(d.findings.len(), 1, "{:?}", ids(&d));
+}
+
+#[test]
+fn s13_idle_hlt_and_nothing_alarming() {
+    let d = diag("13-", None);
+    let f = find(&d, "idle.hlt");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.share_value() > 0.99);
+    assert!(worst(&d) <= Severity::Low, "{:?}", ids(&d));
+    assert!(d.inputs[0].headline.starts_with("Nothing alarming"));
+}
+
+#[test]
+fn s06_amd_idle_baseline_is_healthy() {
+    let d = diag("06-", None);
+    assert!(worst(&d) <= Severity::Low, "{:?}", ids(&d));
+    assert_eq!(top(&d, 1).id, "irq.external");
+}
+
+#[test]
+fn s09_2012_host_without_apicv() {
+    let d = diag("09-", None);
+    assert_eq!(top(&d, 1).id, "apic.apic-access-mmio");
+    find(&d, "idle.hlt");
+}
+
+#[test]
+fn s34_riscv_unknown_events_were_interrupts() {
+    let d = diag("34-", None);
+    assert_eq!(d.inputs.len(), 2);
+    let f = d
+        .of_input(1)
+        .find(|f| f.id == "unknown.exit-codes")
+        .unwrap();
+    assert_eq!(f.evidence[0].key, "UNKNOWN");
+    assert!(f.cause.contains("interrupt"));
+    assert!(d.comparison.is_some());
+}
+
+#[test]
+fn s24_triple_fault_named() {
+    assert_eq!(top(&diag("24-", None), 1).id, "unknown.triple-fault");
+}
+
+#[test]
+fn s01_bcc_demo_raises_no_alarm() {
+    let d = diag("01-", None);
+    assert!(worst(&d) <= Severity::Low, "{:?}", ids(&d));
+}
+
+#[test]
+fn every_sample_keeps_the_contract() {
+    for dir in ["exit-reports", "seed-kvm-hyperv-traps", "perf-data"] {
+        for e in std::fs::read_dir(path(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "md") {
+                continue;
+            }
+            let Ok(profile) = sources::read_path(&p, None) else {
+                continue;
+            };
+            for guest in [None, Some(GuestFamily::Windows), Some(GuestFamily::Linux)] {
+                let d = diagnose::diagnose(
+                    std::slice::from_ref(&profile),
+                    None,
+                    &Decoder::builtin(),
+                    &Options {
+                        guest,
+                        ..Options::default()
+                    },
+                );
+                contract(&d);
+            }
+        }
+    }
+}
+
+#[test]
+fn perf_data_recordings_are_diagnosed() {
+    let p = sources::read_path(&path("perf-data/pio-guest-50.perf.data"), None).unwrap();
+    let d = diagnose::diagnose(&[p], None, &Decoder::builtin(), &Options::default());
+    contract(&d);
+    assert_eq!(top(&d, 1).id, "io.emulated-port");
+}
