@@ -24,6 +24,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Explain a profile: findings ranked by cost, with evidence, cause, fix and expected effect
     Diagnose(DiagnoseArgs),
+    /// Measure what each kind of VM exit costs on this host (micro-VMs on /dev/kvm)
+    Exitcost(ExitcostArgs),
+    /// Measure exit costs and replay classic traps against their fixes (micro-VMs on /dev/kvm)
+    Lab(LabArgs),
     /// Check a VM configuration (libvirt XML, QEMU command line, Proxmox config) for Hyper-V traps
     Lint(LintArgs),
 }
@@ -241,4 +245,45 @@ pub enum DiagnoseSeverityArg {
     Medium,
     Low,
     Info,
+}
+
+#[derive(Debug, Args)]
+pub struct ExitcostArgs {
+    /// Interleaved runs per test (rounds over all tests)
+    #[arg(long, value_name = "N", default_value_t = 21, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub runs: u64,
+    /// Guest operations per run (default: calibrated so a run takes about 5 ms)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub ops: Option<u64>,
+    /// Only this CPU mode of the guest (default: all four)
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Print JSON (stable, versioned schema) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    /// 16-bit real mode
+    Real,
+    /// 32-bit protected mode, ring 0
+    Prot32,
+    /// 64-bit long mode, ring 0 (a guest kernel)
+    Long64,
+    /// 64-bit long mode, ring 3 (guest user space)
+    User64,
+}
+
+#[derive(Debug, Args)]
+pub struct LabArgs {
+    /// Fewer and shorter runs (a few seconds instead of up to a minute)
+    #[arg(long)]
+    pub quick: bool,
+    /// Do not measure: show the bundled recording (what runs when /dev/kvm is missing)
+    #[arg(long)]
+    pub offline: bool,
+    /// Print JSON (stable, versioned schema) instead of text
+    #[arg(long)]
+    pub json: bool,
 }

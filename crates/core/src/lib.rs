@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod facts;
 pub mod lint;
+pub mod measure;
 pub mod profile;
 pub mod render;
 pub mod sources;

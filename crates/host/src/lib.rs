@@ -5,6 +5,7 @@
 
 pub mod facts;
 pub mod kvm_stats;
+pub mod lab;
 pub mod microvm;
 
 /// Whether this host has a KVM device node.

@@ -2,7 +2,9 @@
 
 mod compare;
 mod diagnose;
+mod exitcost;
 mod inputs;
+mod lab;
 mod lint;
 mod report;
 
@@ -16,6 +18,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
         Command::Diagnose(a) => diagnose::run(&a),
+        Command::Exitcost(a) => exitcost::run(&a),
+        Command::Lab(a) => lab::run(&a),
         Command::Lint(a) => lint::run(&a),
     }
 }

@@ -26,9 +26,16 @@ pub enum Error {
     /// on a PVM host spins in the kernel forever).
     #[error("guest hung: KVM_RUN did not return within {limit:?} (guest rip {rip:#x})")]
     Hung { limit: Duration, rip: u64 },
-    /// The guest took an exception; its stub reported the vector and where it happened.
-    #[error("guest exception #{vector} ({}) at {cs:#06x}:{ip:#06x}", exception_name(*.vector))]
-    GuestException { vector: u8, cs: u16, ip: u16 },
+    /// The guest took an exception; its stub reported the vector and where it happened
+    /// (`cs:ip` from the exception frame, and the error code for vectors that push one).
+    #[error("guest exception #{vector} ({}) at {cs:#06x}:{ip:#x}{}", exception_name(*.vector),
+        error_code.map(|c| format!(" (error code {c:#x})")).unwrap_or_default())]
+    GuestException {
+        vector: u8,
+        cs: u16,
+        ip: u64,
+        error_code: Option<u64>,
+    },
     /// The guest shut down (a triple fault).
     #[error("guest shut down (triple fault) at rip {rip:#x}")]
     Shutdown { rip: u64 },
@@ -42,9 +49,18 @@ pub enum Error {
     /// KVM_EXIT_FAIL_ENTRY: the hardware refused to enter the guest.
     #[error("VM entry failed: hardware reason {reason:#x} on host CPU {cpu}")]
     FailEntry { reason: u64, cpu: u32 },
+    /// This KVM does not offer what the VM was asked to have (a capability, a hypercall).
+    #[error("not offered by this KVM: {0}")]
+    Unsupported(String),
     /// An exit this micro-VM does not handle.
     #[error("unexpected exit {exit} (guest rip {rip:#x})")]
     UnexpectedExit { exit: String, rip: u64 },
+}
+
+impl From<iced_x86::IcedError> for Error {
+    fn from(e: iced_x86::IcedError) -> Self {
+        Error::Assemble(e.to_string())
+    }
 }
 
 impl Error {

@@ -1,8 +1,12 @@
-//! The micro-VM: the seed of the lab (`virtlens lab` / `exitcost`). A [`MicroVm`] is one KVM
-//! VM with one vCPU and a block of RAM at guest-physical 0, running tiny guest programs that
-//! are assembled at run time ([`guest`]), until they halt. Port and MMIO exits are answered in
-//! userspace and counted ([`RunStats`]); every `KVM_RUN` is watched, so a hung guest is an
-//! error ([`Error::Hung`]) after the watchdog time, not a hung tool.
+//! The micro-VM the lab (`virtlens lab` / `exitcost`) is built on. A [`MicroVm`] is one KVM
+//! VM with one vCPU and a block of RAM at guest-physical 0 ([`layout`]), running tiny guest
+//! programs assembled at run time (iced-x86) in real mode, 32-bit protected mode, 64-bit long
+//! mode ring 0 or 64-bit ring 3 ([`Mode`]; the GDT, IDT, TSS with its I/O bitmap and page
+//! tables come from `tables`). Exits are answered by a [`Devices`] model and counted
+//! ([`RunStats`]); guest exceptions become [`Error::GuestException`] naming the vector and the
+//! faulting rip; every `KVM_RUN` is watched, so a hung guest is an error ([`Error::Hung`])
+//! after the watchdog time, not a hung tool. [`VmConfig`] adds an in-kernel irqchip and PIT,
+//! MSR and hypercall exits to userspace; ioeventfds and coalesced MMIO are added per VM.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -21,10 +25,15 @@
 
 mod error;
 pub mod guest;
+pub mod layout;
+mod run;
 #[allow(unsafe_code)]
 mod sys;
+mod tables;
 mod vm;
 mod watchdog;
 
 pub use error::{Error, exception_name};
-pub use vm::{MicroVm, RunStats};
+pub use run::{Access, Devices, RunStats, Zeros};
+pub use virtlens_core::measure::Mode;
+pub use vm::{HC_MAP_GPA_RANGE, MicroVm, VmConfig};

@@ -1,6 +1,7 @@
 //! The unsafe boundary of the micro-VM, kept in one place: the anonymous mapping that backs
 //! guest memory and its registration with KVM, the thread handle and signal the watchdog uses
-//! to interrupt a hung `KVM_RUN`, and the union read behind KVM_EXIT_INTERNAL_ERROR. Every
+//! to interrupt a hung `KVM_RUN`, the union read behind KVM_EXIT_INTERNAL_ERROR, and the
+//! borrow of a KVM object's fd for its binary statistics. Every
 //! `unsafe` block carries its SAFETY argument; nothing outside this file needs `unsafe`.
 
 use std::io;
@@ -136,4 +137,11 @@ pub fn internal_error(run: &kvm_run) -> (u32, Vec<u64>) {
     let internal = unsafe { run.__bindgen_anon_1.internal };
     let n = (internal.ndata as usize).min(internal.data.len());
     (internal.suberror, internal.data[..n].to_vec())
+}
+
+/// The fd of a KVM object (VM or vCPU), borrowed for as long as the object.
+pub fn borrow_fd<T: std::os::fd::AsRawFd>(owner: &T) -> std::os::fd::BorrowedFd<'_> {
+    // SAFETY: `owner` owns the open fd and cannot close it while it is borrowed here: the
+    // returned borrow lives no longer than `&owner`.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(owner.as_raw_fd()) }
 }

@@ -1,33 +1,47 @@
-//! [`MicroVm`]: one VM with one vCPU and a block of RAM at guest-physical 0, a real-mode
-//! program loader, and a run loop that handles port and MMIO exits in userspace until the
-//! guest halts, with the watchdog on every `KVM_RUN`.
+//! [`MicroVm`]: one VM with one vCPU and a block of RAM at guest-physical 0, optionally an
+//! in-kernel irqchip and PIT, MSR exits to userspace, hypercall exits, ioeventfds and a
+//! coalesced-MMIO zone ([`VmConfig`] and the `add_*` methods); a loader that sets the vCPU up
+//! in any [`Mode`] (tables from `tables`, memory map in `layout`); and accessors for its fds
+//! and binary statistics. The run loop is in `run`.
 
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::io;
 
-use kvm_bindings::KVM_MAX_CPUID_ENTRIES;
-use kvm_ioctls::{Kvm, VcpuExit, VcpuFd, VmFd};
+use kvm_bindings::{KVM_MAX_CPUID_ENTRIES, kvm_enable_cap, kvm_pit_config, kvm_regs, kvm_sregs};
+use kvm_ioctls::{Cap, IoEventAddress, Kvm, NoDatamatch, VcpuFd, VmFd};
+use virtlens_core::measure::Mode;
+use vmm_sys_util::eventfd::EventFd;
 
 use super::error::Error;
-use super::guest::{self, CODE_ADDR, EXCEPTION_PORT, MIN_MEMORY, STACK_TOP};
+use super::layout::{CODE_ADDR, CODE_MAX, STACK_TOP, USER_STACK_TOP};
 use super::sys::{self, GuestMemory};
-use super::watchdog::{StopOnDrop, Watchdog};
+use super::tables;
+use crate::kvm_stats::StatsFd;
 
-/// What one [`MicroVm::run`] saw.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunStats {
-    /// KVM_EXIT_IO exits (port reads and writes handled here).
-    pub pio_exits: u64,
-    /// KVM_EXIT_MMIO exits.
-    pub mmio_exits: u64,
-    /// Whether the run ended with the guest's HLT (KVM_EXIT_HLT).
-    pub hlt: bool,
-    /// `KVM_RUN` calls made (exits plus interrupted runs that were resumed).
-    pub kvm_runs: u64,
-    /// Port accesses by port number.
-    pub ports: BTreeMap<u16, u64>,
-    /// Wall time of the run.
-    pub elapsed: Duration,
+/// `KVM_CAP_X86_USER_SPACE_MSR`.
+const CAP_USER_SPACE_MSR: u32 = 188;
+/// `KVM_CAP_EXIT_HYPERCALL`.
+const CAP_EXIT_HYPERCALL: u32 = 201;
+/// `KVM_MSR_EXIT_REASON_INVAL | _UNKNOWN | _FILTER`: every MSR KVM would refuse goes to us.
+const MSR_EXIT_REASONS: u64 = 0x7;
+/// `KVM_HC_MAP_GPA_RANGE`, the one hypercall KVM can send to userspace.
+pub const HC_MAP_GPA_RANGE: u64 = 12;
+/// Where KVM may put the real-mode TSS it needs on VMX without unrestricted guest (above RAM
+/// and the lab's MMIO, below the LAPIC).
+const TSS_ADDR_VMX: usize = 0xfffb_d000;
+
+/// What a [`MicroVm`] is made with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VmConfig {
+    /// Guest RAM in bytes (rounded up to pages, at least 64 KiB).
+    pub mem_bytes: usize,
+    /// KVM_CREATE_IRQCHIP: in-kernel PIC, IOAPIC and LAPIC.
+    pub irqchip: bool,
+    /// KVM_CREATE_PIT2 (implies `irqchip`).
+    pub pit: bool,
+    /// KVM_CAP_X86_USER_SPACE_MSR: MSRs KVM does not handle exit to userspace.
+    pub user_space_msr: bool,
+    /// KVM_CAP_EXIT_HYPERCALL for KVM_HC_MAP_GPA_RANGE.
+    pub exit_hypercall: bool,
 }
 
 /// A minimal VM: guest RAM at GPA 0, one vCPU. See the module doc of `microvm`.
@@ -36,29 +50,64 @@ pub struct RunStats {
 /// unmapped.
 #[derive(Debug)]
 pub struct MicroVm {
-    vcpu: VcpuFd,
+    pub(super) vcpu: VcpuFd,
     vm: VmFd,
+    eventfds: Vec<EventFd>,
     mem: GuestMemory,
-}
-
-/// What an exit asks of the run loop, taken out of the exit so the vCPU can be used again.
-enum Step {
-    Continue,
-    Halt,
-    Exception(u8),
-    Interrupted,
-    Fail(Error),
-    Unexpected(String),
-    Internal,
+    pub(super) mode: Mode,
+    pub(super) coalesced_ring: bool,
+    initial: Option<(kvm_regs, kvm_sregs)>,
 }
 
 impl MicroVm {
-    /// A VM with `mem_bytes` of RAM (rounded up to whole pages, at least 64 KiB) and one vCPU
-    /// whose CPUID is what KVM supports.
+    /// A VM with `mem_bytes` of RAM and one vCPU whose CPUID is what KVM supports.
     pub fn new(mem_bytes: usize) -> Result<MicroVm, Error> {
-        let len = mem_bytes.max(MIN_MEMORY).next_multiple_of(4096);
+        Self::with_config(&VmConfig {
+            mem_bytes,
+            ..VmConfig::default()
+        })
+    }
+
+    /// A VM made as `config` says.
+    pub fn with_config(config: &VmConfig) -> Result<MicroVm, Error> {
+        let len = config
+            .mem_bytes
+            .max(super::guest::MIN_MEMORY)
+            .next_multiple_of(4096);
         let kvm = Kvm::new().map_err(Error::kvm("opening /dev/kvm"))?;
         let vm = kvm.create_vm().map_err(Error::kvm("KVM_CREATE_VM"))?;
+        // Only VMX without unrestricted guest needs it; other backends may refuse it harmlessly.
+        let _ = vm.set_tss_address(TSS_ADDR_VMX);
+        if config.irqchip || config.pit {
+            vm.create_irq_chip()
+                .map_err(Error::kvm("KVM_CREATE_IRQCHIP"))?;
+        }
+        if config.pit {
+            vm.create_pit2(kvm_pit_config::default())
+                .map_err(Error::kvm("KVM_CREATE_PIT2"))?;
+        }
+        if config.user_space_msr {
+            enable(
+                &vm,
+                CAP_USER_SPACE_MSR,
+                MSR_EXIT_REASONS,
+                "KVM_CAP_X86_USER_SPACE_MSR",
+            )?;
+        }
+        if config.exit_hypercall {
+            let offered = vm.check_extension_raw(libc::c_ulong::from(CAP_EXIT_HYPERCALL));
+            if offered < 0 || offered as u64 & (1 << HC_MAP_GPA_RANGE) == 0 {
+                return Err(Error::Unsupported(
+                    "KVM_CAP_EXIT_HYPERCALL for KVM_HC_MAP_GPA_RANGE".into(),
+                ));
+            }
+            enable(
+                &vm,
+                CAP_EXIT_HYPERCALL,
+                1 << HC_MAP_GPA_RANGE,
+                "KVM_CAP_EXIT_HYPERCALL",
+            )?;
+        }
         let mem = GuestMemory::new(len)
             .map_err(|e| Error::Memory(format!("mmap of {len} bytes: {e}")))?;
         mem.register(&vm, 0, 0)
@@ -69,12 +118,40 @@ impl MicroVm {
             .map_err(Error::kvm("KVM_GET_SUPPORTED_CPUID"))?;
         vcpu.set_cpuid2(&cpuid)
             .map_err(Error::kvm("KVM_SET_CPUID2"))?;
-        Ok(MicroVm { vcpu, vm, mem })
+        Ok(MicroVm {
+            vcpu,
+            vm,
+            eventfds: Vec::new(),
+            mem,
+            mode: Mode::Real,
+            coalesced_ring: false,
+            initial: None,
+        })
     }
 
-    /// The VM fd, for set-ups this type does not wrap (ioeventfd, irqchip, coalesced MMIO).
+    /// The VM fd, for set-ups this type does not wrap.
     pub fn vm_fd(&self) -> &VmFd {
         &self.vm
+    }
+
+    /// The vCPU fd.
+    pub fn vcpu_fd(&self) -> &VcpuFd {
+        &self.vcpu
+    }
+
+    /// The binary statistics of the VM (a new fd; it keeps the VM alive until dropped).
+    pub fn vm_stats(&self) -> io::Result<StatsFd> {
+        StatsFd::open(sys::borrow_fd(&self.vm))
+    }
+
+    /// The binary statistics of the vCPU.
+    pub fn vcpu_stats(&self) -> io::Result<StatsFd> {
+        StatsFd::open(sys::borrow_fd(&self.vcpu))
+    }
+
+    /// The mode of the loaded program.
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// The guest's RAM size in bytes.
@@ -105,285 +182,112 @@ impl MicroVm {
         self.mem.as_slice().get(start..start.checked_add(len)?)
     }
 
-    /// Loads a 16-bit real-mode program at [`CODE_ADDR`] with exception stubs for every
-    /// vector, and points the vCPU at it (cs = 0, ip = CODE_ADDR, sp = STACK_TOP).
+    /// Loads a 16-bit real-mode program (see [`MicroVm::load`]).
     pub fn load_real_mode(&mut self, code: &[u8]) -> Result<(), Error> {
-        for (gpa, bytes) in guest::exception_handlers()? {
+        self.load(Mode::Real, code)
+    }
+
+    /// Loads `code` (assembled for `mode` at [`CODE_ADDR`]) with the tables and exception
+    /// stubs of `mode`, and points the vCPU at it: general registers zero, rflags 2 (no
+    /// interrupts, IOPL 0), the stack at [`STACK_TOP`] ([`USER_STACK_TOP`] in ring 3).
+    pub fn load(&mut self, mode: Mode, code: &[u8]) -> Result<(), Error> {
+        if code.len() > CODE_MAX {
+            return Err(Error::Memory(format!(
+                "a {}-byte program is larger than the {CODE_MAX}-byte code area",
+                code.len()
+            )));
+        }
+        for (gpa, bytes) in tables::pieces(mode)? {
             self.write_mem(gpa, &bytes)?;
         }
         self.write_mem(CODE_ADDR, code)?;
         let mut sregs = self.vcpu.get_sregs().map_err(Error::kvm("KVM_GET_SREGS"))?;
-        for seg in [
-            &mut sregs.cs,
-            &mut sregs.ds,
-            &mut sregs.es,
-            &mut sregs.fs,
-            &mut sregs.gs,
-            &mut sregs.ss,
-        ] {
-            seg.base = 0;
-            seg.selector = 0;
-        }
+        tables::set_sregs(&mut sregs, mode);
+        let regs = kvm_regs {
+            rip: CODE_ADDR,
+            rsp: if mode.is_user() {
+                USER_STACK_TOP
+            } else {
+                STACK_TOP
+            },
+            rflags: 2,
+            ..kvm_regs::default()
+        };
+        self.mode = mode;
+        self.initial = Some((regs, sregs));
+        self.restart()
+    }
+
+    /// Points the vCPU at the start of the loaded program again, with the registers `load`
+    /// gave it, so the same program can run many times in one VM.
+    pub fn restart(&mut self) -> Result<(), Error> {
+        self.restart_with(|_| {})
+    }
+
+    /// [`MicroVm::restart`], with `edit` changing the initial general registers first (e.g. a
+    /// loop count in rdi).
+    pub fn restart_with(&mut self, edit: impl FnOnce(&mut kvm_regs)) -> Result<(), Error> {
+        let Some((regs, sregs)) = &self.initial else {
+            return Err(Error::Memory("no program loaded".into()));
+        };
+        let mut regs = *regs;
+        edit(&mut regs);
         self.vcpu
-            .set_sregs(&sregs)
+            .set_sregs(sregs)
             .map_err(Error::kvm("KVM_SET_SREGS"))?;
-        let mut regs = self.vcpu.get_regs().map_err(Error::kvm("KVM_GET_REGS"))?;
-        regs.rip = CODE_ADDR;
-        regs.rsp = STACK_TOP;
-        regs.rflags = 2;
         self.vcpu
             .set_regs(&regs)
-            .map_err(Error::kvm("KVM_SET_REGS"))?;
+            .map_err(Error::kvm("KVM_SET_REGS"))
+    }
+
+    /// Registers an ioeventfd (any length, any value) at `addr`; returns its index for
+    /// [`MicroVm::ioeventfd_count`].
+    pub fn add_ioeventfd(&mut self, addr: IoEventAddress) -> Result<usize, Error> {
+        let fd =
+            EventFd::new(libc::EFD_NONBLOCK).map_err(|e| Error::Memory(format!("eventfd: {e}")))?;
+        self.vm
+            .register_ioevent(&fd, &addr, NoDatamatch)
+            .map_err(Error::kvm("KVM_IOEVENTFD"))?;
+        self.eventfds.push(fd);
+        Ok(self.eventfds.len() - 1)
+    }
+
+    /// How many times ioeventfd `index` was signalled since the last call (0 if none).
+    pub fn ioeventfd_count(&self, index: usize) -> u64 {
+        self.eventfds
+            .get(index)
+            .and_then(|fd| fd.read().ok())
+            .unwrap_or(0)
+    }
+
+    /// Makes `gpa..gpa + size` a coalesced-MMIO zone and maps the vCPU's ring, which the run
+    /// loop drains after every exit.
+    pub fn add_coalesced_mmio(&mut self, gpa: u64, size: u32) -> Result<(), Error> {
+        if !self.vm.check_extension(Cap::CoalescedMmio) {
+            return Err(Error::Unsupported("KVM_CAP_COALESCED_MMIO".into()));
+        }
+        self.vm
+            .register_coalesced_mmio(IoEventAddress::Mmio(gpa), size)
+            .map_err(Error::kvm("KVM_REGISTER_COALESCED_MMIO"))?;
+        self.vcpu
+            .map_coalesced_mmio_ring()
+            .map_err(Error::kvm("mmap of the coalesced MMIO ring"))?;
+        self.coalesced_ring = true;
         Ok(())
     }
-
-    /// Runs the guest until it halts, answering port and MMIO exits (reads return zeros).
-    /// Every `KVM_RUN` must return within `watchdog`, else the run fails with
-    /// [`Error::Hung`]. Uses a helper thread, joined before returning.
-    pub fn run(&mut self, watchdog: Duration) -> Result<RunStats, Error> {
-        let signal = sys::kick_signal().map_err(Error::Watchdog)?;
-        let dog = Watchdog::for_current_thread(watchdog, signal);
-        std::thread::scope(|scope| {
-            let thread = std::thread::Builder::new()
-                .name("kvm-watchdog".into())
-                .spawn_scoped(scope, || dog.watch())
-                .map_err(|e| Error::Watchdog(format!("spawning the watchdog thread: {e}")))?;
-            let _stop = StopOnDrop {
-                watchdog: &dog,
-                thread: thread.thread().clone(),
-            };
-            self.run_loop(&dog)
-        })
-    }
-
-    fn run_loop(&mut self, dog: &Watchdog) -> Result<RunStats, Error> {
-        let start = Instant::now();
-        let mut stats = RunStats::default();
-        loop {
-            let token = dog.arm();
-            let result = self.vcpu.run();
-            dog.disarm();
-            stats.kvm_runs += 1;
-            let step = match result {
-                Ok(exit) => handle(exit, &mut stats),
-                Err(e) if e.errno() == libc::EINTR => Step::Interrupted,
-                Err(e) => Step::Fail(Error::Kvm {
-                    op: "KVM_RUN",
-                    source: e,
-                }),
-            };
-            match step {
-                Step::Continue => {}
-                Step::Halt => {
-                    stats.hlt = true;
-                    stats.elapsed = start.elapsed();
-                    return Ok(stats);
-                }
-                Step::Interrupted if dog.fired_for(token) => {
-                    return Err(Error::Hung {
-                        limit: dog.limit(),
-                        rip: self.rip(),
-                    });
-                }
-                Step::Interrupted => {} // another signal: resume
-                Step::Exception(vector) => {
-                    if guest::in_stubs(self.rip()) {
-                        return Err(self.exception(vector));
-                    }
-                    // The program itself wrote to the stubs' port: an ordinary port write.
-                    stats.pio_exits += 1;
-                    *stats.ports.entry(EXCEPTION_PORT).or_default() += 1;
-                }
-                Step::Fail(Error::Shutdown { .. }) => {
-                    return Err(Error::Shutdown { rip: self.rip() });
-                }
-                Step::Fail(e) => return Err(e),
-                Step::Internal => {
-                    let (suberror, data) = sys::internal_error(self.vcpu.get_kvm_run());
-                    return Err(Error::Internal {
-                        suberror,
-                        data,
-                        rip: self.rip(),
-                    });
-                }
-                Step::Unexpected(exit) => {
-                    return Err(Error::UnexpectedExit {
-                        exit,
-                        rip: self.rip(),
-                    });
-                }
-            }
-        }
-    }
-
-    fn rip(&self) -> u64 {
-        self.vcpu.get_regs().map_or(0, |r| r.rip)
-    }
-
-    /// The error for an exception stub's report: the faulting cs:ip is on the guest stack.
-    fn exception(&self, vector: u8) -> Error {
-        let frame = self
-            .vcpu
-            .get_regs()
-            .ok()
-            .zip(self.vcpu.get_sregs().ok())
-            .and_then(|(r, s)| {
-                let sp = s.ss.base.wrapping_add(r.rsp & 0xffff);
-                let b = self.read_mem(sp, 4)?;
-                Some((
-                    u16::from_le_bytes([b[2], b[3]]),
-                    u16::from_le_bytes([b[0], b[1]]),
-                ))
-            });
-        let (cs, ip) = frame.unwrap_or((0, 0));
-        Error::GuestException { vector, cs, ip }
-    }
 }
 
-fn handle(exit: VcpuExit<'_>, stats: &mut RunStats) -> Step {
-    match exit {
-        VcpuExit::IoOut(port, data) => {
-            if port == EXCEPTION_PORT && data.len() == 1 {
-                // A stub's report, if rip is in the stubs (checked by the run loop).
-                return Step::Exception(data[0]);
-            }
-            stats.pio_exits += 1;
-            *stats.ports.entry(port).or_default() += 1;
-            Step::Continue
-        }
-        VcpuExit::IoIn(port, data) => {
-            data.fill(0);
-            stats.pio_exits += 1;
-            *stats.ports.entry(port).or_default() += 1;
-            Step::Continue
-        }
-        VcpuExit::MmioRead(_, data) => {
-            data.fill(0);
-            stats.mmio_exits += 1;
-            Step::Continue
-        }
-        VcpuExit::MmioWrite(..) => {
-            stats.mmio_exits += 1;
-            Step::Continue
-        }
-        VcpuExit::Hlt => Step::Halt,
-        VcpuExit::Intr => Step::Interrupted,
-        VcpuExit::Shutdown => Step::Fail(Error::Shutdown { rip: 0 }),
-        VcpuExit::FailEntry(reason, cpu) => Step::Fail(Error::FailEntry { reason, cpu }),
-        VcpuExit::InternalError => Step::Internal,
-        other => Step::Unexpected(format!("{other:?}")),
+fn enable(vm: &VmFd, cap: u32, arg: u64, name: &str) -> Result<(), Error> {
+    if vm.check_extension_raw(libc::c_ulong::from(cap)) <= 0 {
+        return Err(Error::Unsupported(name.to_string()));
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use iced_x86::code_asm::CodeAssembler;
-
-    /// Serialises the tests that make VMs, so the fd and thread checks see only their own.
-    static KVM_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-    fn kvm_usable() -> bool {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/kvm")
-            .is_ok()
-    }
-
-    /// Open fds that are KVM objects (/dev/kvm, VMs, vCPUs) in this process.
-    fn kvm_fds() -> usize {
-        std::fs::read_dir("/proc/self/fd")
-            .map(|d| {
-                d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                    .filter(|t| t.to_string_lossy().contains("kvm"))
-                    .count()
-            })
-            .unwrap_or(0)
-    }
-
-    fn watchdog_threads() -> usize {
-        std::fs::read_dir("/proc/self/task")
-            .map(|d| {
-                d.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
-                    .filter(|c| c.trim() == "kvm-watchdog")
-                    .count()
-            })
-            .unwrap_or(0)
-    }
-
-    fn program(
-        build: impl FnOnce(&mut CodeAssembler) -> Result<(), iced_x86::IcedError>,
-    ) -> Vec<u8> {
-        let mut a = CodeAssembler::new(16).unwrap();
-        build(&mut a).unwrap();
-        a.assemble(CODE_ADDR).unwrap()
-    }
-
-    #[test]
-    fn runs_counts_reports_faults_and_hangs_and_cleans_up() {
-        let _serial = KVM_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-        if !kvm_usable() {
-            eprintln!("SKIP: /dev/kvm is not usable here");
-            return;
-        }
-        let fds_before = kvm_fds();
-
-        let mut vm = MicroVm::new(1 << 16).unwrap();
-        vm.load_real_mode(&guest::pio_loop(0x80, 250).unwrap())
-            .unwrap();
-        let stats = vm.run(Duration::from_secs(10)).unwrap();
-        assert_eq!(
-            (stats.pio_exits, stats.mmio_exits, stats.hlt),
-            (250, 0, true)
-        );
-        assert_eq!(stats.ports.get(&0x80), Some(&250));
-        assert_eq!(stats.kvm_runs, 251);
-        drop(vm);
-
-        let mut vm = MicroVm::new(1 << 16).unwrap();
-        vm.load_real_mode(&program(|a| a.ud2())).unwrap();
-        let err = vm.run(Duration::from_secs(10)).unwrap_err();
-        assert!(
-            matches!(err, Error::GuestException { vector: 6, cs: 0, ip } if u64::from(ip) == CODE_ADDR),
-            "{err}"
-        );
-        drop(vm);
-
-        // A VMCALL at CPL0 spins in the kernel on PVM; elsewhere it may exit or fault. Either
-        // way the run must end, and a hang must be reported within the watchdog time.
-        let mut vm = MicroVm::new(1 << 16).unwrap();
-        vm.load_real_mode(&program(|a| a.vmcall())).unwrap();
-        let t = Instant::now();
-        let result = vm.run(Duration::from_millis(300));
-        let took = t.elapsed();
-        if std::path::Path::new("/sys/module/kvm_pvm").exists() {
-            assert!(matches!(result, Err(Error::Hung { .. })), "{result:?}");
-        }
-        if let Err(Error::Hung { limit, .. }) = &result {
-            assert_eq!(*limit, Duration::from_millis(300));
-            assert!(
-                took >= *limit && took < Duration::from_secs(2),
-                "took {took:?}"
-            );
-        }
-        drop(vm);
-
-        assert_eq!(kvm_fds(), fds_before, "KVM fds leaked");
-        assert_eq!(watchdog_threads(), 0, "watchdog thread leaked");
-    }
-
-    #[test]
-    fn loads_that_do_not_fit_are_errors() {
-        let _serial = KVM_TESTS.lock().unwrap_or_else(|e| e.into_inner());
-        if !kvm_usable() {
-            eprintln!("SKIP: /dev/kvm is not usable here");
-            return;
-        }
-        let mut vm = MicroVm::new(0).unwrap();
-        assert_eq!(vm.mem_bytes(), MIN_MEMORY);
-        let big = vec![0u8; MIN_MEMORY];
-        assert!(matches!(vm.load_real_mode(&big), Err(Error::Memory(_))));
-        assert!(vm.write_mem(u64::MAX, &[1]).is_err());
-    }
+    let mut c = kvm_enable_cap {
+        cap,
+        ..kvm_enable_cap::default()
+    };
+    c.args[0] = arg;
+    vm.enable_cap(&c).map_err(|source| Error::Kvm {
+        op: "KVM_ENABLE_CAP",
+        source,
+    })
 }

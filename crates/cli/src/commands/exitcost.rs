@@ -1,0 +1,39 @@
+//! `virtlens exitcost [--json] [--runs N] [--ops N] [--mode M]`: what each kind of VM exit
+//! costs on this host, measured with micro-VMs on /dev/kvm.
+
+use std::process::ExitCode;
+
+use virtlens_core::measure::Mode;
+use virtlens_core::render::{self, lab_text};
+use virtlens_host::lab;
+
+use super::lab::with_progress;
+use crate::args::{ExitcostArgs, ModeArg};
+use crate::output;
+
+pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
+    if let Err(e) = lab::kvm_usable() {
+        anyhow::bail!(
+            "virtlens exitcost measures with micro-VMs and needs /dev/kvm ({e}); \
+             `virtlens lab --offline` shows a recorded result"
+        );
+    }
+    let mut opts = lab::Options::exitcost();
+    opts.rounds = usize::try_from(a.runs).unwrap_or(usize::MAX);
+    opts.ops = a.ops;
+    if let Some(m) = a.mode {
+        opts.modes = vec![match m {
+            ModeArg::Real => Mode::Real,
+            ModeArg::Prot32 => Mode::Prot32,
+            ModeArg::Long64 => Mode::Long64,
+            ModeArg::User64 => Mode::User64,
+        }];
+    }
+    let report = with_progress(|tick| lab::run_exitcost(&opts, tick));
+    if a.json {
+        output::print(&format!("{}\n", render::json(&report)));
+    } else {
+        output::print(&lab_text::exitcost(&report, &output::style()));
+    }
+    Ok(ExitCode::SUCCESS)
+}

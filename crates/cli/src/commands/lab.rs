@@ -1,0 +1,73 @@
+//! `virtlens lab [--json] [--quick] [--offline]`: the exit costs and the trap scenarios,
+//! measured with micro-VMs on /dev/kvm, with a progress bar on a terminal. Without a usable
+//! /dev/kvm (or with `--offline`) it renders the bundled recording, labelled as one.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use virtlens_core::measure::LabReport;
+use virtlens_core::render::{self, lab_text};
+use virtlens_host::lab::{self, Tick};
+
+use crate::args::LabArgs;
+use crate::output;
+
+/// A lab result virtlens recorded on a development machine (PVM backend), shown offline.
+const RECORDING: &str = include_str!("../../../../testdata/lab/pvm-dev-machine.json");
+
+pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    let why = if a.offline {
+        Some("--offline was given".to_string())
+    } else {
+        lab::kvm_usable()
+            .err()
+            .map(|e| format!("cannot measure here ({e})"))
+    };
+    if let Some(why) = why {
+        return offline(&why, a.json);
+    }
+    let opts = lab::Options::lab(a.quick);
+    let report = with_progress(|tick| lab::run_lab(&opts, tick));
+    if a.json {
+        output::print(&format!("{}\n", render::json(&report)));
+    } else {
+        output::print(&lab_text::lab(&report, &output::style()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn offline(why: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let report: LabReport = serde_json::from_str(RECORDING)
+        .map_err(|e| anyhow::anyhow!("the bundled lab recording is unreadable: {e}"))?;
+    if json {
+        eprintln!("virtlens lab: {why}; printing the bundled recording");
+        output::print(&format!("{}\n", render::json(&report)));
+    } else {
+        let style = output::style();
+        let mut text = lab_text::recording_banner(&report, why, &style);
+        text.push_str(&lab_text::lab(&report, &style));
+        output::print(&text);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `work` with a progress bar on stderr when it is a terminal, and none otherwise.
+pub(super) fn with_progress<T>(work: impl FnOnce(&mut dyn FnMut(Tick<'_>)) -> T) -> T {
+    if !std::io::stderr().is_terminal() {
+        return work(&mut |_| {});
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+    {
+        bar.set_style(style);
+    }
+    let result = work(&mut |t: Tick<'_>| {
+        bar.set_length(t.total);
+        bar.set_position(t.done);
+        bar.set_message(t.label.to_string());
+    });
+    bar.finish_and_clear();
+    result
+}

@@ -1,0 +1,19 @@
+//! Lab measurements (`virtlens exitcost` / `virtlens lab`): the result types the micro-VM lab in
+//! virtlens-host fills, the statistics over interleaved runs ([`summary`]), the headline numbers
+//! of a lab run ([`headline`]) and the date of a recording ([`date`]). Pure: no I/O, no unsafe.
+//! Every result carries its [`BackendLabel`], so numbers from an emulating backend are never
+//! shown as hardware exit costs.
+
+pub mod date;
+pub mod headline;
+mod mode;
+mod report;
+pub mod summary;
+
+pub use headline::{ClockLine, Headline, PortLine, ScenarioLine, headline};
+pub use mode::Mode;
+pub use report::{
+    BackendLabel, EXITCOST_SCHEMA, ExitCostReport, LAB_SCHEMA, LabReport, Recording,
+    ScenarioResult, Status, TestResult, VariantResult,
+};
+pub use summary::Summary;

@@ -1,0 +1,432 @@
+//! The text form of `virtlens exitcost` and `virtlens lab`: a header naming the backend with
+//! its caveat in words (numbers from an emulating backend are not hardware exit costs), the
+//! headline sentences, the exit-cost table per mode and the scenario table. For the offline
+//! demo, a banner says the numbers are a recording (date, host, backend), not a measurement
+//! of this host.
+
+use comfy_table::{CellAlignment, Table as Grid, presets};
+
+use super::Style;
+use super::format::duration;
+use crate::measure::{
+    BackendLabel, ExitCostReport, LabReport, Mode, Recording, ScenarioResult, Status, TestResult,
+    VariantResult,
+};
+
+/// Renders an exit-cost report.
+pub fn exitcost(r: &ExitCostReport, style: &Style) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        "virtlens exitcost",
+        &r.backend,
+        r.cpu.as_deref(),
+        r.kernel.as_deref(),
+        &r.recorded,
+        style,
+    );
+    tests(&mut out, &r.tests, &r.recorded, style);
+    out
+}
+
+/// Renders a lab report.
+pub fn lab(r: &LabReport, style: &Style) -> String {
+    let mut out = String::new();
+    header(
+        &mut out,
+        "virtlens lab",
+        &r.backend,
+        r.cpu.as_deref(),
+        r.kernel.as_deref(),
+        &r.recorded,
+        style,
+    );
+    summary(&mut out, r, style);
+    tests(&mut out, &r.tests, &r.recorded, style);
+    scenarios(&mut out, &r.scenarios, style);
+    out
+}
+
+/// The banner of the offline demo: why nothing was measured, and whose numbers follow.
+pub fn recording_banner(r: &LabReport, why: &str, style: &Style) -> String {
+    let lines = [
+        format!("{why}: showing the offline demo."),
+        format!(
+            "RECORDED, not measured here: virtlens {} recorded this on {} on {} (backend {}).",
+            r.recorded.virtlens,
+            r.recorded.host.as_deref().unwrap_or("an unnamed host"),
+            r.recorded.date,
+            r.backend.name
+        ),
+        "These numbers describe that machine, not this one. Run on a host with /dev/kvm to measure.".into(),
+    ];
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&Style::paint(style.note, &l));
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+fn mode_kind(backend: &BackendLabel, mode: Mode) -> &'static str {
+    let emulated = if mode.is_user() {
+        backend.ring3_emulations_per_insn.map(|r| r > 0.5)
+    } else {
+        backend.ring0_emulated
+    };
+    match emulated {
+        Some(true) => "emulated here",
+        Some(false) if !backend.hardware && mode.is_user() => "native here, traps nested",
+        Some(false) => "native",
+        None => "not measured",
+    }
+}
+
+fn header(
+    out: &mut String,
+    title: &str,
+    b: &BackendLabel,
+    cpu: Option<&str>,
+    kernel: Option<&str>,
+    rec: &Recording,
+    style: &Style,
+) {
+    let title = format!(
+        "{title} · backend {} · {} · kernel {}",
+        b.name,
+        cpu.unwrap_or("unknown CPU"),
+        kernel.unwrap_or("unknown")
+    );
+    out.push_str(&Style::paint(style.title, &title));
+    out.push('\n');
+    out.push_str(&format!(
+        "measured {} on {} · {} interleaved runs per test{} · {:.1} s\n",
+        rec.date,
+        rec.host.as_deref().unwrap_or("this host"),
+        rec.rounds,
+        if rec.quick { " (--quick)" } else { "" },
+        rec.wall_s
+    ));
+    let paint = if b.hardware { style.good } else { style.bad };
+    out.push_str(&Style::paint(paint, &format!("backend: {}", b.caveat)));
+    out.push('\n');
+    if !b.hardware {
+        let per = |v: Option<f64>| v.map_or_else(|| "not measured".into(), |v| format!("{v:.2}"));
+        out.push_str(&Style::paint(
+            style.note,
+            &format!(
+                "  KVM emulated {} instructions per ring-0 guest instruction and {} per ring-3 one \
+                 (insn_emulation).\n  Ring-0 figures are KVM's instruction emulator plus returns to \
+                 the VMM; ring-3 figures are native guest code whose traps{} go through the outer \
+                 hypervisor.\n  Do not read them as VMX/SVM exit costs: on hardware virtualization \
+                 an exit handled in the kernel costs about a microsecond.",
+                per(b.ring0_emulations_per_insn),
+                per(b.ring3_emulations_per_insn),
+                if b.nested == Some(true) { " (this host is itself a guest)" } else { "" },
+            ),
+        ));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn summary(out: &mut String, r: &LabReport, style: &Style) {
+    out.push_str(&Style::paint(style.title, "Summary"));
+    out.push('\n');
+    let h = &r.headline;
+    for p in &h.ports {
+        out.push_str(&format!(
+            "  {} ({}, {}): a port exit to the VMM costs {}, an in-kernel one (ioeventfd) {}\n",
+            p.mode.as_str(),
+            p.mode.short(),
+            mode_kind(&r.backend, p.mode),
+            duration(p.vmm_ns),
+            duration(p.kernel_ns)
+        ));
+    }
+    for c in &h.clock {
+        let ratio = c.pmtimer_over_tscpage.map_or_else(
+            || "more than a TSC-page read, which was too cheap to resolve".to_string(),
+            |x| format!("{}× a TSC-page read", times(x)),
+        );
+        let msr = c
+            .msr_ns
+            .map(|m| format!(", an MSR read in the kernel {}", duration(m)))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {} ({}): reading the clock through the ACPI PM timer costs {} ({} vs {}{msr})\n",
+            c.mode.as_str(),
+            mode_kind(&r.backend, c.mode),
+            ratio,
+            duration(c.pmtimer_ns),
+            duration(c.tscpage_ns),
+        ));
+    }
+    if !r.backend.hardware {
+        out.push_str(&Style::paint(
+            style.note,
+            &format!(
+                "  ({}. Where ring 0 is emulated every guest instruction costs about as much as a \
+                 nop loop iteration, so even exit-free code such as a TSC-page read is slow there.)",
+                r.backend.caveat
+            ),
+        ));
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+/// A ratio with the digits that mean something: `0.9`, `4.7`, `24`, `2761`.
+fn times(x: f64) -> String {
+    if x.abs() >= 20.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+fn ns(v: Option<f64>) -> String {
+    v.map_or_else(
+        || "-".into(),
+        |v| {
+            if v.abs() < 10.0 {
+                format!("{v:.1} ns")
+            } else {
+                duration(v)
+            }
+        },
+    )
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.1}%"))
+}
+
+fn per_op(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+fn stats(map: &std::collections::BTreeMap<String, f64>) -> String {
+    let mut v: Vec<(&String, &f64)> = map.iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(a.1));
+    v.iter()
+        .take(4)
+        .map(|(k, x)| format!("{k} {x:.3}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn grid(header: &[&str], rows: Vec<Vec<String>>, left: usize, out: &mut String, style: &Style) {
+    let mut g = Grid::new();
+    g.load_style(presets::NOTHING);
+    g.set_header(header.to_vec());
+    for r in rows {
+        g.add_row(r);
+    }
+    for i in left..header.len() {
+        if let Some(c) = g.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    if let Some(c) = g.column_mut(header.len() - 1) {
+        c.set_cell_alignment(CellAlignment::Left);
+    }
+    for (i, line) in g.lines().enumerate() {
+        let line = line.trim_end();
+        out.push_str(&if i == 0 {
+            Style::paint(style.header, line)
+        } else {
+            line.to_string()
+        });
+        out.push('\n');
+    }
+}
+
+fn tests(out: &mut String, tests: &[TestResult], rec: &Recording, style: &Style) {
+    out.push_str(&Style::paint(style.title, "Exit costs"));
+    out.push('\n');
+    out.push_str(&format!(
+        "  ns per guest operation, the nop loop of the same round subtracted; median, min and max \
+         over {} interleaved runs;\n  spread = interquartile range / median of the raw per-op \
+         times; VMM exits = returns to userspace per op; stats = KVM statistics per op\n",
+        rec.rounds
+    ));
+    for mode in Mode::ALL {
+        let rows: Vec<Vec<String>> = tests
+            .iter()
+            .filter(|t| t.mode == mode)
+            .map(|t| match t.status {
+                Status::Ok => vec![
+                    t.name.clone(),
+                    t.status.as_str().into(),
+                    ns(t.median_ns),
+                    ns(t.min_ns),
+                    ns(t.max_ns),
+                    pct(t.spread_pct),
+                    per_op(t.userspace_exits_per_op),
+                    if t.baseline {
+                        format!("(gross loop cost) {}", stats(&t.stats_per_op))
+                    } else {
+                        stats(&t.stats_per_op)
+                    },
+                ],
+                _ => vec![
+                    t.name.clone(),
+                    t.status.as_str().into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    t.reason.clone().unwrap_or_default(),
+                ],
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        out.push('\n');
+        out.push_str(&Style::paint(
+            style.header,
+            &format!("{} ({})", mode.describe(), mode.as_str()),
+        ));
+        out.push('\n');
+        let h = [
+            "test",
+            "status",
+            "median",
+            "min",
+            "max",
+            "spread",
+            "VMM exits",
+            "stats per op / reason",
+        ];
+        grid(&h, rows, 2, out, style);
+    }
+    out.push('\n');
+}
+
+fn variant_row(kind: &str, v: &VariantResult) -> Vec<String> {
+    match v.status {
+        Status::Ok => vec![
+            format!("{kind}: {}", v.name),
+            ns(v.ns_per_op),
+            ns(v.min_ns),
+            ns(v.max_ns),
+            pct(v.spread_pct),
+            per_op(v.userspace_exits_per_op),
+            per_op(v.exits_per_op),
+            v.what.clone(),
+        ],
+        _ => vec![
+            format!("{kind}: {}", v.name),
+            v.status.as_str().into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            v.reason.clone().unwrap_or_default(),
+        ],
+    }
+}
+
+fn scenarios(out: &mut String, list: &[ScenarioResult], style: &Style) {
+    if list.is_empty() {
+        return;
+    }
+    out.push_str(&Style::paint(style.title, "Trap scenarios"));
+    out.push('\n');
+    out.push_str(
+        "  ns per logical operation (nop loop subtracted, median); VMM exits = returns to \
+         userspace per op; exits = KVM's exits statistic per op\n",
+    );
+    for s in list {
+        out.push('\n');
+        out.push_str(&Style::paint(
+            style.header,
+            &format!(
+                "{} ({}) — {}; per {}",
+                s.name,
+                s.mode.as_str(),
+                s.title,
+                s.op
+            ),
+        ));
+        out.push('\n');
+        let mut rows = vec![variant_row("trap", &s.trap), variant_row("fixed", &s.fixed)];
+        rows.extend(s.also.iter().map(|v| variant_row("also", v)));
+        let h = [
+            "variant",
+            "ns/op",
+            "min",
+            "max",
+            "spread",
+            "VMM exits",
+            "exits",
+            "what it does",
+        ];
+        grid(&h, rows, 1, out, style);
+        if let Some(x) = s.trap_over_fixed {
+            out.push_str(&format!("  the trap costs {}× the fix\n", times(x)));
+        }
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recording `virtlens lab --json` made on a development machine (PVM backend).
+    const RECORDING: &str = include_str!("../../../../testdata/lab/pvm-dev-machine.json");
+
+    fn plain() -> Style {
+        let none = anstyle::Style::new();
+        Style {
+            title: none,
+            header: none,
+            idle: none,
+            good: none,
+            bad: none,
+            note: none,
+        }
+    }
+
+    #[test]
+    fn the_bundled_recording_renders_as_a_recording_with_its_caveat() {
+        let r: LabReport = serde_json::from_str(RECORDING).unwrap_or_else(|e| panic!("{e}"));
+        let mut text = recording_banner(&r, "cannot measure here (/dev/kvm: missing)", &plain());
+        text.push_str(&lab(&r, &plain()));
+        assert!(text.contains("RECORDED, not measured here"), "{text}");
+        assert!(text.contains(&r.recorded.date));
+        assert!(text.contains("backend pvm"));
+        assert!(text.contains("not hardware exit costs"));
+        assert!(text.contains("a port exit to the VMM costs"));
+        assert!(text.contains("reading the clock through the ACPI PM timer costs"));
+        for s in &r.scenarios {
+            assert!(text.contains(&s.name), "{}", s.name);
+        }
+        assert!(!r.backend.hardware);
+    }
+
+    #[test]
+    fn exitcost_text_shows_status_reason_and_spread_kind() {
+        let r: LabReport = serde_json::from_str(RECORDING).unwrap_or_else(|e| panic!("{e}"));
+        let report = ExitCostReport {
+            schema: crate::measure::EXITCOST_SCHEMA.into(),
+            backend: r.backend.clone(),
+            cpu: r.cpu.clone(),
+            kernel: r.kernel.clone(),
+            recorded: r.recorded.clone(),
+            tests: r.tests.clone(),
+        };
+        let text = exitcost(&report, &plain());
+        assert!(text.contains("interquartile range / median"));
+        assert!(text.contains("unsupported"));
+        assert!(text.contains("64-bit long mode, ring 3"));
+        assert_eq!(times(2761.3), "2761");
+        assert_eq!(times(0.91), "0.9");
+    }
+}

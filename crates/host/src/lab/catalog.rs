@@ -1,0 +1,313 @@
+//! The exit tests of `virtlens exitcost`, after kvm-unit-tests' `x86/vmexit.c` (one
+//! instruction that exits, in a loop, timed over many iterations) but with the VMM in
+//! this process: each test is one guest operation, where it is handled (the VMM in
+//! userspace, the kernel, or nobody), the VM it needs, the modes where it cannot work and why.
+
+use kvm_ioctls::IoEventAddress;
+use virtlens_core::measure::{Mode, Status};
+
+use super::asm::{Prog, looped};
+use super::bench::Item;
+use crate::microvm::layout::DATA_PAGE;
+use crate::microvm::{Error, HC_MAP_GPA_RANGE, VmConfig};
+use iced_x86::code_asm::{al, dx, eax, ebx, ecx, edx};
+
+/// A port no device claims: its accesses go to the VMM.
+pub const USER_PORT: u16 = 0x510;
+/// A port with an ioeventfd.
+pub const IOEVENTFD_PORT: u16 = 0x600;
+/// Unbacked guest-physical memory: accesses go to the VMM.
+pub const USER_MMIO: u64 = 0xd_0000;
+/// An MMIO address with an ioeventfd.
+pub const IOEVENTFD_MMIO: u64 = 0xd_1000;
+/// A coalesced-MMIO zone (one page).
+pub const COALESCED_MMIO: u64 = 0xd_2000;
+/// An MSR KVM does not know: with KVM_CAP_X86_USER_SPACE_MSR it goes to the VMM.
+pub const USER_MSR: u32 = 0x1234;
+/// IA32_SYSENTER_CS: handled in the kernel.
+pub const KERNEL_MSR: u32 = 0x174;
+/// A hypercall number KVM does not implement (answered -KVM_ENOSYS in the kernel).
+pub const UNKNOWN_HYPERCALL: u32 = 0xffff;
+
+/// One exit test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    NopLoop,
+    Rdtsc,
+    RamStore,
+    PioOutUser,
+    PioInUser,
+    MmioWriteUser,
+    MmioReadUser,
+    HltUser,
+    Cpuid,
+    RdmsrKernel,
+    WrmsrKernel,
+    RdmsrUser,
+    WrmsrUser,
+    VmcallKernel,
+    VmcallUser,
+    IoeventfdPio,
+    IoeventfdMmio,
+    CoalescedMmio,
+    PicIn,
+    PicOut,
+    PitIn,
+    LapicRead,
+}
+
+impl Exit {
+    /// Every test, the baseline first.
+    pub const ALL: [Exit; 22] = [
+        Exit::NopLoop,
+        Exit::Rdtsc,
+        Exit::RamStore,
+        Exit::PioOutUser,
+        Exit::PioInUser,
+        Exit::MmioWriteUser,
+        Exit::MmioReadUser,
+        Exit::HltUser,
+        Exit::Cpuid,
+        Exit::RdmsrKernel,
+        Exit::WrmsrKernel,
+        Exit::RdmsrUser,
+        Exit::WrmsrUser,
+        Exit::VmcallKernel,
+        Exit::VmcallUser,
+        Exit::IoeventfdPio,
+        Exit::IoeventfdMmio,
+        Exit::CoalescedMmio,
+        Exit::PicIn,
+        Exit::PicOut,
+        Exit::PitIn,
+        Exit::LapicRead,
+    ];
+
+    /// The test's name in output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Exit::NopLoop => "nop_loop",
+            Exit::Rdtsc => "rdtsc",
+            Exit::RamStore => "ram_store",
+            Exit::PioOutUser => "pio_out_user",
+            Exit::PioInUser => "pio_in_user",
+            Exit::MmioWriteUser => "mmio_write_user",
+            Exit::MmioReadUser => "mmio_read_user",
+            Exit::HltUser => "hlt_user",
+            Exit::Cpuid => "cpuid_kernel",
+            Exit::RdmsrKernel => "rdmsr_kernel",
+            Exit::WrmsrKernel => "wrmsr_kernel",
+            Exit::RdmsrUser => "rdmsr_user",
+            Exit::WrmsrUser => "wrmsr_user",
+            Exit::VmcallKernel => "vmcall_kernel",
+            Exit::VmcallUser => "vmcall_user",
+            Exit::IoeventfdPio => "ioeventfd_pio",
+            Exit::IoeventfdMmio => "ioeventfd_mmio",
+            Exit::CoalescedMmio => "coalesced_mmio",
+            Exit::PicIn => "pic_in_kernel",
+            Exit::PicOut => "pic_out_kernel",
+            Exit::PitIn => "pit_in_kernel",
+            Exit::LapicRead => "lapic_read_kernel",
+        }
+    }
+
+    /// The test named `name`.
+    pub fn from_name(name: &str) -> Option<Exit> {
+        Exit::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// One operation, and who handles it.
+    pub fn what(self) -> &'static str {
+        match self {
+            Exit::NopLoop => "nop: the loop itself (baseline, gross ns per iteration)",
+            Exit::Rdtsc => "rdtsc: no exit where the TSC is not intercepted",
+            Exit::RamStore => "mov [ram], al: a store to guest RAM, no exit",
+            Exit::PioOutUser => "out 0x510, al: port write answered by the VMM (KVM_EXIT_IO)",
+            Exit::PioInUser => "in al, 0x510: port read answered by the VMM (KVM_EXIT_IO)",
+            Exit::MmioWriteUser => "mov [0xd0000], al: MMIO write to the VMM (KVM_EXIT_MMIO)",
+            Exit::MmioReadUser => "mov al, [0xd0000]: MMIO read from the VMM (KVM_EXIT_MMIO)",
+            Exit::HltUser => "hlt without an in-kernel irqchip (KVM_EXIT_HLT to the VMM)",
+            Exit::Cpuid => "xor eax, eax; cpuid: handled in the kernel",
+            Exit::RdmsrKernel => "rdmsr 0x174 (SYSENTER_CS): handled in the kernel",
+            Exit::WrmsrKernel => "wrmsr 0x174 (SYSENTER_CS): handled in the kernel",
+            Exit::RdmsrUser => "rdmsr 0x1234: unknown MSR sent to the VMM (KVM_EXIT_X86_RDMSR)",
+            Exit::WrmsrUser => "wrmsr 0x1234: unknown MSR sent to the VMM (KVM_EXIT_X86_WRMSR)",
+            Exit::VmcallKernel => "vmcall, unknown hypercall: answered -KVM_ENOSYS by the kernel",
+            Exit::VmcallUser => "vmcall KVM_HC_MAP_GPA_RANGE: sent to the VMM (KVM_EXIT_HYPERCALL)",
+            Exit::IoeventfdPio => "out 0x600, al: port write caught in the kernel by an ioeventfd",
+            Exit::IoeventfdMmio => "mov [0xd1000], al: MMIO write caught by an ioeventfd",
+            Exit::CoalescedMmio => "mov [0xd2000], al: MMIO write into a coalesced-MMIO ring",
+            Exit::PicIn => "in al, 0x21: in-kernel PIC (KVM_CREATE_IRQCHIP)",
+            Exit::PicOut => "out 0x21, al: in-kernel PIC (KVM_CREATE_IRQCHIP)",
+            Exit::PitIn => "in al, 0x40: in-kernel PIT (KVM_CREATE_PIT2)",
+            Exit::LapicRead => "mov eax, [0xfee00030]: in-kernel LAPIC version register",
+        }
+    }
+
+    fn config(self) -> VmConfig {
+        let mut c = VmConfig {
+            mem_bytes: crate::microvm::layout::DEFAULT_MEMORY,
+            ..VmConfig::default()
+        };
+        match self {
+            Exit::RdmsrUser | Exit::WrmsrUser => c.user_space_msr = true,
+            Exit::VmcallUser => c.exit_hypercall = true,
+            Exit::PicIn | Exit::PicOut | Exit::LapicRead => c.irqchip = true,
+            Exit::PitIn => c.pit = true,
+            _ => {}
+        }
+        c
+    }
+
+    /// Why the test cannot run in `mode`, when it cannot.
+    pub fn unsupported(self, mode: Mode) -> Option<&'static str> {
+        if !mode.is_user() {
+            return None;
+        }
+        match self {
+            Exit::HltUser => Some("HLT at CPL3 raises #GP (a privileged instruction)"),
+            Exit::RdmsrKernel | Exit::WrmsrKernel | Exit::RdmsrUser | Exit::WrmsrUser => {
+                Some("RDMSR/WRMSR at CPL3 raise #GP (privileged instructions)")
+            }
+            Exit::VmcallUser => {
+                Some("KVM refuses hypercalls from CPL3 (-KVM_EPERM) without an exit to the VMM")
+            }
+            _ => None,
+        }
+    }
+
+    /// Returns to userspace per operation, when exactly known.
+    fn expect_user_exits(self) -> Option<u64> {
+        match self {
+            Exit::PioOutUser
+            | Exit::PioInUser
+            | Exit::MmioWriteUser
+            | Exit::MmioReadUser
+            | Exit::HltUser
+            | Exit::RdmsrUser
+            | Exit::WrmsrUser
+            | Exit::VmcallUser => Some(1),
+            Exit::CoalescedMmio => None, // a full ring falls back to KVM_EXIT_MMIO
+            _ => Some(0),
+        }
+    }
+
+    fn setup(self, p: &mut Prog, amd: bool) -> Result<(), Error> {
+        let _ = amd;
+        match self {
+            Exit::RamStore => p.point_at(DATA_PAGE)?,
+            Exit::PioOutUser | Exit::PioInUser => p.a.mov(dx, u32::from(USER_PORT))?,
+            Exit::IoeventfdPio => p.a.mov(dx, u32::from(IOEVENTFD_PORT))?,
+            Exit::MmioWriteUser | Exit::MmioReadUser => p.point_at(USER_MMIO)?,
+            Exit::IoeventfdMmio => p.point_at(IOEVENTFD_MMIO)?,
+            Exit::CoalescedMmio => p.point_at(COALESCED_MMIO)?,
+            Exit::LapicRead => p.point_at(0xfee0_0030)?,
+            Exit::RdmsrKernel | Exit::WrmsrKernel => p.a.mov(ecx, KERNEL_MSR)?,
+            Exit::RdmsrUser | Exit::WrmsrUser => p.a.mov(ecx, USER_MSR)?,
+            Exit::VmcallUser => {
+                p.a.mov(ebx, 0x10_0000u32)?; // gpa
+                p.a.mov(ecx, 1u32)?; // pages
+            }
+            Exit::PicOut => p.a.mov(al, 0xffu32)?, // keep every IRQ masked
+            _ => {}
+        }
+        if matches!(self, Exit::WrmsrKernel | Exit::WrmsrUser) {
+            p.a.xor(eax, eax)?;
+            p.a.xor(edx, edx)?;
+        }
+        Ok(())
+    }
+
+    fn body(self, p: &mut Prog, amd: bool) -> Result<(), Error> {
+        let vmcall = |p: &mut Prog| if amd { p.a.vmmcall() } else { p.a.vmcall() };
+        match self {
+            Exit::NopLoop => p.a.nop()?,
+            Exit::Rdtsc => p.a.rdtsc()?,
+            Exit::RamStore | Exit::MmioWriteUser | Exit::IoeventfdMmio | Exit::CoalescedMmio => {
+                let m = p.byte(0);
+                p.a.mov(m, al)?;
+            }
+            Exit::MmioReadUser => {
+                let m = p.byte(0);
+                p.a.mov(al, m)?;
+            }
+            Exit::LapicRead => {
+                let m = p.dword(0);
+                p.a.mov(eax, m)?;
+            }
+            Exit::PioOutUser | Exit::IoeventfdPio => p.a.out(dx, al)?,
+            Exit::PioInUser => p.a.in_(al, dx)?,
+            Exit::HltUser => p.a.hlt()?,
+            Exit::Cpuid => {
+                p.a.xor(eax, eax)?;
+                p.a.cpuid()?;
+            }
+            Exit::RdmsrKernel | Exit::RdmsrUser => p.a.rdmsr()?,
+            Exit::WrmsrKernel | Exit::WrmsrUser => p.a.wrmsr()?,
+            Exit::VmcallKernel => {
+                p.a.mov(eax, UNKNOWN_HYPERCALL)?;
+                vmcall(p)?;
+            }
+            Exit::VmcallUser => {
+                p.a.mov(eax, HC_MAP_GPA_RANGE as u32)?;
+                p.a.xor(edx, edx)?; // attributes
+                vmcall(p)?;
+            }
+            Exit::PicIn => p.a.in_(al, 0x21)?,
+            Exit::PicOut => p.a.out(0x21, al)?,
+            Exit::PitIn => p.a.in_(al, 0x40)?,
+        }
+        Ok(())
+    }
+
+    /// The bench item of this test in `mode` (`amd`: use VMMCALL, the AMD encoding).
+    pub fn item(self, mode: Mode, amd: bool) -> Item {
+        let program = looped(mode, &|p| self.setup(p, amd), &|p| self.body(p, amd));
+        let ioeventfds = match self {
+            Exit::IoeventfdPio => vec![IoEventAddress::Pio(u64::from(IOEVENTFD_PORT))],
+            Exit::IoeventfdMmio => vec![IoEventAddress::Mmio(IOEVENTFD_MMIO)],
+            _ => Vec::new(),
+        };
+        Item {
+            name: self.name().to_string(),
+            mode,
+            what: self.what().to_string(),
+            config: self.config(),
+            program: program.map_err(program_error),
+            unsupported: self.unsupported(mode).map(str::to_string),
+            ioeventfds,
+            coalesced: (self == Exit::CoalescedMmio).then_some((COALESCED_MMIO, 0x1000)),
+            data: Vec::new(),
+            expect_user_exits: self.expect_user_exits(),
+            baseline: self == Exit::NopLoop,
+            fault_is_unsupported: matches!(self, Exit::VmcallKernel | Exit::VmcallUser),
+        }
+    }
+
+    /// A remark on what the number means in `mode`, when it needs one.
+    pub fn note(self, mode: Mode) -> Option<&'static str> {
+        match (self, mode.is_user()) {
+            (Exit::VmcallKernel, true) => {
+                Some("at CPL3 KVM refuses the hypercall (-KVM_EPERM): the cost of the refusal")
+            }
+            (Exit::CoalescedMmio, _) => Some(
+                "writes land in a ring drained at every exit; a full ring falls back to \
+                 KVM_EXIT_MMIO",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// How a program that could not be assembled shows in results.
+pub fn program_error(e: Error) -> (Status, String) {
+    match e {
+        Error::Unsupported(why) => (Status::Unsupported, why),
+        other => (Status::Failed, other.to_string()),
+    }
+}
+
+/// The items of every test in `mode`.
+pub fn items(mode: Mode, amd: bool) -> Vec<Item> {
+    Exit::ALL.into_iter().map(|e| e.item(mode, amd)).collect()
+}

@@ -1,0 +1,284 @@
+//! The lab: micro-VMs on /dev/kvm that measure what each kind of exit costs on this host
+//! (`virtlens exitcost`: [`run_exitcost`]) and replay the classic traps against their fixes
+//! (`virtlens lab`: [`run_lab`], which adds the scenarios of [`scenarios`]).
+//!
+//! Each exit test ([`catalog`]) and scenario variant is a loop of one guest operation in its
+//! own micro-VM. Per mode, every item is probed once (a hang caught by the watchdog or a
+//! missing capability makes it `unsupported`), its loop count is calibrated to a target run
+//! time, and then all items run round-robin, round after round ([`bench`]); each figure is
+//! the median over rounds of (item − nop loop of the same round), so it is the operation's
+//! own cost. The backend is labelled from the loaded modules and measured: whether ring-0
+//! guest code is emulated (`insn_emulation` per guest instruction of a nop loop ≈ 1).
+//! All VMs of a mode are closed before the next mode starts; nothing outlives a call.
+
+mod asm;
+mod bench;
+pub mod catalog;
+pub mod devices;
+mod profile;
+mod results;
+pub mod scenarios;
+
+use std::time::{Duration, Instant};
+
+use virtlens_core::facts::{Backend, HostFacts};
+use virtlens_core::measure::{
+    BackendLabel, EXITCOST_SCHEMA, ExitCostReport, LAB_SCHEMA, LabReport, Mode, Recording, Status,
+    TestResult, date, headline,
+};
+
+pub use bench::Plan;
+pub use profile::FORMAT as PROFILE_FORMAT;
+
+/// What to run and how long.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub modes: Vec<Mode>,
+    /// Interleaved rounds (runs per test).
+    pub rounds: usize,
+    /// A fixed number of operations per run instead of calibration.
+    pub ops: Option<u64>,
+    /// The run time calibration aims at.
+    pub target_run: Duration,
+    /// Also run the trap scenarios (in 64-bit ring 0).
+    pub scenarios: bool,
+    pub quick: bool,
+    /// How long one `KVM_RUN` of the probe may take before the item counts as hung.
+    pub probe_limit: Duration,
+}
+
+impl Options {
+    /// `virtlens exitcost` defaults: every mode, 21 rounds of ≈ 5 ms runs.
+    pub fn exitcost() -> Self {
+        Self {
+            modes: Mode::ALL.to_vec(),
+            rounds: 21,
+            ops: None,
+            target_run: Duration::from_millis(5),
+            scenarios: false,
+            quick: false,
+            probe_limit: Duration::from_millis(300),
+        }
+    }
+
+    /// `virtlens lab` defaults (`quick`: 5 rounds of ≈ 1 ms runs).
+    pub fn lab(quick: bool) -> Self {
+        Self {
+            rounds: if quick { 5 } else { 21 },
+            target_run: Duration::from_millis(if quick { 1 } else { 5 }),
+            scenarios: true,
+            quick,
+            ..Self::exitcost()
+        }
+    }
+
+    fn plan(&self) -> Plan {
+        Plan {
+            rounds: self.rounds.max(1),
+            ops: self.ops,
+            target_run: self.target_run,
+            probe_limit: self.probe_limit,
+            run_limit: Duration::from_secs(3).max(self.target_run * 20),
+        }
+    }
+}
+
+/// Progress: `done` of `total` steps, now at `label`.
+#[derive(Debug, Clone, Copy)]
+pub struct Tick<'a> {
+    pub done: u64,
+    pub total: u64,
+    pub label: &'a str,
+}
+
+/// What the lab says about this host in every result.
+#[derive(Debug, Clone)]
+pub struct HostLabel {
+    pub facts: HostFacts,
+    pub backend: String,
+    pub kernel: Option<String>,
+    pub vendor: Option<String>,
+    pub host: Option<String>,
+}
+
+/// This host's label, from `facts::probe`.
+pub fn host_label() -> HostLabel {
+    let facts = crate::facts::probe();
+    HostLabel {
+        backend: facts.backend.clone().unwrap_or(Backend::None).to_string(),
+        kernel: facts.kernel.clone(),
+        vendor: facts
+            .vendor
+            .as_ref()
+            .map(|v| format!("{v:?}").to_lowercase()),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string()),
+        facts,
+    }
+}
+
+/// Whether /dev/kvm can be opened for reading and writing; the error says why not.
+pub fn kvm_usable() -> Result<(), String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .map(drop)
+        .map_err(|e| format!("/dev/kvm: {e}"))
+}
+
+fn amd(host: &HostLabel) -> bool {
+    matches!(host.vendor.as_deref(), Some("amd" | "hygon"))
+}
+
+/// Items per group: the exit tests of the mode, plus the scenarios in their mode.
+fn groups(opts: &Options, amd: bool) -> Vec<(Mode, Vec<bench::Item>, usize)> {
+    opts.modes
+        .iter()
+        .map(|&mode| {
+            let mut items = catalog::items(mode, amd);
+            let tests = items.len();
+            if opts.scenarios && scenarios::MODES.contains(&mode) {
+                items.extend(scenarios::items(mode));
+            }
+            (mode, items, tests)
+        })
+        .collect()
+}
+
+/// The steps `run_exitcost`/`run_lab` report through `progress`.
+fn total_steps(groups: &[(Mode, Vec<bench::Item>, usize)], rounds: usize) -> u64 {
+    let items: usize = groups.iter().map(|(_, i, _)| i.len()).sum();
+    (items * (rounds.max(1) + 1) + 4) as u64
+}
+
+/// Measures the ring-0 (64-bit) and ring-3 nop loops' `insn_emulation` per guest
+/// instruction (3 per iteration: nop, dec, jnz).
+fn emulation_ratios(tick: &mut dyn FnMut(&str)) -> (Option<f64>, Option<f64>) {
+    const OPS: u64 = 3000;
+    let plan = Plan {
+        rounds: 1,
+        ops: Some(OPS),
+        target_run: Duration::from_millis(1),
+        probe_limit: Duration::from_millis(500),
+        run_limit: Duration::from_secs(3),
+    };
+    let items = [
+        catalog::Exit::NopLoop.item(Mode::Long64, false),
+        catalog::Exit::NopLoop.item(Mode::User64, false),
+    ];
+    let measured = bench::measure(&items, &plan, tick);
+    let ratio = |i: usize| {
+        let m = measured.get(i).filter(|m| m.status == Status::Ok)?;
+        let n = m.stats.get("insn_emulation").copied().unwrap_or(0);
+        Some(n as f64 / (m.total_ops.max(1) * 3) as f64)
+    };
+    (ratio(0), ratio(1))
+}
+
+struct Outcome {
+    backend: BackendLabel,
+    host: HostLabel,
+    tests: Vec<TestResult>,
+    scenarios: Vec<virtlens_core::measure::ScenarioResult>,
+    recorded: Recording,
+}
+
+fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
+    let start = Instant::now();
+    let host = host_label();
+    let groups = groups(opts, amd(&host));
+    let total = total_steps(&groups, opts.rounds);
+    let mut done = 0u64;
+    let mut tick = |label: &str| {
+        done += 1;
+        progress(Tick {
+            done: done.min(total),
+            total,
+            label,
+        });
+    };
+    let (ring0, ring3) = emulation_ratios(&mut tick);
+    let backend = BackendLabel::new(
+        host.facts.backend.as_ref().unwrap_or(&Backend::None),
+        ring0,
+        ring3,
+        host.facts.nested,
+    );
+    let plan = opts.plan();
+    let mut tests = Vec::new();
+    let mut scenario_results = Vec::new();
+    for (mode, items, n_tests) in &groups {
+        let measured = bench::measure(items, &plan, &mut tick);
+        let base = measured.iter().find(|m| m.baseline);
+        tests.extend(
+            measured[..*n_tests]
+                .iter()
+                .map(|m| results::test_result(m, base)),
+        );
+        if opts.scenarios && scenarios::MODES.contains(mode) {
+            scenario_results.extend(results::scenario_results(
+                *mode,
+                &scenarios::all(),
+                &measured[*n_tests..],
+                base,
+                &host,
+            ));
+        }
+    }
+    let recorded = Recording {
+        date: date::utc(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        ),
+        host: host.host.clone(),
+        virtlens: virtlens_core::VERSION.to_string(),
+        wall_s: start.elapsed().as_secs_f64(),
+        rounds: plan.rounds,
+        quick: opts.quick,
+    };
+    Outcome {
+        backend,
+        host,
+        tests,
+        scenarios: scenario_results,
+        recorded,
+    }
+}
+
+/// `virtlens exitcost`: every exit test in every mode of `opts`.
+pub fn run_exitcost(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> ExitCostReport {
+    let o = run(
+        &Options {
+            scenarios: false,
+            ..opts.clone()
+        },
+        progress,
+    );
+    ExitCostReport {
+        schema: EXITCOST_SCHEMA.to_string(),
+        backend: o.backend,
+        cpu: o.host.facts.cpu_model.clone(),
+        kernel: o.host.kernel.clone(),
+        recorded: o.recorded,
+        tests: o.tests,
+    }
+}
+
+/// `virtlens lab`: the exit tests and the trap scenarios, with the headline numbers.
+pub fn run_lab(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> LabReport {
+    let o = run(opts, progress);
+    let headline = headline(&o.tests, &o.scenarios);
+    LabReport {
+        schema: LAB_SCHEMA.to_string(),
+        backend: o.backend,
+        cpu: o.host.facts.cpu_model.clone(),
+        kernel: o.host.kernel.clone(),
+        recorded: o.recorded,
+        tests: o.tests,
+        scenarios: o.scenarios,
+        headline,
+    }
+}

@@ -1,0 +1,44 @@
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+//! The lab leaves nothing behind: after a whole lab run (every mode, every scenario, VMs with
+//! irqchips, PITs, ioeventfds and coalesced rings, and the hung VMCALL runs the watchdog
+//! interrupts) this process has the same fds and threads as before and no KVM fd open.
+//! SKIP where /dev/kvm is missing.
+
+use virtlens_host::lab::{self, Options};
+
+fn fds() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|t| t.to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+#[test]
+fn a_lab_run_leaves_no_fd_thread_or_kvm_object() {
+    if let Err(e) = lab::kvm_usable() {
+        println!("SKIP: {e}");
+        return;
+    }
+    let (fds_before, threads_before) = (fds(), threads());
+    let opts = Options {
+        rounds: 1,
+        ops: Some(64),
+        ..Options::lab(true)
+    };
+    let report = lab::run_lab(&opts, &mut |_| {});
+    assert!(!report.tests.is_empty() && !report.scenarios.is_empty());
+    let fds_after = fds();
+    assert_eq!(fds_after, fds_before, "fds before and after");
+    assert!(
+        !fds_after.iter().any(|t| t.contains("kvm")),
+        "a KVM fd is still open: {fds_after:?}"
+    );
+    assert_eq!(threads(), threads_before, "threads before and after");
+}
