@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use virtlens_core::measure::LabReport;
+use virtlens_core::measure::{LabReport, diagnosed};
 use virtlens_core::render::{self, lab_text};
 use virtlens_host::lab::{self, Tick};
 
@@ -28,7 +28,8 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
         return offline(&why, a.json);
     }
     let opts = lab::Options::lab(a.quick);
-    let report = with_progress(|tick| lab::run_lab(&opts, tick));
+    let mut report = with_progress(|tick| lab::run_lab(&opts, tick));
+    diagnosed::diagnose_scenarios(&mut report);
     if a.json {
         output::print(&format!("{}\n", render::json(&report)));
     } else {
@@ -38,8 +39,9 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn offline(why: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let report: LabReport = serde_json::from_str(RECORDING)
+    let mut report: LabReport = serde_json::from_str(RECORDING)
         .map_err(|e| anyhow::anyhow!("the bundled lab recording is unreadable: {e}"))?;
+    diagnosed::diagnose_scenarios(&mut report);
     if json {
         eprintln!("virtlens lab: {why}; printing the bundled recording");
         output::print(&format!("{}\n", render::json(&report)));

@@ -160,6 +160,7 @@ mod tests {
             userspace_exits_per_op: Some(exits),
             stats_per_op: BTreeMap::new(),
             profile: None,
+            diagnosed_as: None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! shown as hardware exit costs.
 
 pub mod date;
+pub mod diagnosed;
 pub mod headline;
 mod mode;
 mod report;

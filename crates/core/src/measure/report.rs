@@ -200,6 +200,9 @@ pub struct VariantResult {
     /// The exit profile of one run: what the guest hit (ports, MMIO, MSRs, returns to the VMM)
     /// and the KVM statistics that moved, for `diagnose`.
     pub profile: Option<Profile>,
+    /// The ids `diagnose` raises (low and above) on `profile` (see `measure::diagnosed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosed_as: Option<Vec<String>>,
 }
 
 /// A pair of guests doing the same logical work, one hitting a known trap, one like the

@@ -371,6 +371,20 @@ fn scenarios(out: &mut String, list: &[ScenarioResult], style: &Style) {
         if let Some(x) = s.trap_over_fixed {
             out.push_str(&format!("  the trap costs {}× the fix\n", times(x)));
         }
+        if let (Some(t), Some(f)) = (&s.trap.diagnosed_as, &s.fixed.diagnosed_as) {
+            let ids = |v: &Vec<String>| {
+                if v.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            out.push_str(&format!(
+                "  diagnose: the trap → {}; the fix → {}\n",
+                ids(t),
+                ids(f)
+            ));
+        }
     }
     out.push('\n');
 }

@@ -77,6 +77,7 @@ fn variant_result(
         userspace_exits_per_op: None,
         stats_per_op: Default::default(),
         profile: None,
+        diagnosed_as: None,
     };
     let Some(m) = m else { return r };
     r.status = m.status;
