@@ -30,13 +30,17 @@ pub enum Command {
     Lab(LabArgs),
     /// Check a VM configuration (libvirt XML, QEMU command line, Proxmox config) for Hyper-V traps
     Lint(LintArgs),
+    /// Capture KVM events live (own tracefs instance) into a file report/compare/diagnose read
+    Record(RecordArgs),
+    /// Live per-VM view of exit reasons and events, like kvm_stat with names (`q` quits)
+    Top(TopArgs),
 }
 
 /// Options shared by every command that reads input files.
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// Force the input format instead of detecting it
-    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat", "perf-data", "kvm-stat", "bcc-kvmexit", "perf-prof", "trace-text"])]
+    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat", "perf-data", "kvm-stat", "bcc-kvmexit", "perf-prof", "trace-text", "capture"])]
     pub format: Option<String>,
     /// Name ports and addresses from a QEMU `info mtree` dump (overrides the built-in map)
     #[arg(long, value_name = "FILE")]
@@ -284,6 +288,59 @@ pub struct LabArgs {
     #[arg(long)]
     pub offline: bool,
     /// Print JSON (stable, versioned schema) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options shared by the live-capture commands.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Only this VM (its name, or a unique part of it)
+    #[arg(long, value_name = "NAME", conflicts_with = "pid")]
+    pub vm: Option<String>,
+    /// Only this VMM process
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Tracepoints or systems to capture, comma-separated (default: kvm; also kvmmmu, irq, kvm:kvm_pio, …)
+    #[arg(long, value_name = "LIST")]
+    pub events: Option<String>,
+    /// Ring-buffer size per CPU, in KiB
+    #[arg(long, value_name = "KB", default_value_t = 8192)]
+    pub buffer_kb: u32,
+    /// Do not read the VMs' KVM binary statistics
+    #[arg(long)]
+    pub no_kvm_stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// The capture file to write (Parquet: raw events + the profile)
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Stop after this many seconds (default: at Ctrl-C)
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Print a JSON summary instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// Seconds between refreshes
+    #[arg(long, value_name = "S", default_value_t = 2.0)]
+    pub interval: f64,
+    /// Print one interval and exit
+    #[arg(long)]
+    pub once: bool,
+    /// Reasons shown per VM
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub rows: usize,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Print JSON (one object per interval) instead of text
     #[arg(long)]
     pub json: bool,
 }

@@ -6,7 +6,9 @@ mod exitcost;
 mod inputs;
 mod lab;
 mod lint;
+mod record;
 mod report;
+mod top;
 
 use std::process::ExitCode;
 
@@ -21,5 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Exitcost(a) => exitcost::run(&a),
         Command::Lab(a) => lab::run(&a),
         Command::Lint(a) => lint::run(&a),
+        Command::Record(a) => record::run(&a),
+        Command::Top(a) => top::run(&a),
     }
 }

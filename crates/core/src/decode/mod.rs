@@ -11,6 +11,8 @@ pub mod kvm_stats;
 pub mod mmio;
 pub mod msr;
 pub mod mtree;
+pub mod ring_buffer;
+pub mod trace_format;
 
 mod exit_names;
 mod exit_pvm;

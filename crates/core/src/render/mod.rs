@@ -8,6 +8,7 @@ pub mod lab_text;
 pub mod lint_text;
 pub mod report_text;
 mod style;
+pub mod top_text;
 
 pub use style::Style;
 

@@ -3,6 +3,7 @@
 //! with `--format`) and opens files and standard input.
 
 pub mod bcc_kvmexit;
+pub mod capture;
 pub mod kvm_stat;
 pub mod lines;
 pub mod numbers;
@@ -33,11 +34,14 @@ pub enum Format {
     PerfProf,
     /// Event lines from perf script, trace-cmd report, ftrace, perf top.
     TraceText,
+    /// A `virtlens record` capture (Parquet with the profile in its metadata).
+    Capture,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
+        Format::Capture,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
@@ -55,6 +59,7 @@ impl Format {
             Format::BccKvmexit => bcc_kvmexit::FORMAT,
             Format::PerfProf => perf_prof::FORMAT,
             Format::TraceText => trace_text::FORMAT,
+            Format::Capture => capture::FORMAT,
         }
     }
 
@@ -71,6 +76,7 @@ impl Format {
             Format::BccKvmexit => bcc_kvmexit::looks_like(head),
             Format::PerfProf => perf_prof::looks_like(head),
             Format::TraceText => trace_text::looks_like(head),
+            Format::Capture => capture::looks_like(head),
         }
     }
 
@@ -82,6 +88,7 @@ impl Format {
             Format::BccKvmexit => bcc_kvmexit::read(reader, path),
             Format::PerfProf => perf_prof::read(reader, path),
             Format::TraceText => trace_text::read(reader, path),
+            Format::Capture => capture::read(reader, path),
         }
     }
 }

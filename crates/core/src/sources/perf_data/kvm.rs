@@ -8,9 +8,9 @@
 //! becomes a borrowed [`EventKind`] only when it is handed to the profile builder.
 
 use super::bytes::Endian;
-use super::format::{EventFormat, Field};
 use super::userspace_exit;
 use crate::decode::Isa;
+use crate::decode::trace_format::{EventFormat, Field};
 use crate::events::{EventKind, MmioAccess, Reason};
 
 /// Where a scalar field sits in the payload.
@@ -285,7 +285,7 @@ impl Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::perf_data::format;
+    use crate::decode::trace_format as format;
 
     fn fmt(name: &str, fields: &str) -> EventFormat {
         format::parse("kvm", &format!("name: {name}\nID: 1\nformat:\n{fields}")).unwrap()

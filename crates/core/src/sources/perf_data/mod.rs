@@ -2,7 +2,7 @@
 //!
 //! The container (header, attributes, feature sections) is walked with bounds checks in
 //! [`header`]; the tracepoint formats come from the file's own `HEADER_TRACING_DATA`
-//! ([`tracing_data`], [`format`]), so payloads are decoded from the recording kernel's
+//! ([`tracing_data`], [`crate::decode::trace_format`]), so payloads are decoded from the recording kernel's
 //! layout ([`kvm`]); records stream through one buffer ([`records`]), are put back in time
 //! order round by round ([`order`]) and go to the [`ProfileBuilder`] ([`stream`]), which
 //! pairs exits with entries per thread. The CPU vendor (CPUID header) picks the exit-reason
@@ -13,10 +13,9 @@
 //! and what was expected; damage among the records ends reading there, and what was read
 //! before is returned with a warning.
 
-mod bytes;
-mod format;
+pub(crate) mod bytes;
 mod header;
-mod kvm;
+pub(crate) mod kvm;
 mod order;
 mod records;
 mod setup;
@@ -24,7 +23,7 @@ mod stream;
 #[cfg(test)]
 mod synth;
 mod tracing_data;
-mod userspace_exit;
+pub(crate) mod userspace_exit;
 
 use std::io::{BufRead, Read, Seek, SeekFrom};
 

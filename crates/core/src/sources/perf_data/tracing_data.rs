@@ -18,7 +18,7 @@
 //! ```
 
 use super::bytes::{Cursor, Endian};
-use super::format::{self, EventFormat};
+use crate::decode::trace_format::{self as format, EventFormat};
 
 const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 

@@ -12,6 +12,8 @@
 //! print fmt: "pio_%s at 0x%x ...", ...
 //! ```
 //!
+//! Shared by every source that decodes raw tracepoint payloads (perf.data, live tracefs).
+//!
 //! Old kernels omit `signed:`; arrays (`u8 insn[15]`) and dynamic fields (`__data_loc char[]
 //! name`) are kept with their declared offset and size. Payloads are decoded from these
 //! offsets only, so any kernel's layout works.

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""What recording costs the guest: the micro-VM example guest (`pio_guest N PORT`, N port
+writes, each a KVM_EXIT_IO return to userspace) runs with nothing recording, under
+`perf record -a -e 'kvm:*'`, and under `virtlens record` (same events: every kvm tracepoint,
+system-wide), interleaved in a shuffled order every round because these machines are noisy.
+
+For each mode it prints the guest's time per port write (median, min-max spread), the added
+cost per guest exit against `none` (difference of medians, and the median of the per-round
+paired differences), the ratio virtlens/perf (target <= 0.5), the file sizes for the same
+events (target <= 0.5), and checks with DuckDB that every virtlens capture holds exactly N
+`kvm_pio` rows for the port from the guest's process (other processes may run micro-VMs
+on the same port meanwhile: a capture is system-wide).
+
+Needs root, /dev/kvm, perf and tracefs; installs DuckDB from PyPI when it is missing. Usage:
+  bench/capture_overhead.py [--writes 20000] [--rounds 15] [--port 0x510] [--no-build]
+"""
+import argparse
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRACEFS = "/sys/kernel/tracing"
+
+
+def build():
+    for args in (["-p", "virtlens"], ["-p", "virtlens-host", "--example", "pio_guest"]):
+        subprocess.run(["cargo", "build", "--release", "-q"] + args, cwd=ROOT, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    return (os.path.join(target, "release", "virtlens"),
+            os.path.join(target, "release", "examples", "pio_guest"))
+
+
+def duckdb():
+    try:
+        import duckdb as d  # noqa: F401
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "duckdb"], check=True)
+    import duckdb as d
+    return d
+
+
+def guest_ms(guest, writes, port):
+    """Runs the guest: (its time in ms, its pid)."""
+    p = subprocess.Popen([guest, str(writes), port], stdout=subprocess.PIPE, text=True)
+    out, _ = p.communicate()
+    m = re.search(r"elapsed_ms=([0-9.]+)", out)
+    if p.returncode != 0 or not m:
+        sys.exit(f"pio_guest failed or printed no time: {out!r}")
+    return float(m.group(1)), p.pid
+
+
+def wait_ready_virtlens(pid, timeout=20.0):
+    inst = f"{TRACEFS}/instances/virtlens-{pid}"
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with open(f"{inst}/events/kvm/kvm_pio/enable") as f:
+                enabled = f.read().strip() == "1"
+            with open(f"{inst}/tracing_on") as f:
+                on = f.read().strip() == "1"
+            if enabled and on:
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    sys.exit("virtlens record did not start")
+
+
+def wait_ready_perf(path, timeout=20.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return
+        time.sleep(0.02)
+    sys.exit("perf record did not start")
+
+
+def run_mode(mode, virtlens, guest, writes, port, tmp, settle):
+    """One run: (ms of the guest, its pid, file size or None, the file or None)."""
+    if mode == "none":
+        return guest_ms(guest, writes, port) + (None, None)
+    path = os.path.join(tmp, "perf.data" if mode == "perf" else "capture.parquet")
+    if os.path.exists(path):
+        os.remove(path)
+    if mode == "perf":
+        cmd = ["perf", "record", "-q", "-a", "-e", "kvm:*", "-o", path]
+    else:
+        cmd = [virtlens, "record", "-o", path]
+    rec = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if mode == "perf":
+        wait_ready_perf(path)
+    else:
+        wait_ready_virtlens(rec.pid)
+    time.sleep(settle)
+    ms, pid = guest_ms(guest, writes, port)
+    time.sleep(0.2)
+    rec.send_signal(signal.SIGINT)
+    _, err = rec.communicate(timeout=120)
+    # perf re-raises SIGINT to exit, so it ends "killed by SIGINT".
+    if rec.returncode not in (0, -signal.SIGINT):
+        sys.exit(f"{mode} record failed ({rec.returncode}): {err}")
+    return ms, pid, os.path.getsize(path), path
+
+
+def count_perf_events(path):
+    out = subprocess.run(["perf", "script", "-i", path, "-F", "event"], check=True,
+                         capture_output=True, text=True).stdout
+    return sum(1 for line in out.splitlines() if line.strip())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--writes", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--port", default="0x510")
+    ap.add_argument("--settle", type=float, default=0.5,
+                    help="seconds between the recorder being ready and the guest starting")
+    ap.add_argument("--no-build", action="store_true")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root (perf -a, tracefs)")
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    if a.no_build:
+        virtlens = os.path.join(target, "release", "virtlens")
+        guest = os.path.join(target, "release", "examples", "pio_guest")
+    else:
+        virtlens, guest = build()
+    ddb = duckdb()
+    port = int(a.port, 0)
+    modes = ["none", "perf", "virtlens"]
+    times = {m: [] for m in modes}
+    sizes = {m: [] for m in modes}
+    last = {}
+    with tempfile.TemporaryDirectory(prefix="virtlens-bench-") as tmp:
+        guest_ms(guest, 1000, a.port)  # warm up
+        for r in range(a.rounds):
+            order = modes[:]
+            random.shuffle(order)
+            for m in order:
+                ms, pid, size, path = run_mode(m, virtlens, guest, a.writes, a.port, tmp, a.settle)
+                times[m].append(ms)
+                if size is not None:
+                    sizes[m].append(size)
+                if m == "virtlens":
+                    n = ddb.sql(f"SELECT count(*) FROM '{path}' WHERE event = 'kvm_pio' "
+                                f"AND port = {port} AND pid = {pid}").fetchall()[0][0]
+                    if n != a.writes:
+                        keep = os.path.join(tempfile.gettempdir(), "virtlens-bench-bad.parquet")
+                        os.replace(path, keep)
+                        sys.exit(f"(kept as {keep}) "
+                                 f"round {r}: DuckDB counts {n} kvm_pio rows for port "
+                                 f"{a.port} in the capture, expected {a.writes}")
+                    rows = ddb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
+                    last["virtlens"] = (path, rows)
+                if m == "perf":
+                    last["perf"] = path
+            print(f"round {r + 1}/{a.rounds}: " + ", ".join(
+                f"{m} {times[m][-1]:.1f} ms" for m in modes), file=sys.stderr, flush=True)
+        perf_events = count_perf_events(last["perf"])
+        vl_rows = last["virtlens"][1]
+
+    per_op = {m: [t * 1e6 / a.writes for t in times[m]] for m in modes}  # ns per write
+    med = {m: statistics.median(per_op[m]) for m in modes}
+    paired = {m: statistics.median([x - y for x, y in zip(per_op[m], per_op["none"])])
+              for m in ("perf", "virtlens")}
+    print(f"workload: pio_guest {a.writes} {a.port} (real-mode micro-VM, one KVM_EXIT_IO per "
+          f"write), {a.rounds} interleaved rounds, events: kvm:* system-wide")
+    print(f"{'mode':<10} {'median ns/write':>16} {'min':>9} {'max':>9} "
+          f"{'added (medians)':>16} {'added (paired)':>15}")
+    for m in modes:
+        added = "" if m == "none" else f"{med[m] - med['none']:>16.0f}"
+        pair = "" if m == "none" else f"{paired[m]:>15.0f}"
+        print(f"{m:<10} {med[m]:>16.0f} {min(per_op[m]):>9.0f} {max(per_op[m]):>9.0f} "
+              f"{added:>16} {pair:>15}")
+    add_perf = med["perf"] - med["none"]
+    add_vl = med["virtlens"] - med["none"]
+    ratio = add_vl / add_perf if add_perf > 0 else float("nan")
+    pratio = paired["virtlens"] / paired["perf"] if paired["perf"] > 0 else float("nan")
+    print(f"added cost per guest exit: virtlens/perf = {ratio:.2f} (medians), "
+          f"{pratio:.2f} (paired)   target <= 0.50")
+    s_perf = statistics.median(sizes["perf"])
+    s_vl = statistics.median(sizes["virtlens"])
+    print(f"file size: perf.data {s_perf / 1e6:.2f} MB ({perf_events} events, "
+          f"{s_perf / max(perf_events, 1):.1f} B/event), capture {s_vl / 1e6:.3f} MB "
+          f"({vl_rows} events, {s_vl / max(vl_rows, 1):.1f} B/event): "
+          f"ratio {s_vl / s_perf:.3f}   target <= 0.50")
+    print(f"DuckDB: every capture holds exactly {a.writes} kvm_pio rows for port {a.port}")
+    ok = pratio <= 0.5 and s_vl <= 0.5 * s_perf
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+//! `virtlens top [--vm …] [--interval S] [--once] [--json]`: per-VM rates of exit reasons
+//! and events, refreshed in place on a terminal (`q` quits; the terminal mode is restored on
+//! every exit), one screen (or JSON object) per interval in pipes; `--once` prints one
+//! interval and exits.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use virtlens_core::decode::Decoder;
+use virtlens_core::render::top_text;
+use virtlens_host::capture::live::Live;
+use virtlens_host::capture::tty::RawTerminal;
+use virtlens_host::capture::{StopSignals, top_view};
+
+use super::record::options;
+use crate::args::TopArgs;
+use crate::output;
+
+/// How often the capture is read and keys are looked at while waiting.
+const SLICE: Duration = Duration::from_millis(50);
+
+pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
+    if !(a.interval.is_finite() && a.interval > 0.0) {
+        anyhow::bail!(
+            "--interval must be a positive number of seconds, not {}",
+            a.interval
+        );
+    }
+    let interval = Duration::from_secs_f64(a.interval);
+    let opts = options(&a.live)?;
+    let signals = StopSignals::install().context("installing the SIGINT/SIGTERM handlers")?;
+    let mut live = Live::start(&opts)?;
+    let screen = !a.once && !a.json && std::io::stdout().is_terminal();
+    let term = if screen { RawTerminal::enter() } else { None };
+    let decoder = Decoder::builtin();
+    let started = Instant::now();
+    let result = (|| -> anyhow::Result<()> {
+        let mut first = true;
+        loop {
+            let until = Instant::now() + interval;
+            let mut quit = false;
+            while Instant::now() < until && !signals.stopped() {
+                live.poll()?;
+                let slice = SLICE.min(until.saturating_duration_since(Instant::now()));
+                match &term {
+                    Some(t) => {
+                        if let Some(b'q' | b'Q') = t.key(slice) {
+                            quit = true;
+                            break;
+                        }
+                    }
+                    None => std::thread::sleep(slice),
+                }
+            }
+            if quit || (signals.stopped() && !first) {
+                return Ok(());
+            }
+            let iv = live.take()?;
+            let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
+            if a.json {
+                output::print(&format!(
+                    "{}\n",
+                    serde_json::to_string(&view).unwrap_or_default()
+                ));
+            } else {
+                let text = top_text::render(&view, &output::style(), a.rows);
+                if screen {
+                    output::print(&format!("\x1b[H\x1b[2J{text}(q quits)\n"));
+                } else {
+                    let sep = if first { "" } else { "\n" };
+                    output::print(&format!("{sep}{text}"));
+                }
+            }
+            first = false;
+            if a.once || signals.stopped() {
+                return Ok(());
+            }
+        }
+    })();
+    drop(term);
+    let stopped = live.stop();
+    result?;
+    stopped?;
+    Ok(ExitCode::SUCCESS)
+}

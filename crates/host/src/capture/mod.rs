@@ -1,0 +1,74 @@
+//! Live capture of KVM events through a tracefs instance of virtlens's own
+//! (`instances/virtlens-<pid>`), never the global buffer or another tool's instance.
+//!
+//! - [`tracefs`]: the instance and its cleanup on every path; stale instances of dead
+//!   virtlens processes are removed at start.
+//! - [`events`]: the tracepoints that exist here, their `format` files, `common_pid` filters.
+//! - [`pipes`], [`session`]: per-CPU `trace_pipe_raw` pages (decoded by
+//!   `virtlens_core::decode::ring_buffer`), lost-event accounting from the `stats` files.
+//! - [`identity`]: thread → VMM process, name and vCPU, resolved while the threads live.
+//! - [`spool`], [`merge`], [`record`]: recording, then the events in time order into the
+//!   profile and the capture file ([`parquet_out`]).
+//! - [`vm_stats`]: KVM binary statistics of the watched VMs (pidfd_getfd + KVM_GET_STATS_FD).
+//! - [`live`], [`top_view`], [`tty`]: `virtlens top`.
+//! - [`signals`]: SIGINT/SIGTERM/SIGHUP only set a flag; the loop stops and cleans up.
+//!
+//! Needs root and tracefs; [`CaptureError`] says exactly what is missing.
+
+pub mod clock;
+pub mod error;
+pub mod events;
+pub mod identity;
+pub mod live;
+pub mod merge;
+pub mod parquet_out;
+pub mod pipes;
+pub mod record;
+pub mod session;
+pub mod signals;
+pub mod spool;
+pub mod top_view;
+pub mod tracefs;
+pub mod tty;
+pub mod vm_stats;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use error::CaptureError;
+pub use record::{Progress, RecordSummary, record_profile, record_to_file};
+pub use signals::StopSignals;
+
+/// What to capture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureOptions {
+    /// How long; `None` until stopped (record) or 10 s ([`record_profile`]).
+    pub duration: Option<Duration>,
+    /// `--events`: tracepoints or systems (`kvm`, `kvm:kvm_pio`, `kvmmmu`, `irq:*`); empty
+    /// for the default (`kvm`).
+    pub events: Vec<String>,
+    /// Only this VMM process.
+    pub pid: Option<u32>,
+    /// Only the VM with this name (exact, else a unique part of it).
+    pub vm: Option<String>,
+    /// Ring-buffer size per CPU, in KiB.
+    pub buffer_kb: u32,
+    /// Where tracefs is (default: /sys/kernel/tracing, then /sys/kernel/debug/tracing).
+    pub tracefs: Option<PathBuf>,
+    /// Read the KVM binary statistics of the watched VMs too.
+    pub kvm_stats: bool,
+}
+
+impl Default for CaptureOptions {
+    fn default() -> Self {
+        Self {
+            duration: None,
+            events: Vec::new(),
+            pid: None,
+            vm: None,
+            buffer_kb: 8192,
+            tracefs: None,
+            kvm_stats: true,
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Recording: run a [`Session`] until the duration is over or a stop signal arrives, with
+//! the pages spooled as they come, then merge them in time order into the profile and, for
+//! `virtlens record`, into the capture file (raw events + the profile in its metadata).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use virtlens_core::decode::Isa;
+use virtlens_core::facts::{Backend, Vendor};
+use virtlens_core::profile::{Note, Origin, Profile, Window};
+use virtlens_core::sources::capture::decoder::{Hit, ProfileFeed};
+use virtlens_core::sources::capture::{self as capture_file, CaptureMeta};
+
+use super::CaptureOptions;
+use super::error::CaptureError;
+use super::merge::{self, MergeStats, PageSource};
+use super::parquet_out::RawWriter;
+use super::session::{Session, Stopped};
+use super::spool::Spool;
+
+/// How often the capture loop reports progress and refreshes the kernel filter.
+const TICK: Duration = Duration::from_secs(1);
+/// How long the loop sleeps between reads of the buffers (unless they are filling fast):
+/// reading often costs the traced guests more (the kernel copies partial pages, and the
+/// reader competes for CPUs) than the buffers need (8 MiB per CPU hold ~250 000 events).
+const IDLE: Duration = Duration::from_millis(25);
+
+/// Progress of a running capture.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Progress {
+    pub events: u64,
+    pub lost: u64,
+    pub elapsed: Duration,
+    /// Events per second over the last tick.
+    pub rate: f64,
+}
+
+/// What `record` wrote.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordSummary {
+    pub path: String,
+    pub events: u64,
+    pub lost: u64,
+    pub duration_ns: u64,
+    pub bytes: u64,
+    /// The field columns of the raw-event table.
+    pub columns: Vec<String>,
+    pub enabled: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// Records into the capture file `out`; see the module doc. `stop` ends the capture early;
+/// `progress` is called about once a second.
+pub fn record_to_file(
+    opts: &CaptureOptions,
+    out: &Path,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<(Profile, RecordSummary), CaptureError> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let (mut session, stopped, spool) = run(opts, &parent, stop, progress)?;
+    let mut writer = RawWriter::create(out, session.table.formats(), &session.seen)?;
+    let columns = writer
+        .field_columns()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let profile = build(&mut session, &stopped, spool, Some(&mut writer))?;
+    let meta = meta(&session, &stopped, &profile, writer.rows());
+    let metadata = vec![
+        (
+            capture_file::PROFILE_KEY.to_string(),
+            serde_json::to_string(&profile).map_err(|e| CaptureError::Decode(e.to_string()))?,
+        ),
+        (
+            capture_file::CAPTURE_KEY.to_string(),
+            serde_json::to_string(&meta).map_err(|e| CaptureError::Decode(e.to_string()))?,
+        ),
+    ];
+    let rows = writer.finish(metadata)?;
+    let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
+    let summary = RecordSummary {
+        path: out.display().to_string(),
+        events: rows,
+        lost: stopped.lost,
+        duration_ns: stopped.duration_ns,
+        bytes,
+        columns,
+        enabled: session.enabled.clone(),
+        notes: profile.warnings.iter().map(|n| n.message.clone()).collect(),
+    };
+    Ok((profile, summary))
+}
+
+/// Records for `opts.duration` (10 s when unset) or until SIGINT/SIGTERM, and returns the
+/// profile (no file is written; the spool goes to the temporary folder).
+pub fn record_profile(opts: &CaptureOptions) -> Result<Profile, CaptureError> {
+    let signals = super::signals::StopSignals::install()
+        .map_err(|e| CaptureError::io("installing the signal handlers", "SIGINT", e))?;
+    let mut opts = opts.clone();
+    opts.duration = Some(opts.duration.unwrap_or(Duration::from_secs(10)));
+    let (mut session, stopped, spool) =
+        run(&opts, &std::env::temp_dir(), signals.flag(), &mut |_| {})?;
+    build(&mut session, &stopped, spool, None)
+}
+
+/// The capture loop.
+fn run(
+    opts: &CaptureOptions,
+    spool_dir: &Path,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<(Session, Stopped, Spool), CaptureError> {
+    let mut session = Session::start(opts)?;
+    let mut spool = Spool::create(spool_dir, session.cpus().len())?;
+    let mut sink = |i: usize, page: &[u8]| spool.write(i, page);
+    let started = Instant::now();
+    let mut last_tick = (started, 0u64);
+    loop {
+        let now = Instant::now();
+        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| now - started >= d) {
+            break;
+        }
+        let (_, busy) = session.poll(&mut sink)?;
+        if now - last_tick.0 >= TICK {
+            let dt = (now - last_tick.0).as_secs_f64();
+            progress(&Progress {
+                events: session.events,
+                lost: session.lost(),
+                elapsed: now - started,
+                rate: (session.events - last_tick.1) as f64 / dt,
+            });
+            last_tick = (now, session.events);
+            session.refresh_filter();
+        }
+        if !busy {
+            let left = opts
+                .duration
+                .map_or(IDLE, |d| d.saturating_sub(now - started));
+            std::thread::sleep(IDLE.min(left));
+        }
+    }
+    let stopped = session.stop(&mut sink)?;
+    Ok((session, stopped, spool))
+}
+
+/// Merges the spooled pages into the profile (and the raw-event writer).
+fn build(
+    session: &mut Session,
+    stopped: &Stopped,
+    spool: Spool,
+    writer: Option<&mut RawWriter>,
+) -> Result<Profile, CaptureError> {
+    let (_dir, readers) = spool.into_readers()?;
+    let sources: Vec<(u32, _)> = session.cpus().iter().copied().zip(readers).collect();
+    profile_of(
+        session,
+        sources,
+        stopped.duration_ns,
+        (stopped.lost, &stopped.lost_by_cpu),
+        writer,
+    )
+}
+
+/// The profile of the events of `sources` (per-CPU pages) over `duration_ns`, with `lost`
+/// events (total, per CPU): decoded, filtered to the selected VMMs, merged in time order, fed
+/// to the profile builder and `writer`; the KVM statistics table since the previous snapshot;
+/// the session's notes.
+pub(crate) fn profile_of<S: PageSource>(
+    session: &mut Session,
+    sources: Vec<(u32, S)>,
+    duration_ns: u64,
+    lost: (u64, &BTreeMap<u32, u64>),
+    mut writer: Option<&mut RawWriter>,
+) -> Result<Profile, CaptureError> {
+    let mut feed = ProfileFeed::new(origin(), &session.table);
+    let vm_names: HashMap<u32, String> = session.identities.vm_names().into_iter().collect();
+    let mut write_error = None;
+    let mut kept_pids = BTreeSet::new();
+    let table = &session.table;
+    let ids = &session.identities;
+    let selected = &session.selected;
+    let mut span: Option<(u64, u64)> = None;
+    let stats: MergeStats = merge::merge(sources, &session.layout, |ts, cpu, payload| {
+        let Some(idx) = table.index_of(payload) else {
+            return;
+        };
+        let tid = table.tid_of(payload).unwrap_or(0);
+        let thread = ids.get(tid);
+        let pid = thread.and_then(|t| t.pid);
+        if let Some(sel) = selected
+            && !pid.is_some_and(|p| sel.contains(&p))
+        {
+            return;
+        }
+        if let Some(p) = pid {
+            kept_pids.insert(p);
+        }
+        span = Some(span.map_or((ts, ts), |(a, b)| (a.min(ts), b.max(ts))));
+        let hit = Hit {
+            index: idx,
+            ts,
+            cpu,
+            tid,
+            payload,
+            thread,
+        };
+        feed.push(table, &hit);
+        if let Some(w) = writer.as_deref_mut()
+            && write_error.is_none()
+        {
+            let name = pid.and_then(|p| vm_names.get(&p)).map(String::as_str);
+            if let Err(e) = w.push(table.formats(), &hit, name) {
+                write_error = Some(e);
+            }
+        }
+    })?;
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    session.span = span;
+    let mut profile = feed.finish(&session.table);
+    profile.origin.vm_names = session.identities.names_of(kept_pids.into_iter());
+    let window = Window {
+        start: None,
+        end: None,
+        duration_ns: Some(duration_ns),
+        intervals: 0,
+    };
+    for t in &mut profile.tables {
+        t.window = Some(window.clone());
+    }
+    if let Some((set, before)) = &mut session.stats {
+        let after = set.snapshot();
+        if let Some(t) = set.table(before, &after, duration_ns) {
+            for p in t.rows.iter().filter_map(|r| r.pid) {
+                if let Some(n) = vm_names.get(&p) {
+                    profile.origin.vm_names.insert(p, n.clone());
+                }
+            }
+            profile.tables.push(t);
+        }
+        *before = after;
+    }
+    let mut notes = std::mem::take(&mut session.notes);
+    if lost.0 > 0 {
+        let per_cpu: Vec<String> = lost
+            .1
+            .iter()
+            .map(|(c, n)| format!("cpu {c}: {n}"))
+            .collect();
+        let per_cpu = if per_cpu.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", per_cpu.join(", "))
+        };
+        notes.push(format!(
+            "{} events were lost{per_cpu}: the ring buffer was full, so counts are lower \
+             bounds; a larger --buffer-kb or fewer --events helps",
+            lost.0
+        ));
+    } else if stats.pages_after_loss > 0 {
+        notes.push(format!(
+            "{} pages followed lost events ({} counted)",
+            stats.pages_after_loss, stats.lost_counted
+        ));
+    }
+    if let Some(f) = &session.filter {
+        notes.push(format!("kernel filter: {f}"));
+    }
+    notes.extend(
+        stats
+            .damage
+            .iter()
+            .take(5)
+            .map(|d| format!("damaged page skipped: {d}")),
+    );
+    profile
+        .warnings
+        .extend(notes.into_iter().map(|message| Note {
+            line: None,
+            message,
+        }));
+    Ok(profile)
+}
+
+/// The origin of a live profile: this host's kernel, backend and CPU vendor.
+fn origin() -> Origin {
+    let facts = crate::facts::probe();
+    let mut origin = Origin::new(capture_file::FORMAT, None);
+    origin.kernel = facts.kernel.clone();
+    origin.backend = facts.backend.as_ref().map(ToString::to_string);
+    origin.vendor = facts.vendor.as_ref().map(|v| {
+        match v {
+            Vendor::Intel => "GenuineIntel",
+            Vendor::Amd => "AuthenticAMD",
+            Vendor::Hygon => "HygonGenuine",
+            Vendor::Other(s) => s.as_str(),
+        }
+        .to_string()
+    });
+    origin.isa = match facts.backend {
+        Some(Backend::Vmx) => Some(Isa::Vmx),
+        Some(Backend::Svm) => Some(Isa::Svm),
+        _ => None,
+    };
+    origin
+}
+
+/// The capture's description for the file's metadata.
+fn meta(session: &Session, stopped: &Stopped, profile: &Profile, rows: u64) -> CaptureMeta {
+    CaptureMeta {
+        schema: capture_file::SCHEMA.to_string(),
+        clock: session.clock.clone(),
+        realtime_offset_ns: session.realtime_offset_ns,
+        start_ns: session.span.map(|s| s.0),
+        end_ns: session.span.map(|s| s.1),
+        duration_ns: stopped.duration_ns,
+        events: rows,
+        lost_events: stopped.lost,
+        lost_by_cpu: stopped.lost_by_cpu.clone(),
+        enabled: session.enabled.clone(),
+        filter: session.filter.clone(),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string()),
+        kernel: profile.origin.kernel.clone(),
+        backend: profile.origin.backend.clone(),
+    }
+}
