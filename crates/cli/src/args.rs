@@ -199,8 +199,15 @@ pub enum SeverityArg {
 #[derive(Debug, Args)]
 pub struct DiagnoseArgs {
     /// Inputs: any file `report` reads (`-` for stdin); two or more are also compared
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required_unless_present = "live", value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Capture this host's KVM events now (own tracefs instance; root) and diagnose them;
+    /// --vm/--pid select the VM in the kernel
+    #[arg(long, conflicts_with = "files")]
+    pub live: bool,
+    /// How long --live captures, in seconds
+    #[arg(long, value_name = "S", default_value_t = 10.0, requires = "live")]
+    pub duration: f64,
     /// The VM's configuration (libvirt XML, QEMU command line, Proxmox config), joined with the exits
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

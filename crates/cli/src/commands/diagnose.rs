@@ -6,20 +6,54 @@
 //! [`finish`] takes profiles from any source, so a live capture goes through the same path.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
+use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
 use virtlens_core::render;
+use virtlens_host::capture::{self, CaptureOptions};
 
 use super::{inputs, lint};
 use crate::args::{ConfigFormatArg, DiagnoseArgs, DiagnoseSeverityArg, GuestArg};
 use crate::output;
 
 pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
-    let profiles = inputs::profiles(&a.files, &a.input)?;
+    let profiles = if a.live {
+        vec![live(a)?]
+    } else {
+        inputs::profiles(&a.files, &a.input)?
+    };
     finish(profiles, a)
+}
+
+/// `--live`: records this host's KVM events for `--duration` seconds, the VM chosen by
+/// `--vm`/`--pid` filtered in the kernel, and returns the profile (with the `--vcpu` filter).
+fn live(a: &DiagnoseArgs) -> anyhow::Result<Profile> {
+    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 86_400.0) {
+        anyhow::bail!(
+            "--duration must be between 0 and 86400 seconds, not {}",
+            a.duration
+        );
+    }
+    let opts = CaptureOptions {
+        duration: Some(Duration::from_secs_f64(a.duration)),
+        pid: a.input.pid,
+        vm: a.input.vm.clone(),
+        ..CaptureOptions::default()
+    };
+    eprintln!(
+        "virtlens diagnose: capturing for {} s (Ctrl-C stops early)",
+        a.duration
+    );
+    let profile = capture::record_profile(&opts)?;
+    let filter = Filter {
+        vcpu: a.input.vcpu,
+        ..Filter::default()
+    };
+    Ok(filter::apply(profile, &filter))
 }
 
 /// Diagnoses `profiles` (read from files, or captured live) with the options of `a`, prints

@@ -35,11 +35,12 @@ const TIMER_SET: [HvFlag; 4] = [HvFlag::Vpindex, HvFlag::Synic, HvFlag::Stimer, 
 
 pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     if let Some(p) = &ctx.view.ports {
-        let pm = free_ports(ctx, p, ioport::is_acpi_pm_timer);
+        // The PM timer is read-only: the signature is reads (or rows whose direction is unknown).
+        let pm = free_ports(ctx, p, ioport::is_acpi_pm_timer, true);
         if let Some(g) = ctx.graded(p, &pm, Severity::High) {
             out.push(acpi_pm(ctx, p, &pm, g, None));
         }
-        let rtc = free_ports(ctx, p, ioport::is_rtc);
+        let rtc = free_ports(ctx, p, ioport::is_rtc, false);
         if let Some(g) = ctx.graded(p, &rtc, Severity::High) {
             out.push(rtc_finding(ctx, p, &rtc, g));
         }
@@ -75,13 +76,23 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     aggregate(ctx, out);
 }
 
-fn free_ports<'p>(ctx: &Ctx<'_>, p: &'p Part, pred: fn(u16) -> bool) -> Vec<&'p VRow> {
+/// Unclaimed rows of ports `pred` accepts; with `reads_only`, port writes are left out.
+fn free_ports<'p>(
+    ctx: &Ctx<'_>,
+    p: &'p Part,
+    pred: fn(u16) -> bool,
+    reads_only: bool,
+) -> Vec<&'p VRow> {
     ctx.free_rows(
         p.rows
             .iter()
-            .filter(
-                |r| matches!(r.key, Key::Port { port, .. } if u16::try_from(port).is_ok_and(pred)),
-            )
+            .filter(|r| match r.key {
+                Key::Port { port, access } => {
+                    u16::try_from(port).is_ok_and(pred)
+                        && !(reads_only && access == Some(Access::Out))
+                }
+                _ => false,
+            })
             .collect(),
     )
 }
