@@ -5,9 +5,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::reasons::Reasons;
 use super::threads::{Thread, Threads, vcpu_from_comm};
-use super::{Event, EventKind, MmioAccess, NameId, Reason};
-use crate::decode::{Isa, exit_reason};
+use super::{Event, EventKind, MmioAccess, NameId};
+use crate::decode::Isa;
 use crate::profile::{
     Access, Key, Latency, Origin, Profile, Row, Table, TableKind, Welford, Window,
 };
@@ -94,13 +95,6 @@ struct Acc {
     latency: Option<Latency>,
 }
 
-/// An exit reason as first seen, to be decoded when the ISA is settled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum RawReason {
-    Code(u64, Option<Isa>),
-    Name(String),
-}
-
 /// Builds a profile from events; see the module doc.
 #[derive(Debug)]
 pub struct ProfileBuilder {
@@ -108,9 +102,7 @@ pub struct ProfileBuilder {
     isa: Option<Isa>,
     slots: HashMap<SlotKey, usize>,
     accs: Vec<(SlotKey, Acc)>,
-    reasons: Vec<RawReason>,
-    reason_codes: HashMap<(u64, Option<Isa>), u32>,
-    reason_names: HashMap<String, u32>,
+    reasons: Reasons,
     names: Vec<String>,
     name_ids: HashMap<String, u32>,
     recent_names: [(usize, u32); RECENT_NAMES],
@@ -128,9 +120,7 @@ impl ProfileBuilder {
             origin,
             slots: HashMap::default(),
             accs: Vec::new(),
-            reasons: Vec::new(),
-            reason_codes: HashMap::default(),
-            reason_names: HashMap::default(),
+            reasons: Reasons::default(),
             names: Vec::new(),
             name_ids: HashMap::default(),
             recent_names: [(0, 0); RECENT_NAMES],
@@ -171,7 +161,7 @@ impl ProfileBuilder {
         self.count_name(at, name);
         match ev.kind {
             EventKind::Exit { reason, isa, .. } => {
-                let id = self.reason_id(reason, isa);
+                let id = self.reasons.id(reason, isa);
                 let slot = self.count(at, Slot::Vmexit, CKey::Reason(id));
                 if let Some(t) = self.thread(thread) {
                     t.exit.begin(slot, ts);
@@ -387,28 +377,10 @@ impl ProfileBuilder {
         id
     }
 
-    fn reason_id(&mut self, reason: Reason<'_>, isa: Option<Isa>) -> u32 {
-        let id = self.reasons.len() as u32;
-        match reason {
-            Reason::Code(c) => *self.reason_codes.entry((c, isa)).or_insert_with(|| {
-                self.reasons.push(RawReason::Code(c, isa));
-                id
-            }),
-            Reason::Name(n) => {
-                if let Some(&known) = self.reason_names.get(n) {
-                    return known;
-                }
-                self.reasons.push(RawReason::Name(n.to_string()));
-                self.reason_names.insert(n.to_string(), id);
-                id
-            }
-        }
-    }
-
     /// The profile: one table per kind that saw events, rows largest first.
     pub fn finish(self) -> Profile {
-        let isa = self.isa.or_else(|| self.guess_isa());
-        let reason_keys: Vec<Key> = self.reasons.iter().map(|r| decode(r, isa)).collect();
+        let isa = self.isa.or_else(|| self.reasons.guess_isa());
+        let reason_keys = self.reasons.keys(isa);
         let window = self.first_ts.zip(self.last_ts).map(|(a, b)| Window {
             start: None,
             end: None,
@@ -467,269 +439,8 @@ impl ProfileBuilder {
         profile.tables = tables;
         profile
     }
-
-    fn guess_isa(&self) -> Option<Isa> {
-        if let Some(isa) = self.reasons.iter().find_map(|r| match r {
-            RawReason::Code(_, isa) => *isa,
-            RawReason::Name(_) => None,
-        }) {
-            return Some(isa);
-        }
-        exit_reason::guess_isa(self.reasons.iter().filter_map(|r| match r {
-            RawReason::Name(n) => Some(n.as_str()),
-            RawReason::Code(..) => None,
-        }))
-    }
-}
-
-/// The canonical key of a raw reason under `isa`; unknown codes and names stay as they are.
-fn decode(raw: &RawReason, isa: Option<Isa>) -> Key {
-    match raw {
-        RawReason::Code(code, own) => {
-            let isa = own.or(isa);
-            match isa.and_then(|i| exit_reason::lookup_code(i, *code)) {
-                // VMX flag bits (FAILED_VMENTRY, …) make a key of their own and keep the raw code.
-                Some(info) => {
-                    let name = exit_reason::display_key(isa, *code);
-                    let code = if name == info.name { info.code } else { *code };
-                    Key::Exit {
-                        name,
-                        code: Some(code),
-                    }
-                }
-                None => Key::Exit {
-                    name: exit_reason::unknown_key(isa, *code),
-                    code: Some(*code),
-                },
-            }
-        }
-        RawReason::Name(name) => match exit_reason::lookup_name(isa, name) {
-            Some(info) => Key::Exit {
-                name: info.name.to_string(),
-                code: Some(info.code),
-            },
-            None => Key::Exit {
-                name: name.clone(),
-                code: None,
-            },
-        },
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(ts: u64, tid: u32, kind: EventKind<'_>) -> Event<'_> {
-        Event {
-            ts_ns: Some(ts),
-            tid: Some(tid),
-            ..Event::new(kind)
-        }
-    }
-
-    fn exit(name: &str) -> EventKind<'_> {
-        EventKind::Exit {
-            reason: Reason::Name(name),
-            isa: None,
-            vcpu: None,
-            rip: None,
-        }
-    }
-
-    const ENTRY: EventKind<'static> = EventKind::Entry { vcpu: Some(0) };
-
-    #[test]
-    fn exits_pair_with_the_next_entry_on_their_thread() {
-        let mut b = ProfileBuilder::new(Origin::new("test", None));
-        b.push(&ev(1_000, 7, ENTRY));
-        b.push(&ev(2_000, 7, exit("HLT")));
-        b.push(&ev(2_500, 8, exit("MSR_WRITE"))); // another thread, never entered again
-        b.push(&ev(9_000, 7, ENTRY));
-        b.push(&ev(10_000, 7, exit("HLT")));
-        b.push(&ev(10_400, 7, ENTRY));
-        let p = b.finish();
-        let t = &p.tables[0];
-        assert_eq!(t.kind, TableKind::Vmexit);
-        assert_eq!(t.isa, Some(Isa::Vmx));
-        let hlt = &t.rows[0];
-        assert_eq!((hlt.key.key_text().as_str(), hlt.count), ("HLT", 2));
-        assert_eq!(hlt.vcpu, Some(0));
-        assert_eq!(hlt.time.total_ns, Some(7_000 + 400));
-        assert_eq!((hlt.time.min_ns, hlt.time.max_ns), (Some(400), Some(7_000)));
-        let msr = &t.rows[1];
-        assert_eq!((msr.count, msr.time.total_ns), (1, None));
-        let events = p
-            .tables
-            .iter()
-            .find(|t| t.kind == TableKind::Event("events".into()));
-        let total: u64 = events.map_or(0, |t| t.count());
-        assert_eq!(total, 6);
-        assert_eq!(t.window.as_ref().and_then(|w| w.duration_ns), Some(9_400));
-    }
-
-    #[test]
-    fn ports_msrs_and_mmio_follow_perf_definitions() {
-        let mut b = ProfileBuilder::new(Origin::new("test", None));
-        b.set_isa(Some(Isa::Vmx));
-        let io = EventKind::Exit {
-            reason: Reason::Code(30),
-            isa: None,
-            vcpu: Some(1),
-            rip: None,
-        };
-        b.push(&ev(100, 1, io));
-        b.push(&ev(
-            150,
-            1,
-            EventKind::Pio {
-                write: false,
-                port: 0x608,
-            },
-        ));
-        b.push(&ev(900, 1, ENTRY));
-        b.push(&ev(
-            1_000,
-            1,
-            EventKind::Exit {
-                reason: Reason::Code(48),
-                isa: None,
-                vcpu: Some(1),
-                rip: None,
-            },
-        ));
-        b.push(&ev(
-            1_100,
-            1,
-            EventKind::Mmio {
-                access: MmioAccess::UnsatisfiedRead,
-                gpa: 0xfed000f0,
-            },
-        ));
-        b.push(&ev(
-            1_700,
-            1,
-            EventKind::Mmio {
-                access: MmioAccess::Read,
-                gpa: 0xfed000f0,
-            },
-        ));
-        b.push(&ev(1_800, 1, ENTRY));
-        b.push(&ev(
-            2_000,
-            1,
-            EventKind::Exit {
-                reason: Reason::Code(32),
-                isa: None,
-                vcpu: Some(1),
-                rip: None,
-            },
-        ));
-        b.push(&ev(
-            2_050,
-            1,
-            EventKind::Msr {
-                write: true,
-                index: 0x6e0,
-            },
-        ));
-        b.push(&ev(2_300, 1, ENTRY));
-        let p = b.finish();
-        let find = |kind: TableKind| {
-            p.tables
-                .iter()
-                .find(|t| t.kind == kind)
-                .map(|t| t.rows[0].clone())
-        };
-        let pio = find(TableKind::Ioport).map(|r| (r.key, r.time.total_ns));
-        assert_eq!(
-            pio,
-            Some((
-                Key::Port {
-                    port: 0x608,
-                    access: Some(Access::In)
-                },
-                Some(750)
-            ))
-        );
-        let mmio = find(TableKind::Mmio).map(|r| (r.count, r.time.total_ns));
-        assert_eq!(
-            mmio,
-            Some((1, Some(700))),
-            "read: exit → kvm_mmio read; unsatisfied ignored"
-        );
-        let msr = find(TableKind::Msr).map(|r| (r.key.key_text(), r.time.total_ns));
-        assert_eq!(msr, Some(("0x6e0".to_string(), Some(250))));
-        let exits = p
-            .tables
-            .iter()
-            .find(|t| t.kind == TableKind::Vmexit)
-            .map(|t| t.rows.len());
-        assert_eq!(exits, Some(3));
-    }
-
-    #[test]
-    fn unknown_codes_stay_numeric_and_separate() {
-        let mut b = ProfileBuilder::new(Origin::new("test", None));
-        for code in [0x2_0000u64, 0x2_0000, 0x3_0000] {
-            b.push(&Event::new(EventKind::Exit {
-                reason: Reason::Code(code),
-                isa: Some(Isa::Vmx),
-                vcpu: None,
-                rip: None,
-            }));
-        }
-        let p = b.finish();
-        let rows = &p.tables[0].rows;
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0].count, 2);
-        assert!(
-            rows[0].key.key_text().contains("0x20000"),
-            "{}",
-            rows[0].key.key_text()
-        );
-    }
-
-    #[test]
-    fn vmx_flag_bits_make_their_own_row() {
-        let mut b = ProfileBuilder::new(Origin::new("test", None));
-        for code in [33u64, 0x8000_0021] {
-            b.push(&Event::new(EventKind::Exit {
-                reason: Reason::Code(code),
-                isa: Some(Isa::Vmx),
-                vcpu: None,
-                rip: None,
-            }));
-        }
-        let p = b.finish();
-        let keys: Vec<(String, Option<u64>)> = p.tables[0]
-            .rows
-            .iter()
-            .map(|r| (r.key.key_text(), r.key.code()))
-            .collect();
-        assert_eq!(
-            keys,
-            vec![
-                ("INVALID_STATE".into(), Some(33)),
-                ("INVALID_STATE|FAILED_VMENTRY".into(), Some(0x8000_0021))
-            ]
-        );
-    }
-
-    #[test]
-    fn vcpu_from_thread_name_when_events_do_not_say() {
-        let mut b = ProfileBuilder::new(Origin::new("test", None));
-        let mut e = ev(
-            1,
-            5,
-            EventKind::Pio {
-                write: true,
-                port: 0x3f8,
-            },
-        );
-        e.comm = Some("CPU 2/KVM");
-        b.push(&e);
-        let p = b.finish();
-        assert_eq!(p.tables[0].rows[0].vcpu, Some(2));
-    }
-}
+#[path = "builder_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@
 //! allocates nothing per event; the builder interns what it keeps.
 
 mod builder;
+mod reasons;
 mod threads;
 
 pub use builder::ProfileBuilder;
