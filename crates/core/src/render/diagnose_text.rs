@@ -9,7 +9,6 @@ use super::format;
 use crate::diagnose::{Diagnosis, Evidence, Finding, InputReport, Severity};
 use crate::facts::Vendor;
 
-const WIDTH: usize = 100;
 /// Indent of a finding's fields, and width of their labels.
 const INDENT: usize = 3;
 const LABEL: usize = 10;
@@ -53,7 +52,7 @@ pub fn render(d: &Diagnosis, style: &Style) -> String {
                 &format!("  {} {}: {}", ch.input, ch.name, ch.verdict),
             ));
             out.push('\n');
-            out.push_str(&wrap(&format!("    {}", ch.summary), 4));
+            out.push_str(&format::wrap(&format!("    {}", ch.summary), 4));
         }
         if c.ranking.len() > 2 {
             let order: Vec<String> = c.ranking.iter().map(|n| n.to_string()).collect();
@@ -65,7 +64,10 @@ pub fn render(d: &Diagnosis, style: &Style) -> String {
     out.push_str(&counts);
     out.push('\n');
     for n in &d.notes {
-        out.push_str(&Style::paint(style.note, &wrap(&format!("note: {n}"), 6)));
+        out.push_str(&Style::paint(
+            style.note,
+            &format::wrap(&format!("note: {n}"), 6),
+        ));
     }
     out
 }
@@ -87,7 +89,7 @@ fn header(out: &mut String, d: &Diagnosis, r: &InputReport, style: &Style) {
             ", APICv/AVIC off"
         });
     }
-    out.push_str(&wrap(&facts, 2));
+    out.push_str(&format::wrap(&facts, 2));
     if let Some(t) = &r.totals {
         let mut s = format!("{} exits", format::count(t.count));
         if t.idle_count > 0 {
@@ -105,7 +107,7 @@ fn header(out: &mut String, d: &Diagnosis, r: &InputReport, style: &Style) {
         out.push_str(&format!("{s}\n"));
     }
     if let Some(c) = &d.config {
-        out.push_str(&wrap(
+        out.push_str(&format::wrap(
             &format!(
                 "config {} ({}): {}",
                 c.input,
@@ -121,7 +123,7 @@ fn header(out: &mut String, d: &Diagnosis, r: &InputReport, style: &Style) {
         Some(Severity::Medium) => style.note,
         _ => style.good,
     };
-    out.push_str(&Style::paint(paint, &wrap(&r.headline, 0)));
+    out.push_str(&Style::paint(paint, &format::wrap(&r.headline, 0)));
 }
 
 fn vendor(v: &Vendor) -> String {
@@ -174,7 +176,7 @@ fn finding(out: &mut String, f: &Finding, style: &Style) {
         &format!("{}. [{}] {}{share}{sure}", f.rank, f.severity, f.id),
     ));
     out.push('\n');
-    out.push_str(&wrap(&format!("{:INDENT$}{}", "", f.title), INDENT));
+    out.push_str(&format::wrap(&format!("{:INDENT$}{}", "", f.title), INDENT));
     evidence(out, &f.evidence);
     field(out, "cause", &f.cause);
     field(out, "fix", &f.fix.summary);
@@ -211,7 +213,7 @@ fn finding(out: &mut String, f: &Finding, style: &Style) {
 fn field(out: &mut String, label: &str, text: &str) {
     for (i, line) in text.lines().enumerate() {
         let l = if i == 0 { label } else { "" };
-        out.push_str(&wrap(
+        out.push_str(&format::wrap(
             &format!("{:INDENT$}{l:<LABEL$}{line}", ""),
             INDENT + LABEL,
         ));
@@ -302,25 +304,4 @@ fn counts(d: &Diagnosis) -> String {
             }
         )
     }
-}
-
-/// `text` wrapped at [`WIDTH`], continuation lines indented by `indent`; ends with a newline.
-fn wrap(text: &str, indent: usize) -> String {
-    let mut out = String::new();
-    let mut tokens = text.split(' ');
-    let mut line = tokens.next().unwrap_or("").to_string();
-    for t in tokens {
-        let len = line.chars().count();
-        if !t.is_empty() && len > indent && len + 1 + t.chars().count() > WIDTH {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = format!("{}{t}", " ".repeat(indent));
-        } else {
-            line.push(' ');
-            line.push_str(t);
-        }
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-    out
 }

@@ -23,6 +23,31 @@ pub fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
     }
 }
 
+/// The width text renderers wrap prose at.
+pub const WIDTH: usize = 100;
+
+/// `text` wrapped at [`WIDTH`], continuation lines indented by `indent`; ends with a newline.
+/// Runs of spaces (alignment) are kept.
+pub fn wrap(text: &str, indent: usize) -> String {
+    let mut out = String::new();
+    let mut tokens = text.split(' ');
+    let mut line = tokens.next().unwrap_or("").to_string();
+    for t in tokens {
+        let len = line.chars().count();
+        if !t.is_empty() && len > indent && len + 1 + t.chars().count() > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = format!("{}{t}", " ".repeat(indent));
+        } else {
+            line.push(' ');
+            line.push_str(t);
+        }
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
 /// `1238237` → `1,238,237`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();

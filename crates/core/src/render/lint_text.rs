@@ -2,12 +2,11 @@
 //! findings grouped by severity — each with its rule, cause, element, fix as libvirt XML and as
 //! QEMU flags, and sources — a count line, notes, and the workload preset when asked for.
 
-use super::Style;
+use super::{Style, format};
 use crate::config::{Effective, PitPolicy};
 use crate::facts::{HostFacts, Vendor};
 use crate::lint::{Finding, LintReport, Recommendation, Severity};
 
-const WIDTH: usize = 100;
 const LABEL: usize = 9;
 
 /// Renders `report` as text; `style` colours whole lines (the caller strips it when needed).
@@ -67,7 +66,10 @@ fn header(out: &mut String, r: &LintReport, style: &Style) {
     out.push_str(&Style::paint(style.title, &title));
     out.push('\n');
     out.push_str(&format!("host: {}\n", host(&r.host)));
-    out.push_str(&wrap(&format!("effective: {}", effective(&r.config)), 11));
+    out.push_str(&format::wrap(
+        &format!("effective: {}", effective(&r.config)),
+        11,
+    ));
     for d in &r.documents {
         out.push_str(&format!(
             "document {} (line {}): guest {}\n",
@@ -152,11 +154,17 @@ fn finding(out: &mut String, f: &Finding) {
         .document
         .map(|d| format!(" [document {d}]"))
         .unwrap_or_default();
-    out.push_str(&wrap(&format!("  {:<13}{}{doc}", f.rule, f.message), 15));
+    out.push_str(&format::wrap(
+        &format!("  {:<13}{}{doc}", f.rule, f.message),
+        15,
+    ));
     let mut field = |label: &str, text: &str| {
         for (i, line) in text.lines().enumerate() {
             let l = if i == 0 { label } else { "" };
-            out.push_str(&wrap(&format!("{:6}{l:<LABEL$}{line}", ""), 6 + LABEL));
+            out.push_str(&format::wrap(
+                &format!("{:6}{l:<LABEL$}{line}", ""),
+                6 + LABEL,
+            ));
         }
     };
     field("at", &f.element.to_string());
@@ -212,28 +220,6 @@ fn recommendation(out: &mut String, r: &Recommendation, h: &HostFacts, style: &S
         out.push_str(&format!("  {line}\n"));
     }
     for n in &r.notes {
-        out.push_str(&wrap(&format!("note: {n}"), 6));
+        out.push_str(&format::wrap(&format!("note: {n}"), 6));
     }
-}
-
-/// `text` wrapped at [`WIDTH`], continuation lines indented by `indent`; ends with a newline.
-/// Runs of spaces (alignment) are kept.
-fn wrap(text: &str, indent: usize) -> String {
-    let mut out = String::new();
-    let mut tokens = text.split(' ');
-    let mut line = tokens.next().unwrap_or("").to_string();
-    for t in tokens {
-        let len = line.chars().count();
-        if !t.is_empty() && len > indent && len + 1 + t.chars().count() > WIDTH {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = format!("{}{t}", " ".repeat(indent));
-        } else {
-            line.push(' ');
-            line.push_str(t);
-        }
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
-    out
 }
