@@ -45,6 +45,38 @@ impl Profile {
             warnings: Vec::new(),
         }
     }
+
+    /// Sets `origin.isa` when every table that knows its ISA agrees on it.
+    pub fn settle_isa(&mut self) {
+        let mut isas = self.tables.iter().filter_map(|t| t.isa);
+        if let Some(first) = isas.next()
+            && isas.all(|i| i == first)
+        {
+            self.origin.isa = Some(first);
+        }
+    }
+
+    /// Gives every table a label of its own, so `compare` keeps runs apart: unlabelled tables
+    /// of a file with several become `run N`, and a repeated label gets ` (2)`, ` (3)`, ….
+    pub fn distinct_labels(&mut self) {
+        let several = self.tables.len() > 1;
+        let mut used: Vec<String> = Vec::new();
+        for (i, table) in self.tables.iter_mut().enumerate() {
+            let base = match (&table.label, several) {
+                (Some(l), _) => l.clone(),
+                (None, true) => format!("run {}", i + 1),
+                (None, false) => continue,
+            };
+            let mut label = base.clone();
+            let mut k = 1;
+            while used.contains(&label) {
+                k += 1;
+                label = format!("{base} ({k})");
+            }
+            used.push(label.clone());
+            table.label = Some(label);
+        }
+    }
 }
 
 /// Where a profile came from.

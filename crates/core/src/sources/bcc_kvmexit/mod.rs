@@ -12,7 +12,6 @@ mod table;
 
 use std::io::{BufRead, Seek};
 
-use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
 use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
@@ -152,33 +151,12 @@ impl Reader {
                 expected,
             ));
         }
-        let several = self.runs.len() > 1;
-        let mut used: Vec<String> = Vec::new();
-        for (i, run) in self.runs.iter_mut().enumerate() {
-            let mut label = match (&run.label, several) {
-                (Some(l), _) => l.clone(),
-                (None, true) => format!("run {}", i + 1),
-                (None, false) => continue,
-            };
-            let base = label.clone();
-            let mut k = 1;
-            while used.contains(&label) {
-                k += 1;
-                label = format!("{base} ({k})");
-            }
-            used.push(label.clone());
-            run.label = Some(label);
-        }
         for run in std::mem::take(&mut self.runs) {
             let table = run.table(&mut self.profile.warnings);
             self.profile.tables.push(table);
         }
-        let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
-        if let Some(&first) = isas.first()
-            && isas.iter().all(|&i| i == first)
-        {
-            self.profile.origin.isa = Some(first);
-        }
+        self.profile.distinct_labels();
+        self.profile.settle_isa();
         Ok(self.profile)
     }
 }

@@ -21,9 +21,8 @@ mod screen;
 
 use std::io::{BufRead, Seek};
 
-use crate::decode::Isa;
 use crate::error::{Error, Result};
-use crate::profile::{Note, Origin, Profile, TableKind};
+use crate::profile::{Note, Origin, Profile};
 use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
 use board::Board;
 use build::{Run, RunKind};
@@ -358,18 +357,8 @@ impl Reader {
             let tables = build::tables(run, &mut self.profile.warnings);
             self.profile.tables.extend(tables);
         }
-        let isas: Vec<Isa> = self
-            .profile
-            .tables
-            .iter()
-            .filter(|t| t.kind == TableKind::Vmexit)
-            .filter_map(|t| t.isa)
-            .collect();
-        if let Some(&first) = isas.first()
-            && isas.iter().all(|&i| i == first)
-        {
-            self.profile.origin.isa = Some(first);
-        }
+        // Only exit-reason tables carry an ISA.
+        self.profile.settle_isa();
         Ok(self.profile)
     }
 

@@ -13,7 +13,6 @@ mod table;
 
 use std::io::BufRead;
 
-use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
 use crate::sources::lines::Lines;
@@ -332,12 +331,7 @@ impl Reader {
                 expected,
             ));
         }
-        let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
-        if let Some(&first) = isas.first()
-            && isas.iter().all(|&i| i == first)
-        {
-            self.profile.origin.isa = Some(first);
-        }
+        self.profile.settle_isa();
         Ok(self.profile)
     }
 }

@@ -17,7 +17,6 @@ mod table;
 
 use std::io::{BufRead, Seek};
 
-use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::profile::{Origin, Profile};
 use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
@@ -155,29 +154,8 @@ impl Reader {
                 expected,
             ));
         }
-        let several = self.profile.tables.len() > 1;
-        let mut used: Vec<String> = Vec::new();
-        for (i, table) in self.profile.tables.iter_mut().enumerate() {
-            let mut label = match (&table.label, several) {
-                (Some(l), _) => l.clone(),
-                (None, true) => format!("run {}", i + 1),
-                (None, false) => continue,
-            };
-            let base = label.clone();
-            let mut k = 1;
-            while used.contains(&label) {
-                k += 1;
-                label = format!("{base} ({k})");
-            }
-            used.push(label.clone());
-            table.label = Some(label);
-        }
-        let isas: Vec<Isa> = self.profile.tables.iter().filter_map(|t| t.isa).collect();
-        if let Some(&first) = isas.first()
-            && isas.iter().all(|&i| i == first)
-        {
-            self.profile.origin.isa = Some(first);
-        }
+        self.profile.distinct_labels();
+        self.profile.settle_isa();
         Ok(self.profile)
     }
 }
