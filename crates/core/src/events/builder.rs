@@ -248,9 +248,12 @@ impl ProfileBuilder {
                 own_vcpu.or_else(|| ev.comm.and_then(vcpu_from_comm)),
             );
         };
-        // A thread's name says its vCPU (`CPU 3/KVM`); parse it only until that is known.
+        // A thread's name says its vCPU (`CPU 3/KVM`): parse the first name the thread shows.
         let own_vcpu = match (own_vcpu, t.vcpu) {
-            (None, None) => ev.comm.and_then(vcpu_from_comm),
+            (None, None) if !t.comm_seen && ev.comm.is_some() => {
+                t.comm_seen = true;
+                ev.comm.and_then(vcpu_from_comm)
+            }
             (v, _) => v,
         };
         let (pid, vcpu) = (ev.pid.or(t.pid), own_vcpu.or(t.vcpu));

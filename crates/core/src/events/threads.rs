@@ -39,6 +39,8 @@ pub struct Thread<K: Copy + Eq> {
     pub slots: SlotCache<K>,
     /// The slot counting each event name (by name id) for this thread: a plain index.
     pub by_name: Vec<Option<usize>>,
+    /// The thread's name was already looked at for a vCPU id (it is parsed once).
+    pub comm_seen: bool,
 }
 
 impl<K: Copy + Eq> Default for Thread<K> {
@@ -53,6 +55,7 @@ impl<K: Copy + Eq> Default for Thread<K> {
             last_exit_ts: None,
             slots: SlotCache::default(),
             by_name: Vec::new(),
+            comm_seen: false,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! section, or cut off by the end of the file) ends the stream with a message naming its byte
 //! offset.
 
-use std::io::BufRead;
+use std::io::Read;
 
 use linux_perf_data::linux_perf_event_reader::{PerfEventAttr, ReadFormat, SampleFormat};
 
@@ -22,21 +22,27 @@ pub struct Record<'a> {
     pub body: &'a [u8],
 }
 
-/// Reads records from `offset` up to `end`.
+/// Reads records from `offset` up to `end`, through a buffer of its own: a record is a slice
+/// of the buffer (no copy, no per-record call into the reader), and the buffer is refilled by
+/// moving the unread tail to the front.
 pub struct Records<R> {
     reader: R,
     endian: Endian,
     pos: u64,
     end: u64,
-    /// Bytes of the reader's buffer handed out by the last `next` and not consumed yet.
-    pending: usize,
-    scratch: Vec<u8>,
+    buf: Vec<u8>,
+    /// The unread bytes are `buf[lo..hi]`.
+    lo: usize,
+    hi: usize,
 }
 
 /// PERF_RECORD_AUXTRACE: its AUX data follows the record, outside its `size`.
 const AUXTRACE: u32 = 71;
 
-impl<R: BufRead> Records<R> {
+/// The read size; a record is at most 64 KiB (its size is a u16), so it always fits.
+const BUF: usize = 1 << 20;
+
+impl<R: Read> Records<R> {
     /// `reader` must be positioned at `start`.
     pub fn new(reader: R, endian: Endian, start: u64, end: u64) -> Self {
         Self {
@@ -44,16 +50,37 @@ impl<R: BufRead> Records<R> {
             endian,
             pos: start,
             end,
-            pending: 0,
-            scratch: Vec::new(),
+            buf: Vec::new(),
+            lo: 0,
+            hi: 0,
         }
+    }
+
+    /// Makes at least `n` unread bytes available; false when the input ends first.
+    fn fill(&mut self, n: usize) -> std::io::Result<bool> {
+        if self.hi - self.lo >= n {
+            return Ok(true);
+        }
+        self.buf.copy_within(self.lo..self.hi, 0);
+        self.hi -= self.lo;
+        self.lo = 0;
+        if self.buf.len() < BUF.max(n) {
+            self.buf.resize(BUF.max(n), 0);
+        }
+        while self.hi < n {
+            match self.reader.read(&mut self.buf[self.hi..]) {
+                Ok(0) => return Ok(false),
+                Ok(k) => self.hi += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 
     /// The next record; `Ok(None)` at the end of the data section; `Err` (with the byte
     /// offset) when the stream is damaged or unreadable. After an error, stop reading.
     pub fn next(&mut self) -> Result<Option<Record<'_>>, String> {
-        self.reader.consume(self.pending);
-        self.pending = 0;
         let at = self.pos;
         if at >= self.end {
             return Ok(None);
@@ -64,22 +91,18 @@ impl<R: BufRead> Records<R> {
                 "byte {at}: {left} stray bytes at the end of the data section (expected a record header)"
             ));
         }
-        let buf = self
-            .reader
-            .fill_buf()
+        let whole = self
+            .fill(8)
             .map_err(|e| format!("byte {at}: reading a record: {e}"))?;
-        let mut head = [0u8; 8];
-        let in_buffer = buf.len() >= 8;
-        if in_buffer {
-            head.copy_from_slice(&buf[..8]);
-        } else {
-            self.reader
-                .read_exact(&mut head)
-                .map_err(|e| format!("byte {at}: the file ends inside a record header ({e})"))?;
+        if !whole {
+            return Err(format!(
+                "byte {at}: the file ends inside a record header (failed to fill whole buffer)"
+            ));
         }
+        let head = &self.buf[self.lo..self.lo + 8];
         let e = self.endian;
-        let kind = e.u32(&head, 0).unwrap_or(0);
-        let size = usize::from(e.u16(&head, 6).unwrap_or(0));
+        let kind = e.u32(head, 0).unwrap_or(0);
+        let size = usize::from(e.u16(head, 6).unwrap_or(0));
         if size < 8 {
             return Err(format!(
                 "byte {at}: record of type {kind} says it is {size} bytes long, less than its \
@@ -99,38 +122,24 @@ impl<R: BufRead> Records<R> {
                 "byte {at}: AUX trace data (perf record with an AUX area) is not supported"
             ));
         }
-        self.pos += size as u64;
-        if in_buffer {
-            let available = self
-                .reader
-                .fill_buf()
-                .map_err(|e| format!("byte {at}: reading a record: {e}"))?
-                .len();
-            if available >= size {
-                self.pending = size;
-                // The buffer is not empty, so this returns it again without reading.
-                let buf = self
-                    .reader
-                    .fill_buf()
-                    .map_err(|e| format!("byte {at}: reading a record: {e}"))?;
-                return Ok(Some(Record {
-                    offset: at,
-                    kind,
-                    body: buf.get(8..size).unwrap_or_default(),
-                }));
-            }
-            self.reader.consume(8);
-        }
-        self.scratch.resize(size - 8, 0);
-        self.reader.read_exact(&mut self.scratch).map_err(|err| {
+        let whole = self.fill(size).map_err(|err| {
             format!(
                 "byte {at}: the file ends inside a record of type {kind} and {size} bytes ({err})"
             )
         })?;
+        if !whole {
+            return Err(format!(
+                "byte {at}: the file ends inside a record of type {kind} and {size} bytes \
+                 (failed to fill whole buffer)"
+            ));
+        }
+        self.pos += size as u64;
+        let body = &self.buf[self.lo + 8..self.lo + size];
+        self.lo += size;
         Ok(Some(Record {
             offset: at,
             kind,
-            body: &self.scratch,
+            body,
         }))
     }
 }
