@@ -14,7 +14,6 @@ mod common;
 use common::{Edit, apply};
 
 use proptest::prelude::*;
-use virtlens_core::Error;
 use virtlens_core::config::{self, Format, ReadOptions};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options};
@@ -128,19 +127,7 @@ fn check(bytes: &[u8], forced: Option<Format>) -> Result<(), TestCaseError> {
             prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok());
             let _ = render::lint_text::render(&report, &Style::default());
         }
-        Err(Error::Parse {
-            path,
-            line,
-            message,
-        }) => {
-            prop_assert_eq!(path, "fuzz");
-            prop_assert!(
-                line >= 1 && line <= lines,
-                "line {line} of {lines}: {message}"
-            );
-            prop_assert!(message.contains("expected"), "{message}");
-        }
-        Err(e) => prop_assert!(e.to_string().starts_with("fuzz: "), "{e}"),
+        Err(e) => common::check_error(e, "fuzz", bytes)?,
     }
     Ok(())
 }

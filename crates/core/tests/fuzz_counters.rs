@@ -13,7 +13,6 @@ mod common;
 use common::{Edit, apply};
 
 use proptest::prelude::*;
-use virtlens_core::Error;
 use virtlens_core::sources::{self, Format};
 
 /// Real samples and hand-written outputs of each format (the latter from the tools' printf
@@ -136,16 +135,7 @@ fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
                 serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(back.tables.len(), p.tables.len());
         }
-        Err(Error::Parse {
-            path,
-            line,
-            message,
-        }) => {
-            prop_assert_eq!(path, "fuzz.txt");
-            prop_assert!(line >= 1);
-            prop_assert!(message.contains("expected"));
-        }
-        Err(e) => prop_assert!(e.to_string().starts_with("fuzz.txt: "), "{e}"),
+        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
     }
     Ok(())
 }

@@ -12,7 +12,6 @@ mod common;
 use common::{Edit, apply};
 
 use proptest::prelude::*;
-use virtlens_core::Error;
 use virtlens_core::sources::{self, Format};
 
 const SAMPLES: [&str; 11] = [
@@ -60,16 +59,7 @@ fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
                 serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(back.tables.len(), p.tables.len());
         }
-        Err(Error::Parse {
-            path,
-            line,
-            message,
-        }) => {
-            prop_assert_eq!(path, "fuzz.txt");
-            prop_assert!(line >= 1);
-            prop_assert!(message.contains("expected"));
-        }
-        Err(e) => prop_assert!(e.to_string().starts_with("fuzz.txt: "), "{e}"),
+        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
     }
     Ok(())
 }

@@ -13,7 +13,6 @@ mod common;
 use common::{Edit, apply};
 
 use proptest::prelude::*;
-use virtlens_core::Error;
 use virtlens_core::sources::{self, Format};
 
 const SAMPLES: [&str; 6] = [
@@ -95,8 +94,8 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
-    let format = forced.then_some(Format::TraceText);
     let lines = bytes.split(|&b| b == b'\n').count();
+    let format = forced.then_some(Format::TraceText);
     match sources::read_bytes(bytes, "fuzz.txt", format) {
         Ok(p) => {
             if p.origin.format == "trace-text" {
@@ -111,16 +110,7 @@ fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
                 serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(back.tables.len(), p.tables.len());
         }
-        Err(Error::Parse {
-            path,
-            line,
-            message,
-        }) => {
-            prop_assert_eq!(path, "fuzz.txt");
-            prop_assert!(line >= 1 && line <= lines);
-            prop_assert!(message.contains("expected"));
-        }
-        Err(e) => prop_assert!(e.to_string().starts_with("fuzz.txt: "), "{e}"),
+        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
     }
     Ok(())
 }

@@ -1,8 +1,12 @@
 //! Shared by the fuzz tests: how many cases a property runs, and the edits that mutate real
 //! samples into near-misses (flipped and inserted bytes, format tokens in the wrong place,
-//! duplicated lines, truncation).
+//! duplicated lines, truncation), and the check that an error names the input and a real line.
+
+// Each test crate that includes this module uses only part of it.
+#![allow(dead_code)]
 
 use proptest::prelude::*;
+use virtlens_core::Error;
 
 /// `PROPTEST_CASES` when set (a longer campaign), else `default` (what CI runs every time).
 pub fn cases(default: u32) -> u32 {
@@ -67,4 +71,26 @@ pub fn apply(mut bytes: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
         }
     }
     bytes
+}
+
+/// An error from reading `bytes` as `path` must name the input and, when a line is at fault, a
+/// line the input has, with what was expected there.
+pub fn check_error(e: Error, path: &str, bytes: &[u8]) -> Result<(), TestCaseError> {
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count() + 1;
+    match e {
+        Error::Parse {
+            path: p,
+            line,
+            message,
+        } => {
+            prop_assert_eq!(p, path);
+            prop_assert!(
+                line >= 1 && line <= lines,
+                "line {line} of {lines}: {message}"
+            );
+            prop_assert!(message.contains("expected"), "{message}");
+        }
+        e => prop_assert!(e.to_string().starts_with(&format!("{path}: ")), "{e}"),
+    }
+    Ok(())
 }
