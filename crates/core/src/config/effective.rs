@@ -20,7 +20,14 @@ pub struct Effective {
     pub name: Option<String>,
     pub accel: Option<Accel>,
     pub machine: Option<String>,
+    /// The architecture (libvirt's names), when the file says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// vCPUs online at boot.
     pub vcpus: Option<u32>,
+    /// The most vCPUs without a restart (equal to `vcpus` unless hot-plug is configured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_vcpus: Option<u32>,
     pub cpu_model: Option<String>,
     /// `hv-passthrough`: every enlightenment the host's KVM supports (host-dependent).
     pub passthrough: bool,
@@ -71,7 +78,9 @@ impl Effective {
             name: c.name.as_ref().map(|s| s.value.clone()),
             accel: c.accel.as_ref().map(|s| s.value),
             machine: c.machine.as_ref().map(|s| s.value.clone()),
+            arch: c.arch.as_ref().map(|s| s.value.clone()),
             vcpus: c.vcpus.as_ref().map(|s| s.value),
+            max_vcpus: c.max_vcpus.as_ref().map(|s| s.value),
             cpu_model: c.cpu.model.as_ref().map(|s| s.value.clone()),
             passthrough,
             hv,

@@ -2,12 +2,22 @@
 //! `mode='passthrough'`, spinlock `retries`, `vendor_id` `value`, `stimer/direct`,
 //! `tlbflush/direct|extended`), `features/kvm/hidden`, clock timers (hypervclock → hv-time, hpet,
 //! pit, rtc, tsc), `cpu` mode and features, `panic model='hyperv'` (→ hv-crash), `on_crash`,
-//! `os`, libosinfo metadata, `vcpu`, `cputune/vcpupin` and `qemu:commandline` arguments.
-//! Every fact keeps its element path and line.
+//! `os` (arch, machine, firmware), libosinfo metadata, `vcpu`/`vcpus`, `cputune/vcpupin` and
+//! `qemu:commandline` arguments. Every fact keeps its element path and line.
+//!
+//! What libvirt does with them follows its source, libvirt/libvirt@v9.0.0:
+//! `src/conf/domain_conf.c` (`virDomainFeaturesHyperVDefParse`: an unknown `<hyperv>` child or a
+//! `state` other than on/off rejects the domain; the children of `<stimer>` are read only when
+//! it is on) and `src/qemu/qemu_command.c` (`qemuBuildCpuCommandLine`: hv-time only for
+//! `<timer name='hypervclock' present='yes'/>`; `qemuBuildClockCommandLine`: any PIT timer
+//! element without `tickpolicy='discard'` emits `-global kvm-pit.lost_tick_policy=delay`,
+//! `present` is ignored; `qemuBuildSmpCommandLine`: `-smp CURRENT,maxcpus=MAX`).
+
+use std::collections::HashSet;
 
 use roxmltree::Node;
 
-use super::shell::Token;
+use super::script::Token;
 use super::xml_docs::{self, Doc, Lines};
 use super::{Accel, Format, Guest, HvFlag, Origin, PitPolicy, Setting, VmConfig, effective, qemu};
 use crate::error::Result;
@@ -97,7 +107,10 @@ fn text_of(n: Node<'_, '_>) -> String {
 }
 
 fn domain(d: &Doc<'_>, text: &str, input: &str, index: usize) -> VmConfig {
-    let root = d.doc.root_element();
+    let root = d
+        .doc
+        .get_node(d.root)
+        .unwrap_or_else(|| d.doc.root_element());
     let ctx = Ctx {
         lines: Lines::new(text, d.line_offset),
         root,
@@ -122,16 +135,7 @@ fn domain(d: &Doc<'_>, text: &str, input: &str, index: usize) -> VmConfig {
     if let Some(n) = ctx.find(&["name"]) {
         c.name = Some(Setting::new(text_of(n), ctx.origin(n)));
     }
-    if let Some(n) = ctx.find(&["vcpu"]) {
-        match text_of(n).parse::<u32>() {
-            Ok(v) => c.vcpus = Some(Setting::new(v, ctx.origin(n))),
-            Err(_) => c.notes.push(format!(
-                "{}: vcpu count `{}` is not a number; ignored",
-                ctx.origin(n),
-                text_of(n)
-            )),
-        }
-    }
+    vcpus(&ctx, &mut c);
     if let Some(n) = ctx.find(&["cputune"])
         && let Some(pin) = children(n, "vcpupin").next()
     {
@@ -180,12 +184,52 @@ fn domain(d: &Doc<'_>, text: &str, input: &str, index: usize) -> VmConfig {
     c
 }
 
+/// `<vcpu current='N'>MAX</vcpu>` (and `<vcpus>`, whose enabled vCPUs are the current ones):
+/// libvirt starts QEMU with `-smp N,maxcpus=MAX`.
+fn vcpus(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
+    let Some(n) = ctx.find(&["vcpu"]) else {
+        if !ctx.fragment {
+            // libvirt's default when <vcpu> is left out.
+            let o = super::Origin::implied("/domain/vcpu (absent: libvirt's default, 1)");
+            c.vcpus = Some(Setting::new(1, o.clone()));
+            c.max_vcpus = Some(Setting::new(1, o));
+        }
+        return;
+    };
+    let max = match text_of(n).parse::<u32>() {
+        Ok(v) => v,
+        Err(_) => {
+            c.notes.push(format!(
+                "{}: vcpu count `{}` is not a number; ignored",
+                ctx.origin(n),
+                text_of(n)
+            ));
+            return;
+        }
+    };
+    let enabled = ctx.find(&["vcpus"]).map(|v| {
+        children(v, "vcpu")
+            .filter(|x| x.attribute("enabled") == Some("yes"))
+            .count()
+    });
+    let current = match (n.attribute("current").map(str::parse::<u32>), enabled) {
+        (Some(Ok(cur)), _) => cur,
+        (_, Some(e)) if e > 0 => u32::try_from(e).unwrap_or(max),
+        _ => max,
+    };
+    c.vcpus = Some(Setting::new(current, ctx.origin(n)));
+    c.max_vcpus = Some(Setting::new(max, ctx.origin(n)));
+}
+
 fn os(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
     let Some(os) = ctx.find(&["os"]) else { return };
-    if let Some(t) = child(os, "type")
-        && let Some(m) = t.attribute("machine")
-    {
-        c.machine = Some(Setting::new(m.to_string(), ctx.origin(t)));
+    if let Some(t) = child(os, "type") {
+        if let Some(m) = t.attribute("machine") {
+            c.machine = Some(Setting::new(m.to_string(), ctx.origin(t)));
+        }
+        if let Some(a) = t.attribute("arch") {
+            c.arch = Some(Setting::new(a.to_string(), ctx.origin(t)));
+        }
     }
     if let Some(f) = os.attribute("firmware") {
         c.firmware = Some(Setting::new(f.to_string(), ctx.origin(os)));
@@ -205,39 +249,59 @@ fn state(n: Node<'_, '_>) -> Option<bool> {
     }
 }
 
+/// `state='on'|'off'` of a `<hyperv>` child: libvirt requires it and knows no other value
+/// (`virXMLPropTristateSwitch(…, VIR_XML_PROP_REQUIRED, …)`). Anything else is recorded as
+/// invalid (libvirt rejects the domain) and taken as on when absent, off otherwise.
+fn switch(ctx: &Ctx<'_, '_>, e: Node<'_, '_>, name: &str, c: &mut VmConfig) -> bool {
+    let (on, why) = match e.attribute("state") {
+        Some("on") => return true,
+        Some("off") => return false,
+        None => (
+            true,
+            "has no state attribute; libvirt requires state='on' or 'off' (taken as on)"
+                .to_string(),
+        ),
+        Some(s) => (
+            false,
+            format!("has state `{s}`; libvirt accepts only 'on' or 'off' (taken as off)"),
+        ),
+    };
+    c.hyperv
+        .invalid
+        .push(Setting::new(format!("<{name}> {why}"), ctx.origin(e)));
+    on
+}
+
 fn hyperv(ctx: &Ctx<'_, '_>, h: Node<'_, '_>, c: &mut VmConfig) {
     c.hyperv.anchor = Some(ctx.origin(h));
     match h.attribute("mode") {
         Some("passthrough") => c.hyperv.passthrough = Some(ctx.origin(h)),
         None | Some("custom") => {}
-        Some(other) => c.notes.push(format!(
-            "{}: unknown hyperv mode `{other}`; expected custom or passthrough",
-            ctx.origin(h)
+        Some(other) => c.hyperv.invalid.push(Setting::new(
+            format!("mode `{other}`; libvirt accepts only custom or passthrough"),
+            ctx.origin(h),
         )),
     }
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for e in h.children().filter(|n| n.is_element()) {
         let name = e.tag_name().name();
         let origin = ctx.origin(e);
-        if seen.contains(&name) {
+        if !seen.insert(name) {
             c.hyperv.duplicates.push((name.to_string(), origin.clone()));
         }
-        seen.push(name);
-        let on = match (e.attribute("state"), state(e)) {
-            (_, Some(on)) => on,
-            (None, None) => {
-                c.notes.push(format!(
-                    "{origin}: no state attribute (libvirt requires state='on' or 'off'); taken as on"
-                ));
-                true
-            }
-            (Some(s), None) => {
-                c.notes.push(format!(
-                    "{origin}: state `{s}` is neither on nor off; taken as off"
-                ));
-                false
-            }
+        let flag = match name {
+            "stimer" | "tlbflush" | "spinlocks" | "vendor_id" => None,
+            _ => match HvFlag::from_libvirt(name) {
+                Some(f) => Some(f),
+                None => {
+                    c.hyperv
+                        .unknown
+                        .push(Setting::new(name.to_string(), origin));
+                    continue;
+                }
+            },
         };
+        let on = switch(ctx, e, name, c);
         match name {
             "spinlocks" => {
                 let value = e
@@ -256,31 +320,43 @@ fn hyperv(ctx: &Ctx<'_, '_>, h: Node<'_, '_>, c: &mut VmConfig) {
                 c.set_flag(HvFlag::VendorId, on, value, origin);
             }
             "stimer" | "tlbflush" => {
-                let flag = HvFlag::from_libvirt(name).unwrap_or(HvFlag::Stimer);
+                let flag = if name == "stimer" {
+                    HvFlag::Stimer
+                } else {
+                    HvFlag::Tlbflush
+                };
                 c.set_flag(flag, on, None, origin);
-                for sub in e.children().filter(|n| n.is_element()) {
-                    let sub_flag = match (name, sub.tag_name().name()) {
-                        ("stimer", "direct") => HvFlag::StimerDirect,
-                        ("tlbflush", "direct") => HvFlag::TlbflushDirect,
-                        ("tlbflush", "extended") => HvFlag::TlbflushExt,
-                        (_, other) => {
-                            c.hyperv
-                                .unknown
-                                .push(Setting::new(format!("{name}/{other}"), ctx.origin(sub)));
-                            continue;
-                        }
-                    };
-                    c.set_flag(sub_flag, state(sub).unwrap_or(true), None, ctx.origin(sub));
+                // libvirt reads the children only when the parent is on.
+                if on {
+                    sub_flags(ctx, e, name, c);
                 }
             }
-            _ => match HvFlag::from_libvirt(name) {
-                Some(flag) => c.set_flag(flag, on, None, origin),
-                None => c
-                    .hyperv
-                    .unknown
-                    .push(Setting::new(name.to_string(), origin)),
-            },
+            _ => {
+                if let Some(f) = flag {
+                    c.set_flag(f, on, None, origin);
+                }
+            }
         }
+    }
+}
+
+/// `<stimer><direct/></stimer>`, `<tlbflush><direct/><extended/></tlbflush>`.
+fn sub_flags(ctx: &Ctx<'_, '_>, e: Node<'_, '_>, name: &str, c: &mut VmConfig) {
+    for sub in e.children().filter(|n| n.is_element()) {
+        let sub_name = sub.tag_name().name();
+        let sub_flag = match (name, sub_name) {
+            ("stimer", "direct") => HvFlag::StimerDirect,
+            ("tlbflush", "direct") => HvFlag::TlbflushDirect,
+            ("tlbflush", "extended") => HvFlag::TlbflushExt,
+            (_, other) => {
+                c.hyperv
+                    .unknown
+                    .push(Setting::new(format!("{name}/{other}"), ctx.origin(sub)));
+                continue;
+            }
+        };
+        let on = switch(ctx, sub, &format!("{name}/{sub_name}"), c);
+        c.set_flag(sub_flag, on, None, ctx.origin(sub));
     }
 }
 
@@ -323,25 +399,20 @@ fn clock(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
     }
     for t in children(clock, "timer") {
         let origin = ctx.origin(t);
-        let present = t.attribute("present").map(|p| p == "yes");
+        let present = match t.attribute("present") {
+            Some("yes") => Some(true),
+            Some("no") => Some(false),
+            _ => None,
+        };
         match t.attribute("name") {
-            Some("hypervclock") => c.set_flag(HvFlag::Time, present.unwrap_or(true), None, origin),
+            // hv-time only for present='yes'; without it the timer element does nothing.
+            Some("hypervclock") => c.set_flag(HvFlag::Time, present == Some(true), None, origin),
             Some("hpet") => {
-                c.timers.hpet = Some(Setting::new(present.unwrap_or(true), origin));
-            }
-            Some("pit") => {
                 if let Some(p) = present {
-                    c.timers.pit_present = Some(Setting::new(p, origin.clone()));
-                }
-                if let Some(policy) = t.attribute("tickpolicy") {
-                    let policy = match policy {
-                        "delay" => PitPolicy::Delay,
-                        "discard" => PitPolicy::Discard,
-                        _ => PitPolicy::Other,
-                    };
-                    c.timers.pit = Some(Setting::new(policy, origin));
+                    c.timers.hpet = Some(Setting::new(p, origin));
                 }
             }
+            Some("pit") => pit(t, origin, c),
             Some("rtc") => {
                 if let Some(policy) = t.attribute("tickpolicy") {
                     c.timers.rtc_catchup = Some(Setting::new(policy == "catchup", origin));
@@ -357,6 +428,23 @@ fn clock(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
     }
 }
 
+/// The PIT timer as libvirt emits it: no tickpolicy or `delay` → `lost_tick_policy=delay`,
+/// `discard` → `discard`, `catchup` → nothing (QEMU's default, delay); `present` ignored.
+fn pit(t: Node<'_, '_>, origin: super::Origin, c: &mut VmConfig) {
+    if t.attribute("present") == Some("no") {
+        c.notes.push(format!(
+            "{origin}: present='no' on the PIT is ignored by libvirt, which cannot remove the PIT"
+        ));
+    }
+    let policy = match t.attribute("tickpolicy") {
+        None | Some("delay") => PitPolicy::Delay,
+        Some("discard") => PitPolicy::Discard,
+        Some("catchup") => return,
+        Some(_) => PitPolicy::Other,
+    };
+    c.timers.pit = Some(Setting::new(policy, origin));
+}
+
 /// `<qemu:commandline><qemu:arg value='-cpu'/>…` — extra QEMU arguments, read like argv.
 fn qemu_commandline(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
     let Some(cl) = ctx.root.children().find(|n| {
@@ -368,10 +456,10 @@ fn qemu_commandline(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
     };
     let tokens: Vec<Token> = children(cl, "arg")
         .filter_map(|a| {
-            Some(Token {
-                text: a.attribute("value")?.to_string(),
-                line: ctx.lines.line(a.range().start),
-            })
+            Some(Token::known(
+                a.attribute("value")?,
+                ctx.lines.line(a.range().start),
+            ))
         })
         .collect();
     if let Err((line, message)) = qemu::apply_options(c, &tokens) {

@@ -3,17 +3,23 @@
 //! XML, a QEMU command line (or a launch script holding one) or a Proxmox VM config. Every fact
 //! keeps where it came from ([`Origin`]), so lint findings can point at the element or flag.
 //!
-//! Parsers live one per format ([`libvirt`], [`qemu`], [`proxmox`]); [`effective`] computes
-//! the flag set QEMU would actually run with; the lint rules in [`crate::lint`] read only this
-//! model.
+//! Reading starts with the bytes ([`input`]: compressed, binary, UTF-16 or a
+//! `/proc/PID/cmdline`), then the kind of text ([`detect`]: which format, or a clear refusal
+//! for what virtlens does not read). Parsers live one per format ([`libvirt`], [`qemu`] with
+//! the shell model of [`script`], [`proxmox`]); [`effective`] computes the flag set QEMU would
+//! actually run with; the lint rules in [`crate::lint`] read only this model.
 
+pub mod detect;
 pub mod effective;
 pub mod flags;
 pub mod guest;
+pub mod input;
 pub mod libvirt;
 pub mod proxmox;
 pub mod qemu;
 mod qemu_cpu;
+mod qemu_options;
+pub mod script;
 pub mod shell;
 mod xml_docs;
 
@@ -23,7 +29,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::facts::Vendor;
 pub use effective::Effective;
 pub use flags::{HvFlag, Version};
@@ -120,8 +126,12 @@ pub struct Hyperv {
     pub flags: BTreeMap<HvFlag, FlagSetting>,
     /// Flags written more than once (the later ones).
     pub duplicates: Vec<(String, Origin)>,
-    /// `hv-*` names QEMU does not know, kept as written.
+    /// `hv-*` names (or `<hyperv>` children) QEMU/libvirt do not know, kept as written: they
+    /// reject the configuration.
     pub unknown: Vec<Setting<String>>,
+    /// Settings libvirt rejects for their form (a `<hyperv>` child without `state='on|off'`),
+    /// with why, and how they were taken.
+    pub invalid: Vec<Setting<String>>,
     /// Where the Hyper-V settings live (`/domain/features/hyperv`, `-cpu`), for findings about
     /// something missing.
     pub anchor: Option<Origin>,
@@ -146,7 +156,8 @@ pub struct Timers {
     pub hpet: Option<Setting<bool>>,
     /// PIT lost-tick policy (`None`: KVM's default, reinjection on).
     pub pit: Option<Setting<PitPolicy>>,
-    /// A PIT present (`Some(false)`: removed).
+    /// A PIT present (`Some(false)`: removed with `-machine pit=off`). libvirt has no way to
+    /// remove the PIT: it ignores `present` on the PIT timer, so its XML never sets this.
     pub pit_present: Option<Setting<bool>>,
     /// RTC drift fix (`catchup` / `driftfix=slew`).
     pub rtc_catchup: Option<Setting<bool>>,
@@ -191,6 +202,37 @@ pub enum Accel {
     Other,
 }
 
+/// Which part of a configuration a value the file leaves open (a shell variable it does not
+/// set) could change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Area {
+    /// The emulator binary (and so the architecture).
+    Emulator,
+    /// `-cpu`: the CPU model and the hv-* flags.
+    Cpu,
+    /// `-smp`: the vCPU counts.
+    Vcpus,
+    /// `-machine` / `-accel`: machine type, HPET, accelerator, irqchip.
+    Machine,
+    /// `-global` / `-rtc`: PIT and RTC policies.
+    Timers,
+    /// `-action`: the panic action.
+    Panic,
+    /// `-device`: devices (vmbus-bridge, hot-plugged vCPUs).
+    Devices,
+    /// A whole argument: any option may hide in it.
+    Any,
+}
+
+/// A value the file does not determine, where it is and what it leaves open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Caveat {
+    pub area: Area,
+    pub origin: Origin,
+    pub message: String,
+}
+
 /// One VM's configuration as read from one document of a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct VmConfig {
@@ -207,7 +249,13 @@ pub struct VmConfig {
     pub machine: Option<Setting<String>>,
     /// Firmware (`efi`, `bios`).
     pub firmware: Option<Setting<String>>,
+    /// The architecture (`x86_64`, `i686`, `aarch64`, …: libvirt's names); `None` when the
+    /// file does not say (taken as the host's, x86).
+    pub arch: Option<Setting<String>>,
+    /// vCPUs online at boot (`-smp N`, `<vcpu current='N'>`).
     pub vcpus: Option<Setting<u32>>,
+    /// The most vCPUs the VM can have without a restart (`maxcpus=`, `<vcpu>M</vcpu>`).
+    pub max_vcpus: Option<Setting<u32>>,
     /// vCPUs pinned to host CPUs (`cputune/vcpupin`, Proxmox `affinity`).
     pub pinned: Option<Origin>,
     pub cpu: Cpu,
@@ -217,6 +265,8 @@ pub struct VmConfig {
     pub guest: Guest,
     /// Remarks from reading (assumptions made, things kept but not understood).
     pub notes: Vec<String>,
+    /// Values the file leaves open (unset shell variables): caveats on the findings.
+    pub caveats: Vec<Caveat>,
 }
 
 impl VmConfig {
@@ -231,7 +281,9 @@ impl VmConfig {
             accel: None,
             machine: None,
             firmware: None,
+            arch: None,
             vcpus: None,
+            max_vcpus: None,
             pinned: None,
             cpu: Cpu::default(),
             hyperv: Hyperv::default(),
@@ -239,7 +291,26 @@ impl VmConfig {
             panic: Panic::default(),
             guest: Guest::default(),
             notes: Vec::new(),
+            caveats: Vec::new(),
         }
+    }
+
+    /// Records that `origin` leaves `area` open, saying why.
+    pub fn caveat(&mut self, area: Area, origin: Origin, message: String) {
+        let c = Caveat {
+            area,
+            origin,
+            message,
+        };
+        if !self.caveats.contains(&c) {
+            self.caveats.push(c);
+        }
+    }
+
+    /// True unless the architecture is known to be something other than x86 (the Hyper-V
+    /// enlightenments and the PC timers exist on x86 only).
+    pub fn is_x86(&self) -> bool {
+        self.arch.as_ref().is_none_or(|a| is_x86(&a.value))
     }
 
     /// Sets `flag` (the last setting wins, as on QEMU's command line).
@@ -264,63 +335,39 @@ pub struct ReadOptions {
     pub host_vendor: Option<Vendor>,
 }
 
-/// Which format `text` is in: XML when it starts with `<`, Proxmox when every line before the
-/// first `[section]` is `key: value` or a comment, else a QEMU command line.
-pub fn detect(text: &str) -> Format {
-    let t = text.trim_start_matches('\u{feff}').trim_start();
-    if t.starts_with('<') {
-        return Format::Libvirt;
-    }
-    if proxmox::looks_like(text) {
-        return Format::Proxmox;
-    }
-    Format::Qemu
+/// True for libvirt's and QEMU's names of the x86 architectures.
+pub fn is_x86(arch: &str) -> bool {
+    matches!(arch, "x86_64" | "i686" | "i386" | "i586" | "x86")
 }
 
-/// Reads every document in `bytes` (named `input` in errors).
+/// Reads every document in `bytes` (named `input` in errors): decodes them ([`input`]), then
+/// reads the text in the format given or detected ([`detect`]).
 pub fn read_bytes(bytes: &[u8], input: &str, options: &ReadOptions) -> Result<Vec<VmConfig>> {
-    // /proc/PID/cmdline: NUL-separated argv.
-    if bytes.contains(&0) && options.format.is_none_or(|f| f == Format::Qemu) {
-        let args: Vec<String> = bytes
-            .split(|&b| b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        return qemu::from_argv(&args, input).map(|c| vec![c]);
+    match input::decode(bytes, input, options.format)? {
+        input::Decoded::Argv(args) => qemu::from_argv(&args, input).map(|c| vec![c]),
+        input::Decoded::Text(text) => read_str(&text, input, options),
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let at = e.valid_up_to();
-        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
-        Error::Parse {
-            path: input.to_string(),
-            line,
-            message: format!("byte {at} is not UTF-8; expected a text configuration"),
-        }
-    })?;
-    read_str(text, input, options)
 }
 
 /// Reads every document in `text`.
 pub fn read_str(text: &str, input: &str, options: &ReadOptions) -> Result<Vec<VmConfig>> {
-    match options.format.unwrap_or_else(|| detect(text)) {
+    let format = match options.format {
+        Some(f) => f,
+        None => detect::detect(text, input)?,
+    };
+    match format {
         Format::Libvirt => libvirt::parse(text, input),
-        Format::Qemu => qemu::parse(text, input),
+        Format::Qemu => qemu::parse(text, input).map_err(|e| detect::explain(e, text)),
         Format::Proxmox => {
             proxmox::parse(text, input, options.host_vendor.as_ref()).map(|c| vec![c])
         }
     }
 }
 
-/// Reads the file at `path` (`-` for standard input).
+/// Reads the file at `path` (`-` for standard input), refusing more than
+/// [`input::MAX_CONFIG_BYTES`].
 pub fn read_path(path: &Path, options: &ReadOptions) -> Result<Vec<VmConfig>> {
     let name = path.display().to_string();
-    let bytes = if name == "-" {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
-            .map_err(|e| Error::io(path, e))?;
-        v
-    } else {
-        std::fs::read(path).map_err(|e| Error::io(path, e))?
-    };
+    let bytes = input::read_capped(path, input::MAX_CONFIG_BYTES)?;
     read_bytes(&bytes, &name, options)
 }

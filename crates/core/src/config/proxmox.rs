@@ -7,10 +7,10 @@
 
 use std::collections::BTreeMap;
 
-use super::shell;
 use super::{
     Accel, Format, Guest, HvFlag, Origin, PitPolicy, Setting, Version, VmConfig, WinGen, qemu,
 };
+use super::{script, shell};
 use crate::error::{Error, Result};
 use crate::facts::Vendor;
 
@@ -161,18 +161,15 @@ pub fn parse(text: &str, input: &str, host_vendor: Option<&Vendor>) -> Result<Vm
     }
     timers(&mut c, &kv, win, mv);
     if let Some((v, l)) = kv.get("args") {
-        let tokens: Vec<shell::Token> = shell::split(v)
-            .map_err(|e| Error::Parse {
-                path: input.to_string(),
-                line: *l,
-                message: format!("args: {}", e.message),
-            })?
+        let words = shell::split(v).map_err(|e| Error::Parse {
+            path: input.to_string(),
+            line: *l,
+            message: format!("args: {}", e.message),
+        })?;
+        let tokens: Vec<script::Token> = script::expand(&words)
             .into_iter()
-            .flatten()
-            .map(|t| shell::Token {
-                text: t.text,
-                line: *l,
-            })
+            .flat_map(|c| c.words)
+            .map(|t| script::Token { line: *l, ..t })
             .collect();
         qemu::apply_options(&mut c, &tokens).map_err(|(line, message)| Error::Parse {
             path: input.to_string(),

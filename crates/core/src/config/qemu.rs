@@ -1,14 +1,15 @@
-//! QEMU command line → [`VmConfig`]: finds the `qemu-system-*` (or `qemu-kvm`, or Proxmox's
-//! `kvm`) invocation in a file holding a command line or a launch script (several commands,
-//! continuations, quotes, comments — see [`super::shell`]) and reads `-cpu`, `-machine` /
-//! `-M`, `-accel` / `-enable-kvm`, `-no-hpet`, `-rtc`, `-global kvm-pit.lost_tick_policy`,
-//! `-smp`, `-name`, `-action panic=` and `-device vmbus-bridge`. Every fact keeps the flag
-//! and line it came from. A file with several invocations gives one configuration each.
+//! QEMU command line → [`VmConfig`]: finds the command that runs QEMU in a file holding a
+//! command line or a launch script (see [`super::script`]: variables resolved where the file
+//! sets them, wrappers like `exec`/`sudo`/`taskset`, continuations, quotes, comments) and
+//! reads `-cpu`, `-machine` / `-M`, `-accel` / `-enable-kvm`, `-no-hpet`, `-rtc`,
+//! `-global kvm-pit.lost_tick_policy`, `-smp`, `-name`, `-action panic=` and `-device`
+//! (vmbus-bridge, hot-plugged vCPUs). Every fact keeps the flag and line it came from; a value
+//! the file leaves open (`-cpu $CPU`) becomes a [`super::Caveat`], not a value. A file with
+//! several invocations gives one configuration each.
 
-use super::shell::{self, Token};
-use super::{Accel, Format, Origin, PitPolicy, Setting, VmConfig, qemu_cpu};
+use super::script::{self, Token};
+use super::{Accel, Area, Format, Origin, PitPolicy, Setting, VmConfig, qemu_options, shell};
 use crate::error::{Error, Result};
-
 /// QEMU options that take no argument (the rest take the next word).
 const NO_ARG: [&str; 34] = [
     "-S",
@@ -49,34 +50,34 @@ const NO_ARG: [&str; 34] = [
 
 /// Reads every QEMU invocation in `text`.
 pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
-    let commands = shell::split(text).map_err(|e| Error::Parse {
+    let words = shell::split(text).map_err(|e| Error::Parse {
         path: input.to_string(),
         line: e.line,
         message: e.message,
     })?;
-    let mut invocations: Vec<(Option<Token>, Vec<Token>)> = Vec::new();
-    for cmd in &commands {
-        if let Some(i) = cmd.iter().position(|t| shell::is_qemu_binary(&t.text)) {
-            invocations.push((Some(cmd[i].clone()), cmd[i + 1..].to_vec()));
-        }
-    }
+    let commands = script::expand(&words);
+    let mut invocations: Vec<(Option<Token>, Vec<Token>)> = script::invocations(&commands)
+        .into_iter()
+        .map(|i| (Some(i.binary), i.args))
+        .collect();
     if invocations.is_empty() {
         // A file holding only the arguments (one or several lines of them).
         let args: Vec<Token> = commands
             .iter()
-            .filter(|c| c.first().is_some_and(|t| t.text.starts_with('-')))
-            .flatten()
-            .cloned()
+            .filter(|c| c.words.first().is_some_and(|t| t.text.starts_with('-')))
+            .flat_map(|c| c.words.iter().cloned())
             .collect();
-        if args.iter().any(|t| is_known_option(&t.text)) {
+        if args.iter().any(|t| script::is_qemu_option(&t.text)) {
             invocations.push((None, args));
         }
     }
     if invocations.is_empty() {
-        let first = commands
-            .first()
-            .and_then(|c| c.first())
-            .map(|t| (t.line, t.text.chars().take(60).collect::<String>()));
+        let first = words.first().and_then(|c| c.first()).map(|w| {
+            (
+                w.line,
+                shell::literal(w).chars().take(60).collect::<String>(),
+            )
+        });
         return Err(Error::nothing_found(
             input,
             first,
@@ -88,7 +89,7 @@ pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
         let first_line = binary.as_ref().or(args.first()).map_or(1, |t| t.line);
         let mut c = VmConfig::new(Format::Qemu, input, i + 1, first_line);
         if let Some(b) = binary {
-            implied_accel(&mut c, b);
+            emulator(&mut c, b);
         }
         apply_options(&mut c, args).map_err(|(line, message)| Error::Parse {
             path: input.to_string(),
@@ -102,18 +103,12 @@ pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
 
 /// Reads an argv (e.g. from `/proc/PID/cmdline`): the binary first, then its arguments.
 pub fn from_argv(argv: &[String], input: &str) -> Result<VmConfig> {
-    let tokens: Vec<Token> = argv
-        .iter()
-        .map(|a| Token {
-            text: a.clone(),
-            line: 1,
-        })
-        .collect();
+    let tokens: Vec<Token> = argv.iter().map(|a| Token::known(a.clone(), 1)).collect();
     let start = tokens.iter().position(|t| shell::is_qemu_binary(&t.text));
     let mut c = VmConfig::new(Format::Qemu, input, 1, 1);
     let args = match start {
         Some(i) => {
-            implied_accel(&mut c, &tokens[i]);
+            emulator(&mut c, &tokens[i]);
             &tokens[i + 1..]
         }
         None => &tokens[..],
@@ -126,21 +121,34 @@ pub fn from_argv(argv: &[String], input: &str) -> Result<VmConfig> {
     Ok(c)
 }
 
-fn implied_accel(c: &mut VmConfig, binary: &Token) {
+/// What the emulator's name says: KVM for `kvm`/`qemu-kvm`, the architecture for
+/// `qemu-system-ARCH` (QEMU's names mapped to libvirt's: `i386` → `i686`, `arm` → `armv7l`).
+fn emulator(c: &mut VmConfig, binary: &Token) {
+    let origin = Origin::at(binary.text.clone(), binary.line);
+    if !binary.unknown.is_empty() {
+        let why = binary.unknown.first().map_or("", |u| u.why.as_str());
+        c.caveat(
+            Area::Emulator,
+            origin,
+            format!(
+                "the emulator is {}: {why}; taken as an x86 QEMU",
+                binary.text
+            ),
+        );
+        return;
+    }
     let base = binary.text.rsplit('/').next().unwrap_or(&binary.text);
     if base == "kvm" || base == "qemu-kvm" {
-        c.accel = Some(Setting::new(
-            Accel::Kvm,
-            Origin::at(binary.text.clone(), binary.line),
-        ));
+        c.accel = Some(Setting::new(Accel::Kvm, origin.clone()));
     }
-}
-
-fn is_known_option(o: &str) -> bool {
-    matches!(
-        o.trim_start_matches('-'),
-        "cpu" | "machine" | "M" | "accel" | "enable-kvm" | "smp" | "global" | "rtc" | "no-hpet"
-    )
+    if let Some(arch) = base.strip_prefix("qemu-system-") {
+        let arch = match arch {
+            "i386" => "i686",
+            "arm" => "armv7l",
+            a => a,
+        };
+        c.arch = Some(Setting::new(arch.to_string(), origin));
+    }
 }
 
 /// Splits a QemuOpts value at commas (`,,` is a literal comma).
@@ -164,12 +172,30 @@ pub fn split_opts(value: &str) -> Vec<String> {
     out
 }
 
+/// True when `t` is nothing but an expansion the file does not set (`$EXTRA_ARGS`).
+fn wholly_unknown(t: &Token) -> bool {
+    !t.unknown.is_empty() && t.unknown.iter().all(|u| t.text == u.written)
+}
+
 /// Applies QEMU options to `c`. Errors carry the line and what was expected.
 pub fn apply_options(c: &mut VmConfig, args: &[Token]) -> Result<(), (usize, String)> {
     let mut i = 0;
+    let mut cpu_devices = 0u32;
     while i < args.len() {
         let t = &args[i];
         i += 1;
+        if wholly_unknown(t) {
+            let why = t.unknown.first().map_or("", |u| u.why.as_str());
+            c.caveat(
+                Area::Any,
+                Origin::at(t.text.clone(), t.line),
+                format!(
+                    "{} (line {}): {why}; the options it holds are not seen",
+                    t.text, t.line
+                ),
+            );
+            continue;
+        }
         if !t.text.starts_with('-') || t.text == "-" {
             continue; // a positional argument (disk image)
         }
@@ -197,160 +223,20 @@ pub fn apply_options(c: &mut VmConfig, args: &[Token]) -> Result<(), (usize, Str
                     ));
                 };
                 i += 1;
-                option(c, &opt, v).map_err(|m| (v.line, m))?;
+                if opt == "-device" && qemu_options::is_cpu_device(v) {
+                    cpu_devices += 1;
+                }
+                qemu_options::option(c, &opt, v).map_err(|m| (v.line, m))?;
             }
         }
+    }
+    // vCPUs added with -device at start-up are online at boot (libvirt's hot-pluggable vCPUs).
+    if cpu_devices > 0
+        && let Some(v) = c.vcpus.as_mut()
+    {
+        v.value = v.value.saturating_add(cpu_devices);
     }
     Ok(())
-}
-
-/// Applies one option that takes a value.
-fn option(c: &mut VmConfig, opt: &str, v: &Token) -> Result<(), String> {
-    let at = |text: &str| Origin::at(format!("{opt} {text}"), v.line);
-    match opt {
-        "-cpu" => qemu_cpu::apply(c, v)?,
-        "-machine" | "-M" => {
-            for (k, val) in props(&v.text, "type") {
-                match (k.as_str(), val) {
-                    ("type", Some(t)) => {
-                        c.machine = Some(Setting::new(t.clone(), at(&format!("type={t}"))))
-                    }
-                    ("hpet", Some(b)) => {
-                        let on = qemu_cpu::parse_bool(&b)
-                            .ok_or_else(|| format!("{opt} hpet={b}; expected on or off"))?;
-                        c.timers.hpet = Some(Setting::new(on, at(&format!("hpet={b}"))));
-                    }
-                    ("accel", Some(a)) => {
-                        let first = a.split(':').next().unwrap_or("").to_string();
-                        c.accel = Some(Setting::new(accel(&first), at(&format!("accel={a}"))));
-                    }
-                    ("kernel-irqchip" | "kernel_irqchip", Some(k2)) => {
-                        c.timers.kernel_irqchip = Some(Setting::new(
-                            k2.clone(),
-                            at(&format!("kernel-irqchip={k2}")),
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        "-accel" => {
-            if let Some((_, Some(a))) = props(&v.text, "accel")
-                .into_iter()
-                .find(|(k, _)| k == "accel")
-            {
-                c.accel = Some(Setting::new(accel(&a), at(&a)));
-            }
-        }
-        "-rtc" => {
-            for (k, val) in props(&v.text, "base") {
-                match (k.as_str(), val) {
-                    ("base", Some(b)) => {
-                        c.timers.rtc_base = Some(Setting::new(b.clone(), at(&format!("base={b}"))))
-                    }
-                    ("driftfix", Some(d)) => {
-                        c.timers.rtc_catchup =
-                            Some(Setting::new(d == "slew", at(&format!("driftfix={d}"))));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        "-global" => global(c, v, &at),
-        "-smp" => {
-            let ps = props(&v.text, "cpus");
-            let get = |name: &str| -> Option<u32> {
-                ps.iter()
-                    .find(|(k, _)| k == name)
-                    .and_then(|(_, val)| val.as_ref()?.parse().ok())
-            };
-            let n = get("cpus").or_else(|| {
-                let topo = ["sockets", "dies", "clusters", "cores", "threads"];
-                topo.iter()
-                    .any(|k| get(k).is_some())
-                    .then(|| topo.iter().map(|k| get(k).unwrap_or(1)).product())
-            });
-            match n {
-                Some(n) => c.vcpus = Some(Setting::new(n, at(&v.text))),
-                None => return Err(format!("-smp {}: expected a vCPU count", v.text)),
-            }
-        }
-        "-name" => {
-            if let Some((_, Some(n))) = props(&v.text, "guest")
-                .into_iter()
-                .find(|(k, _)| k == "guest")
-            {
-                c.name = Some(Setting::new(n, at(&v.text)));
-            }
-        }
-        "-action" => {
-            if let Some((_, Some(a))) = props(&v.text, "").into_iter().find(|(k, _)| k == "panic") {
-                c.panic.action = Some(Setting::new(a.clone(), at(&format!("panic={a}"))));
-            }
-        }
-        "-device" => {
-            let driver = if v.text.trim_start().starts_with('{') {
-                serde_json::from_str::<serde_json::Value>(&v.text)
-                    .ok()
-                    .and_then(|j| j.get("driver")?.as_str().map(str::to_string))
-            } else {
-                split_opts(&v.text).into_iter().next()
-            };
-            if driver.as_deref() == Some("vmbus-bridge") {
-                c.panic.vmbus_bridge = Some(at(&v.text));
-            }
-        }
-        "-readconfig" => c.notes.push(format!(
-            "line {}: options in {} (-readconfig) are not read",
-            v.line, v.text
-        )),
-        _ => {}
-    }
-    Ok(())
-}
-
-fn global(c: &mut VmConfig, v: &Token, at: &dyn Fn(&str) -> Origin) {
-    let ps = props(&v.text, "");
-    let pit =
-        if let Some((_, Some(value))) = ps.iter().find(|(k, _)| k == "kvm-pit.lost_tick_policy") {
-            Some(value.clone())
-        } else {
-            let get = |n: &str| ps.iter().find(|(k, _)| k == n).and_then(|(_, v)| v.clone());
-            (get("driver").as_deref() == Some("kvm-pit")
-                && get("property").as_deref() == Some("lost_tick_policy"))
-            .then(|| get("value"))
-            .flatten()
-        };
-    if let Some(p) = pit {
-        let policy = match p.as_str() {
-            "discard" => PitPolicy::Discard,
-            "delay" => PitPolicy::Delay,
-            _ => PitPolicy::Other,
-        };
-        c.timers.pit = Some(Setting::new(policy, at(&v.text)));
-    }
-}
-
-fn accel(name: &str) -> Accel {
-    match name {
-        "kvm" => Accel::Kvm,
-        "tcg" => Accel::Tcg,
-        _ => Accel::Other,
-    }
-}
-
-/// `q35,hpet=off` → `[(type, q35), (hpet, off)]`: a leading bare word is the `implied` key.
-fn props(value: &str, implied: &str) -> Vec<(String, Option<String>)> {
-    split_opts(value)
-        .into_iter()
-        .enumerate()
-        .filter(|(_, p)| !p.is_empty())
-        .map(|(i, p)| match p.split_once('=') {
-            Some((k, v)) => (k.to_string(), Some(v.to_string())),
-            None if i == 0 && !implied.is_empty() => (implied.to_string(), Some(p)),
-            None => (p, None),
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -360,13 +246,12 @@ mod tests {
     #[test]
     fn opts() {
         assert_eq!(split_opts("a,b=c,,d"), vec!["a", "b=c,d"]);
-        assert_eq!(
-            props("q35,hpet=off", "type"),
-            vec![
-                ("type".into(), Some("q35".into())),
-                ("hpet".into(), Some("off".into()))
-            ]
-        );
+        let p = qemu_options::props(&Token::known("q35,hpet=off", 1), "type");
+        let kv: Vec<(&str, Option<&str>)> = p
+            .iter()
+            .map(|p| (p.key.as_str(), p.value.as_deref()))
+            .collect();
+        assert_eq!(kv, vec![("type", Some("q35")), ("hpet", Some("off"))]);
     }
 
     #[test]

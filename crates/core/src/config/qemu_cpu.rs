@@ -1,10 +1,13 @@
 //! QEMU's `-cpu MODEL,prop,…` value: the `hv-*` properties in every spelling QEMU accepts
 //! (`hv_relaxed`, `hv-vapic`, `+hv-x`, `-hv-x`, `hv-x=on|off`, `hv_spinlocks=0x1fff`,
 //! `hv-passthrough`, `hv-vendor-id=…`), `kvm=off`, `-hypervisor`, `vmx`/`svm` and
-//! `tsc-frequency`. A later `-cpu` replaces an earlier one, as in QEMU.
+//! `tsc-frequency`. A later `-cpu` replaces an earlier one, as in QEMU. A property whose name
+//! QEMU does not know (`hv-foo`) is kept: QEMU refuses to start with it ("Property … not
+//! found", the properties being those of qemu/qemu@d45f24fe7525:target/i386/cpu.c
+//! `x86_cpu_properties`). A part the file leaves open (`-cpu $CPU`) is a caveat.
 
-use super::shell::Token;
-use super::{Cpu, HvFlag, Hyperv, Origin, Setting, VmConfig, effective, qemu};
+use super::script::Token;
+use super::{Area, Cpu, HvFlag, Hyperv, Origin, Setting, VmConfig, effective, qemu};
 
 /// A `-cpu` property split into its sign (`+`/`-`), name and value.
 struct Prop<'a> {
@@ -77,7 +80,8 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
     let Some(model) = parts.first() else {
         return Ok(());
     };
-    if c.cpu.model.is_some() || !c.hyperv.flags.is_empty() || c.hyperv.passthrough.is_some() {
+    let seen = c.cpu.model.is_some() || c.caveats.iter().any(|x| x.area == Area::Cpu);
+    if seen || !c.hyperv.flags.is_empty() || c.hyperv.passthrough.is_some() {
         c.notes.push(format!(
             "line {}: -cpu given again; QEMU uses only the last one",
             token.line
@@ -87,9 +91,18 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
         c.timers.tsc_frequency = None;
     }
     let at = |text: &str| Origin::at(format!("-cpu {text}"), token.line);
-    c.cpu.model = Some(Setting::new(model.clone(), at(model)));
+    c.caveats.retain(|x| x.area != Area::Cpu);
+    if token.has_unknown_in(model) {
+        unknown_part(c, token, model, "the CPU model is");
+    } else {
+        c.cpu.model = Some(Setting::new(model.clone(), at(model)));
+    }
     c.hyperv.anchor = Some(Origin::at("-cpu", token.line));
     for raw in &parts[1..] {
+        if token.has_unknown_in(raw) {
+            unknown_part(c, token, raw, "the CPU properties (hv-* flags) it sets are");
+            continue;
+        }
         let p = prop(raw);
         let origin = at(p.raw);
         match p.name.as_str() {
@@ -150,6 +163,24 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Records a `-cpu` part the file leaves open.
+fn unknown_part(c: &mut VmConfig, token: &Token, raw: &str, what: &str) {
+    let why: Vec<String> = token
+        .unknown_in(raw)
+        .iter()
+        .map(|u| format!("{}: {}", u.written, u.why))
+        .collect();
+    c.caveat(
+        Area::Cpu,
+        Origin::at(format!("-cpu {raw}"), token.line),
+        format!(
+            "-cpu {raw} (line {}): {}; {what} unknown",
+            token.line,
+            why.join("; ")
+        ),
+    );
 }
 
 fn set(c: &mut VmConfig, flag: HvFlag, on: bool, value: Option<String>, origin: Origin) {

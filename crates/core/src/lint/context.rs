@@ -63,12 +63,6 @@ impl<'a> Ctx<'a> {
                 a.origin
             ));
         }
-        for u in &c.hyperv.unknown {
-            notes.push(format!(
-                "{}: `{}` is not a Hyper-V property QEMU/libvirt know; kept as written",
-                u.origin, u.value
-            ));
-        }
         Ctx {
             c,
             e,
@@ -169,8 +163,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The most vCPUs the VM can run without a restart (the maximum when vCPU hot-plug is
+    /// configured: enlightenments cannot be added later without a restart, vCPUs can).
     pub fn vcpus(&self) -> Option<u32> {
-        self.e.vcpus
+        self.e.max_vcpus.or(self.e.vcpus)
+    }
+
+    /// `16 vCPUs`, or `up to 16 vCPUs (2 at boot)` with hot-plug.
+    pub fn vcpus_text(&self) -> Option<String> {
+        let max = self.vcpus()?;
+        Some(match self.e.vcpus {
+            Some(boot) if boot != max => format!("up to {max} vCPUs ({boot} at boot)"),
+            _ => format!("{max} vCPUs"),
+        })
     }
 
     /// A TCG remark for dependency errors.
@@ -200,6 +205,8 @@ impl<'a> Ctx<'a> {
             fix,
             source: rules::source(rule),
             document: None,
+            count: 1,
+            caveats: Vec::new(),
         }
     }
 }

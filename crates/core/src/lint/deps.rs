@@ -1,5 +1,8 @@
-//! `HV-DEP-*`: the hard dependencies QEMU enforces on KVM (a VM that breaks one does not start)
-//! and flags newer than the QEMU/libvirt the configuration targets.
+//! `HV-DEP-*`: the hard dependencies QEMU enforces on KVM (a VM that breaks one does not start:
+//! `kvm_hyperv_properties[].dependencies` and `hv_feature_check_deps` in
+//! qemu/qemu@00001a22d183:target/i386/kvm/kvm.c), and settings QEMU or libvirt reject
+//! (`HV-DEP-009`): names they do not know, libvirt's `state` other than on/off, and flags newer
+//! than the QEMU/libvirt the configuration targets.
 
 use super::context::Ctx;
 use super::{Finding, Severity, fix};
@@ -51,6 +54,12 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 "; libvirt emits hv-time only for <timer name='hypervclock' present='yes'/> in <clock>, \
                  never for <stimer/> alone",
             );
+            if let Some(t) = ctx.c.hyperv.flags.get(&HvFlag::Time) {
+                message.push_str(&format!(
+                    " (the hypervclock timer at {} lacks present='yes')",
+                    t.origin
+                ));
+            }
         }
         if *flag == HvFlag::Syndbg {
             message.push_str("; see also HV-OPS-004");
@@ -71,7 +80,51 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             fix::add(summary, &missing),
         ));
     }
+    rejected(ctx, out);
     versions(ctx, out);
+}
+
+/// `HV-DEP-009` without a target version: names QEMU/libvirt do not know and libvirt's
+/// malformed switches — libvirt rejects the domain (`virDomainFeaturesHyperVDefParse`,
+/// "unsupported HyperV Enlightenment feature"), QEMU refuses an unknown `-cpu` property.
+fn rejected(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for u in &ctx.c.hyperv.unknown {
+        let (message, fix) = if ctx.c.format == Format::Libvirt {
+            (
+                format!(
+                    "<{}> is not a Hyper-V enlightenment libvirt knows: libvirt rejects the domain \
+                     (unsupported HyperV Enlightenment feature)",
+                    u.value
+                ),
+                "remove it, or correct its name (libvirt's formatdomain lists the <hyperv> children)",
+            )
+        } else {
+            (
+                format!(
+                    "`{}` is not a Hyper-V property QEMU knows: QEMU refuses to start \
+                     (property not found)",
+                    u.value
+                ),
+                "remove it, or correct its name (QEMU's docs/system/i386/hyperv.rst lists them)",
+            )
+        };
+        out.push(ctx.finding(
+            "HV-DEP-009",
+            Severity::Error,
+            message,
+            u.origin.clone(),
+            fix::Fix::words(fix),
+        ));
+    }
+    for i in &ctx.c.hyperv.invalid {
+        out.push(ctx.finding(
+            "HV-DEP-009",
+            Severity::Error,
+            format!("{}: libvirt rejects the domain", i.value),
+            i.origin.clone(),
+            fix::Fix::words("write state='on' or state='off' (and mode='custom' or 'passthrough')"),
+        ));
+    }
 }
 
 /// `HV-DEP-009`: only with a target version given.

@@ -10,7 +10,13 @@
 //! `migratable`, `HV-PERF-009`/`010` on `overcommitted` (009 also fires at ≥ 8 vCPUs),
 //! `HV-PERF-011` on `nested_workload`, `HV-PERF-005` (high) on `ipi_heavy` or ≥ 8 vCPUs;
 //! host rules on the facts in `host` (vendor, APICv/AVIC, clocksource).
+//!
+//! The rules are about x86 (Hyper-V enlightenments exist only on QEMU's x86 CPUs, the PIT and
+//! HPET only on PC machines): a configuration for another architecture gets none. Values a
+//! launch script leaves open become caveats on the findings they touch; findings that repeat
+//! are merged with a count ([`caveats`]).
 
+mod caveats;
 mod context;
 mod deps;
 pub mod fix;
@@ -98,6 +104,17 @@ pub struct Finding {
     /// Which document of the file (only when the file holds several).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub document: Option<usize>,
+    /// How many times the same finding occurs (elements written many times); `element` is the
+    /// first.
+    #[serde(skip_serializing_if = "is_one")]
+    pub count: usize,
+    /// Values the configuration leaves open that this finding depends on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 /// What lint knows besides the configuration.
@@ -183,13 +200,25 @@ impl LintReport {
 /// Lints one configuration: its resolved guest, findings and notes.
 pub fn check(config: &VmConfig, options: &Options) -> (Guest, Vec<Finding>, Vec<String>) {
     let ctx = context::Ctx::new(config, options);
+    let mut notes = ctx.notes();
+    notes.extend(config.caveats.iter().map(|c| c.message.clone()));
+    if !config.is_x86() {
+        let arch = config.arch.as_ref().map_or("", |a| a.value.as_str());
+        notes.push(format!(
+            "the architecture is {arch}: the Hyper-V enlightenments and PC timers these rules \
+             check exist on x86 only, so no rule applies"
+        ));
+        return (ctx.guest.clone(), Vec::new(), caveats::merge_notes(notes));
+    }
     let mut findings = Vec::new();
     deps::check(&ctx, &mut findings);
     host::check(&ctx, &mut findings);
     perf::check(&ctx, &mut findings);
     ops::check(&ctx, &mut findings);
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.rule.cmp(b.rule)));
-    (ctx.guest.clone(), findings, ctx.notes())
+    let mut findings = caveats::merge(findings);
+    caveats::attach(config, &mut findings);
+    (ctx.guest.clone(), findings, caveats::merge_notes(notes))
 }
 
 /// Lints every document read from one input. `configs` must not be empty for a useful
@@ -248,7 +277,7 @@ pub fn lint(configs: &[VmConfig], options: &Options) -> LintReport {
             libvirt_version: options.libvirt_version,
         },
         findings,
-        notes,
+        notes: caveats::merge_notes(notes),
         recommendation: None,
     }
 }

@@ -203,8 +203,8 @@ fn scaling(ctx: &Ctx<'_>, out: &mut Vec<Finding>, win: bool, none: bool) {
         .collect();
     let pv_missing = missing.iter().any(|f| *f != HvFlag::Vpindex);
     if pv_missing && (many || ctx.opts.overcommitted) {
-        let why = match (many, ctx.vcpus()) {
-            (true, Some(n)) => format!("{n} vCPUs"),
+        let why = match (many, ctx.vcpus_text()) {
+            (true, Some(n)) => n,
             _ => "an overcommitted host".to_string(),
         };
         let first = missing

@@ -93,8 +93,8 @@ pub const RULES: [Rule; 38] = [
     r(
         "HV-DEP-009",
         "error",
-        "a flag newer than the target QEMU/libvirt",
-        "--qemu-version / --libvirt-version",
+        "a Hyper-V setting QEMU/libvirt reject: an unknown name, a state other than on/off, or a flag newer than the target QEMU/libvirt",
+        "--qemu-version / --libvirt-version (for the version check)",
         "LIBVIRT-DOC",
     ),
     r(

@@ -146,6 +146,12 @@ fn effective(e: &Effective) -> String {
     if let Some(n) = e.vcpus {
         parts.push(format!("{n} vCPU{}", if n == 1 { "" } else { "s" }));
     }
+    if let Some(m) = e.max_vcpus.filter(|m| Some(*m) != e.vcpus) {
+        parts.push(format!("up to {m} with hot-plug"));
+    }
+    if let Some(a) = &e.arch {
+        parts.push(a.clone());
+    }
     parts.join(" · ")
 }
 
@@ -167,7 +173,14 @@ fn finding(out: &mut String, f: &Finding) {
             ));
         }
     };
-    field("at", &f.element.to_string());
+    let at = match f.count {
+        1 => f.element.to_string(),
+        n => format!("{} (and {} more like it)", f.element, n - 1),
+    };
+    field("at", &at);
+    for c in &f.caveats {
+        field("caveat", c);
+    }
     field("fix", &f.fix.summary);
     if let Some(x) = &f.fix.libvirt {
         field("libvirt", x);
