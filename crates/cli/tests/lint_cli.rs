@@ -282,3 +282,33 @@ fn recommend_output_parses_back() {
         }
     }
 }
+
+/// Inputs that are not configurations exit 2 with what they are; `/dev/zero` ends at the cap.
+#[test]
+fn refusals_exit_2_and_say_what_the_input_is() {
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "net.xml",
+            b"<network><name>default</name></network>\n",
+            "<network>",
+        ),
+        ("xen.cfg", b"name = \"w\"\nbuilder = \"hvm\"\n", "Xen xl"),
+        (
+            "d.xml.gz",
+            b"\x1f\x8b\x08\x00\x00\x00\x00\x00",
+            "gzip-compressed",
+        ),
+        ("r.bin", b"\x01\x02\x00\x03\xff", "binary data"),
+    ];
+    for (name, bytes, says) in cases {
+        let p = std::env::temp_dir().join(format!("virtlens-lint-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        let out = virtlens(&["lint", "--guest", "windows", &p.display().to_string()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{name}: {err}");
+    }
+    let out = virtlens(&["lint", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more than 16 MiB"));
+}

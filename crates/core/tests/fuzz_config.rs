@@ -1,6 +1,8 @@
 //! Fuzzing the configuration parsers (proptest, bounded so it runs in every `cargo test`):
-//! mutated real configs (libvirt XML, QEMU command lines, Proxmox configs) and random text,
-//! through every parser and through detection, never panic; every error names the input and,
+//! mutated real configs (libvirt XML, QEMU command lines, launch scripts with shell variables
+//! and arrays, Proxmox configs), random text, random shell words, and binary/compressed/UTF-16
+//! heads, through input decoding, format detection, the shell model and every parser, never
+//! panic; every error names the input and,
 //! where a line is at fault, a line inside the input and what was expected; whatever is read
 //! lints, renders and serialises.
 //!
@@ -19,7 +21,14 @@ use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options};
 use virtlens_core::render::{self, Style};
 
-const SAMPLES: [&str; 17] = [
+/// A launch script with the shell forms the model resolves.
+const SCRIPT: &str = "#!/bin/bash\nQEMU=${QEMU:-/usr/bin/qemu-system-x86_64}\nexport N=4\n\
+    CPU=host,hv_relaxed,hv_vpindex\nARGS=(-machine q35,hpet=off \"-smp\" \"$N\")\nARGS+=(-rtc base=localtime)\n\
+    if [ -n \"$1\" ]; then CPU=\"$CPU,hv_synic\"; fi\nexec $QEMU -enable-kvm -cpu \"$CPU\",hv_stimer \\\n\
+    \"${ARGS[@]}\" -global kvm-pit.lost_tick_policy=$POLICY $(extra) \"$@\" 2>&1 | tee log\n";
+
+const SAMPLES: [&str; 18] = [
+    SCRIPT,
     include_str!("../../../testdata/configs/01-libvirt-test-hyperv.args"),
     include_str!("../../../testdata/configs/01-libvirt-test-hyperv.xml"),
     include_str!("../../../testdata/configs/04-libvirt-test-hyperv-off.args"),
@@ -81,6 +90,29 @@ fn edit() -> impl Strategy<Value = Edit> {
         "18446744073709551615",
         "\u{0}",
         "\u{feff}",
+        "$",
+        "$CPU",
+        "${N:-4}",
+        "${A[@]}",
+        "${X:=y}",
+        "${#X}",
+        "}",
+        "$(",
+        ")",
+        "`",
+        "A=(",
+        "export ",
+        "QEMU=",
+        "$QEMU ",
+        "exec ",
+        "<<EOF\n",
+        "\nEOF\n",
+        "2>&1",
+        "<network>",
+        "<domainCapabilities>",
+        "= [",
+        "builder = \"hvm\"\n",
+        "\u{1f}\u{8b}",
     ]
     .iter()
     .map(|t| t.as_bytes().to_vec())
@@ -157,6 +189,36 @@ proptest! {
     #[test]
     fn random_text_never_panics(text in "(\\PC|\\t|\\n|<|>|'|\"|\\\\|-|=|,){0,300}", forced in any::<u8>()) {
         check(text.as_bytes(), format(forced))?;
+    }
+
+    #[test]
+    fn random_shell_words_never_panic(
+        words in prop::collection::vec(
+            prop::sample::select(vec![
+                "qemu-system-x86_64", "$QEMU", "X=1", "export", "-cpu", "$CPU", "\"${C:-host}\"",
+                "-smp", "cores=$N", "A=(", ")", "\"${A[@]}\"", "${A[*]}", "IFS=,", "exec",
+                "sudo", "then", ";", "|", "&&", "\\\n", "\n", "'", "\"", "$(date)", "<<E", "E",
+                ">", "2>&1", "#", "${X#y}", "$@", "-machine", "q35,pit=off", "-global",
+            ]),
+            0..40,
+        ),
+        forced in any::<u8>(),
+    ) {
+        check(words.join(" ").as_bytes(), format(forced))?;
+    }
+
+    #[test]
+    fn binary_and_encoded_heads_never_panic(
+        head in prop::sample::select(vec![
+            &b"\x1f\x8b"[..], b"\x28\xb5\x2f\xfd", b"PERFILE2", b"\xff\xfe", b"\xfe\xff", b"<\0",
+            b"\0<", b"qemu-kvm\0", b"/usr/bin/qemu-system-x86_64\0-cpu\0", b"\x7fELF", b"",
+        ]),
+        tail in prop::collection::vec(any::<u8>(), 0..300),
+        forced in any::<u8>(),
+    ) {
+        let mut bytes = head.to_vec();
+        bytes.extend(tail);
+        check(&bytes, format(forced))?;
     }
 
     #[test]
