@@ -37,6 +37,9 @@ pub enum Need {
     Bpf,
     /// `fio` on PATH.
     Fio,
+    /// libvirt's XML → QEMU argv golden files in the directory `VIRTLENS_LIBVIRT_TESTDATA`
+    /// names (`/work/shared/tools/libvirt-testdata.sh DIR` fetches them; `.ci/run` does).
+    LibvirtTestdata,
 }
 
 impl Need {
@@ -52,6 +55,7 @@ impl Need {
             Need::Prometheus => "prometheus",
             Need::Bpf => "bpf",
             Need::Fio => "fio",
+            Need::LibvirtTestdata => "libvirt-testdata",
         }
     }
 
@@ -78,6 +82,7 @@ impl Need {
             }
             Need::Bpf => bpf_missing(),
             Need::Fio => runs("fio", &["--version"]),
+            Need::LibvirtTestdata => libvirt_testdata_missing(),
         }
     }
 }
@@ -163,6 +168,18 @@ fn bpf_missing() -> Option<String> {
     None
 }
 
+fn libvirt_testdata_missing() -> Option<String> {
+    let Some(dir) = std::env::var_os("VIRTLENS_LIBVIRT_TESTDATA") else {
+        return Some("VIRTLENS_LIBVIRT_TESTDATA is not set".to_string());
+    };
+    let has_xml = std::fs::read_dir(&dir).ok().is_some_and(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .any(|e| e.path().extension().is_some_and(|x| x == "xml"))
+    });
+    (!has_xml).then(|| format!("{} holds no .xml files", Path::new(&dir).display()))
+}
+
 fn runs(cmd: &str, args: &[&str]) -> Option<String> {
     match Command::new(cmd)
         .args(args)
@@ -193,6 +210,7 @@ mod tests {
             Need::Prometheus,
             Need::Bpf,
             Need::Fio,
+            Need::LibvirtTestdata,
         ];
         let mut names: Vec<_> = all.iter().map(|n| n.name()).collect();
         names.sort_unstable();
