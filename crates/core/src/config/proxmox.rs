@@ -148,6 +148,9 @@ pub fn parse(text: &str, input: &str, host_vendor: Option<&Vendor>) -> Result<Vm
                 .map_or_else(|| Origin::implied("cores: 1 (default)"), |(_, o)| o),
         ),
     });
+    if let Some((v, o)) = at("arch") {
+        c.arch = Some(Setting::new(v, o));
+    }
     if let Some((_, o)) = at("affinity") {
         c.pinned = Some(o);
     }

@@ -7,7 +7,7 @@
 //! `x86_cpu_properties`). A part the file leaves open (`-cpu $CPU`) is a caveat.
 
 use super::script::Token;
-use super::{Area, Cpu, HvFlag, Hyperv, Origin, Setting, VmConfig, effective, qemu};
+use super::{Area, Cpu, HvFlag, Hyperv, Origin, Setting, VmConfig, effective, qemu, qemu_options};
 
 /// A `-cpu` property split into its sign (`+`/`-`), name and value.
 struct Prop<'a> {
@@ -93,14 +93,15 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
     let at = |text: &str| Origin::at(format!("-cpu {text}"), token.line);
     c.caveats.retain(|x| x.area != Area::Cpu);
     if token.has_unknown_in(model) {
-        unknown_part(c, token, model, "the CPU model is");
+        qemu_options::open(c, Area::Cpu, "-cpu", token, model, "the CPU model is");
     } else {
         c.cpu.model = Some(Setting::new(model.clone(), at(model)));
     }
     c.hyperv.anchor = Some(Origin::at("-cpu", token.line));
     for raw in &parts[1..] {
         if token.has_unknown_in(raw) {
-            unknown_part(c, token, raw, "the CPU properties (hv-* flags) it sets are");
+            let what = "the CPU properties (hv-* flags) it sets are";
+            qemu_options::open(c, Area::Cpu, "-cpu", token, raw, what);
             continue;
         }
         let p = prop(raw);
@@ -163,24 +164,6 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Records a `-cpu` part the file leaves open.
-fn unknown_part(c: &mut VmConfig, token: &Token, raw: &str, what: &str) {
-    let why: Vec<String> = token
-        .unknown_in(raw)
-        .iter()
-        .map(|u| format!("{}: {}", u.written, u.why))
-        .collect();
-    c.caveat(
-        Area::Cpu,
-        Origin::at(format!("-cpu {raw}"), token.line),
-        format!(
-            "-cpu {raw} (line {}): {}; {what} unknown",
-            token.line,
-            why.join("; ")
-        ),
-    );
 }
 
 fn set(c: &mut VmConfig, flag: HvFlag, on: bool, value: Option<String>, origin: Origin) {

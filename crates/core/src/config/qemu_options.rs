@@ -40,7 +40,7 @@ pub fn props(v: &Token, implied: &str) -> Vec<Prop> {
 }
 
 /// Records `raw` (part of `opt`'s value `v`) as unknown, leaving `area` open.
-fn open(c: &mut VmConfig, area: Area, opt: &str, v: &Token, raw: &str, what: &str) {
+pub(super) fn open(c: &mut VmConfig, area: Area, opt: &str, v: &Token, raw: &str, what: &str) {
     let why: Vec<String> = v
         .unknown_in(raw)
         .iter()

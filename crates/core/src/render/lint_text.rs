@@ -149,8 +149,8 @@ fn effective(e: &Effective) -> String {
     if let Some(m) = e.max_vcpus.filter(|m| Some(*m) != e.vcpus) {
         parts.push(format!("up to {m} with hot-plug"));
     }
-    if let Some(a) = &e.arch {
-        parts.push(a.clone());
+    if let Some(a) = e.arch.as_deref().filter(|a| !crate::config::is_x86(a)) {
+        parts.push(a.to_string());
     }
     parts.join(" · ")
 }

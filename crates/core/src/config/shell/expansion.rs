@@ -23,14 +23,7 @@ impl Lexer {
                 self.ansi_c(w)?;
             }
             Some(c) if c.is_ascii_alphabetic() || c == '_' => {
-                let mut name = String::new();
-                while let Some(c) = self
-                    .peek()
-                    .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                {
-                    name.push(c);
-                    self.bump();
-                }
+                let name = self.name();
                 w.parts.push(param(name, None, ParamOp::Plain, quoted));
             }
             Some(c @ ('0'..='9' | '@' | '*' | '#' | '?' | '$' | '!' | '-')) => {
@@ -43,14 +36,8 @@ impl Lexer {
         Ok(())
     }
 
-    /// After `${`.
-    fn braced(&mut self, quoted: bool) -> Res<Param> {
-        let open = self.line;
-        let start = self.pos;
-        let special = matches!(self.peek(), Some('#' | '!')) && self.peek_at(1) != Some('}');
-        if special {
-            self.bump();
-        }
+    /// A variable name (letters, digits, `_`) at the current position.
+    fn name(&mut self) -> String {
         let mut name = String::new();
         while let Some(c) = self
             .peek()
@@ -59,6 +46,18 @@ impl Lexer {
             name.push(c);
             self.bump();
         }
+        name
+    }
+
+    /// After `${`.
+    fn braced(&mut self, quoted: bool) -> Res<Param> {
+        let open = self.line;
+        let start = self.pos;
+        let special = matches!(self.peek(), Some('#' | '!')) && self.peek_at(1) != Some('}');
+        if special {
+            self.bump();
+        }
+        let mut name = self.name();
         if name.is_empty()
             && let Some(c @ ('@' | '*' | '#' | '?' | '$' | '!' | '-')) = self.peek()
         {
