@@ -56,19 +56,19 @@ pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
         message: e.message,
     })?;
     let commands = script::expand(&words);
-    let mut invocations: Vec<(Option<Token>, Vec<Token>)> = script::invocations(&commands)
+    let mut invocations: Vec<(usize, Option<Token>, Vec<Token>)> = script::invocations(&commands)
         .into_iter()
-        .map(|i| (Some(i.binary), i.args))
+        .map(|i| (i.line, Some(i.binary), i.args))
         .collect();
     if invocations.is_empty() {
         // A file holding only the arguments (one or several lines of them).
-        let args: Vec<Token> = commands
+        let lines: Vec<&script::Command> = commands
             .iter()
             .filter(|c| c.words.first().is_some_and(|t| t.text.starts_with('-')))
-            .flat_map(|c| c.words.iter().cloned())
             .collect();
+        let args: Vec<Token> = lines.iter().flat_map(|c| c.words.iter().cloned()).collect();
         if args.iter().any(|t| script::is_qemu_option(&t.text)) {
-            invocations.push((None, args));
+            invocations.push((lines.first().map_or(1, |c| c.line), None, args));
         }
     }
     if invocations.is_empty() {
@@ -85,9 +85,8 @@ pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
         ));
     }
     let mut out = Vec::new();
-    for (i, (binary, args)) in invocations.iter().enumerate() {
-        let first_line = binary.as_ref().or(args.first()).map_or(1, |t| t.line);
-        let mut c = VmConfig::new(Format::Qemu, input, i + 1, first_line);
+    for (i, (first_line, binary, args)) in invocations.iter().enumerate() {
+        let mut c = VmConfig::new(Format::Qemu, input, i + 1, *first_line);
         if let Some(b) = binary {
             emulator(&mut c, b);
         }

@@ -45,6 +45,8 @@ const WRAPPERS: [&str; 27] = [
 pub struct Invocation {
     pub binary: Token,
     pub args: Vec<Token>,
+    /// The line the command starts on.
+    pub line: usize,
 }
 
 fn base(word: &str) -> &str {
@@ -89,6 +91,7 @@ pub fn invocations(commands: &[Command]) -> Vec<Invocation> {
             out.push(Invocation {
                 binary: c.words[at].clone(),
                 args: c.words[at + 1..].to_vec(),
+                line: c.line,
             });
         }
     }

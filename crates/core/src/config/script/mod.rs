@@ -54,6 +54,8 @@ impl Token {
     }
 }
 
+const SUBST: &str = "the output of a command, known only when the script runs";
+
 /// A piece of an expanded value: known text, or an unknown expansion (its text as written).
 #[derive(Debug, Clone)]
 struct Piece {
@@ -61,6 +63,8 @@ struct Piece {
     unknown: Option<Unknown>,
     /// Known text from an unquoted expansion: field splitting applies.
     split: bool,
+    /// The line of the word the text was written in (an assignment, for a variable's value).
+    line: usize,
 }
 
 type Value = Vec<Piece>;
@@ -75,6 +79,8 @@ enum Var {
 #[derive(Debug, Clone)]
 pub struct Command {
     pub words: Vec<Token>,
+    /// The line the command starts on.
+    pub line: usize,
 }
 
 /// Variables as the script sets them, in order.
@@ -151,7 +157,10 @@ pub fn expand(commands: &[Vec<Word>]) -> Vec<Command> {
         for w in rest {
             words.extend(env.expand_word(w));
         }
-        out.push(Command { words });
+        out.push(Command {
+            words,
+            line: rest[0].line,
+        });
     }
     out
 }
@@ -215,19 +224,16 @@ impl Env {
         let mut v = Value::new();
         for p in &w.parts {
             match p {
-                Part::Lit(s) => v.push(known(s, false)),
+                Part::Lit(s) => v.push(known(s, w.line)),
                 Part::Param(param) => {
-                    let fields = self.param(param);
+                    let fields = self.param(param, w.line);
                     let joined = join(fields, ' ');
                     v.extend(joined.into_iter().map(|mut x| {
                         x.split = false;
                         x
                     }));
                 }
-                Part::Subst(s) => v.push(unknown(
-                    s,
-                    "the output of a command, known only when the script runs",
-                )),
+                Part::Subst(s) => v.push(unknown(s, SUBST, w.line)),
                 Part::Array(_) => {}
             }
         }
@@ -245,7 +251,7 @@ impl Env {
 
     /// The fields of a parameter expansion (before field splitting): one for a scalar, one per
     /// element for `${A[@]}`.
-    fn param(&mut self, p: &Param) -> Vec<Value> {
+    fn param(&mut self, p: &Param, line: usize) -> Vec<Value> {
         let quoted = p.quoted;
         let mark = |mut v: Value| -> Value {
             for x in &mut v {
@@ -283,7 +289,7 @@ impl Env {
         };
         match fields {
             Some(f) => f.into_iter().map(mark).collect(),
-            None => vec![vec![unknown(&p.written, &why_unknown(p))]],
+            None => vec![vec![unknown(&p.written, &why_unknown(p), line)]],
         }
     }
 
@@ -318,19 +324,16 @@ impl Env {
         for p in &w.parts {
             match p {
                 Part::Lit(s) => {
-                    current.push(known(s, false));
+                    current.push(known(s, w.line));
                     started = true;
                 }
                 Part::Subst(s) => {
-                    current.push(unknown(
-                        s,
-                        "the output of a command, known only when the script runs",
-                    ));
+                    current.push(unknown(s, SUBST, w.line));
                     started = true;
                 }
                 Part::Array(_) => {}
                 Part::Param(param) => {
-                    let values = self.param(param);
+                    let values = self.param(param, w.line);
                     let n = values.len();
                     for (i, v) in values.into_iter().enumerate() {
                         if i > 0 {
@@ -348,7 +351,7 @@ impl Env {
                             let mut rest = piece.text.as_str();
                             while let Some(at) = rest.find(|c| ifs.contains(&c)) {
                                 if at > 0 {
-                                    current.push(known(&rest[..at], false));
+                                    current.push(known(&rest[..at], piece.line));
                                     started = true;
                                 }
                                 if started {
@@ -359,7 +362,7 @@ impl Env {
                                     [at + rest[at..].chars().next().map_or(1, char::len_utf8)..];
                             }
                             if !rest.is_empty() {
-                                current.push(known(rest, false));
+                                current.push(known(rest, piece.line));
                                 started = true;
                             }
                         }
@@ -381,16 +384,18 @@ impl Env {
     }
 }
 
-fn known(s: &str, split: bool) -> Piece {
+fn known(s: &str, line: usize) -> Piece {
     Piece {
         text: s.to_string(),
         unknown: None,
-        split,
+        split: false,
+        line,
     }
 }
 
-fn unknown(written: &str, why: &str) -> Piece {
+fn unknown(written: &str, why: &str, line: usize) -> Piece {
     Piece {
+        line,
         text: written.to_string(),
         unknown: Some(Unknown {
             written: written.to_string(),
@@ -418,7 +423,8 @@ fn join(values: Vec<Value>, sep: char) -> Value {
     let mut out = Value::new();
     for (i, v) in values.into_iter().enumerate() {
         if i > 0 {
-            out.push(known(&sep.to_string(), false));
+            let line = out.last().map_or(1, |p: &Piece| p.line);
+            out.push(known(&sep.to_string(), line));
         }
         out.extend(v);
     }
@@ -427,7 +433,7 @@ fn join(values: Vec<Value>, sep: char) -> Value {
 
 fn value_of(t: Token) -> Value {
     if t.unknown.is_empty() {
-        return vec![known(&t.text, false)];
+        return vec![known(&t.text, t.line)];
     }
     // Keep unknown pieces recognisable: split the text around their written forms.
     let mut out = Value::new();
@@ -439,18 +445,21 @@ fn value_of(t: Token) -> Value {
         .min_by_key(|(at, _)| *at)
     {
         if at > 0 {
-            out.push(known(&rest[..at], false));
+            out.push(known(&rest[..at], t.line));
         }
-        out.push(unknown(&u.written, &u.why));
+        out.push(unknown(&u.written, &u.why, t.line));
         rest = &rest[at + u.written.len()..];
     }
     if !rest.is_empty() {
-        out.push(known(rest, false));
+        out.push(known(rest, t.line));
     }
     out
 }
 
+/// A field as a token, on the line its first piece was written (an assignment's line for a
+/// variable's value, so findings point where the value can be changed).
 fn token(f: Value, line: usize) -> Token {
+    let line = f.first().map_or(line, |p| p.line);
     let mut t = Token::known(String::new(), line);
     for p in f {
         t.text.push_str(&p.text);
@@ -491,6 +500,12 @@ mod tests {
         );
         assert_eq!(w[0], ["qemu", "-cpu", "host", "-smp", "2,cores=2"]);
         assert_eq!(w[1], ["qemu", "-cpu", "host,hv_relaxed"]);
+    }
+
+    #[test]
+    fn values_keep_the_line_they_are_written_on() {
+        let c = expand(&shell::split("CPU=host,hv_relaxed\n\nqemu -cpu $CPU\n").unwrap());
+        assert_eq!((c[0].line, c[0].words[2].line), (3, 1));
     }
 
     #[test]
