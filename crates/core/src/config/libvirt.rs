@@ -13,13 +13,15 @@
 //! element without `tickpolicy='discard'` emits `-global kvm-pit.lost_tick_policy=delay`,
 //! `present` is ignored; `qemuBuildSmpCommandLine`: `-smp CURRENT,maxcpus=MAX`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use roxmltree::Node;
 
 use super::script::Token;
 use super::xml_docs::{self, Doc, Lines};
-use super::{Accel, Format, Guest, HvFlag, Origin, PitPolicy, Setting, VmConfig, effective, qemu};
+use super::{
+    Accel, Format, Guest, HvFlag, Origin, PitPolicy, Repeated, Setting, VmConfig, effective, qemu,
+};
 use crate::error::Result;
 
 const LIBOSINFO_NS: &str = "http://libosinfo.org/xmlns/libvirt/domain/1.0";
@@ -252,7 +254,21 @@ fn state(n: Node<'_, '_>) -> Option<bool> {
 /// `state='on'|'off'` of a `<hyperv>` child: libvirt requires it and knows no other value
 /// (`virXMLPropTristateSwitch(…, VIR_XML_PROP_REQUIRED, …)`). Anything else is recorded as
 /// invalid (libvirt rejects the domain) and taken as on when absent, off otherwise.
-fn switch(ctx: &Ctx<'_, '_>, e: Node<'_, '_>, name: &str, c: &mut VmConfig) -> bool {
+/// Positions in `hyperv.duplicates` and `hyperv.invalid` by what they are, so repeats count
+/// in constant time.
+#[derive(Default)]
+struct Seen {
+    duplicates: HashMap<String, usize>,
+    invalid: HashMap<String, usize>,
+}
+
+fn switch(
+    ctx: &Ctx<'_, '_>,
+    seen: &mut Seen,
+    e: Node<'_, '_>,
+    name: &str,
+    c: &mut VmConfig,
+) -> bool {
     let (on, why) = match e.attribute("state") {
         Some("on") => return true,
         Some("off") => return false,
@@ -266,9 +282,13 @@ fn switch(ctx: &Ctx<'_, '_>, e: Node<'_, '_>, name: &str, c: &mut VmConfig) -> b
             format!("has state `{s}`; libvirt accepts only 'on' or 'off' (taken as off)"),
         ),
     };
-    c.hyperv
-        .invalid
-        .push(Setting::new(format!("<{name}> {why}"), ctx.origin(e)));
+    let what = format!("<{name}> {why}");
+    Repeated::count(
+        &mut c.hyperv.invalid,
+        &mut seen.invalid,
+        what,
+        ctx.origin(e),
+    );
     on
 }
 
@@ -277,17 +297,20 @@ fn hyperv(ctx: &Ctx<'_, '_>, h: Node<'_, '_>, c: &mut VmConfig) {
     match h.attribute("mode") {
         Some("passthrough") => c.hyperv.passthrough = Some(ctx.origin(h)),
         None | Some("custom") => {}
-        Some(other) => c.hyperv.invalid.push(Setting::new(
-            format!("mode `{other}`; libvirt accepts only custom or passthrough"),
-            ctx.origin(h),
-        )),
+        Some(other) => c.hyperv.invalid.push(Repeated {
+            what: format!("mode `{other}`; libvirt accepts only custom or passthrough"),
+            origin: ctx.origin(h),
+            count: 1,
+        }),
     }
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut names: HashSet<&str> = HashSet::new();
+    let mut seen = Seen::default();
     for e in h.children().filter(|n| n.is_element()) {
         let name = e.tag_name().name();
         let origin = ctx.origin(e);
-        if !seen.insert(name) {
-            c.hyperv.duplicates.push((name.to_string(), origin.clone()));
+        if !names.insert(name) {
+            let (list, index) = (&mut c.hyperv.duplicates, &mut seen.duplicates);
+            Repeated::count(list, index, name.to_string(), origin.clone());
         }
         let flag = match name {
             "stimer" | "tlbflush" | "spinlocks" | "vendor_id" => None,
@@ -301,7 +324,7 @@ fn hyperv(ctx: &Ctx<'_, '_>, h: Node<'_, '_>, c: &mut VmConfig) {
                 }
             },
         };
-        let on = switch(ctx, e, name, c);
+        let on = switch(ctx, &mut seen, e, name, c);
         match name {
             "spinlocks" => {
                 let value = e
@@ -328,7 +351,7 @@ fn hyperv(ctx: &Ctx<'_, '_>, h: Node<'_, '_>, c: &mut VmConfig) {
                 c.set_flag(flag, on, None, origin);
                 // libvirt reads the children only when the parent is on.
                 if on {
-                    sub_flags(ctx, e, name, c);
+                    sub_flags(ctx, &mut seen, e, name, c);
                 }
             }
             _ => {
@@ -341,7 +364,7 @@ fn hyperv(ctx: &Ctx<'_, '_>, h: Node<'_, '_>, c: &mut VmConfig) {
 }
 
 /// `<stimer><direct/></stimer>`, `<tlbflush><direct/><extended/></tlbflush>`.
-fn sub_flags(ctx: &Ctx<'_, '_>, e: Node<'_, '_>, name: &str, c: &mut VmConfig) {
+fn sub_flags(ctx: &Ctx<'_, '_>, seen: &mut Seen, e: Node<'_, '_>, name: &str, c: &mut VmConfig) {
     for sub in e.children().filter(|n| n.is_element()) {
         let sub_name = sub.tag_name().name();
         let sub_flag = match (name, sub_name) {
@@ -355,7 +378,7 @@ fn sub_flags(ctx: &Ctx<'_, '_>, e: Node<'_, '_>, name: &str, c: &mut VmConfig) {
                 continue;
             }
         };
-        let on = switch(ctx, sub, &format!("{name}/{sub_name}"), c);
+        let on = switch(ctx, seen, sub, &format!("{name}/{sub_name}"), c);
         c.set_flag(sub_flag, on, None, ctx.origin(sub));
     }
 }

@@ -23,7 +23,7 @@ pub mod script;
 pub mod shell;
 mod xml_docs;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
 
@@ -117,6 +117,41 @@ pub struct FlagSetting {
     pub origin: Origin,
 }
 
+/// Something written more than once: what, where first, how many times (kept once, so a
+/// million repeated elements cost one entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Repeated {
+    pub what: String,
+    pub origin: Origin,
+    pub count: usize,
+}
+
+impl Repeated {
+    /// Counts `what` at `origin` in `list`, using `index` (what → position) to stay linear.
+    pub fn count(
+        list: &mut Vec<Repeated>,
+        index: &mut HashMap<String, usize>,
+        what: String,
+        origin: Origin,
+    ) {
+        match index.get(&what) {
+            Some(&i) => {
+                if let Some(r) = list.get_mut(i) {
+                    r.count += 1;
+                }
+            }
+            None => {
+                index.insert(what.clone(), list.len());
+                list.push(Repeated {
+                    what,
+                    origin,
+                    count: 1,
+                });
+            }
+        }
+    }
+}
+
 /// The Hyper-V part of a configuration, as written (the last setting of a flag wins, as in
 /// QEMU; libvirt duplicates are kept in `duplicates`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -124,14 +159,15 @@ pub struct Hyperv {
     /// `hv-passthrough` / `<hyperv mode='passthrough'/>`.
     pub passthrough: Option<Origin>,
     pub flags: BTreeMap<HvFlag, FlagSetting>,
-    /// Flags written more than once (the later ones).
-    pub duplicates: Vec<(String, Origin)>,
+    /// Flags written more than once: each name once, at its first repeat, with the number of
+    /// repeats.
+    pub duplicates: Vec<Repeated>,
     /// `hv-*` names (or `<hyperv>` children) QEMU/libvirt do not know, kept as written: they
     /// reject the configuration.
     pub unknown: Vec<Setting<String>>,
-    /// Settings libvirt rejects for their form (a `<hyperv>` child without `state='on|off'`),
-    /// with why, and how they were taken.
-    pub invalid: Vec<Setting<String>>,
+    /// Settings libvirt rejects for their form (a `<hyperv>` child without `state='on|off'`):
+    /// why and how they were taken, once per distinct reason, with the number of times.
+    pub invalid: Vec<Repeated>,
     /// Where the Hyper-V settings live (`/domain/features/hyperv`, `-cpu`), for findings about
     /// something missing.
     pub anchor: Option<Origin>,

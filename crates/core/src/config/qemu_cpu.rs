@@ -7,7 +7,9 @@
 //! `x86_cpu_properties`). A part the file leaves open (`-cpu $CPU`) is a caveat.
 
 use super::script::Token;
-use super::{Area, Cpu, HvFlag, Hyperv, Origin, Setting, VmConfig, effective, qemu, qemu_options};
+use super::{
+    Area, Cpu, HvFlag, Hyperv, Origin, Repeated, Setting, VmConfig, effective, qemu, qemu_options,
+};
 
 /// A `-cpu` property split into its sign (`+`/`-`), name and value.
 struct Prop<'a> {
@@ -168,9 +170,20 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
 
 fn set(c: &mut VmConfig, flag: HvFlag, on: bool, value: Option<String>, origin: Origin) {
     if c.hyperv.flags.contains_key(&flag) {
-        c.hyperv
+        // At most one entry per flag QEMU knows: a linear search stays short.
+        match c
+            .hyperv
             .duplicates
-            .push((flag.qemu().to_string(), origin.clone()));
+            .iter_mut()
+            .find(|d| d.what == flag.qemu())
+        {
+            Some(d) => d.count += 1,
+            None => c.hyperv.duplicates.push(Repeated {
+                what: flag.qemu().to_string(),
+                origin: origin.clone(),
+                count: 1,
+            }),
+        }
     }
     c.set_flag(flag, on, value, origin);
 }

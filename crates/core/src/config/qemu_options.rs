@@ -213,8 +213,9 @@ fn global(c: &mut VmConfig, v: &Token, at: &dyn Fn(&str) -> Origin) {
     }
 }
 
-/// `-smp`: QEMU's `machine_parse_smp_config` — the maximum is `maxcpus`, else `cpus`, else
-/// the product of the topology; the boot count is `cpus`, else the maximum.
+/// `-smp` as qemu/qemu@01782d6b294f:hw/core/machine-smp.c `machine_parse_smp_config` reads it:
+/// the maximum is `maxcpus`, else `cpus`, else the product of the topology; the boot count is
+/// `cpus`, else the maximum.
 fn smp(c: &mut VmConfig, v: &Token) -> Result<(), String> {
     const TOPOLOGY: [&str; 8] = [
         "drawers", "books", "sockets", "dies", "clusters", "modules", "cores", "threads",

@@ -45,7 +45,7 @@ pub fn merge(findings: Vec<Finding>) -> Vec<Finding> {
     for f in findings {
         let key = (f.rule, f.document.unwrap_or(0), f.message.clone());
         match seen.get(&key) {
-            Some(&i) if out[i].severity == f.severity => out[i].count += 1,
+            Some(&i) if out[i].severity == f.severity => out[i].count += f.count,
             _ => {
                 seen.insert(key, out.len());
                 out.push(f);

@@ -117,13 +117,15 @@ fn rejected(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         ));
     }
     for i in &ctx.c.hyperv.invalid {
-        out.push(ctx.finding(
+        let mut f = ctx.finding(
             "HV-DEP-009",
             Severity::Error,
-            format!("{}: libvirt rejects the domain", i.value),
+            format!("{}: libvirt rejects the domain", i.what),
             i.origin.clone(),
             fix::Fix::words("write state='on' or state='off' (and mode='custom' or 'passthrough')"),
-        ));
+        );
+        f.count = i.count;
+        out.push(f);
     }
 }
 

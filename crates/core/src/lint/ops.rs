@@ -209,14 +209,17 @@ fn spinlocks_and_duplicates(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
             fix::add("raise the retries to 4095–8191", &[HvFlag::Spinlocks]),
         ));
     }
-    for (name, origin) in &ctx.c.hyperv.duplicates {
-        out.push(ctx.finding(
+    for d in &ctx.c.hyperv.duplicates {
+        let name = &d.what;
+        let mut f = ctx.finding(
             "HV-OPS-011",
             Severity::Low,
             format!("{name} is set more than once: the configuration is ambiguous (the last setting wins)"),
-            origin.clone(),
+            d.origin.clone(),
             Fix::words(format!("keep one {name} setting")),
-        ));
+        );
+        f.count = d.count;
+        out.push(f);
     }
 }
 
