@@ -34,6 +34,71 @@ pub enum Command {
     Record(RecordArgs),
     /// Live per-VM view of exit reasons and events, like kvm_stat with names (`q` quits)
     Top(TopArgs),
+    /// Run the load generator: fixed work on worker threads, elapsed time is the measure
+    Load(virtlens_guest::cli::LoadArgs),
+    /// Run the guest-side benchmark suite (one JSON per layer, for `virtlens stretch`)
+    Bench(virtlens_guest::cli::BenchArgs),
+    /// How much slower the same work runs from layer to layer, with noise bounds and causes
+    Stretch(StretchArgs),
+    /// Capacity models (over-commit: joint probability and Erlang C), checked against measurement
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct StretchArgs {
+    /// `bench --json` / `load --json` documents (one layer each) or published figures
+    /// (virtlens.figures/1, several layers); the first layer is the baseline
+    #[arg(value_name = "FILE", required_unless_present = "lab")]
+    pub files: Vec<PathBuf>,
+    /// Measure instead of reading files: the same compute and TLB kernels natively and in a
+    /// micro-VM on /dev/kvm (ring 3; ring 0 too, labelled where it is emulated)
+    #[arg(long, conflicts_with = "files")]
+    pub lab: bool,
+    /// With --lab: also write each layer's bench document into this directory
+    #[arg(long, value_name = "DIR", requires = "lab")]
+    pub save: Option<PathBuf>,
+    /// With --lab: interleaved runs per kernel and layer
+    #[arg(long, value_name = "N", default_value_t = 11, requires = "lab", value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub runs: u64,
+    /// Print JSON (stable, versioned schema) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// vCPUs sharing too few pCPUs: predicted stretch and ready %; --measure checks it here
+    Overcommit(OvercommitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OvercommitArgs {
+    /// Physical CPUs the vCPUs run on (default: this host's online CPUs)
+    #[arg(long, value_name = "N")]
+    pub pcpus: Option<u32>,
+    /// vCPUs sharing them
+    #[arg(long, value_name = "N", default_value_t = 4, required_unless_present = "measure")]
+    pub vcpus: u32,
+    /// Share of time each vCPU wants a CPU (0..1]
+    #[arg(long, value_name = "U", default_value_t = 1.0)]
+    pub util: f64,
+    /// Other host load, in CPUs
+    #[arg(long, value_name = "CPUS", default_value_t = 0.0)]
+    pub background: f64,
+    /// Measure it on this host: k busy micro-VM vCPUs (ring 3) for k = 1..=--max-vcpus,
+    /// each against one alone, next to the prediction
+    #[arg(long)]
+    pub measure: bool,
+    /// With --measure: the largest k
+    #[arg(long, value_name = "K", default_value_t = 8, requires = "measure", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub max_vcpus: u32,
+    /// With --measure: interleaved repetitions per k
+    #[arg(long, value_name = "N", default_value_t = 3, requires = "measure", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Print JSON (stable, versioned schema) instead of text
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options shared by every command that reads input files.

@@ -15,6 +15,7 @@ pub mod events;
 pub mod facts;
 pub mod lint;
 pub mod measure;
+pub mod model;
 pub mod profile;
 pub mod render;
 pub mod sources;

@@ -6,13 +6,16 @@ mod exitcost;
 mod inputs;
 mod lab;
 mod lint;
+mod load_bench;
+mod model;
 mod record;
 mod report;
+mod stretch;
 mod top;
 
 use std::process::ExitCode;
 
-use crate::args::{Cli, Command};
+use crate::args::{self, Cli, Command};
 
 /// Runs the command the user asked for.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -25,5 +28,9 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Lint(a) => lint::run(&a),
         Command::Record(a) => record::run(&a),
         Command::Top(a) => top::run(&a),
+        Command::Load(a) => load_bench::load(&a),
+        Command::Bench(a) => load_bench::bench(&a),
+        Command::Stretch(a) => stretch::run(&a),
+        Command::Model(args::ModelCommand::Overcommit(a)) => model::overcommit(&a),
     }
 }

@@ -6,7 +6,9 @@ pub mod diagnose_text;
 pub mod format;
 pub mod lab_text;
 pub mod lint_text;
+pub mod model_text;
 pub mod report_text;
+pub mod stretch_text;
 mod style;
 pub mod top_text;
 

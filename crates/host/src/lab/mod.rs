@@ -14,7 +14,12 @@
 mod asm;
 mod bench;
 pub mod catalog;
+pub mod crowd;
 pub mod devices;
+#[allow(unsafe_code)]
+mod jit;
+mod kernels;
+pub mod stretch;
 mod profile;
 mod results;
 pub mod scenarios;

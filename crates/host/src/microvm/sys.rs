@@ -47,6 +47,22 @@ impl GuestMemory {
         self.len
     }
 
+    /// The host address the guest's RAM starts at (to find it in /proc/self/smaps).
+    pub fn host_addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    /// Asks for transparent huge pages to back the guest's RAM (before it is touched).
+    pub fn advise_huge(&self) -> io::Result<()> {
+        // SAFETY: the range is exactly this live mapping; madvise changes no contents.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_HUGEPAGE) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     /// The guest's RAM, read-only.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` is a live mapping of `len` readable bytes owned by `self`. The guest only

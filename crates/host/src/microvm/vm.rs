@@ -154,6 +154,17 @@ impl MicroVm {
         self.mode
     }
 
+    /// The host address of guest-physical 0 (the start of the guest's RAM mapping).
+    pub fn host_addr(&self) -> usize {
+        self.mem.host_addr()
+    }
+
+    /// Asks the host for transparent huge pages behind the guest's RAM; call it before the
+    /// RAM is written.
+    pub fn advise_huge_pages(&self) -> io::Result<()> {
+        self.mem.advise_huge()
+    }
+
     /// The guest's RAM size in bytes.
     pub fn mem_bytes(&self) -> usize {
         self.mem.len()

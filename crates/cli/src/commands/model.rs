@@ -1,0 +1,46 @@
+//! `virtlens model overcommit`: the over-commit models for given pCPUs, vCPUs and utilization;
+//! with `--measure`, the same question measured on this host with busy micro-VM vCPUs.
+
+use std::process::ExitCode;
+
+use virtlens_core::model::overcommit::{self, Inputs};
+use virtlens_core::render::{self, model_text};
+
+use crate::args::OvercommitArgs;
+use crate::output;
+
+pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
+    let pcpus = a
+        .pcpus
+        .unwrap_or_else(|| virtlens_guest::procfs::online_cpus() as u32);
+    if a.measure {
+        return measure(a, pcpus);
+    }
+    let m = overcommit::predict(Inputs {
+        pcpus,
+        vcpus: a.vcpus,
+        util: a.util,
+        background: a.background,
+    })
+    .map_err(anyhow::Error::msg)?;
+    if a.json {
+        output::print(&format!("{}\n", render::json(&m)));
+    } else {
+        output::print(&model_text::overcommit(&m, &output::style()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn measure(a: &OvercommitArgs, pcpus: u32) -> anyhow::Result<ExitCode> {
+    virtlens_host::lab::kvm_usable().map_err(anyhow::Error::msg)?;
+    let measured = super::lab::with_progress(|tick| {
+        virtlens_host::lab::crowd::run(a.max_vcpus, a.runs, tick)
+    })?;
+    let table = virtlens_core::model::checked::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
+    if a.json {
+        output::print(&format!("{}\n", render::json(&table)));
+    } else {
+        output::print(&model_text::checked(&table, &output::style()));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,125 @@
+//! `virtlens model overcommit --measure`: crowds this host with k busy vCPUs — k micro-VMs,
+//! each running the ring-3 queens kernel (native speed on every backend) for the same fixed
+//! work in a thread of its own — for k = 1 … K, round after round, and records each vCPU
+//! thread's elapsed time and run-queue wait (schedstat), and the host's other load meanwhile.
+//! All vCPUs of a run start together at a barrier; all their VMs close before the next run.
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use virtlens_core::model::checked::CrowdRun;
+use virtlens_guest::procfs::{CpuTicks, SchedStat};
+
+use super::Tick;
+use super::kernels::{Ending, Kernel, assemble};
+use crate::microvm::layout::CODE_ADDR;
+use crate::microvm::{Error, MicroVm, Mode};
+
+const QUEENS: u64 = 8;
+const SOLUTIONS: u64 = 92;
+/// USER_HZ, the unit of /proc/stat (fixed at 100 on x86).
+const USER_HZ: f64 = 100.0;
+
+fn vcpu(code: &[u8]) -> Result<MicroVm, Error> {
+    let mut vm = MicroVm::new(1 << 20)?;
+    vm.load(Mode::User64, code)?;
+    Ok(vm)
+}
+
+/// One run of `vm` for `reps` solves: (elapsed, schedstat moved).
+fn solve(vm: &mut MicroVm, reps: u64) -> Result<(Duration, Option<SchedStat>), Error> {
+    vm.restart_with(|r| {
+        r.rdi = reps;
+        r.rdx = QUEENS;
+    })?;
+    let before = SchedStat::this_thread();
+    let t = Instant::now();
+    vm.run(Duration::from_secs(120))?;
+    let elapsed = t.elapsed();
+    let moved = before.zip(SchedStat::this_thread()).map(|(a, b)| b.since(&a));
+    let rax = vm.vcpu_fd().get_regs().map_err(Error::kvm("KVM_GET_REGS"))?.rax;
+    if rax != reps * SOLUTIONS {
+        return Err(Error::UnexpectedExit {
+            exit: format!("queens gave {rax}, expected {}", reps * SOLUTIONS),
+            rip: 0,
+        });
+    }
+    Ok((elapsed, moved))
+}
+
+/// k vCPUs at once, each doing `reps` solves.
+fn crowd(code: &[u8], k: u32, reps: u64, round: u32) -> Result<CrowdRun, Error> {
+    let start = Barrier::new(k as usize + 1);
+    let (ticks0, t0) = (std::cell::Cell::new(None), std::cell::Cell::new(Instant::now()));
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..k)
+            .map(|_| {
+                let start = &start;
+                // Each thread makes its own VM (a VM stays on the thread that made it), and
+                // reaches the barrier even when that failed, so nobody waits forever.
+                s.spawn(move || {
+                    let vm = vcpu(code);
+                    start.wait();
+                    solve(&mut vm?, reps)
+                })
+            })
+            .collect();
+        ticks0.set(CpuTicks::now());
+        t0.set(Instant::now());
+        start.wait();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Watchdog("a vCPU thread panicked".into()))))
+            .collect::<Vec<_>>()
+    });
+    let wall = t0.get().elapsed().as_secs_f64();
+    let ticks1 = CpuTicks::now();
+    let mut run = CrowdRun { round, k, elapsed_s: Vec::new(), ready_pct: Vec::new(), background_cpus: 0.0 };
+    let mut own_run_s = 0.0;
+    for r in results {
+        let (elapsed, sched) = r?;
+        let e = elapsed.as_secs_f64();
+        run.elapsed_s.push(e);
+        if let Some(s) = sched {
+            run.ready_pct.push(100.0 * s.wait_ns as f64 / 1e9 / e.max(1e-9));
+            own_run_s += s.run_ns as f64 / 1e9;
+        }
+    }
+    if let (Some(a), Some(b)) = (ticks0.get(), ticks1) {
+        let busy_s = b.busy.saturating_sub(a.busy) as f64 / USER_HZ;
+        run.background_cpus = ((busy_s - own_run_s) / wall.max(1e-9)).max(0.0);
+    }
+    Ok(run)
+}
+
+/// Solves per run so one vCPU alone takes about `target`.
+fn calibrate(code: &[u8], target: Duration) -> Result<u64, Error> {
+    let mut vm = vcpu(code)?;
+    let mut reps = 64;
+    loop {
+        let (t, _) = solve(&mut vm, reps)?;
+        if t >= target / 4 || reps >= 1 << 24 {
+            let per = t.as_secs_f64() / reps as f64;
+            return Ok(((target.as_secs_f64() / per.max(1e-12)) as u64).max(1));
+        }
+        reps *= 4;
+    }
+}
+
+/// Runs k = 1..=`max_k` busy vCPUs, `rounds` times (the order of k rotates each round).
+pub fn run(max_k: u32, rounds: u32, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<CrowdRun>, Error> {
+    let code = assemble(Kernel::Queens, Ending::DonePort, CODE_ADDR)?;
+    let reps = calibrate(&code, Duration::from_millis(400))?;
+    let total = u64::from(max_k * rounds);
+    let mut out = Vec::new();
+    let mut done = 0;
+    for round in 0..rounds {
+        for i in 0..max_k {
+            let k = (i + round) % max_k + 1;
+            done += 1;
+            progress(Tick { done, total, label: "crowding the host" });
+            out.push(crowd(&code, k, reps, round)?);
+        }
+    }
+    Ok(out)
+}
