@@ -78,7 +78,12 @@ pub struct OvercommitArgs {
     #[arg(long, value_name = "N")]
     pub pcpus: Option<u32>,
     /// vCPUs sharing them
-    #[arg(long, value_name = "N", default_value_t = 4, required_unless_present = "measure")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 4,
+        required_unless_present = "measure"
+    )]
     pub vcpus: u32,
     /// Share of time each vCPU wants a CPU (0..1]
     #[arg(long, value_name = "U", default_value_t = 1.0)]

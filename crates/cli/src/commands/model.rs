@@ -36,7 +36,8 @@ fn measure(a: &OvercommitArgs, pcpus: u32) -> anyhow::Result<ExitCode> {
     let measured = super::lab::with_progress(|tick| {
         virtlens_host::lab::crowd::run(a.max_vcpus, a.runs, tick)
     })?;
-    let table = virtlens_core::model::checked::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
+    let table =
+        virtlens_core::model::checked::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
     if a.json {
         output::print(&format!("{}\n", render::json(&table)));
     } else {

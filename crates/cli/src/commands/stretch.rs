@@ -25,7 +25,9 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
         layers
     };
     if layers.len() < 2 {
-        anyhow::bail!("stretch needs at least two layers (two bench/load documents, or a figures file)");
+        anyhow::bail!(
+            "stretch needs at least two layers (two bench/load documents, or a figures file)"
+        );
     }
     let report = stretch::analyse(&layers);
     if a.json {
@@ -38,17 +40,20 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
 
 fn lab_layers(a: &StretchArgs) -> anyhow::Result<Vec<Layer>> {
     virtlens_host::lab::kvm_usable().map_err(anyhow::Error::msg)?;
-    let reports = super::lab::with_progress(|tick| {
-        virtlens_host::lab::stretch::run(a.runs as usize, tick)
-    })?;
+    let reports =
+        super::lab::with_progress(|tick| virtlens_host::lab::stretch::run(a.runs as usize, tick))?;
     let mut layers = Vec::new();
     for r in reports {
         let json = render::json(&r);
-        let name = format!("lab-{}.json", r.layer.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+        let name = format!(
+            "lab-{}.json",
+            r.layer.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        );
         if let Some(dir) = &a.save {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             let path = dir.join(&name);
-            std::fs::write(&path, format!("{json}\n")).with_context(|| format!("writing {}", path.display()))?;
+            std::fs::write(&path, format!("{json}\n"))
+                .with_context(|| format!("writing {}", path.display()))?;
         }
         layers.extend(stretch::read_layers(&name, &json)?);
     }

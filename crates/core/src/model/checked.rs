@@ -81,7 +81,14 @@ pub fn check(pcpus: u32, runs: &[CrowdRun]) -> Result<Checked, String> {
             background.push(r.background_cpus);
         }
         let bg = median(&background).unwrap_or(0.0);
-        let at = |b: f64| predict(Inputs { pcpus, vcpus: k, util: 1.0, background: b });
+        let at = |b: f64| {
+            predict(Inputs {
+                pcpus,
+                vcpus: k,
+                util: 1.0,
+                background: b,
+            })
+        };
         let m = at(bg)?;
         let idle = at(0.0)?;
         let measured_stretch = Spread::of(&stretches);
@@ -100,7 +107,11 @@ pub fn check(pcpus: u32, runs: &[CrowdRun]) -> Result<Checked, String> {
             measured_ready_pct: measured_ready,
         });
     }
-    let errors: Vec<f64> = rows.iter().filter_map(|r| r.stretch_error_pct).map(f64::abs).collect();
+    let errors: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.stretch_error_pct)
+        .map(f64::abs)
+        .collect();
     let notes = vec![
         "each vCPU runs the same fixed ring-3 compute kernel in its own micro-VM (util 1: it \
          always wants a CPU); stretch = the vCPUs' median elapsed time over that of one vCPU \

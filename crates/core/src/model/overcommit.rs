@@ -126,9 +126,11 @@ pub fn predict(i: Inputs) -> Result<Overcommit, String> {
             "offered load A = vCPUs × utilization + background = {} × {} + {} = {a:.3} CPUs on {} pCPUs (ρ = {rho:.3})",
             i.vcpus, i.util, i.background, i.pcpus
         ),
-        "a vCPU's busy periods are independent of the others' (no lock-step, no co-scheduling)".into(),
+        "a vCPU's busy periods are independent of the others' (no lock-step, no co-scheduling)"
+            .into(),
         "the host scheduler is work-conserving and fair (CFS/EEVDF with equal weights)".into(),
-        "the stretch applies to the busy share only: 1 + u·W/S; ready % = (stretch − 1)/stretch".into(),
+        "the stretch applies to the busy share only: 1 + u·W/S; ready % = (stretch − 1)/stretch"
+            .into(),
     ];
     if never_waits {
         assumptions.push(format!(
@@ -191,7 +193,13 @@ mod tests {
     #[test]
     fn two_pcpus_at_half_load_by_both_models() {
         // Four vCPUs a quarter busy: A = 1 CPU on 2 pCPUs.
-        let m = predict(Inputs { pcpus: 2, vcpus: 4, util: 0.25, background: 0.0 }).unwrap();
+        let m = predict(Inputs {
+            pcpus: 2,
+            vcpus: 4,
+            util: 0.25,
+            background: 0.0,
+        })
+        .unwrap();
         assert!(!m.saturated && !m.never_waits);
         // Joint: ρ = 0.5, P = 0.25, W/S = 0.125, stretch = 1 + 0.25·0.125 = 1.03125.
         assert!(close(m.joint.p_wait, 0.25));
@@ -201,34 +209,86 @@ mod tests {
         assert!(close(m.erlang_c.p_wait, 1.0 / 3.0));
         assert!(close(m.erlang_c.stretch, 1.0 + 0.25 / 3.0));
         // Two vCPUs on two pCPUs never wait, whatever their load.
-        let alone = predict(Inputs { pcpus: 2, vcpus: 2, util: 0.5, background: 0.0 }).unwrap();
+        let alone = predict(Inputs {
+            pcpus: 2,
+            vcpus: 2,
+            util: 0.5,
+            background: 0.0,
+        })
+        .unwrap();
         assert!(alone.never_waits && close(alone.erlang_c.stretch, 1.0));
     }
 
     #[test]
     fn the_literature_example_four_cpus_a_quarter_busy() {
         // Each CPU busy 25 % of the time: the chance all four are busy is 0.25^4 ≈ 0.4 %.
-        let m = predict(Inputs { pcpus: 4, vcpus: 8, util: 0.125, background: 0.0 }).unwrap();
+        let m = predict(Inputs {
+            pcpus: 4,
+            vcpus: 8,
+            util: 0.125,
+            background: 0.0,
+        })
+        .unwrap();
         assert!(close(m.joint.p_wait, 0.25f64.powi(4)));
     }
 
     #[test]
     fn busy_vcpus_on_two_cores_share_them_fairly_beyond_two() {
         for (k, stretch) in [(1, 1.0), (2, 1.0), (3, 1.5), (4, 2.0), (8, 4.0)] {
-            let m = predict(Inputs { pcpus: 2, vcpus: k, util: 1.0, background: 0.0 }).unwrap();
-            assert!(close(m.joint.stretch, stretch), "k={k}: {}", m.joint.stretch);
+            let m = predict(Inputs {
+                pcpus: 2,
+                vcpus: k,
+                util: 1.0,
+                background: 0.0,
+            })
+            .unwrap();
+            assert!(
+                close(m.joint.stretch, stretch),
+                "k={k}: {}",
+                m.joint.stretch
+            );
             assert!(close(m.erlang_c.stretch, stretch));
             assert!(close(m.erlang_c.ready_pct, 100.0 * (1.0 - 1.0 / stretch)));
         }
         // Background load makes even two vCPUs wait: A = 2.5 on 2 pCPUs.
-        let m = predict(Inputs { pcpus: 2, vcpus: 2, util: 1.0, background: 0.5 }).unwrap();
+        let m = predict(Inputs {
+            pcpus: 2,
+            vcpus: 2,
+            util: 1.0,
+            background: 0.5,
+        })
+        .unwrap();
         assert!(m.saturated && close(m.joint.stretch, 1.25));
     }
 
     #[test]
     fn nonsense_inputs_are_refused() {
-        assert!(predict(Inputs { pcpus: 0, vcpus: 1, util: 0.5, background: 0.0 }).is_err());
-        assert!(predict(Inputs { pcpus: 1, vcpus: 1, util: 1.5, background: 0.0 }).is_err());
-        assert!(predict(Inputs { pcpus: 1, vcpus: 1, util: 0.5, background: f64::NAN }).is_err());
+        assert!(
+            predict(Inputs {
+                pcpus: 0,
+                vcpus: 1,
+                util: 0.5,
+                background: 0.0
+            })
+            .is_err()
+        );
+        assert!(
+            predict(Inputs {
+                pcpus: 1,
+                vcpus: 1,
+                util: 1.5,
+                background: 0.0
+            })
+            .is_err()
+        );
+        assert!(
+            predict(Inputs {
+                pcpus: 1,
+                vcpus: 1,
+                util: 0.5,
+                background: f64::NAN
+            })
+            .is_err()
+        );
     }
 }

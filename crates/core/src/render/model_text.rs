@@ -67,13 +67,23 @@ fn spread(s: &Option<virtlens_guest::stats::Spread>, unit: &str) -> String {
 pub fn checked(t: &crate::model::checked::Checked, style: &Style) -> String {
     let mut out = Style::paint(
         style.title,
-        &format!("k busy micro-VM vCPUs on {} pCPUs: predicted against measured", t.pcpus),
+        &format!(
+            "k busy micro-VM vCPUs on {} pCPUs: predicted against measured",
+            t.pcpus
+        ),
     );
     out.push('\n');
     let mut g = grid(
         [
-            "k", "other load", "predicted stretch", "idle-host model", "measured stretch",
-            "error", "predicted ready", "measured ready", "ready error",
+            "k",
+            "other load",
+            "predicted stretch",
+            "idle-host model",
+            "measured stretch",
+            "error",
+            "predicted ready",
+            "measured ready",
+            "ready error",
         ]
         .map(str::to_string)
         .to_vec(),
@@ -85,10 +95,12 @@ pub fn checked(t: &crate::model::checked::Checked, style: &Style) -> String {
             format!("{:.2}×", r.predicted_stretch_erlang),
             format!("{:.2}×", r.idle_host_stretch),
             spread(&r.measured_stretch, "×"),
-            r.stretch_error_pct.map_or("-".into(), |e| format!("{e:+.1} %")),
+            r.stretch_error_pct
+                .map_or("-".into(), |e| format!("{e:+.1} %")),
             format!("{:.1} %", r.predicted_ready_pct),
             spread(&r.measured_ready_pct, " %"),
-            r.ready_error_pp.map_or("-".into(), |e| format!("{e:+.1} pp")),
+            r.ready_error_pp
+                .map_or("-".into(), |e| format!("{e:+.1} pp")),
         ]);
     }
     out.push_str(&format!("{g}\n"));
@@ -96,7 +108,10 @@ pub fn checked(t: &crate::model::checked::Checked, style: &Style) -> String {
         out.push_str(&format!("mean |stretch error|: {e:.1} %\n"));
     }
     for n in &t.notes {
-        out.push_str(&Style::paint(style.note, wrap(&format!("note: {n}"), 6).trim_end()));
+        out.push_str(&Style::paint(
+            style.note,
+            wrap(&format!("note: {n}"), 6).trim_end(),
+        ));
         out.push('\n');
     }
     out

@@ -62,12 +62,18 @@ pub fn render(r: &StretchReport, style: &Style) -> String {
         out.push_str(&format!("{}  {}  ({}{hv})\n", i + 1, l.name, l.source));
     }
     out.push('\n');
-    out.push_str(&Style::paint(style.title, "stretch against layer 1 (factor > 1: the same work takes longer)"));
+    out.push_str(&Style::paint(
+        style.title,
+        "stretch against layer 1 (factor > 1: the same work takes longer)",
+    ));
     out.push('\n');
     out.push_str(&stretch_table(r));
     out.push('\n');
     if r.layers.len() > 2 {
-        out.push_str(&Style::paint(style.title, "summary (as the nested study printed it: each layer against the one before)"));
+        out.push_str(&Style::paint(
+            style.title,
+            "summary (as the nested study printed it: each layer against the one before)",
+        ));
         out.push('\n');
         out.push_str(&summary_table(r));
         out.push('\n');
@@ -84,7 +90,10 @@ pub fn render(r: &StretchReport, style: &Style) -> String {
         out.push('\n');
     }
     if !r.stated.is_empty() {
-        out.push_str(&Style::paint(style.title, "stated summaries, recomputed from their own numbers"));
+        out.push_str(&Style::paint(
+            style.title,
+            "stated summaries, recomputed from their own numbers",
+        ));
         out.push('\n');
         for s in &r.stated {
             let (line, paint) = stated_line(s, style);
@@ -94,7 +103,10 @@ pub fn render(r: &StretchReport, style: &Style) -> String {
         out.push('\n');
     }
     for n in &r.notes {
-        out.push_str(&Style::paint(style.note, wrap(&format!("note: {n}"), 6).trim_end()));
+        out.push_str(&Style::paint(
+            style.note,
+            wrap(&format!("note: {n}"), 6).trim_end(),
+        ));
         out.push('\n');
     }
     out
@@ -157,7 +169,11 @@ fn summary_table(r: &StretchReport) -> String {
     grid.set_header(header.clone());
     for row in &r.rows {
         let mut cells = vec![row.measure.clone(), row.unit.clone()];
-        cells.extend(row.values.iter().map(|v| v.as_ref().map_or("-".into(), |v| num(v.value))));
+        cells.extend(
+            row.values
+                .iter()
+                .map(|v| v.as_ref().map_or("-".into(), |v| num(v.value))),
+        );
         let change = |s: &Option<Stretch>| s.as_ref().map_or("-".into(), |s| pct(s.change_pct));
         cells.extend(row.vs_previous.iter().map(change));
         cells.push(row.vs_first.last().map_or("-".into(), change));
@@ -190,11 +206,17 @@ fn stated_line(s: &StatedCheck, style: &Style) -> (String, anstyle::Style) {
             style.bad,
         ),
         (_, None) => (
-            format!("cannot check: {what}: stated {}, but the study gives no values for both layers", st.says),
+            format!(
+                "cannot check: {what}: stated {}, but the study gives no values for both layers",
+                st.says
+            ),
             style.note,
         ),
         (None, Some(c)) => (
-            format!("cannot read the stated {:?} ({what}); the numbers give {c}", st.says),
+            format!(
+                "cannot read the stated {:?} ({what}); the numbers give {c}",
+                st.says
+            ),
             style.note,
         ),
     }

@@ -36,8 +36,14 @@ fn solve(vm: &mut MicroVm, reps: u64) -> Result<(Duration, Option<SchedStat>), E
     let t = Instant::now();
     vm.run(Duration::from_secs(120))?;
     let elapsed = t.elapsed();
-    let moved = before.zip(SchedStat::this_thread()).map(|(a, b)| b.since(&a));
-    let rax = vm.vcpu_fd().get_regs().map_err(Error::kvm("KVM_GET_REGS"))?.rax;
+    let moved = before
+        .zip(SchedStat::this_thread())
+        .map(|(a, b)| b.since(&a));
+    let rax = vm
+        .vcpu_fd()
+        .get_regs()
+        .map_err(Error::kvm("KVM_GET_REGS"))?
+        .rax;
     if rax != reps * SOLUTIONS {
         return Err(Error::UnexpectedExit {
             exit: format!("queens gave {rax}, expected {}", reps * SOLUTIONS),
@@ -50,7 +56,10 @@ fn solve(vm: &mut MicroVm, reps: u64) -> Result<(Duration, Option<SchedStat>), E
 /// k vCPUs at once, each doing `reps` solves.
 fn crowd(code: &[u8], k: u32, reps: u64, round: u32) -> Result<CrowdRun, Error> {
     let start = Barrier::new(k as usize + 1);
-    let (ticks0, t0) = (std::cell::Cell::new(None), std::cell::Cell::new(Instant::now()));
+    let (ticks0, t0) = (
+        std::cell::Cell::new(None),
+        std::cell::Cell::new(Instant::now()),
+    );
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..k)
             .map(|_| {
@@ -69,19 +78,29 @@ fn crowd(code: &[u8], k: u32, reps: u64, round: u32) -> Result<CrowdRun, Error> 
         start.wait();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Error::Watchdog("a vCPU thread panicked".into()))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Watchdog("a vCPU thread panicked".into())))
+            })
             .collect::<Vec<_>>()
     });
     let wall = t0.get().elapsed().as_secs_f64();
     let ticks1 = CpuTicks::now();
-    let mut run = CrowdRun { round, k, elapsed_s: Vec::new(), ready_pct: Vec::new(), background_cpus: 0.0 };
+    let mut run = CrowdRun {
+        round,
+        k,
+        elapsed_s: Vec::new(),
+        ready_pct: Vec::new(),
+        background_cpus: 0.0,
+    };
     let mut own_run_s = 0.0;
     for r in results {
         let (elapsed, sched) = r?;
         let e = elapsed.as_secs_f64();
         run.elapsed_s.push(e);
         if let Some(s) = sched {
-            run.ready_pct.push(100.0 * s.wait_ns as f64 / 1e9 / e.max(1e-9));
+            run.ready_pct
+                .push(100.0 * s.wait_ns as f64 / 1e9 / e.max(1e-9));
             own_run_s += s.run_ns as f64 / 1e9;
         }
     }
@@ -107,7 +126,11 @@ fn calibrate(code: &[u8], target: Duration) -> Result<u64, Error> {
 }
 
 /// Runs k = 1..=`max_k` busy vCPUs, `rounds` times (the order of k rotates each round).
-pub fn run(max_k: u32, rounds: u32, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<CrowdRun>, Error> {
+pub fn run(
+    max_k: u32,
+    rounds: u32,
+    progress: &mut dyn FnMut(Tick<'_>),
+) -> Result<Vec<CrowdRun>, Error> {
     let code = assemble(Kernel::Queens, Ending::DonePort, CODE_ADDR)?;
     let reps = calibrate(&code, Duration::from_millis(400))?;
     let total = u64::from(max_k * rounds);
@@ -117,7 +140,11 @@ pub fn run(max_k: u32, rounds: u32, progress: &mut dyn FnMut(Tick<'_>)) -> Resul
         for i in 0..max_k {
             let k = (i + round) % max_k + 1;
             done += 1;
-            progress(Tick { done, total, label: "crowding the host" });
+            progress(Tick {
+                done,
+                total,
+                label: "crowding the host",
+            });
             out.push(crowd(&code, k, reps, round)?);
         }
     }

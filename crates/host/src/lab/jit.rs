@@ -37,7 +37,8 @@ impl Code {
         if addr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let ptr = NonNull::new(addr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
+        let ptr =
+            NonNull::new(addr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
         let code = Code { ptr, len };
         // SAFETY: the mapping is `len` ≥ bytes.len() writable bytes that nothing else uses;
         // mprotect then changes only its permissions.
@@ -110,9 +111,15 @@ impl NativeChase {
         let words = map.words();
         let n = words.len();
         if let Some(bad) = words.iter().position(|&w| w as usize >= n) {
-            return Err(Error::Memory(format!("chase buffer entry {bad} points outside the buffer")));
+            return Err(Error::Memory(format!(
+                "chase buffer entry {bad} points outside the buffer"
+            )));
         }
-        Ok(NativeChase { code: code(Kernel::Chase)?, words: n, map })
+        Ok(NativeChase {
+            code: code(Kernel::Chase)?,
+            words: n,
+            map,
+        })
     }
 
     /// The buffer's address (for /proc/self/smaps).

@@ -12,8 +12,8 @@
 //!   rdx (`i = a[i]`); rax = the last index.
 
 use iced_x86::code_asm::{
-    CodeAssembler, al, dx, ecx, edx, r8, r8d, r9, r9d, r10, r10d, r11, r11d, rax, rcx, rdi, rdx,
-    rsi, eax, qword_ptr,
+    CodeAssembler, al, dx, eax, ecx, edx, qword_ptr, r8, r8d, r9, r9d, r10, r10d, r11, r11d, rax,
+    rcx, rdi, rdx, rsi,
 };
 
 use crate::microvm::Error;

@@ -19,10 +19,10 @@ pub mod devices;
 #[allow(unsafe_code)]
 mod jit;
 mod kernels;
-pub mod stretch;
 mod profile;
 mod results;
 pub mod scenarios;
+pub mod stretch;
 
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use virtlens_core::facts::Backend;
 use virtlens_guest::fingerprint;
 use virtlens_guest::procfs;
-use virtlens_guest::schema::{BENCH_SCHEMA, BenchReport, Better, Check, Measure, Recorded, Skipped};
+use virtlens_guest::schema::{
+    BENCH_SCHEMA, BenchReport, Better, Check, Measure, Recorded, Skipped,
+};
 use virtlens_guest::stats::Spread;
 use virtlens_guest::sys::{Mapping, Pages};
 
@@ -49,7 +51,11 @@ struct Item {
 enum Place {
     Queens(NativeQueens),
     Chase(NativeChase, u64),
-    Vm { vm: Box<MicroVm>, arg: u64, start: u64 },
+    Vm {
+        vm: Box<MicroVm>,
+        arg: u64,
+        start: u64,
+    },
 }
 
 fn exits_of(vm: &MicroVm) -> Option<(u64, u64)> {
@@ -86,7 +92,11 @@ impl Item {
                     self.exits += b.0.saturating_sub(a.0) as f64;
                     self.emulated += b.1.saturating_sub(a.1) as f64;
                 }
-                let rax = vm.vcpu_fd().get_regs().map_err(Error::kvm("KVM_GET_REGS"))?.rax;
+                let rax = vm
+                    .vcpu_fd()
+                    .get_regs()
+                    .map_err(Error::kvm("KVM_GET_REGS"))?
+                    .rax;
                 (stats.elapsed.as_nanos() as f64, rax)
             }
         };
@@ -118,10 +128,15 @@ fn guest_4k_tables(vm: &mut MicroVm) -> Result<(), Error> {
 }
 
 fn vm_for(kernel: Kernel, mode: Mode, buffer: Option<(&[u8], Pages)>) -> Result<MicroVm, Error> {
-    let mem = if buffer.is_some() { BUF_GPA as usize + (BUF_MB << 20) } else { 1 << 20 };
+    let mem = if buffer.is_some() {
+        BUF_GPA as usize + (BUF_MB << 20)
+    } else {
+        1 << 20
+    };
     let mut vm = MicroVm::new(mem)?;
     if let Some((_, Pages::Huge)) = buffer {
-        vm.advise_huge_pages().map_err(|e| Error::Memory(format!("madvise: {e}")))?;
+        vm.advise_huge_pages()
+            .map_err(|e| Error::Memory(format!("madvise: {e}")))?;
     }
     vm.load(mode, &assemble(kernel, Ending::DonePort, CODE_ADDR)?)?;
     if let Some((bytes, pages)) = buffer {
@@ -149,43 +164,88 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
     let start = page_cycle(&mut words, 42);
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let mut items = Vec::new();
-    items.push(Item::new(0, "lab.cpu.queens8", Place::Queens(NativeQueens::new()?)));
+    items.push(Item::new(
+        0,
+        "lab.cpu.queens8",
+        Place::Queens(NativeQueens::new()?),
+    ));
     let mut details: Vec<(usize, &str, String)> = Vec::new();
-    for (pages, name) in [(Pages::Small, "lab.tlb.random_4k"), (Pages::Huge, "lab.tlb.random_2m")] {
-        let mut map = Mapping::new(BUF_MB << 20, pages).map_err(|e| Error::Memory(e.to_string()))?;
+    for (pages, name) in [
+        (Pages::Small, "lab.tlb.random_4k"),
+        (Pages::Huge, "lab.tlb.random_2m"),
+    ] {
+        let mut map =
+            Mapping::new(BUF_MB << 20, pages).map_err(|e| Error::Memory(e.to_string()))?;
         map.words().copy_from_slice(&words);
         let chase = NativeChase::new(map)?;
         let got = match (pages, procfs::anon_huge_kb(chase.addr())) {
             (Pages::Small, _) => "4K".to_string(),
-            (Pages::Huge, Some(kb)) if kb >= (BUF_MB as u64) << 10 => "2M (transparent huge pages)".into(),
+            (Pages::Huge, Some(kb)) if kb >= (BUF_MB as u64) << 10 => {
+                "2M (transparent huge pages)".into()
+            }
             (Pages::Huge, kb) => format!("2M asked, {} MiB obtained", kb.unwrap_or(0) >> 10),
         };
         details.push((0, name, got));
         items.push(Item::new(0, name, Place::Chase(chase, start)));
     }
     let vm = vm_for(Kernel::Queens, Mode::User64, None)?;
-    items.push(Item::new(1, "lab.cpu.queens8", Place::Vm { vm: Box::new(vm), arg: 0, start: QUEENS }));
-    for (pages, name, guest) in [(Pages::Small, "lab.tlb.random_4k", "4K guest pages"), (Pages::Huge, "lab.tlb.random_2m", "2M guest pages")] {
+    items.push(Item::new(
+        1,
+        "lab.cpu.queens8",
+        Place::Vm {
+            vm: Box::new(vm),
+            arg: 0,
+            start: QUEENS,
+        },
+    ));
+    for (pages, name, guest) in [
+        (Pages::Small, "lab.tlb.random_4k", "4K guest pages"),
+        (Pages::Huge, "lab.tlb.random_2m", "2M guest pages"),
+    ] {
         let vm = vm_for(Kernel::Chase, Mode::User64, Some((&bytes, pages)))?;
         let thp = procfs::anon_huge_kb(vm.host_addr());
         details.push((1, name, pages_text(guest, thp)));
-        items.push(Item::new(1, name, Place::Vm { vm: Box::new(vm), arg: BUF_GPA, start }));
+        items.push(Item::new(
+            1,
+            name,
+            Place::Vm {
+                vm: Box::new(vm),
+                arg: BUF_GPA,
+                start,
+            },
+        ));
     }
     let vm = vm_for(Kernel::Queens, Mode::Long64, None)?;
-    items.push(Item::new(2, "lab.cpu.queens8", Place::Vm { vm: Box::new(vm), arg: 0, start: QUEENS }));
+    items.push(Item::new(
+        2,
+        "lab.cpu.queens8",
+        Place::Vm {
+            vm: Box::new(vm),
+            arg: 0,
+            start: QUEENS,
+        },
+    ));
     calibrate(&mut items, &words, start)?;
     let total = (runs * items.len()) as u64;
     let n = items.len();
     for round in 0..runs {
         for k in 0..n {
             let item = &mut items[(k + round) % n];
-            progress(Tick { done: (round * n + k + 1) as u64, total, label: item.measure });
+            progress(Tick {
+                done: (round * n + k + 1) as u64,
+                total,
+                label: item.measure,
+            });
             let ns = item.run()?;
             item.samples.push(ns);
         }
     }
     let fp = fingerprint::probe();
-    let ring0 = if emulated_ring0 { "micro-VM ring 0 (emulated)" } else { "micro-VM ring 0" };
+    let ring0 = if emulated_ring0 {
+        "micro-VM ring 0 (emulated)"
+    } else {
+        "micro-VM ring 0"
+    };
     let names = ["native", "micro-VM ring 3", ring0];
     let mut reports: Vec<BenchReport> = names
         .iter()
@@ -200,7 +260,9 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
                 schema: BENCH_SCHEMA.to_string(),
                 layer: (*name).to_string(),
                 recorded: Recorded {
-                    unix_s: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
+                    unix_s: SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs()),
                     virtlens: virtlens_core::VERSION.to_string(),
                     wall_s: start_time.elapsed().as_secs_f64(),
                     runs,
@@ -217,14 +279,26 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
     for item in items {
         let total_ops = (item.ops * item.samples.len() as u64).max(1) as f64;
         let (what, unit, scale) = if item.measure.starts_with("lab.cpu") {
-            ("one solve of the 8-queens count (the same machine code in every layer)", "us", 1e-3)
+            (
+                "one solve of the 8-queens count (the same machine code in every layer)",
+                "us",
+                1e-3,
+            )
         } else {
-            ("one dependent load to a random page of a 64 MiB buffer (the same machine code in every layer)", "ns", 1.0)
+            (
+                "one dependent load to a random page of a 64 MiB buffer (the same machine code in every layer)",
+                "ns",
+                1.0,
+            )
         };
         let samples: Vec<f64> = item.samples.iter().map(|s| s * scale).collect();
         let mut m = Measure::new(item.measure, what, unit, Better::Lower, samples);
         m.spread = Spread::of(&m.samples);
-        m.check = item.answer.map(|(expected, got)| Check { expected, got, ok: expected == got });
+        m.check = item.answer.map(|(expected, got)| Check {
+            expected,
+            got,
+            ok: expected == got,
+        });
         let execution = match item.layer {
             0 => "native, called as a function in this process".to_string(),
             1 => format!("guest ring 3 on KVM ({backend}): runs natively on the CPU"),

@@ -16,7 +16,11 @@ fn is_tcg(f: &Fingerprint) -> bool {
     f.hypervisor_vendor.as_deref() == Some("TCGTCGTCGTCG")
 }
 
-fn steal_note(base: Option<&Fingerprint>, target: Option<&Fingerprint>, name: &str) -> Option<String> {
+fn steal_note(
+    base: Option<&Fingerprint>,
+    target: Option<&Fingerprint>,
+    name: &str,
+) -> Option<String> {
     let t = target?.steal_pct?;
     let b = base.and_then(|f| f.steal_pct).unwrap_or(0.0);
     (t > b + 1.0).then(|| {
@@ -25,16 +29,29 @@ fn steal_note(base: Option<&Fingerprint>, target: Option<&Fingerprint>, name: &s
 }
 
 /// The likely causes of the stretch of measure `name` in the last layer that has it.
-pub fn causes(name: &str, layers: &[Layer], values: &[Option<Value>], vs_first: &[Option<Stretch>]) -> Vec<String> {
-    let Some(i) = (1..values.len()).rev().find(|&i| values[i].is_some() && vs_first[i - 1].is_some()) else {
+pub fn causes(
+    name: &str,
+    layers: &[Layer],
+    values: &[Option<Value>],
+    vs_first: &[Option<Stretch>],
+) -> Vec<String> {
+    let Some(i) = (1..values.len())
+        .rev()
+        .find(|&i| values[i].is_some() && vs_first[i - 1].is_some())
+    else {
         return Vec::new();
     };
-    let Some(s) = &vs_first[i - 1] else { return Vec::new() };
+    let Some(s) = &vs_first[i - 1] else {
+        return Vec::new();
+    };
     if matches!(s.verdict, Verdict::WithinNoise | Verdict::Same) {
         return Vec::new();
     }
     let slower = matches!(s.verdict, Verdict::Slower | Verdict::SlowerNoiseUnknown);
-    let (base, target) = (layers[0].fingerprint.as_ref(), layers[i].fingerprint.as_ref());
+    let (base, target) = (
+        layers[0].fingerprint.as_ref(),
+        layers[i].fingerprint.as_ref(),
+    );
     let (bv, tv) = (values[0].as_ref(), values[i].as_ref());
     let lname = &layers[i].name;
     let mut out = Vec::new();
@@ -44,10 +61,14 @@ pub fn causes(name: &str, layers: &[Layer], values: &[Option<Value>], vs_first: 
              hardware virtualization: this stretch is not a KVM stretch"
         ));
     }
-    if let Some(n) = tv.and_then(|v| v.detail.get("exits_per_op")).and_then(|n| n.parse::<f64>().ok())
+    if let Some(n) = tv
+        .and_then(|v| v.detail.get("exits_per_op"))
+        .and_then(|n| n.parse::<f64>().ok())
         && n > 0.0
     {
-        out.push(format!("each operation left the guest {n:.2} times in {lname} (VM exits)"));
+        out.push(format!(
+            "each operation left the guest {n:.2} times in {lname} (VM exits)"
+        ));
     }
     if let Some(e) = tv.and_then(|v| v.detail.get("execution")) {
         out.push(format!("{lname}: {e}"));
@@ -65,8 +86,10 @@ pub fn causes(name: &str, layers: &[Layer], values: &[Option<Value>], vs_first: 
                     .into(),
             );
             out.extend(steal_note(base, target, lname));
-            if let (Some(a), Some(b)) = (base.and_then(|f| f.cpu_model.as_ref()), target.and_then(|f| f.cpu_model.as_ref()))
-                && a != b
+            if let (Some(a), Some(b)) = (
+                base.and_then(|f| f.cpu_model.as_ref()),
+                target.and_then(|f| f.cpu_model.as_ref()),
+            ) && a != b
             {
                 out.push(format!("the CPU model differs: {a:?} against {b:?}"));
             }
@@ -121,7 +144,9 @@ pub fn causes(name: &str, layers: &[Layer], values: &[Option<Value>], vs_first: 
             if let (Some(a), Some(b)) = (pages(bv), pages(tv))
                 && a != b
             {
-                out.push(format!("the page size obtained differs: {a} in the baseline, {b} in {lname}"));
+                out.push(format!(
+                    "the page size obtained differs: {a} in the baseline, {b} in {lname}"
+                ));
             }
             if name.ends_with("4k") {
                 out.push(
@@ -183,7 +208,10 @@ pub fn notes(layers: &[Layer]) -> Vec<String> {
     let mut seen = Vec::new();
     for l in layers {
         if seen.contains(&&l.name) {
-            out.push(format!("two layers are named {:?}: give them --layer names", l.name));
+            out.push(format!(
+                "two layers are named {:?}: give them --layer names",
+                l.name
+            ));
         }
         seen.push(&l.name);
     }

@@ -101,7 +101,10 @@ pub fn layers(path: &str, doc: Json) -> Result<Vec<Layer>> {
         message: format!("not a virtlens.figures/1 document: {e}"),
     })?;
     if doc.layers.len() < 2 {
-        return Err(invalid(path, "a figures file needs at least two layers".into()));
+        return Err(invalid(
+            path,
+            "a figures file needs at least two layers".into(),
+        ));
     }
     let mut out: Vec<Layer> = doc
         .layers
@@ -130,11 +133,21 @@ pub fn layers(path: &str, doc: Json) -> Result<Vec<Layer>> {
         for (layer, value) in out.iter_mut().zip(&f.values) {
             let Some(v) = *value else { continue };
             if !v.is_finite() || v <= 0.0 {
-                return Err(invalid(path, format!("measure {:?}: value {v} is not positive", f.name)));
+                return Err(invalid(
+                    path,
+                    format!("measure {:?}: value {v} is not positive", f.name),
+                ));
             }
             let spread = f.noise_pct.map(|p| {
                 let d = v * p / 100.0;
-                Spread { median: v, min: v - d, max: v + d, q1: v - d, q3: v + d, n: 1 }
+                Spread {
+                    median: v,
+                    min: v - d,
+                    max: v + d,
+                    q1: v - d,
+                    q3: v + d,
+                    n: 1,
+                }
             });
             layer.values.insert(
                 f.name.clone(),
@@ -152,7 +165,10 @@ pub fn layers(path: &str, doc: Json) -> Result<Vec<Layer>> {
     for s in &doc.stated {
         for name in [&s.layer, &s.base] {
             if !doc.layers.contains(name) {
-                return Err(invalid(path, format!("stated summary names an unknown layer {name:?}")));
+                return Err(invalid(
+                    path,
+                    format!("stated summary names an unknown layer {name:?}"),
+                ));
             }
         }
     }
@@ -180,7 +196,11 @@ pub fn parse_says(says: &str) -> Option<(f64, bool, usize)> {
         return None;
     };
     let decimals = num.split_once('.').map_or(0, |(_, d)| d.len());
-    Some((num.trim_start_matches('+').parse().ok()?, is_factor, decimals))
+    Some((
+        num.trim_start_matches('+').parse().ok()?,
+        is_factor,
+        decimals,
+    ))
 }
 
 /// Recomputes `s` from the layers of the file it came from.

@@ -138,17 +138,32 @@ fn load_layer(path: &str, r: &LoadReport) -> Layer {
     } else {
         values.insert(
             "load.tasks_per_s".to_string(),
-            single("tasks completed per second", "tasks/s", Better::Higher, r.tasks_per_s),
+            single(
+                "tasks completed per second",
+                "tasks/s",
+                Better::Higher,
+                r.tasks_per_s,
+            ),
         );
     }
     values.insert(
         "load.latency_p99".to_string(),
-        single("99th percentile task latency", "ms", Better::Lower, r.latency_ms.p99),
+        single(
+            "99th percentile task latency",
+            "ms",
+            Better::Lower,
+            r.latency_ms.p99,
+        ),
     );
     if let Some(q) = r.run_queue {
         values.insert(
             "load.ready_pct".to_string(),
-            single("workers' run-queue wait over their wall time", "%", Better::Lower, q.ready_pct),
+            single(
+                "workers' run-queue wait over their wall time",
+                "%",
+                Better::Lower,
+                q.ready_pct,
+            ),
         );
     }
     Layer {

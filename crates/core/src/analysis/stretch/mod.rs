@@ -118,7 +118,11 @@ fn row(layers: &[Layer], name: &str) -> Option<Row> {
         (1..values.len())
             .map(|i| {
                 let b = base(i)?;
-                Some(stretch(values[b].as_ref()?, values[i].as_ref()?, &layers[b].name))
+                Some(stretch(
+                    values[b].as_ref()?,
+                    values[i].as_ref()?,
+                    &layers[b].name,
+                ))
             })
             .collect()
     };

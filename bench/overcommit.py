@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Over-commit measured against the model, on this host:
+
+1. k busy micro-VM vCPUs (the ring-3 queens kernel, native speed on every KVM backend) on this
+   host's pCPUs for k = 1..K, every round starting from k = 1 (the anchor), via
+   `virtlens model overcommit --measure` (predicted and measured stretch and ready %, the
+   model's error, the host's other load fed to the model as background);
+2. `virtlens load` with 1..K workers, each worker doing the same fixed work (so elapsed stays
+   flat while workers <= pCPUs and grows beyond), interleaved with the 1-worker anchor every
+   round; its workers' ready % from schedstat; the model's prediction beside it.
+
+Prints both tables in Markdown for the README. The machine is shared and noisy: the numbers are
+preliminary unless re-run on a quiet host. Usage:
+  bench/overcommit.py [--max 8] [--rounds 3] [--no-build]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VIRTLENS = os.path.join(ROOT, "target", "release", "virtlens")
+
+
+def run_json(*args):
+    out = subprocess.run([VIRTLENS, *args, "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def fmt_spread(s, unit=""):
+    if not s:
+        return "-"
+    lo, hi = (s["q1"], s["q3"]) if s["n"] >= 4 else (s["min"], s["max"])
+    return f"{s['median']:.2f}{unit} [{lo:.2f}–{hi:.2f}]"
+
+
+def vcpu_table(args):
+    t = run_json("model", "overcommit", "--measure", "--max-vcpus", str(args.max), "--runs", str(args.rounds))
+    print(f"### k busy micro-VM vCPUs on {t['pcpus']} pCPUs ({args.rounds} rounds)\n")
+    print("| k | other load (CPUs) | predicted stretch | idle-host model | measured stretch [band] | error | predicted ready | measured ready [band] | ready error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in t["rows"]:
+        err = r["stretch_error_pct"]
+        rerr = r["ready_error_pp"]
+        print(f"| {r['k']} | {r['background_cpus']:.2f} | {r['predicted_stretch_erlang']:.2f}× | {r['idle_host_stretch']:.2f}× "
+              f"| {fmt_spread(r['measured_stretch'], '×')} | {'-' if err is None else f'{err:+.1f} %'} "
+              f"| {r['predicted_ready_pct']:.1f} % | {fmt_spread(r['measured_ready_pct'], ' %')} "
+              f"| {'-' if rerr is None else f'{rerr:+.1f} pp'} |")
+    e = t.get("mean_abs_stretch_error_pct")
+    print(f"\nmean |stretch error|: {e:.1f} %\n" if e is not None else "")
+    bg = statistics.median(r["background_cpus"] for r in t["rows"])
+    return t["pcpus"], bg
+
+
+def load_table(args, pcpus, bg):
+    elapsed = {w: [] for w in range(1, args.max + 1)}
+    ready = {w: [] for w in range(1, args.max + 1)}
+    for rnd in range(args.rounds):
+        order = [1] + [w for w in range(1, args.max + 1) if w != 1]
+        order = order[:1] + order[1:][rnd % max(1, args.max - 1):] + order[1:][: rnd % max(1, args.max - 1)]
+        for w in order:
+            r = run_json("load", "--workers", str(w), "--tasks", str(args.tasks * w),
+                         "--iterations", "4", "--footprint-mb", "8", "--seed", str(rnd + 1))
+            elapsed[w].append(r["elapsed_s"])
+            if r.get("run_queue"):
+                ready[w].append(r["run_queue"]["ready_pct"])
+        print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
+    print(f"### `virtlens load`: 1..{args.max} workers, {args.tasks} tasks each ({args.rounds} rounds)\n")
+    print("| workers | elapsed s (median) | measured stretch | predicted stretch (other load {:.2f}) | error | measured ready | predicted ready |".format(bg))
+    print("|---|---|---|---|---|---|---|")
+    base = statistics.median(elapsed[1])
+    for w in range(1, args.max + 1):
+        med = statistics.median(elapsed[w])
+        m = run_json("model", "overcommit", "--pcpus", str(pcpus), "--vcpus", str(w), "--util", "1", "--background", f"{bg:.3f}")
+        pred = m["erlang_c"]["stretch"]
+        stretch = med / base
+        rd = statistics.median(ready[w]) if ready[w] else float("nan")
+        print(f"| {w} | {med:.2f} | {stretch:.2f}× | {pred:.2f}× | {100 * (pred - stretch) / stretch:+.1f} % | {rd:.1f} % | {m['erlang_c']['ready_pct']:.1f} % |")
+    print()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--max", type=int, default=8, help="largest k / worker count")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--tasks", type=int, default=4, help="load tasks per worker")
+    p.add_argument("--no-build", action="store_true")
+    args = p.parse_args()
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
+    pcpus, bg = vcpu_table(args)
+    load_table(args, pcpus, bg)
+
+
+if __name__ == "__main__":
+    main()
