@@ -63,6 +63,19 @@ impl CpuTicks {
     }
 }
 
+/// Threads running or runnable right now, over all CPUs (`procs_running` of /proc/stat; the
+/// reader itself is one of them).
+pub fn procs_running() -> Option<u64> {
+    procs_running_in(&read("/proc/stat")?)
+}
+
+/// [`procs_running`] on the text of /proc/stat.
+pub fn procs_running_in(stat: &str) -> Option<u64> {
+    stat.lines()
+        .find_map(|l| l.strip_prefix("procs_running "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// One thread's (or task's) schedstat: time on a CPU, time runnable on a run queue, and the
 /// number of times it was scheduled in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -238,6 +251,10 @@ mod tests {
         assert_eq!(a.steal_pct_until(&b), Some(100.0 / 3.0));
         assert_eq!(a.busy_pct_until(&b), Some(50.0));
         assert!(CpuTicks::parse("intr 1 2").is_none());
+        assert_eq!(
+            procs_running_in("cpu  1 2\nprocs_running 7\nprocs_blocked 0\n"),
+            Some(7)
+        );
     }
 
     #[test]

@@ -18,16 +18,23 @@ pub struct CrowdRun {
     pub elapsed_s: Vec<f64>,
     /// Each vCPU thread's run-queue wait over its elapsed time, in percent (schedstat).
     pub ready_pct: Vec<f64>,
-    /// The host's other load during the run, in CPUs.
+    /// The host's other load during the run: CPU time it consumed, in CPUs.
     pub background_cpus: f64,
+    /// Other threads running or runnable during the run (mean of samples): the load that
+    /// competes for the pCPUs, in CPUs of demand.
+    pub background_runnable: f64,
 }
 
 /// Predicted against measured for one k.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckedRow {
     pub k: u32,
+    /// Other threads running or runnable meanwhile (median; for reference).
+    pub background_runnable: f64,
+    /// Other load fed to the model: the CPU time other work took, in CPUs (median).
     pub background_cpus: f64,
-    /// The model (both agree at and above saturation) for the host as measured.
+    /// The model for the host as measured, relative to its own prediction for k = 1 (the
+    /// measured stretch is relative to k = 1 too).
     pub predicted_stretch_joint: f64,
     pub predicted_stretch_erlang: f64,
     pub predicted_ready_pct: f64,
@@ -69,6 +76,7 @@ pub fn check(pcpus: u32, runs: &[CrowdRun]) -> Result<Checked, String> {
         let mut stretches = Vec::new();
         let mut ready = Vec::new();
         let mut background = Vec::new();
+        let mut runnable = Vec::new();
         for r in runs.iter().filter(|r| r.k == k) {
             let anchor = runs
                 .iter()
@@ -79,9 +87,12 @@ pub fn check(pcpus: u32, runs: &[CrowdRun]) -> Result<Checked, String> {
             }
             ready.extend(&r.ready_pct);
             background.push(r.background_cpus);
+            runnable.push(r.background_runnable);
         }
+        // The CPU time other work took is the load to model: the host's scheduler shares CPU
+        // between cgroups first, so counting other runnable threads overstates the competition.
         let bg = median(&background).unwrap_or(0.0);
-        let at = |b: f64| {
+        let at = |k: u32, b: f64| {
             predict(Inputs {
                 pcpus,
                 vcpus: k,
@@ -89,19 +100,21 @@ pub fn check(pcpus: u32, runs: &[CrowdRun]) -> Result<Checked, String> {
                 background: b,
             })
         };
-        let m = at(bg)?;
-        let idle = at(0.0)?;
+        let (m, one) = (at(k, bg)?, at(1, bg)?);
+        let idle = at(k, 0.0)?;
+        let joint = m.joint.stretch / one.joint.stretch;
+        let erlang = m.erlang_c.stretch / one.erlang_c.stretch;
         let measured_stretch = Spread::of(&stretches);
         let measured_ready = Spread::of(&ready);
         rows.push(CheckedRow {
             k,
+            background_runnable: median(&runnable).unwrap_or(0.0),
             background_cpus: bg,
-            predicted_stretch_joint: m.joint.stretch,
-            predicted_stretch_erlang: m.erlang_c.stretch,
+            predicted_stretch_joint: joint,
+            predicted_stretch_erlang: erlang,
             predicted_ready_pct: m.erlang_c.ready_pct,
             idle_host_stretch: idle.erlang_c.stretch,
-            stretch_error_pct: measured_stretch
-                .map(|s| 100.0 * (m.erlang_c.stretch - s.median) / s.median),
+            stretch_error_pct: measured_stretch.map(|s| 100.0 * (erlang - s.median) / s.median),
             ready_error_pp: measured_ready.map(|s| m.erlang_c.ready_pct - s.median),
             measured_stretch,
             measured_ready_pct: measured_ready,
@@ -119,8 +132,11 @@ pub fn check(pcpus: u32, runs: &[CrowdRun]) -> Result<Checked, String> {
             .into(),
         "measured ready % = each vCPU thread's run-queue wait (schedstat) over its elapsed time"
             .into(),
-        "background = the host's busy CPU time during the run minus the vCPUs' own run time, \
-         per second of the run (other processes, this tool's other threads)"
+        "other load = the host's busy CPU time during the run minus the vCPUs' own run time, \
+         in CPUs, fed to the model as background; other runnable threads (procs_running) are \
+         shown beside it: they overstate the competition when the host shares CPU between \
+         cgroups first; the predicted stretch is the model's k against its own k = 1, as the \
+         measured one is"
             .into(),
     ];
     Ok(Checked {
@@ -145,6 +161,7 @@ mod tests {
             elapsed_s: vec![e; k as usize],
             ready_pct: vec![ready; k as usize],
             background_cpus: 0.0,
+            background_runnable: 0.0,
         };
         let runs = vec![
             run(0, 1, 1.0, 0.0),

@@ -91,7 +91,10 @@ pub fn checked(t: &crate::model::checked::Checked, style: &Style) -> String {
     for r in &t.rows {
         g.add_row(vec![
             r.k.to_string(),
-            format!("{:.2} CPUs", r.background_cpus),
+            format!(
+                "{:.2} CPUs ({:.1} threads)",
+                r.background_cpus, r.background_runnable
+            ),
             format!("{:.2}×", r.predicted_stretch_erlang),
             format!("{:.2}×", r.idle_host_stretch),
             spread(&r.measured_stretch, "×"),

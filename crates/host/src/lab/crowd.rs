@@ -5,10 +5,11 @@
 //! All vCPUs of a run start together at a barrier; all their VMs close before the next run.
 
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use virtlens_core::model::checked::CrowdRun;
-use virtlens_guest::procfs::{CpuTicks, SchedStat};
+use virtlens_guest::procfs::{CpuTicks, SchedStat, procs_running};
 
 use super::Tick;
 use super::kernels::{Ending, Kernel, assemble};
@@ -56,11 +57,19 @@ fn solve(vm: &mut MicroVm, reps: u64) -> Result<(Duration, Option<SchedStat>), E
 /// k vCPUs at once, each doing `reps` solves.
 fn crowd(code: &[u8], k: u32, reps: u64, round: u32) -> Result<CrowdRun, Error> {
     let start = Barrier::new(k as usize + 1);
-    let (ticks0, t0) = (
-        std::cell::Cell::new(None),
-        std::cell::Cell::new(Instant::now()),
-    );
-    let results = std::thread::scope(|s| {
+    let stop = AtomicBool::new(false);
+    let mut ticks0 = None;
+    let mut t0 = Instant::now();
+    let (results, samples) = std::thread::scope(|s| {
+        // Samples how many threads compete for the CPUs while the vCPUs run.
+        let sampler = s.spawn(|| {
+            let mut seen = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                seen.extend(procs_running());
+                std::thread::park_timeout(Duration::from_millis(20));
+            }
+            seen
+        });
         let handles: Vec<_> = (0..k)
             .map(|_| {
                 let start = &start;
@@ -73,25 +82,38 @@ fn crowd(code: &[u8], k: u32, reps: u64, round: u32) -> Result<CrowdRun, Error> 
                 })
             })
             .collect();
-        ticks0.set(CpuTicks::now());
-        t0.set(Instant::now());
+        ticks0 = CpuTicks::now();
+        t0 = Instant::now();
         start.wait();
-        handles
+        let results: Vec<_> = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(Error::Watchdog("a vCPU thread panicked".into())))
             })
-            .collect::<Vec<_>>()
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        sampler.thread().unpark();
+        (results, sampler.join().unwrap_or_default())
     });
-    let wall = t0.get().elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
     let ticks1 = CpuTicks::now();
+    // Each sample counts the sampler itself and (at most) the k vCPU threads.
+    let others: Vec<f64> = samples
+        .iter()
+        .map(|&n| (n as f64 - 1.0 - f64::from(k)).max(0.0))
+        .collect();
     let mut run = CrowdRun {
         round,
         k,
         elapsed_s: Vec::new(),
         ready_pct: Vec::new(),
         background_cpus: 0.0,
+        background_runnable: if others.is_empty() {
+            0.0
+        } else {
+            others.iter().sum::<f64>() / others.len() as f64
+        },
     };
     let mut own_run_s = 0.0;
     for r in results {
@@ -104,7 +126,7 @@ fn crowd(code: &[u8], k: u32, reps: u64, round: u32) -> Result<CrowdRun, Error> 
             own_run_s += s.run_ns as f64 / 1e9;
         }
     }
-    if let (Some(a), Some(b)) = (ticks0.get(), ticks1) {
+    if let (Some(a), Some(b)) = (ticks0, ticks1) {
         let busy_s = b.busy.saturating_sub(a.busy) as f64 / USER_HZ;
         run.background_cpus = ((busy_s - own_run_s) / wall.max(1e-9)).max(0.0);
     }
