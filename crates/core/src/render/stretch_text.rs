@@ -53,13 +53,17 @@ fn right_align(grid: &mut Grid, from: usize, to: usize) {
 pub fn render(r: &StretchReport, style: &Style) -> String {
     let mut out = String::new();
     for (i, l) in r.layers.iter().enumerate() {
+        let source = match i.checked_sub(1).and_then(|p| r.layers.get(p)) {
+            Some(prev) if prev.source == l.source => "same source".to_string(),
+            _ => l.source.clone(),
+        };
         let hv = l
             .fingerprint
             .as_ref()
             .and_then(|f| f.hypervisor_vendor.clone())
             .map(|h| format!(", hypervisor {h}"))
             .unwrap_or_default();
-        out.push_str(&format!("{}  {}  ({}{hv})\n", i + 1, l.name, l.source));
+        out.push_str(&format!("{}  {}  ({source}{hv})\n", i + 1, l.name));
     }
     out.push('\n');
     out.push_str(&Style::paint(
