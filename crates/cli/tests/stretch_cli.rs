@@ -26,7 +26,8 @@ fn virtlens(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
 }
 
-fn json(args: &[&str]) -> Value {
+/// The stdout of a run that must succeed.
+fn ok(args: &[&str]) -> Vec<u8> {
     let out = virtlens(args);
     assert_eq!(
         out.status.code(),
@@ -34,18 +35,15 @@ fn json(args: &[&str]) -> Value {
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    out.stdout
+}
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_slice(&ok(args)).unwrap()
 }
 
 fn text(args: &[&str]) -> String {
-    let out = virtlens(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(ok(args)).unwrap()
 }
 
 #[test]

@@ -4,22 +4,7 @@
 use std::fmt::Write;
 
 use crate::schema::{BenchReport, LoadReport};
-
-/// A number with about four significant digits.
-pub fn num(v: f64) -> String {
-    let a = v.abs();
-    if !v.is_finite() {
-        "-".into()
-    } else if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+use crate::stats::num;
 
 /// `virtlens load` as text.
 pub fn load(r: &LoadReport) -> String {

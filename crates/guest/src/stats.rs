@@ -1,4 +1,4 @@
-//! Median and spread of repeated samples. The machines this runs on are noisy (steal time,
+//! Median and spread of repeated samples, and the one number format of text output. The machines this runs on are noisy (steal time,
 //! other guests), so every measure is repeated and summarised by its median and quartiles,
 //! never by a mean.
 
@@ -49,6 +49,22 @@ impl Spread {
     pub fn spread_pct(&self) -> Option<f64> {
         let (lo, hi) = self.band();
         (self.median.abs() > f64::EPSILON).then(|| 100.0 * (hi - lo) / self.median.abs())
+    }
+}
+
+/// A number with about four significant digits, for text output (`-` when not finite).
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        "-".into()
+    } else if a >= 10_000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
     }
 }
 

@@ -23,19 +23,14 @@ pub struct Summary {
 impl Summary {
     /// The summary of `samples`; `None` when there are none (or one is not finite).
     pub fn of(samples: &[f64]) -> Option<Summary> {
-        if samples.is_empty() || samples.iter().any(|s| !s.is_finite()) {
-            return None;
-        }
-        let mut sorted = samples.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        let n = sorted.len();
+        let s = virtlens_guest::stats::Spread::of(samples)?;
         Some(Summary {
-            median: quantile(&sorted, 0.5),
-            min: sorted[0],
-            max: sorted[n - 1],
-            q1: quantile(&sorted, 0.25),
-            q3: quantile(&sorted, 0.75),
-            n,
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            q1: s.q1,
+            q3: s.q3,
+            n: s.n,
         })
     }
 
@@ -43,16 +38,6 @@ impl Summary {
     pub fn spread_pct(&self) -> Option<f64> {
         (self.median.abs() > f64::EPSILON).then(|| 100.0 * (self.q3 - self.q1) / self.median.abs())
     }
-}
-
-/// The `q`-quantile (0..=1) of sorted, non-empty `sorted`, interpolating linearly between the
-/// two nearest ranks.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = pos.ceil() as usize;
-    let frac = pos - lo as f64;
-    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
 }
 
 /// Per-run differences `test[i] - baseline[i]` of runs made in the same round (paired, so

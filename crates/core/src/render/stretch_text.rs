@@ -8,23 +8,9 @@ use comfy_table::{CellAlignment, Table as Grid, presets};
 
 use super::Style;
 use super::format::wrap;
-use crate::analysis::stretch::{Row, StatedCheck, Stretch, StretchReport, Verdict};
+use virtlens_guest::stats::num;
 
-/// About four significant digits.
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if !v.is_finite() {
-        "-".into()
-    } else if a >= 10_000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 10.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
+use crate::analysis::stretch::{Row, StatedCheck, Stretch, StretchReport, Verdict};
 
 fn pct(v: f64) -> String {
     format!("{v:+.2} %")

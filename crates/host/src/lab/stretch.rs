@@ -148,6 +148,17 @@ fn vm_for(kernel: Kernel, mode: Mode, buffer: Option<(&[u8], Pages)>) -> Result<
     Ok(vm)
 }
 
+/// The CPU kernel in a micro-VM of `mode`, as layer `layer`.
+fn queens_vm(layer: usize, mode: Mode) -> Result<Item, Error> {
+    let vm = Box::new(vm_for(Kernel::Queens, mode, None)?);
+    let place = Place::Vm {
+        vm,
+        arg: 0,
+        start: QUEENS,
+    };
+    Ok(Item::new(layer, "lab.cpu.queens8", place))
+}
+
 fn pages_text(obtained: &str, host_thp_kb: Option<u64>) -> String {
     match host_thp_kb {
         Some(kb) => format!("{obtained}; host THP behind guest RAM: {} MiB", kb >> 10),
@@ -188,16 +199,7 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
         details.push((0, name, got));
         items.push(Item::new(0, name, Place::Chase(chase, start)));
     }
-    let vm = vm_for(Kernel::Queens, Mode::User64, None)?;
-    items.push(Item::new(
-        1,
-        "lab.cpu.queens8",
-        Place::Vm {
-            vm: Box::new(vm),
-            arg: 0,
-            start: QUEENS,
-        },
-    ));
+    items.push(queens_vm(1, Mode::User64)?);
     for (pages, name, guest) in [
         (Pages::Small, "lab.tlb.random_4k", "4K guest pages"),
         (Pages::Huge, "lab.tlb.random_2m", "2M guest pages"),
@@ -215,16 +217,7 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
             },
         ));
     }
-    let vm = vm_for(Kernel::Queens, Mode::Long64, None)?;
-    items.push(Item::new(
-        2,
-        "lab.cpu.queens8",
-        Place::Vm {
-            vm: Box::new(vm),
-            arg: 0,
-            start: QUEENS,
-        },
-    ));
+    items.push(queens_vm(2, Mode::Long64)?);
     calibrate(&mut items, &words, start)?;
     let total = (runs * items.len()) as u64;
     let n = items.len();
