@@ -292,6 +292,13 @@ pub struct DiagnoseArgs {
     /// The QEMU version the VM runs on (hv-avic needs 6.2)
     #[arg(long, value_name = "X.Y")]
     pub qemu_version: Option<String>,
+    /// How long the input's capture ran, when it does not say (e.g. `perf kvm stat record -a
+    /// sleep 10` → 10): costs become shares of vCPU time and rates per second
+    #[arg(long, value_name = "SECONDS")]
+    pub window: Option<f64>,
+    /// How many vCPUs the input covers: rates and costs per vCPU instead of for all together
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub vcpus: Option<u32>,
     /// Exit 1 when a finding is at or above this severity
     #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
     pub fail_on: DiagnoseSeverityArg,

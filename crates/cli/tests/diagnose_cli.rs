@@ -1,5 +1,5 @@
 //! `virtlens diagnose` end to end: exit codes (0, 1 at or above `--fail-on` — default high —,
-//! 2 on bad input), the JSON contract (`virtlens.diagnose/1` with every finding field), the
+//! 2 on bad input), the JSON contract (`virtlens.diagnose/2` with every finding field), the
 //! comparison of several inputs, the configuration join, and text that reads as an answer.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
@@ -78,14 +78,12 @@ fn bad_input_exits_2() {
 #[test]
 fn json_carries_every_field() {
     let v = json(&["diagnose", "--json", "--guest", "windows", &seed(2)]);
-    assert_eq!(v["schema"], "virtlens.diagnose/1");
-    assert_eq!(v["inputs"][0]["guest"]["family"], "windows");
-    assert!(
-        v["inputs"][0]["headline"]
-            .as_str()
-            .unwrap()
-            .contains("apic.apicv-inhibited-synic")
-    );
+    assert_eq!(v["schema"], "virtlens.diagnose/2");
+    let input = &v["inputs"][0];
+    assert_eq!(input["evidence"]["guest"]["family"], "windows");
+    assert_eq!(input["evidence"]["guest"]["basis"], "option");
+    assert_eq!(input["verdict"], "problem");
+    assert_eq!(input["main"], 1);
     let fs = v["findings"].as_array().unwrap();
     let f = fs
         .iter()
@@ -93,27 +91,53 @@ fn json_carries_every_field() {
         .unwrap();
     for key in [
         "id",
+        "tag",
         "input",
         "rank",
+        "role",
         "severity",
-        "severity_reason",
+        "grade",
         "title",
-        "share",
-        "evidence",
-        "cause",
-        "fix",
-        "expected_effect",
-        "source",
         "confidence",
+        "cost",
+        "evidence",
+        "against",
+        "competing",
+        "check",
+        "words_for",
+        "cause",
+        "fixes",
+        "advice",
+        "effect",
+        "sources",
         "confirm",
     ] {
         assert!(f.get(key).is_some(), "no {key}");
     }
+    assert_eq!(f["tag"], "apic.apicv-inhibited");
+    assert_eq!(f["role"], "main");
     assert_eq!(f["severity"], "high");
     assert_eq!(f["confidence"], "likely");
-    assert_eq!(f["share"]["measure"], "time");
-    assert!(f["fix"]["qemu"].as_str().unwrap().contains("hv-avic"));
-    assert!(f["fix"]["libvirt"].as_str().unwrap().contains("<avic"));
+    assert_eq!(f["grade"]["measure"], "overhead-share");
+    assert_eq!(f["cost"]["share_of"], "overhead-time");
+    assert!(f["fixes"][0]["qemu"].as_str().unwrap().contains("hv-avic"));
+    assert!(f["fixes"][0]["libvirt"].as_str().unwrap().contains("<avic"));
+    assert_eq!(f["fixes"][0]["guest"], "windows");
+    assert!(
+        f["advice"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "advice.hv-avic")
+    );
+    assert!(
+        f["competing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["id"] == "apic.ipi-storm")
+    );
+    assert!(f["sources"][0]["ref"].as_str().is_some());
     let e = &f["evidence"][0];
     for key in [
         "key",
@@ -128,6 +152,33 @@ fn json_carries_every_field() {
         assert!(e.get(key).is_some(), "evidence lacks {key}");
     }
     assert!(v.get("comparison").is_none());
+}
+
+#[test]
+fn window_and_vcpus_make_costs_absolute() {
+    let v = json(&[
+        "diagnose",
+        "--json",
+        "--guest",
+        "windows",
+        "--window",
+        "10",
+        "--vcpus",
+        "4",
+        &seed(1),
+    ]);
+    let rate = &v["inputs"][0]["evidence"]["rate"];
+    assert_eq!(rate["window_basis"], "option");
+    assert_eq!(rate["vcpus"], 4);
+    assert_eq!(rate["cpu_basis"], "window-vcpus");
+    let f = &v["findings"][0];
+    assert_eq!(f["id"], "timer.hpet-mmio");
+    // 5.808 s of handling over 10 s and 4 vCPUs.
+    let share = f["cost"]["cpu_share"].as_f64().unwrap();
+    assert!((share - 5.808 / 40.0).abs() < 0.001, "{share}");
+    assert_eq!(f["grade"]["measure"], "cpu-share");
+    assert_eq!(code(&["diagnose", &seed(1), "--window", "0"]), 2);
+    assert_eq!(code(&["diagnose", &seed(1), "--vcpus", "0"]), 2);
 }
 
 #[test]
@@ -186,6 +237,7 @@ fn text_reads_like_an_answer() {
         "evidence  EPT_MISCONFIG",
         "cause",
         "qemu    -cpu …,hv-vpindex=on,hv-synic=on,hv-stimer=on,hv-time=on",
+        "severity  high",
         "libvirt <vpindex state='on'/>",
         "<stimer state='on'/>",
         "expect",
@@ -247,9 +299,9 @@ fn host_options_are_used() {
         .find(|f| f["id"] == "apic.apicv-inhibited-synic")
         .unwrap()
         .clone();
-    assert!(f["fix"]["host"].as_str().unwrap().contains("5.10"));
+    assert!(f["fixes"][0]["host"].as_str().unwrap().contains("5.10"));
     assert!(
-        f["fix"]["summary"]
+        f["fixes"][0]["summary"]
             .as_str()
             .unwrap()
             .contains("QEMU 6.0 predates hv-avic")

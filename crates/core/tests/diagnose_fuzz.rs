@@ -100,6 +100,8 @@ fn options(which: u8) -> Options {
             HostFacts::default()
         },
         qemu_version: (which & 32 != 0).then_some(virtlens_core::config::Version(6, 0)),
+        window_s: (which & 2 != 0).then_some(if which & 1 != 0 { 1e-9 } else { 10.0 }),
+        vcpus: (which & 128 != 0).then_some(u32::from(which % 7) + 1),
     }
 }
 
@@ -110,14 +112,16 @@ fn run(profiles: &[Profile], which: u8, configs: &[VmConfig]) -> Result<(), Test
     };
     let d = diagnose::diagnose(profiles, config, &Decoder::builtin(), &options(which));
     let json = serde_json::to_value(&d).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(json["schema"].as_str(), Some("virtlens.diagnose/1"));
+    prop_assert_eq!(json["schema"].as_str(), Some("virtlens.diagnose/2"));
+    let fine = |x: Option<f64>| x.is_none_or(|v| v.is_finite() && v >= 0.0);
     for f in &d.findings {
-        prop_assert!(
-            f.share
-                .as_ref()
-                .is_none_or(|s| s.value.is_finite() && s.value >= 0.0)
-        );
+        if let Some(c) = &f.cost {
+            prop_assert!(fine(c.share) && fine(c.cpu_share) && fine(c.per_second));
+            prop_assert!(fine(c.per_vcpu_second));
+        }
+        prop_assert!(fine(f.effect.cpu_share_saved) && fine(f.grade.value));
         prop_assert!(!f.cause.is_empty());
+        prop_assert!(!f.fixes.is_empty());
     }
     let text = virtlens_core::render::diagnose_text::render(&d, &Default::default());
     prop_assert!(!text.is_empty());
@@ -144,6 +148,12 @@ fn key() -> impl Strategy<Value = Key> {
         Just("vintr".to_string()),
         Just("interrupt".to_string()),
         Just("UNKNOWN".to_string()),
+        Just("VMREAD".to_string()),
+        Just("vmrun".to_string()),
+        Just("INTERRUPT_WINDOW".to_string()),
+        Just("EOI_INDUCED".to_string()),
+        Just("TRIPLE_FAULT".to_string()),
+        Just("EXCEPTION_NMI".to_string()),
         "[A-Za-z_()0-9]{0,12}",
     ];
     prop_oneof![
@@ -182,7 +192,16 @@ fn key() -> impl Strategy<Value = Key> {
             Just("io_exits"),
             Just("halt_exits"),
             Just("irq_exits"),
-            Just("kvm_hv_hypercall")
+            Just("kvm_hv_hypercall"),
+            Just("kvm_exit"),
+            Just("kvm_msr"),
+            Just("kvm_inj_virq"),
+            Just("kvm_eoi"),
+            Just("kvm_apic_ipi"),
+            Just("kvm_page_fault"),
+            Just("pf_guest"),
+            Just("halt_successful_poll"),
+            Just("kvm_nested_vmexit")
         ]
         .prop_map(|n| Key::Event {
             name: n.to_string()

@@ -41,7 +41,7 @@ fn run(text: &str, guest: Option<GuestFamily>, host: HostFacts, decoder: &Decode
         &Options {
             guest,
             host,
-            qemu_version: None,
+            ..Options::default()
         },
     )
 }
@@ -83,15 +83,27 @@ fn rtc_ports() {
         &[("0x70:POUT", 30_000, 2.0), ("0x71:PIN", 30_000, 2.0)],
     );
     let f = get(&diag(&t, Some(GuestFamily::Windows)), "timer.rtc-port").clone();
-    assert!(f.fix.qemu.unwrap().contains("hv-stimer=on"));
+    assert!(f.fixes[0].qemu.clone().unwrap().contains("hv-stimer=on"));
+    assert!(f.advice.contains(&"advice.hv-stimer"));
+    assert!(
+        !f.advice.contains(&"advice.hv-time"),
+        "RTC exits are not fixed by hv-time"
+    );
 }
 
 #[test]
 fn acpi_pm_timer_on_linux_points_at_the_clocksource() {
     let t = table("IO Port Access", &[("0xb008:PIN", 30_000, 3.6)]);
     let f = get(&diag(&t, Some(GuestFamily::Linux)), "timer.acpi-pm-port").clone();
-    assert!(f.fix.guest.unwrap().contains("clocksource=kvm-clock"));
+    assert!(
+        f.fixes[0]
+            .in_guest
+            .clone()
+            .unwrap()
+            .contains("clocksource=kvm-clock")
+    );
     assert!(f.cause.contains("acpi_idle"));
+    assert!(f.competing.iter().any(|r| r.id == "io.acpi-idle-port"));
 }
 
 #[test]
@@ -106,11 +118,11 @@ fn reference_counter_msr_means_no_tsc_page() {
     };
     let d = run(&t, None, host, &Decoder::builtin());
     // Hyper-V MSRs say Windows without --guest.
-    assert_eq!(d.inputs[0].guest.family, GuestFamily::Windows);
+    assert_eq!(d.inputs[0].evidence.guest.family, GuestFamily::Windows);
     let f = get(&d, "timer.hv-ref-count-msr");
-    assert!(f.cause.contains("clocksource is hpet"));
+    assert!(f.cause.contains("clocksource is not tsc"));
     assert!(
-        f.fix
+        f.fixes[0]
             .host
             .as_deref()
             .unwrap()
@@ -142,14 +154,13 @@ fn x2apic_icr_on_linux_is_pv_ipi_advice() {
     );
     let d = diag(&t, Some(GuestFamily::Linux));
     assert!(
-        get(&d, "apic.x2apic-ipi-msr")
-            .fix
+        get(&d, "apic.ipi-storm").fixes[0]
             .qemu
             .as_deref()
             .unwrap()
             .contains("kvm-pv-ipi")
     );
-    assert!(has(&d, "msr.tsc-deadline-rearm"));
+    assert!(has(&d, "timer.tsc-deadline-rearm"));
 }
 
 #[test]
@@ -171,8 +182,8 @@ fn serial_console_storm() {
         &[("0x3f8:POUT", 90_000, 8.0), ("0x3fd:PIN", 90_000, 8.0)],
     );
     let f = get(&diag(&t, Some(GuestFamily::Linux)), "io.serial-pio-storm").clone();
-    assert!(f.fix.libvirt.unwrap().contains("virtio"));
-    assert_eq!(f.severity, Severity::Medium);
+    assert!(f.fixes[0].libvirt.clone().unwrap().contains("virtio"));
+    assert_eq!(f.tag, "io.serial-console");
 }
 
 #[test]
@@ -211,8 +222,12 @@ fn amd_vintr_means_avic_inhibited() {
             ("hlt", 10_000, 900.0),
         ],
     );
-    let f = get(&diag(&t, None), "apic.avic-inhibited").clone();
-    assert!(f.fix.libvirt.unwrap().contains("tickpolicy='discard'"));
+    let f = get(&diag(&t, None), "apic.apicv-inhibited").clone();
+    assert!(f.fixes.iter().any(|x| {
+        x.libvirt
+            .as_deref()
+            .is_some_and(|l| l.contains("tickpolicy='discard'"))
+    }));
 }
 
 #[test]
@@ -228,13 +243,14 @@ fn pause_loops_on_a_working_guest_are_lock_holder_preemption() {
     let d = diag(&t, Some(GuestFamily::Windows));
     let f = get(&d, "spin.pause");
     assert!(
-        f.fix
+        f.fixes[0]
             .qemu
             .as_deref()
             .unwrap()
             .contains("hv-spinlocks=0x1fff")
     );
     assert!(f.severity < Severity::High, "not the hang signature");
+    assert!(!has(&d, "spin.hung-vcpu"));
 }
 
 #[test]
@@ -248,7 +264,7 @@ fn ept_violations_dominating() {
     );
     let d = diag(&t, None);
     let f = get(&d, "mmu.ept-violation");
-    assert!(f.fix.libvirt.as_deref().unwrap().contains("hugepages"));
+    assert!(f.fixes[0].libvirt.as_deref().unwrap().contains("hugepages"));
     assert!(!has(&d, "mmu.fault-storm"), "no rate, no storm");
 }
 
@@ -263,9 +279,18 @@ fn small_shares_raise_nothing() {
         ],
     );
     let d = diag(&t, Some(GuestFamily::Linux));
-    assert_eq!(d.findings.len(), 1);
+    assert_eq!(
+        d.findings.len(),
+        1,
+        "{:?}",
+        d.findings.iter().map(|f| &f.id).collect::<Vec<_>>()
+    );
     assert_eq!(d.findings[0].id, "irq.external");
     assert!(d.worst() <= Some(Severity::Low));
+    assert!(
+        d.main_of(1).is_none(),
+        "host interrupts are context, not the main problem"
+    );
 }
 
 #[test]

@@ -9,7 +9,10 @@ use std::path::PathBuf;
 
 use virtlens_core::config::{self, GuestFamily, ReadOptions, VmConfig};
 use virtlens_core::decode::Decoder;
-use virtlens_core::diagnose::{self, Confidence, Diagnosis, Finding, Options, Severity};
+use virtlens_core::diagnose::evidence::{GuestBasis, Strength};
+use virtlens_core::diagnose::{
+    self, Confidence, Diagnosis, Finding, Options, Role, Severity, Verdict,
+};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources;
@@ -47,16 +50,15 @@ fn windows(profiles: &[Profile], config: Option<&VmConfig>, host: HostFacts) -> 
         &Options {
             guest: Some(GuestFamily::Windows),
             host,
-            qemu_version: None,
+            ..Options::default()
         },
     )
 }
 
+/// The main problem of input `n`.
 fn top(d: &Diagnosis, n: usize) -> &Finding {
-    d.of_input(n)
-        .filter(|f| !f.is_idle() && !f.id.starts_with("config."))
-        .max_by(|a, b| a.severity.cmp(&b.severity).then(b.rank.cmp(&a.rank)))
-        .unwrap()
+    d.main_of(n)
+        .unwrap_or_else(|| panic!("input {n} has no main problem"))
 }
 
 #[test]
@@ -69,17 +71,19 @@ fn seed1_ept_misconfig_is_the_emulated_hpet() {
     assert_eq!(f.confidence, Confidence::Likely);
     assert!(f.share_value() > 0.88);
     assert!(f.confirm.as_deref().unwrap().contains("--event=mmio"));
-    let qemu = f.fix.qemu.as_deref().unwrap();
+    assert!(f.competing.iter().any(|r| r.id == "mmio.emulated-device"));
+    let qemu = f.fixes[0].qemu.as_deref().unwrap();
     for flag in ["hv-stimer=on", "hv-synic=on", "hv-vpindex=on", "hv-time=on"] {
         assert!(qemu.contains(flag), "{qemu}");
     }
     assert!(
-        f.fix
+        f.fixes[0]
             .libvirt
             .as_deref()
             .unwrap()
             .contains("<stimer state='on'/>")
     );
+    assert!(f.advice.contains(&"advice.hv-stimer"));
     // The reasoning rests on what is absent.
     assert!(f.evidence.iter().any(|e| e.key == "VMCALL" && e.count == 0));
 }
@@ -91,8 +95,8 @@ fn seed2_synic_autoeoi_inhibits_apicv() {
     assert_eq!(f.id, "apic.apicv-inhibited-synic");
     assert_eq!(f.severity, Severity::High);
     assert!(f.cause.contains("AutoEOI"));
-    assert!(f.fix.qemu.as_deref().unwrap().contains("hv-avic=on"));
-    assert!(f.fix.host.as_deref().unwrap().contains("0f250a646382"));
+    assert!(f.fixes[0].qemu.as_deref().unwrap().contains("hv-avic=on"));
+    assert!(f.fixes[0].host.as_deref().unwrap().contains("0f250a646382"));
     let keys: Vec<&str> = f.evidence.iter().map(|e| e.key.as_str()).collect();
     for k in [
         "MSR_WRITE",
@@ -102,7 +106,8 @@ fn seed2_synic_autoeoi_inhibits_apicv() {
     ] {
         assert!(keys.contains(&k), "{keys:?}");
     }
-    assert!(d.inputs[0].headline.contains("apic.apicv-inhibited-synic"));
+    assert_eq!(d.inputs[0].main, Some(f.rank));
+    assert_eq!(d.inputs[0].verdict, Verdict::Problem);
 }
 
 #[test]
@@ -115,7 +120,13 @@ fn seed2_on_an_apicv_off_host_says_turn_apicv_on() {
     let d = windows(&[seed(2)], None, host);
     let f = top(&d, 1);
     assert_eq!(f.id, "apic.apicv-off");
-    assert!(f.fix.host.as_deref().unwrap().contains("enable_apicv=1"));
+    assert!(
+        f.fixes[0]
+            .host
+            .as_deref()
+            .unwrap()
+            .contains("enable_apicv=1")
+    );
 }
 
 #[test]
@@ -128,18 +139,15 @@ fn seed3_lapic_timer_with_enlightenments_lost() {
         .find(|f| f.id == "timer.lapic-hypervisor-hidden")
         .unwrap();
     assert!(f.cause.contains("hypervisor CPUID bit hidden"));
-    assert!(
-        d.inputs[0]
-            .headline
-            .contains("timer.lapic-hypervisor-hidden")
-    );
+    assert_eq!(top(&d, 1).id, "timer.lapic-hypervisor-hidden");
 }
 
 #[test]
 fn seed4_fixed_is_healthy() {
     let d = windows(&[seed(4)], None, HostFacts::default());
     assert!(d.worst() <= Some(Severity::Low));
-    assert!(d.inputs[0].headline.starts_with("Nothing alarming"));
+    assert_eq!(d.inputs[0].verdict, Verdict::NothingAlarming);
+    assert!(d.main_of(1).is_none());
 }
 
 #[test]
@@ -154,21 +162,15 @@ fn comparing_the_seeds_says_what_helped_and_why() {
     let two = &c.changes[0];
     assert_eq!(two.verdict, "helped");
     assert!(two.resolved.contains(&"timer.hpet-mmio".to_string()));
-    assert!(
-        two.new
-            .iter()
-            .any(|n| n.starts_with("apic.apicv-inhibited-synic"))
-    );
+    assert!(two.new.iter().any(|n| n == "apic.apicv-inhibited-synic"));
     // The fix of config 4 against config 2.
     let d = windows(&[seed(2), seed(4)], None, HostFacts::default());
     let ch = &d.comparison.as_ref().unwrap().changes[0];
     assert_eq!(ch.verdict, "helped");
     assert_eq!(ch.resolved, vec!["apic.apicv-inhibited-synic".to_string()]);
-    assert!(
-        ch.summary.contains("MSR_WRITE 176,410 → 120"),
-        "{}",
-        ch.summary
-    );
+    let c = d.comparison.as_ref().unwrap();
+    let text = virtlens_core::render::diagnose_numbers::change(c, ch);
+    assert!(text.contains("MSR_WRITE 176,410 → 120"), "{text}");
 }
 
 #[test]
@@ -205,7 +207,11 @@ Total Samples:100000, Total events handled time:337500.00us.\n";
     assert_eq!(f.config[0].rule, "HV-PERF-004");
     assert_eq!(f.config[0].element.path, "/domain/clock");
     assert!(f.cause.contains("HV-PERF-004"));
-    assert!(f.fix.libvirt.as_deref().unwrap().contains("hypervclock"));
+    assert!(f.fixes.iter().any(|x| {
+        x.libvirt
+            .as_deref()
+            .is_some_and(|l| l.contains("hypervclock"))
+    }));
     assert!(d.findings.iter().all(|x| x.id != "config.hv-perf-004"));
 }
 
@@ -220,8 +226,9 @@ fn config_findings_without_exit_evidence_stand_alone() {
         .find(|f| f.id == "config.hv-dep-002")
         .unwrap();
     assert_eq!(f.severity, Severity::Critical);
-    assert!(f.share.is_none());
-    assert!(f.fix.libvirt.is_some());
+    assert_eq!(f.role, Role::Config);
+    assert!(f.cost.is_none());
+    assert!(f.fixes[0].libvirt.is_some());
 }
 
 #[test]
@@ -233,8 +240,15 @@ fn guest_comes_from_the_config_or_the_profile() {
         &Decoder::builtin(),
         &Options::default(),
     );
-    assert_eq!(d.inputs[0].guest.family, GuestFamily::Windows);
-    assert!(d.inputs[0].guest.basis.contains("configuration"));
+    let g = &d.inputs[0].evidence.guest;
+    assert_eq!(g.family, GuestFamily::Windows);
+    assert_eq!(g.basis, GuestBasis::ConfigOs);
+    // Without a configuration, the hypercall exits say Windows — weakly: the words give the
+    // Linux reading too, labelled.
     let d = diagnose::diagnose(&[seed(2)], None, &Decoder::builtin(), &Options::default());
-    assert_eq!(d.inputs[0].guest.family, GuestFamily::Unknown);
+    let g = &d.inputs[0].evidence.guest;
+    assert_eq!(g.family, GuestFamily::Windows);
+    assert_eq!(g.basis, GuestBasis::Hypercalls);
+    assert_eq!(g.strength, Strength::Weak);
+    assert!(!g.signs.is_empty());
 }

@@ -1,5 +1,5 @@
-//! `virtlens diagnose FILE… [--config FILE] [--guest …] [--host-…] [--qemu-version X.Y] [--json]
-//! [--fail-on SEVERITY]`: reads every input `report` reads, diagnoses it (joined with the
+//! `virtlens diagnose FILE… [--config FILE] [--guest …] [--host-…] [--qemu-version X.Y]
+//! [--window SECONDS] [--vcpus N] [--json] [--fail-on SEVERITY]`: reads every input `report` reads, diagnoses it (joined with the
 //! configuration when given, compared when there are several inputs), prints the answer, and
 //! exits 1 when a finding is at or above `--fail-on` (default high), 2 on bad input.
 //!
@@ -78,6 +78,11 @@ pub fn finish(profiles: Vec<Profile>, a: &DiagnoseArgs) -> anyhow::Result<ExitCo
                 .with_context(|| format!("--qemu-version `{s}`: expected X.Y (e.g. 8.2)"))
         })
         .transpose()?;
+    if let Some(w) = a.window
+        && !(w.is_finite() && w > 0.0 && w <= 31_536_000.0)
+    {
+        anyhow::bail!("--window must be a number of seconds above 0 (at most a year), not {w}");
+    }
     let configs = read_config(a, &host)?;
     let mut d = diagnose::diagnose(
         &profiles,
@@ -90,6 +95,8 @@ pub fn finish(profiles: Vec<Profile>, a: &DiagnoseArgs) -> anyhow::Result<ExitCo
             }),
             host,
             qemu_version,
+            window_s: a.window,
+            vcpus: a.vcpus,
         },
     );
     if configs.len() > 1 {

@@ -1,15 +1,17 @@
-//! `config.*` and the join: when a configuration is given, each lint finding (reference
-//! hyperv-enlightenments §6, computed by [`crate::lint`] under the same host facts and guest)
-//! that names the cause of an exit-profile finding is folded into it — one finding naming both
-//! the evidence and the XML element or flag, citing the rule — and the rest stand alone as
-//! `config.<rule>` findings. The pairs follow §7's "Rule" column.
+//! `config.*` and the join: when a configuration is given, each lint finding (computed by
+//! [`crate::lint`] under the same host facts and guest) that names the cause of an exit finding
+//! is folded into it — one finding naming both the evidence and the XML element or flag, citing
+//! the rule — and the rest stand alone as `config.<rule>` findings.
 
-use super::context::Ctx;
-use super::finding::{Confidence, ConfigEvidence, Finding, Fix, Severity};
+use super::evidence::EvidenceSet;
+use super::model::{
+    Confidence, ConfigFact, Effect, Finding, Fix, ForGuest, Grade, Measure, Role, Severity,
+};
+use super::words::sources;
+use crate::config::GuestFamily;
 use crate::lint;
 
-/// Which lint rules name the cause of which diagnosis (hyperv-enlightenments §7), in the order
-/// they are preferred for the fix.
+/// Which lint rules name the cause of which diagnosis, in the order they are preferred for the fix.
 const JOINS: &[(&str, &[&str])] = &[
     (
         "timer.acpi-pm-port",
@@ -31,16 +33,15 @@ const JOINS: &[(&str, &[&str])] = &[
         &["HV-PERF-005", "HV-PERF-006"],
     ),
     ("apic.apic-access-mmio", &["HV-PERF-005", "HV-PERF-006"]),
-    ("apic.avic-inhibited", &["HV-PERF-007", "HV-PERF-005"]),
+    ("apic.apicv-inhibited", &["HV-PERF-007", "HV-PERF-005"]),
     ("apic.apicv-off", &["HV-HOST-002"]),
-    ("apic.x2apic-ipi-msr", &["HV-PERF-009"]),
-    ("apic.apic-write", &["HV-PERF-009"]),
+    ("apic.ipi-storm", &["HV-PERF-009"]),
     ("spin.pause", &["HV-PERF-010"]),
 ];
 
-/// Folds `ctx`'s lint findings into `findings` and appends the rest as `config.*` findings.
-pub fn join(ctx: &Ctx<'_>, findings: &mut Vec<Finding>) {
-    let Some(c) = &ctx.config else {
+/// Folds the configuration's lint findings into `findings` and appends the rest as `config.*`.
+pub fn join(ev: &EvidenceSet, findings: &mut Vec<Finding>) {
+    let Some(c) = &ev.config else {
         return;
     };
     let mut left: Vec<&lint::Finding> = c.lint.iter().collect();
@@ -63,13 +64,11 @@ pub fn join(ctx: &Ctx<'_>, findings: &mut Vec<Finding>) {
             .max()
             .unwrap_or(first.severity);
         if Severity::from_lint(worst) > f.severity {
-            f.severity_reason = format!(
-                "{} (raised to {} by the configuration: {})",
-                f.severity_reason,
-                Severity::from_lint(worst),
-                joined.iter().map(|l| l.rule).collect::<Vec<_>>().join(", ")
-            );
             f.severity = Severity::from_lint(worst);
+            f.grade.why = format!(
+                "{}; raised by the configuration's lint findings",
+                f.grade.why
+            );
         }
         f.cause = format!(
             "{} The configuration says the same: {} ({} at {}).",
@@ -77,23 +76,39 @@ pub fn join(ctx: &Ctx<'_>, findings: &mut Vec<Finding>) {
         );
         // The configuration's own fix adds exactly what this VM lacks; keep what the diagnosis
         // adds beyond it (hv-avic next to hv-stimer, host and guest changes).
-        let mine = std::mem::take(&mut f.fix);
         let lint = Fix::from_lint(&first.fix);
-        f.fix = Fix {
-            summary: mine.summary,
-            qemu: merge(lint.qemu, mine.qemu, ','),
-            libvirt: merge(lint.libvirt, mine.libvirt, '\n'),
-            host: mine.host,
-            guest: mine.guest,
-        };
+        if let Some(mine) = f
+            .fixes
+            .iter_mut()
+            .find(|x| matches!(x.guest, ForGuest::Windows | ForGuest::Any) && x.qemu.is_some())
+        {
+            mine.qemu = merge(lint.qemu, mine.qemu.take(), ',');
+            mine.libvirt = merge(lint.libvirt, mine.libvirt.take(), '\n');
+        } else {
+            f.fixes.push(lint);
+        }
         if f.confidence == Confidence::Possible {
             f.confidence = Confidence::Likely;
         }
-        f.source = format!("{}; lint {} ({})", f.source, first.rule, first.source);
-        f.config = joined.into_iter().map(ConfigEvidence::of).collect();
+        f.config = joined.into_iter().map(ConfigFact::of).collect();
     }
     for l in left {
-        findings.push(standalone(l));
+        findings.push(standalone(l, ev.guest.family));
+    }
+}
+
+impl Fix {
+    /// The fix of a lint finding (QEMU and libvirt parts as lint gives them).
+    pub fn from_lint(f: &lint::Fix) -> Fix {
+        Fix {
+            guest: ForGuest::Any,
+            summary: f.summary.clone(),
+            qemu: f.qemu.clone(),
+            libvirt: f.libvirt.clone(),
+            host: None,
+            in_guest: None,
+            advice: Vec::new(),
+        }
     }
 }
 
@@ -118,50 +133,43 @@ fn merge(base: Option<String>, extra: Option<String>, sep: char) -> Option<Strin
 }
 
 /// A lint finding no exit evidence speaks to.
-fn standalone(l: &lint::Finding) -> Finding {
-    let mut f = Finding::new(
-        &format!("config.{}", l.rule.to_ascii_lowercase()),
-        Severity::from_lint(l.severity),
-        l.message
+fn standalone(l: &lint::Finding, guest: GuestFamily) -> Finding {
+    Finding {
+        id: format!("config.{}", l.rule.to_ascii_lowercase()),
+        tag: "config",
+        input: 0,
+        rank: 0,
+        role: Role::Config,
+        severity: Severity::from_lint(l.severity),
+        grade: Grade {
+            measure: Measure::Config,
+            value: None,
+            thresholds: None,
+            capped_at: None,
+            why: "the configuration's lint severity: no exit in the input speaks to it".into(),
+        },
+        title: l
+            .message
             .split(": ")
             .next()
             .unwrap_or(&l.message)
             .to_string(),
-    )
-    .why(format!(
-        "lint {} severity {}: from the configuration alone, no exit in the profile speaks to it",
-        l.rule, l.severity
-    ))
-    .cause(format!("{} ({} at {}).", l.message, l.rule, l.element))
-    .fix(Fix::from_lint(&l.fix))
-    .effect(effect(l.rule))
-    .source(l.source);
-    f.config = vec![ConfigEvidence::of(l)];
-    f
-}
-
-/// What fixing a configuration rule does, from the public measurements (§3.5) where there are.
-fn effect(rule: &str) -> String {
-    match rule {
-        r if r.starts_with("HV-DEP-") => "QEMU accepts the configuration and the VM starts".into(),
-        "HV-PERF-001" | "HV-PERF-002" | "HV-PERF-003" => {
-            "the timer moves into KVM: idle host CPU 30–40% → 1–3% after adding synic+stimer \
-             (OpenNebula/addon-storpool #79); the talk's handled time fell 5×"
-                .into()
-        }
-        "HV-PERF-004" => {
-            "clock reads become TSC-page reads (~3.6 µs → ~12 ns, vfio-users 2016-10)".into()
-        }
-        "HV-PERF-005" | "HV-PERF-006" => {
-            "APICv stays on: the talk's MSR_WRITE exits fell 176,410 → 120 and handled time 48%"
-                .into()
-        }
-        "HV-PERF-009" => {
-            "KVM PV IPIs measured ~70% fewer MSR exits with 64 vCPUs (Wanpeng Li, kvm@ 2018)".into()
-        }
-        "HV-PERF-011" => "timer expiries cost 300–400 cycles instead of ≥ 1500".into(),
-        r if r.starts_with("HV-HOST-") => "the VM starts and runs as the host allows".into(),
-        r if r.starts_with("HV-OPS-") => "the operational risk the rule names goes away".into(),
-        _ => "as the lint rule states".into(),
+        confidence: Confidence::Confirmed,
+        cost: None,
+        evidence: Vec::new(),
+        against: Vec::new(),
+        competing: Vec::new(),
+        check: None,
+        words_for: guest,
+        cause: format!("{} ({} at {}).", l.message, l.rule, l.element),
+        fixes: vec![Fix::from_lint(&l.fix)],
+        advice: Vec::new(),
+        effect: Effect {
+            text: "as the lint rule states".into(),
+            ..Effect::default()
+        },
+        sources: vec![sources::QEMU_HYPERV, sources::LIBVIRT_HYPERV],
+        confirm: None,
+        config: vec![ConfigFact::of(l)],
     }
 }

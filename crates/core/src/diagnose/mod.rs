@@ -1,57 +1,45 @@
-//! `diagnose`: explains a profile the way an expert on the KVM list would — findings ranked by
-//! the share of exit-handling time (idle excluded; exits when time is unknown) they explain,
-//! each with the evidence rows, the cause, the fix as QEMU flags and libvirt XML (or a host or
-//! guest change), the expected effect and the public source it rests on; joined with the lint
-//! findings of a configuration when one is given; and, for several inputs, whether the change
-//! between them helped and why.
+//! `diagnose`: explains a profile the way an expert on the KVM list would. The pipeline:
 //!
-//! Any [`Profile`] goes through the same path — a file read by [`crate::sources`] or a live
-//! capture — so `diagnose --live` only has to hand its profile to [`diagnose`].
+//! 1. [`evidence`] — everything an input carries becomes one evidence set per VM (every table
+//!    joined, counters and rates, the time base, the guest stated or inferred, host, config);
+//! 2. [`hypotheses`] — one file per rule family proposes causes, each with evidence for and
+//!    against, a confidence, a cost from the input's own numbers, and its competitors;
+//! 3. [`rank`] — severity from absolute cost (share of vCPU time, rates), the main problem
+//!    first, context after;
+//! 4. [`words`] — cause, fixes and sources per guest, kept apart from the logic.
 //!
-//! Rules never parse: `view` turns an input into merged, classed rows with shares (`counters`
-//! does the same for kvm_stat / binary-stats counters); one module per rule family (`timer`,
-//! `apic`, `io`, `mmio`, `msr`, `mmu`, `idle`, `spin`, `irq`, `unknown`, `config_join`) reads
-//! it; `headline` sums an input up and [`compare`] says what changed between inputs. A row is explained by one finding only: families run in
-//! a fixed order and later ones skip rows earlier ones claimed. Shared thresholds and their
-//! reasons are in `grade`; rule-specific ones sit with their rules.
+//! The configuration's lint findings are joined in (`config_join`), several inputs are compared
+//! (`compare`), and [`catalogue`] lists every rule for the docs. Any [`Profile`] goes through the
+//! same path — a file read by [`crate::sources`] or a live capture.
 
-mod apic;
+pub mod catalogue;
 pub mod compare;
 mod config_join;
-mod context;
-mod counters;
-mod finding;
-mod grade;
-mod headline;
-mod idle;
-mod io;
-mod irq;
-mod mmio;
-mod mmu;
-mod msr;
-mod spin;
-mod timer;
-mod unknown;
-mod view;
-mod words;
+pub mod evidence;
+pub mod hypotheses;
+pub mod model;
+pub mod rank;
+pub mod words;
 
 use serde::Serialize;
 
 pub use compare::{Change, Comparison};
-pub use context::GuestInfo;
-pub use finding::{Confidence, ConfigEvidence, Evidence, Finding, Fix, Severity, Share};
-pub use view::Input;
+pub use evidence::{EvidenceSet, Input};
+pub use model::{
+    Confidence, ConfigFact, Cost, CpuBasis, Effect, Fact, Finding, Fix, ForGuest, Grade, Measure,
+    Rival, Role, Severity, ShareOf, Source,
+};
 
 use crate::analysis::{self, Totals};
-use crate::config::{Effective, Format, GuestFamily, Version, VmConfig};
-use crate::decode::{Decoder, Isa};
-use crate::facts::{HostFacts, Vendor};
+use crate::config::{Format, GuestFamily, Version, VmConfig};
+use crate::decode::Decoder;
+use crate::facts::HostFacts;
 use crate::profile::Profile;
-use context::Ctx;
-use view::View;
+use evidence::{Given, Guest, Host, Rate};
+use hypotheses::Hypothesis;
 
-/// The version of the diagnose JSON schema.
-pub const SCHEMA: &str = "virtlens.diagnose/1";
+/// The version of the diagnose JSON schema (documented in docs/diagnose.md).
+pub const SCHEMA: &str = "virtlens.diagnose/2";
 
 /// What diagnose knows besides the profiles.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +49,10 @@ pub struct Options {
     /// Host facts given (`--host-*`) or probed (`--host-facts auto`).
     pub host: HostFacts,
     pub qemu_version: Option<Version>,
+    /// The capture window in seconds, when the input does not show it (`--window`).
+    pub window_s: Option<f64>,
+    /// The vCPU count the input covers (`--vcpus`).
+    pub vcpus: Option<u32>,
 }
 
 /// The result of diagnosing one or more inputs.
@@ -81,24 +73,49 @@ pub struct Diagnosis {
     pub notes: Vec<String>,
 }
 
+/// The answer for one input, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// A problem at medium or above.
+    Problem,
+    /// The worst is low: measurable, worth a look.
+    WorthALook,
+    /// Nothing costs more than the low thresholds; the guest is mostly idle.
+    Idle,
+    /// Nothing costs more than the low thresholds.
+    NothingAlarming,
+    /// Most exits are ones virtlens cannot name.
+    NotDiagnosed,
+    /// The input holds nothing the rules can read.
+    NothingToDiagnose,
+}
+
 /// One diagnosed input.
 #[derive(Debug, Clone, Serialize)]
 pub struct InputReport {
     #[serde(flatten)]
     pub input: Input,
-    pub guest: GuestInfo,
-    /// The host CPU vendor the rules assumed, and how it is known.
-    pub host_vendor: Option<Vendor>,
-    pub host_vendor_basis: Option<&'static str>,
-    pub isa: Option<Isa>,
-    pub backend: Option<String>,
-    /// Totals of its exit reasons (or kvm_stat counters), idle apart.
-    pub totals: Option<Totals>,
-    /// `time` when durations are known, else `exits`.
-    pub measure: Option<&'static str>,
-    /// The answer in one paragraph.
-    pub headline: String,
+    pub verdict: Verdict,
+    /// The rank of the main problem, when there is one.
+    pub main: Option<usize>,
     pub worst: Option<Severity>,
+    /// What the evidence set held.
+    pub evidence: EvidenceSummary,
+}
+
+/// The evidence an input gave, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceSummary {
+    pub guest: Guest,
+    pub host: Host,
+    pub rate: Rate,
+    /// Totals of its exit reasons (or counters), idle apart.
+    pub totals: Option<Totals>,
+    /// The exit rows are counters (kvm_stat / binary stats), not exit reasons.
+    pub from_counters: bool,
+    /// The tables the input held: `vmexit`, `ioport`, `mmio`, `msr`, `counters`, `events`.
+    pub tables: Vec<&'static str>,
 }
 
 /// The configuration a diagnosis used.
@@ -107,7 +124,7 @@ pub struct ConfigReport {
     pub input: String,
     pub format: Format,
     pub document: usize,
-    pub effective: Effective,
+    pub effective: crate::config::Effective,
 }
 
 impl Diagnosis {
@@ -125,6 +142,11 @@ impl Diagnosis {
     pub fn of_input(&self, n: usize) -> impl Iterator<Item = &Finding> {
         self.findings.iter().filter(move |f| f.input == n)
     }
+
+    /// The main problem of input `n`, when there is one.
+    pub fn main_of(&self, n: usize) -> Option<&Finding> {
+        self.of_input(n).find(|f| f.role == Role::Main)
+    }
 }
 
 /// Diagnoses `profiles` (each labelled table set of a file is an input of its own, as in
@@ -135,58 +157,46 @@ pub fn diagnose(
     decoder: &Decoder,
     options: &Options,
 ) -> Diagnosis {
+    let given = Given {
+        guest: options.guest,
+        host: options.host.clone(),
+        qemu_version: options.qemu_version,
+        config,
+        window_s: options.window_s,
+        vcpus: options.vcpus,
+    };
     let mut inputs = Vec::new();
     let mut findings = Vec::new();
     let mut notes = analysis::report::input_notes(profiles);
-    for (input, profile, tables) in view::split(profiles) {
-        let view = View::new(input, profile, &tables, decoder);
-        let mut ctx = Ctx::new(
-            &view,
-            options.guest,
-            &options.host,
-            options.qemu_version,
-            config,
-        );
-        let mut found = run_rules(&mut ctx);
-        config_join::join(&ctx, &mut found);
-        rank(&mut found, view.input.number);
-        notes.extend(ctx.notes.iter().cloned());
-        if let Some(n) = backend_note(&view) {
-            notes.push(n);
-        }
-        inputs.push(InputReport {
-            headline: headline::of(&view, &found),
-            worst: found.iter().map(|f| f.severity).max(),
-            guest: ctx.guest.clone(),
-            host_vendor: ctx.host.vendor.clone(),
-            host_vendor_basis: ctx.vendor_basis,
-            isa: view.isa,
-            backend: view.backend.clone(),
-            totals: view.exits.as_ref().map(|p| p.totals.clone()),
-            measure: view.exits.as_ref().map(|p| p.measure()),
-            input: view.input.clone(),
-        });
+    for (input, profile, tables) in evidence::split(profiles) {
+        let ev = EvidenceSet::gather(input, profile, &tables, decoder, &given);
+        let mut found: Vec<Finding> = hypotheses::run(&ev)
+            .into_iter()
+            .filter_map(|h| finding(h, &ev))
+            .collect();
+        config_join::join(&ev, &mut found);
+        rank::order(&mut found, ev.input.number);
+        notes.extend(input_notes(&ev, options.window_s.is_some()));
+        inputs.push(report(&ev, &found));
         findings.extend(found);
     }
     let fits = sums_fit(profiles);
     if inputs.len() >= 2 && !fits {
         notes.push(
-            "counts or times too large to add up (near 2^64): the inputs were not compared"
-                .to_string(),
+            "counts or times too large to add up (near 2^64): the inputs were not compared".into(),
         );
     }
     let comparison = (inputs.len() >= 2 && fits).then(|| {
         let c = analysis::compare::build(profiles, decoder);
         let names: Vec<String> = inputs.iter().map(|i| i.input.name.clone()).collect();
         if c.inputs.len() != names.len() {
-            notes.push("some inputs hold no tables; the comparison numbers the others".to_string());
+            notes.push("some inputs hold no tables; the comparison numbers the others".into());
         }
         compare::build(&c, &names, &findings)
     });
     if config.is_some() && inputs.len() > 1 {
         notes.push(
-            "the configuration (--config) was joined with every input, as if all ran it"
-                .to_string(),
+            "the configuration (--config) was joined with every input, as if all ran it".into(),
         );
     }
     Diagnosis {
@@ -206,63 +216,150 @@ pub fn diagnose(
     }
 }
 
-/// Every family in order; each later one leaves the rows earlier ones explained.
-fn run_rules(ctx: &mut Ctx<'_>) -> Vec<Finding> {
-    type Rule = fn(&Ctx<'_>, &[Finding], &mut Vec<Finding>);
-    const RULES: [Rule; 12] = [
-        |c, _, o| unknown::check(c, o),
-        |c, _, o| mmu::storm(c, o),
-        |c, _, o| spin::hang(c, o),
-        |c, _, o| timer::check(c, o),
-        |c, _, o| apic::check(c, o),
-        |c, _, o| io::check(c, o),
-        |c, _, o| mmio::check(c, o),
-        |c, _, o| msr::check(c, o),
-        |c, _, o| mmu::check(c, o),
-        |c, _, o| spin::check(c, o),
-        irq::check,
-        |c, _, o| idle::check(c, o),
-    ];
-    let mut all: Vec<Finding> = Vec::new();
-    for rule in RULES {
-        let mut found = Vec::new();
-        rule(ctx, &all, &mut found);
-        for f in &found {
-            ctx.claim(f);
-        }
-        all.extend(found);
-    }
-    if let Some((cap, why)) = ctx.cap() {
-        for f in all.iter_mut().filter(|f| f.severity > cap && !f.is_idle()) {
-            f.severity = cap;
-            f.severity_reason = format!("{}; {why}", f.severity_reason);
-        }
-    }
-    all
+/// A hypothesis as the user reads it: graded, worded, with its competitors and its effect;
+/// `None` when it is too small to report.
+fn finding(h: Hypothesis, ev: &EvidenceSet) -> Option<Finding> {
+    let rule = hypotheses::rule(h.id)?;
+    let described = words::describe(h.id)?;
+    let (severity, grade) = rank::grade(&h, ev)?;
+    let w = words::write(&h, ev);
+    let competing = h
+        .rivals
+        .iter()
+        .filter_map(|(id, confidence)| {
+            Some(Rival {
+                id,
+                tag: hypotheses::rule(id)?.tag,
+                title: words::describe(id)?.title,
+                confidence: *confidence,
+                why: words::rival_why(id).to_string(),
+            })
+        })
+        .collect();
+    let mut advice: Vec<&'static str> = w
+        .fixes
+        .iter()
+        .flat_map(|f| f.advice.iter().copied())
+        .collect();
+    advice.sort_unstable();
+    advice.dedup();
+    let c = &h.cost;
+    let part = |x: Option<f64>| x.map(|v| v * h.removes);
+    let effect = Effect {
+        removes: h.removes,
+        exits_saved: Some((c.exits as f64 * h.removes) as u64),
+        time_saved_ns: c
+            .time_ns
+            .or(c.estimated_ns)
+            .map(|t| (t as f64 * h.removes) as u64),
+        cpu_share_saved: part(c.cpu_share),
+        cpu_basis: c.cpu_basis,
+        share_saved: part(c.share),
+        share_of: c.share_of,
+        text: w.effect,
+    };
+    let confirm = w.confirm.or_else(|| {
+        (h.confidence != Confidence::Confirmed).then(|| words::check_for(h.id).to_string())
+    });
+    Some(Finding {
+        id: h.id.to_string(),
+        tag: rule.tag,
+        input: ev.input.number,
+        rank: 0,
+        role: if rule.context {
+            Role::Context
+        } else {
+            Role::Problem
+        },
+        severity,
+        grade,
+        title: w.title.unwrap_or_else(|| described.title.to_string()),
+        confidence: h.confidence,
+        cost: Some(h.cost),
+        evidence: h.evidence,
+        against: h.against,
+        competing,
+        check: w.check,
+        words_for: ev.guest.family,
+        cause: w.cause,
+        fixes: w.fixes,
+        advice,
+        effect,
+        sources: described.sources.to_vec(),
+        confirm,
+        config: Vec::new(),
+    })
 }
 
-/// Overhead findings by share (then severity), then idle, then configuration-only findings.
-fn rank(found: &mut [Finding], input: usize) {
-    let group = |f: &Finding| {
-        if f.id.starts_with("config.") {
-            2
-        } else if f.is_idle() {
-            1
-        } else {
-            0
-        }
+/// The report of one input from its ranked findings.
+fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
+    let main = found.iter().find(|f| f.role == Role::Main);
+    let worst = found.iter().map(|f| f.severity).max();
+    let unnamed = found
+        .iter()
+        .any(|f| f.id == "unknown.exit-codes" && f.share_value() >= 0.5);
+    let verdict = match main {
+        _ if ev.is_empty() => Verdict::NothingToDiagnose,
+        Some(f) if f.severity >= Severity::Medium => Verdict::Problem,
+        _ if unnamed => Verdict::NotDiagnosed,
+        Some(_) => Verdict::WorthALook,
+        None if found.iter().any(Finding::is_idle) => Verdict::Idle,
+        None => Verdict::NothingAlarming,
     };
-    found.sort_by(|a, b| {
-        group(a)
-            .cmp(&group(b))
-            .then(b.share_value().total_cmp(&a.share_value()))
-            .then(b.severity.cmp(&a.severity))
-            .then(a.id.cmp(&b.id))
-    });
-    for (i, f) in found.iter_mut().enumerate() {
-        f.input = input;
-        f.rank = i + 1;
+    let mut tables = Vec::new();
+    for (present, name) in [
+        (
+            ev.exits.as_ref().is_some_and(|p| !p.from_counters),
+            "vmexit",
+        ),
+        (ev.ports.is_some(), "ioport"),
+        (ev.mmio.is_some(), "mmio"),
+        (ev.msrs.is_some(), "msr"),
+        (!ev.counters.is_empty(), "counters"),
+        (!ev.events.is_empty(), "events"),
+    ] {
+        if present {
+            tables.push(name);
+        }
     }
+    InputReport {
+        input: ev.input.clone(),
+        verdict,
+        main: main.map(|f| f.rank),
+        worst,
+        evidence: EvidenceSummary {
+            guest: ev.guest.clone(),
+            host: ev.host.clone(),
+            rate: ev.rate.clone(),
+            totals: ev.exits.as_ref().map(|p| p.totals.clone()),
+            from_counters: ev.exits.as_ref().is_some_and(|p| p.from_counters),
+            tables,
+        },
+    }
+}
+
+/// Remarks about one input: an emulating backend, host facts that contradict the exits.
+fn input_notes(ev: &EvidenceSet, window_given: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let name = &ev.input.name;
+    if ev.host.emulated() {
+        out.push(format!(
+            "{name}: PVM backend: guest ring-0 code is emulated instruction by instruction; its exit costs \
+             are not hardware exit costs"
+        ));
+    }
+    if ev.host.facts_disagree {
+        out.push(format!(
+            "{name}: the host facts name another CPU vendor than the exit names: they may describe another \
+             host than the one the capture comes from"
+        ));
+    }
+    if window_given && ev.rate.window_basis == Some(evidence::WindowBasis::Input) {
+        out.push(format!(
+            "{name}: the input shows its own capture window; --window was not used for it"
+        ));
+    }
+    out
 }
 
 /// Whether every count and every time of every row, added up, fits in a u64 — then no sum the
@@ -277,16 +374,4 @@ fn sums_fit(profiles: &[Profile]) -> bool {
     let counts = rows().try_fold(0u64, |a, r| a.checked_add(r.count));
     let times = rows().try_fold(0u64, |a, r| a.checked_add(r.time.total_ns.unwrap_or(0)));
     counts.is_some() && times.is_some()
-}
-
-/// The caveat for inputs from an emulating backend.
-fn backend_note(view: &View) -> Option<String> {
-    let pvm = view.isa == Some(Isa::Pvm) || view.backend.as_deref() == Some("pvm");
-    pvm.then(|| {
-        format!(
-            "{}: PVM backend: guest ring-0 code is emulated instruction by instruction; its exit \
-             costs are not hardware exit costs",
-            view.input.name
-        )
-    })
 }

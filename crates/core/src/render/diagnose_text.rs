@@ -1,13 +1,15 @@
 //! The text form of a diagnosis, written to read like an expert's answer on the KVM list: per
-//! input a title, what was assumed (guest, host, totals), the headline, then the findings in
-//! rank order — each with its evidence rows, cause, fix (QEMU and libvirt, host, guest),
-//! expected effect, what would confirm it, the configuration it joins, why its severity, and
-//! its sources — then the comparison of several inputs and the notes.
+//! input a title, what was assumed (guest, host, time base), the answer, then the findings in
+//! rank order — the main problem first, context after — each with its cost, the evidence for and
+//! against, the cause, the competing causes and the check that separates them, the fixes per
+//! guest (QEMU, libvirt, host, guest), the expected effect for this input, what would confirm
+//! it, the configuration it joins, why its severity, and its sources; then the comparison of
+//! several inputs and the notes.
 
 use super::Style;
+use super::diagnose_numbers as num;
 use super::format;
-use crate::diagnose::{Diagnosis, Evidence, Finding, InputReport, Severity};
-use crate::facts::Vendor;
+use crate::diagnose::{Diagnosis, Fact, Finding, ForGuest, InputReport, Role, Severity, Verdict};
 
 /// Indent of a finding's fields, and width of their labels.
 const INDENT: usize = 3;
@@ -52,16 +54,15 @@ pub fn render(d: &Diagnosis, style: &Style) -> String {
                 &format!("  {} {}: {}", ch.input, ch.name, ch.verdict),
             ));
             out.push('\n');
-            out.push_str(&format::wrap(&format!("    {}", ch.summary), 4));
+            out.push_str(&format::wrap(&format!("    {}", num::change(c, ch)), 4));
         }
         if c.ranking.len() > 2 {
             let order: Vec<String> = c.ranking.iter().map(|n| n.to_string()).collect();
             out.push_str(&format!("  least to most cost: {}\n", order.join(" < ")));
         }
     }
-    let counts = counts(d);
     out.push('\n');
-    out.push_str(&counts);
+    out.push_str(&counts(d));
     out.push('\n');
     for n in &d.notes {
         out.push_str(&Style::paint(
@@ -73,66 +74,32 @@ pub fn render(d: &Diagnosis, style: &Style) -> String {
 }
 
 fn header(out: &mut String, d: &Diagnosis, r: &InputReport, style: &Style) {
-    let title = format!("{} · {}", r.input.name, r.input.format);
-    out.push_str(&Style::paint(style.title, &title));
+    out.push_str(&Style::paint(
+        style.title,
+        &format!("{} · {}", r.input.name, r.input.format),
+    ));
     out.push('\n');
-    let host = match (&r.host_vendor, r.host_vendor_basis) {
-        (Some(v), Some(b)) if b != "given" => format!("{} ({b})", vendor(v)),
-        (Some(v), _) => vendor(v),
-        (None, _) => "unknown".to_string(),
-    };
-    let mut facts = format!("guest {} · host {host}", r.guest.describe());
-    if let Some(apicv) = d.host.apicv.or(d.host.avic) {
-        facts.push_str(if apicv {
-            ", APICv/AVIC on"
-        } else {
-            ", APICv/AVIC off"
-        });
-    }
-    out.push_str(&format::wrap(&facts, 2));
-    if let Some(t) = &r.totals {
-        let mut s = format!("{} exits", format::count(t.count));
-        if t.idle_count > 0 {
-            s.push_str(&format!(" ({} idle)", format::count(t.idle_count)));
-        }
-        if let Some(all) = t.time_ns {
-            s.push_str(&format!(", {} handled", format::duration(all as f64)));
-            if let Some(o) = t.overhead_time_ns.filter(|_| t.idle_count > 0) {
-                s.push_str(&format!(", {} without idle", format::duration(o as f64)));
-            }
-        }
-        if let Some(r) = t.per_second {
-            s.push_str(&format!(", {}", format::rate(r)));
-        }
-        out.push_str(&format!("{s}\n"));
+    for line in num::facts(r) {
+        out.push_str(&format::wrap(&format!("  {line}"), 4));
     }
     if let Some(c) = &d.config {
         out.push_str(&format::wrap(
             &format!(
-                "config {} ({}): {}",
+                "  config {} ({}): {}",
                 c.input,
                 c.format.name(),
                 flags(&c.effective)
             ),
-            2,
+            4,
         ));
     }
     out.push('\n');
-    let paint = match r.worst {
-        Some(Severity::Critical | Severity::High) => style.bad,
-        Some(Severity::Medium) => style.note,
+    let paint = match r.verdict {
+        Verdict::Problem => style.bad,
+        Verdict::WorthALook | Verdict::NotDiagnosed => style.note,
         _ => style.good,
     };
-    out.push_str(&Style::paint(paint, &format::wrap(&r.headline, 0)));
-}
-
-fn vendor(v: &Vendor) -> String {
-    match v {
-        Vendor::Intel => "Intel".to_string(),
-        Vendor::Amd => "AMD".to_string(),
-        Vendor::Hygon => "Hygon".to_string(),
-        Vendor::Other(s) => s.clone(),
-    }
+    out.push_str(&Style::paint(paint, &format::wrap(&num::answer(d, r), 0)));
 }
 
 fn flags(e: &crate::config::Effective) -> String {
@@ -157,11 +124,12 @@ fn flags(e: &crate::config::Effective) -> String {
 }
 
 fn finding(out: &mut String, f: &Finding, style: &Style) {
-    let share = f
-        .share
-        .as_ref()
-        .map(|s| format!(" · {} of {}", format::share(s.value), s.of))
-        .unwrap_or_default();
+    let role = match f.role {
+        Role::Main => " · main problem",
+        Role::Context => " · context",
+        Role::Config => " · configuration",
+        Role::Problem => "",
+    };
     let sure = match f.confidence.name() {
         "confirmed" => String::new(),
         c => format!(" · {c}"),
@@ -173,26 +141,45 @@ fn finding(out: &mut String, f: &Finding, style: &Style) {
     };
     out.push_str(&Style::paint(
         paint,
-        &format!("{}. [{}] {}{share}{sure}", f.rank, f.severity, f.id),
+        &format!("{}. [{}] {}{role}{sure}", f.rank, f.severity, f.id),
     ));
     out.push('\n');
     out.push_str(&format::wrap(&format!("{:INDENT$}{}", "", f.title), INDENT));
-    evidence(out, &f.evidence);
+    if let Some(c) = &f.cost {
+        field(out, "cost", &num::cost(c));
+    }
+    facts(out, "evidence", &f.evidence);
+    facts(out, "against", &f.against);
     field(out, "cause", &f.cause);
-    field(out, "fix", &f.fix.summary);
-    if let Some(q) = &f.fix.qemu {
-        field(out, "  qemu", q);
+    for r in &f.competing {
+        field(
+            out,
+            "competing",
+            &format!("{} ({}): {}", r.id, r.confidence.name(), r.why),
+        );
     }
-    if let Some(x) = &f.fix.libvirt {
-        field(out, "  libvirt", x);
+    if let Some(c) = &f.check {
+        field(out, "check", c);
     }
-    if let Some(h) = &f.fix.host {
-        field(out, "  host", h);
+    for fix in &f.fixes {
+        let who = match fix.guest {
+            ForGuest::Any => String::new(),
+            ForGuest::Windows => "[Windows] ".into(),
+            ForGuest::Linux => "[Linux] ".into(),
+        };
+        field(out, "fix", &format!("{who}{}", fix.summary));
+        for (label, part) in [
+            ("  qemu", &fix.qemu),
+            ("  libvirt", &fix.libvirt),
+            ("  host", &fix.host),
+            ("  guest", &fix.in_guest),
+        ] {
+            if let Some(p) = part {
+                field(out, label, p);
+            }
+        }
     }
-    if let Some(g) = &f.fix.guest {
-        field(out, "  guest", g);
-    }
-    field(out, "expect", &f.expected_effect);
+    field(out, "expect", &num::effect(&f.effect));
     if let Some(c) = &f.confirm {
         field(out, "confirm", c);
     }
@@ -206,8 +193,15 @@ fn finding(out: &mut String, f: &Finding, style: &Style) {
             ),
         );
     }
-    field(out, "severity", &f.severity_reason);
-    field(out, "source", &f.source);
+    field(out, "severity", &num::grade(f.severity.name(), &f.grade));
+    for s in &f.sources {
+        let url = s.url.map(|u| format!(" <{u}>")).unwrap_or_default();
+        field(
+            out,
+            "source",
+            &format!("{} — {}{url}", s.reference, s.title),
+        );
+    }
 }
 
 fn field(out: &mut String, label: &str, text: &str) {
@@ -220,8 +214,8 @@ fn field(out: &mut String, label: &str, text: &str) {
     }
 }
 
-/// The evidence rows, aligned: key (and name), count, share, time, share, mean, rate.
-fn evidence(out: &mut String, rows: &[Evidence]) {
+/// Rows of facts, aligned: key (and name), count, share, time, share, mean, rate.
+fn facts(out: &mut String, label: &str, rows: &[Fact]) {
     const N: usize = 7;
     let cells: Vec<[String; N]> = rows
         .iter()
@@ -263,8 +257,8 @@ fn evidence(out: &mut String, rows: &[Evidence]) {
         }
     }
     for (n, (c, e)) in cells.iter().zip(rows).enumerate() {
-        let label = if n == 0 { "evidence" } else { "" };
-        let mut line = format!("{:INDENT$}{label:<LABEL$}{:<w0$}", "", c[0], w0 = w[0]);
+        let l = if n == 0 { label } else { "" };
+        let mut line = format!("{:INDENT$}{l:<LABEL$}{:<w0$}", "", c[0], w0 = w[0]);
         for (i, x) in c.iter().enumerate().skip(1) {
             if w[i] > 0 {
                 let pad = w[i] - x.chars().count();
@@ -288,20 +282,20 @@ fn counts(d: &Diagnosis) -> String {
         .collect();
     let n = d.findings.len();
     if n == 0 {
-        "0 findings".to_string()
-    } else {
-        format!(
-            "{n} finding{}: {}{}",
-            if n == 1 { "" } else { "s" },
-            parts.join(", "),
-            if d.findings
-                .iter()
-                .any(|f| f.evidence.iter().any(|e| !e.explains))
-            {
-                " (evidence rows marked · are context, not counted in the share)"
-            } else {
-                ""
-            }
-        )
+        return "0 findings".to_string();
     }
+    let context = d
+        .findings
+        .iter()
+        .any(|f| f.evidence.iter().any(|e| !e.explains));
+    format!(
+        "{n} finding{}: {}{}",
+        if n == 1 { "" } else { "s" },
+        parts.join(", "),
+        if context {
+            " (evidence rows marked · are context, not counted in the cost)"
+        } else {
+            ""
+        }
+    )
 }

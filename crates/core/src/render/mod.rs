@@ -2,6 +2,7 @@
 //! They never compute: every share, total and delta comes ready from [`crate::analysis`].
 
 pub mod compare_text;
+pub mod diagnose_numbers;
 pub mod diagnose_text;
 pub mod format;
 pub mod lab_text;

@@ -1,0 +1,93 @@
+//! The rule catalogue, listable from code: every hypothesis id with its title, what it means,
+//! its cause tag, whether it is context, its thresholds (its own and the shared severity
+//! thresholds) and its public sources — the logic half from `hypotheses`, the prose half from
+//! `words`, joined by id. docs/findings.md is generated from [`entries`].
+
+use serde::Serialize;
+
+use super::hypotheses::{self, Threshold};
+use super::model::Source;
+use super::{rank, words};
+
+/// One rule of the catalogue.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub id: &'static str,
+    pub family: &'static str,
+    pub tag: &'static str,
+    pub title: &'static str,
+    pub meaning: &'static str,
+    pub context: bool,
+    pub thresholds: Vec<Threshold>,
+    pub sources: Vec<Source>,
+}
+
+/// The severity thresholds every rule graded by cost shares.
+pub fn shared_thresholds() -> Vec<Threshold> {
+    let names = ["low", "medium", "high"];
+    let mut out = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        out.push(Threshold {
+            name: match *n {
+                "low" => "share of vCPU time, low",
+                "medium" => "share of vCPU time, medium",
+                _ => "share of vCPU time, high",
+            },
+            value: rank::CPU_SHARE[i],
+            unit: "share",
+        });
+    }
+    for (i, n) in names.iter().enumerate() {
+        out.push(Threshold {
+            name: match *n {
+                "low" => "share of exit handling without a time base, low",
+                "medium" => "share of exit handling without a time base, medium",
+                _ => "share of exit handling without a time base, high",
+            },
+            value: rank::OVERHEAD_SHARE[i],
+            unit: "share",
+        });
+    }
+    out
+}
+
+/// Every rule, in the order the families run. A rule without words is left out (a test checks
+/// there is none).
+pub fn entries() -> Vec<Entry> {
+    hypotheses::rules()
+        .into_iter()
+        .filter_map(|r| {
+            let d = words::describe(r.id)?;
+            Some(Entry {
+                id: r.id,
+                family: r.id.split('.').next().unwrap_or(r.id),
+                tag: r.tag,
+                title: d.title,
+                meaning: d.meaning,
+                context: r.context,
+                thresholds: r.thresholds.to_vec(),
+                sources: d.sources.to_vec(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_has_words_sources_and_a_unique_id() {
+        let rules = hypotheses::rules();
+        let entries = entries();
+        assert_eq!(rules.len(), entries.len(), "a rule without words");
+        let mut ids: Vec<&str> = entries.iter().map(|e| e.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), entries.len(), "duplicate ids");
+        for e in &entries {
+            assert!(!e.sources.is_empty(), "{}: no sources", e.id);
+            assert!(!e.meaning.is_empty() && !e.title.is_empty(), "{}", e.id);
+        }
+    }
+}

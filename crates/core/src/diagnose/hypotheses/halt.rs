@@ -1,0 +1,166 @@
+//! Halts: halt/wake churn — many short halts per second, each a halt exit, a trip through the
+//! host scheduler, a wake-up IPI and an entry — whose cure is halt polling (host
+//! `halt_poll_ns`, the guest's cpuidle-haltpoll driver); and idle, the vCPU halted because it
+//! had nothing to run, which is not overhead and is reported apart as context.
+
+use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use crate::decode::ExitClass;
+use crate::diagnose::evidence::{ratio, sat_sum};
+use crate::diagnose::model::{Confidence, Fact, Severity};
+
+/// A halt shorter than this on average is churn: KVM's default halt-polling window on x86 is
+/// 200 µs, so halts of that order are what polling would absorb.
+pub const CHURN_MEAN_NS: f64 = 500_000.0;
+
+/// Wake-ups per second per vCPU: from 1,000/s worth a look, 5,000/s medium, 20,000/s high.
+pub const CHURN_RATE: [f64; 3] = [1_000.0, 5_000.0, 20_000.0];
+
+/// What a halt/wake cycle costs the host beyond the halted time: the HLT exit, scheduling the
+/// vCPU thread out and in, the waking IPI and the entry — a few microseconds each ("a trip
+/// through the scheduler, normally on the order of a few micro-seconds", the KVM halt-polling
+/// documentation).
+pub const CHURN_NS: u64 = 8_000;
+
+/// Halt polling absorbs the churn when this share of halts end in a successful poll.
+pub const POLL_WORKS: f64 = 0.5;
+
+/// Idle is worth a word when it is most of the handled time (timed), or, by count, when at
+/// least a third of exits are halts (untimed).
+pub const IDLE_TIME: f64 = 0.5;
+pub const IDLE_COUNT: f64 = 0.3;
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "halt.churn",
+        tag: "halt.churn",
+        context: false,
+        thresholds: &[
+            Threshold {
+                name: "mean halt at most",
+                value: CHURN_MEAN_NS,
+                unit: "ns",
+            },
+            Threshold {
+                name: "wake-ups per vCPU, low",
+                value: CHURN_RATE[0],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "wake-ups per vCPU, medium",
+                value: CHURN_RATE[1],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "wake-ups per vCPU, high",
+                value: CHURN_RATE[2],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "successful polls for polling to work",
+                value: POLL_WORKS,
+                unit: "share",
+            },
+        ],
+    },
+    Rule {
+        id: "idle.hlt",
+        tag: "idle",
+        context: true,
+        thresholds: &[
+            Threshold {
+                name: "idle share of handled time",
+                value: IDLE_TIME,
+                unit: "share",
+            },
+            Threshold {
+                name: "idle share of exits (untimed)",
+                value: IDLE_COUNT,
+                unit: "share",
+            },
+        ],
+    },
+];
+
+/// `halt.churn`: short halts at a high rate.
+pub fn check(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let halts: Vec<_> = ex
+        .class(ExitClass::Idle)
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    let n = sat_sum(halts.iter().map(|r| r.count));
+    if n == 0 {
+        return;
+    }
+    let mean = halts
+        .iter()
+        .try_fold(0u64, |a, r| Some(a.saturating_add(r.time_ns?)))
+        .map(|t| t as f64 / n as f64);
+    if mean.is_some_and(|m| m > CHURN_MEAN_NS) {
+        return;
+    }
+    let per_second: Option<f64> = halts.iter().map(|r| r.per_second).sum();
+    let c = &ev.counters;
+    let polled = c.total(&["halt_successful_poll"]).unwrap_or(0);
+    let works = ratio(polled, n.saturating_add(polled)) >= POLL_WORKS;
+    let mut facts: Vec<Fact> = halts.iter().map(|r| ex.fact(r)).collect();
+    let extra = [
+        "halt_wakeup",
+        "kvm_vcpu_wakeup",
+        "halt_successful_poll",
+        "halt_attempted_poll",
+    ];
+    facts.extend(extra.iter().filter_map(|n| c.fact(n).map(Fact::context)));
+    // Without durations the halts' length is unknown: a high rate alone may be idle ticks.
+    let confidence = if mean.is_some() {
+        Confidence::Confirmed
+    } else {
+        Confidence::Possible
+    };
+    let h = Hypothesis::with_cost(
+        "halt.churn",
+        cost::of_rate(ev, n, per_second, CHURN_NS),
+        facts,
+    )
+    .confidence(confidence)
+    .grading(Grading::Rate {
+        thresholds: CHURN_RATE,
+        per_vcpu: true,
+        max: if works { Severity::Low } else { Severity::High },
+        without_rate: Severity::Info,
+    })
+    .hint_if(works, Hint::PollingWorks)
+    .hint_if(mean.is_none(), Hint::Aggregate)
+    .removes(if works { 0.2 } else { 0.6 });
+    ctx.push(h);
+}
+
+/// `idle.hlt`: the guest waiting, reported apart.
+pub fn idle(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<_> = ex.rows.iter().filter(|r| r.idle && r.count > 0).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let t = &ex.totals;
+    let value = match (t.idle_time_ns, t.time_ns) {
+        (Some(idle), Some(all)) if ex.timed => ratio(idle, all) >= IDLE_TIME,
+        _ => ratio(t.idle_count, t.count) >= IDLE_COUNT,
+    };
+    if !value {
+        return;
+    }
+    let mut h = Hypothesis::new("idle.hlt", ev, ex, &rows)
+        .grading(Grading::Context(Severity::Info))
+        .removes(0.0);
+    h.cost.cpu_share = None;
+    h.cost.cpu_basis = None;
+    ctx.push(h);
+}

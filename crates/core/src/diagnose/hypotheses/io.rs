@@ -1,0 +1,167 @@
+//! `io.*`: port IO that exits to the VMM — the emulated 8250 serial console (an exit per byte),
+//! legacy virtio-pci queue notifications through the device's IO BAR, acpi_idle's C-state entry
+//! (P_LVLx read, then a dummy PM-timer read), any other hot port; and IO exits without ports
+//! (exit reasons, kvm_stat's `io_exits`), read as the likeliest of these for the guest, with the
+//! others as competitors and the port report that tells them apart. Timer ports are `timer.*`
+//! and run first.
+
+use super::timer::{self, is_cstate_port};
+use super::{Ctx, Hint, Hypothesis, Rule};
+use crate::config::HvFlag;
+use crate::decode::{ExitClass, ioport};
+use crate::diagnose::evidence::{Item, Part};
+use crate::diagnose::model::{Confidence, Severity};
+use crate::profile::Access;
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "io.serial-pio-storm",
+        tag: "io.serial-console",
+        context: false,
+        thresholds: &[],
+    },
+    Rule {
+        id: "io.virtio-legacy-pio-notify",
+        tag: "io.virtio-legacy-notify",
+        context: false,
+        thresholds: &[],
+    },
+    Rule {
+        id: "io.acpi-idle-port",
+        tag: "io.acpi-idle-port",
+        context: false,
+        thresholds: &[],
+    },
+    Rule {
+        id: "io.emulated-port",
+        tag: "io.emulated-device-port",
+        context: false,
+        thresholds: &[],
+    },
+];
+
+/// Firmware (SeaBIOS, OVMF) assigns PCI IO BARs from 0xc000 up.
+const PCI_IO_FIRST: u64 = 0xc000;
+
+/// Legacy virtio-pci's QUEUE_NOTIFY register is at offset 16 of the device's IO BAR, whose size
+/// (32 or 64 bytes, more with MSI-X) keeps it aligned: the port's low five bits are 0x10.
+pub fn is_virtio_notify(port: u64, access: Option<Access>, name: Option<&str>) -> bool {
+    if name.is_some_and(|n| n.to_ascii_lowercase().contains("virtio")) {
+        return access != Some(Access::In);
+    }
+    (PCI_IO_FIRST..=0xffff).contains(&port) && port & 0x1f == 0x10 && access != Some(Access::In)
+}
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    match &ctx.ev.ports {
+        Some(p) => keyed(ctx, p),
+        None => aggregate(ctx),
+    }
+}
+
+fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
+    let ev = ctx.ev;
+    let serial = ctx.free_rows(p.coded(|_, port| u16::try_from(port).is_ok_and(ioport::is_serial)));
+    if !serial.is_empty() {
+        ctx.push(Hypothesis::new("io.serial-pio-storm", ev, p, &serial).removes(0.9));
+    }
+    let cstate = ctx.free_rows(p.coded(|_, port| {
+        is_cstate_port(port) || u16::try_from(port).is_ok_and(ioport::is_acpi_pm_timer)
+    }));
+    if cstate.iter().any(|r| r.code().is_some_and(is_cstate_port)) {
+        let h = Hypothesis::new("io.acpi-idle-port", ev, p, &cstate).removes(0.9);
+        ctx.push(h);
+    }
+    let virtio =
+        ctx.free_rows(p.coded(|r, port| is_virtio_notify(port, r.key.access(), r.name.as_deref())));
+    if !virtio.is_empty() {
+        // Confirmed when QEMU's own map names the port virtio and it sits at QUEUE_NOTIFY.
+        let named = virtio.iter().any(|r| {
+            r.name.as_deref().is_some_and(|n| n.contains("virtio"))
+                && r.code().is_some_and(|c| c & 0x1f == 0x10)
+        });
+        let mut h = Hypothesis::new("io.virtio-legacy-pio-notify", ev, p, &virtio)
+            .hint_if(
+                virtio
+                    .iter()
+                    .any(|r| r.mean_ns().is_some_and(|m| m >= 20_000.0)),
+                Hint::Userspace,
+            )
+            .removes(0.9);
+        if !named {
+            h = h.confidence(Confidence::Likely);
+        }
+        ctx.push(h);
+    }
+    let mut rest = ctx.free_rows(p.rows.iter().collect());
+    rest.sort_by_key(|r| std::cmp::Reverse(r.time_ns.unwrap_or(r.count)));
+    for r in rest {
+        ctx.push(
+            Hypothesis::new("io.emulated-port", ev, p, &[r])
+                .max(Severity::Medium)
+                .removes(0.9),
+        );
+    }
+}
+
+/// IO exits without ports: the likeliest reading for the guest, the others as competitors.
+fn aggregate(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<&Item> = ctx
+        .free_rows(ex.class(ExitClass::Io))
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let hv_time = ev.flag(HvFlag::Time);
+    let stimer = ev.flag(HvFlag::Stimer);
+    let enlightened = ev.enlightened();
+    // Windows without a synthetic timer drives its tick through the RTC (or the HPET), and
+    // without hv-time reads its clock from the ACPI PM timer; a Linux guest's steady port IO is
+    // most often legacy virtio notification.
+    let (lead, rivals): (&'static str, &[&'static str]) = if ev.windows() {
+        if hv_time == Some(true) || (enlightened == Some(true) && stimer != Some(true)) {
+            (
+                "timer.rtc-port",
+                &["timer.acpi-pm-port", "io.virtio-legacy-pio-notify"],
+            )
+        } else {
+            (
+                "timer.acpi-pm-port",
+                &["timer.rtc-port", "io.virtio-legacy-pio-notify"],
+            )
+        }
+    } else {
+        (
+            "io.virtio-legacy-pio-notify",
+            &[
+                "timer.acpi-pm-port",
+                "io.serial-pio-storm",
+                "timer.rtc-port",
+            ],
+        )
+    };
+    let mut h = Hypothesis::new(lead, ev, ex, &rows)
+        .confidence(Confidence::Possible)
+        .hint(Hint::Aggregate)
+        .hint_if(hv_time == Some(true), Hint::HvTimeOn)
+        .hint_if(stimer == Some(true), Hint::StimerOn)
+        .hint_if(
+            rows.iter()
+                .any(|r| r.mean_ns().is_some_and(|m| m >= 20_000.0)),
+            Hint::Userspace,
+        )
+        .removes(0.9);
+    if lead.starts_with("timer.") {
+        h = h.grading(timer::device_grading());
+    }
+    for r in rivals {
+        h = h.rival(r, Confidence::Possible);
+    }
+    ctx.push(h);
+}

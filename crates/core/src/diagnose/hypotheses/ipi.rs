@@ -1,0 +1,99 @@
+//! `apic.ipi-storm`: cross-vCPU interrupts — writes to the x2APIC ICR (0x830) or the Hyper-V
+//! ICR (0x40000071, outside the SynIC case), IPIs counted by `kvm_apic_ipi`, or (from exit
+//! reasons) APIC_WRITE exits, which under APICv are ICR writes or timer programming. Every IPI
+//! costs the sender an exit and, unless it is posted, the receiver a kick or a wake-up.
+
+use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use crate::diagnose::model::{Confidence, Severity};
+use crate::profile::Access;
+
+/// IPIs per second per vCPU: from 2,000/s worth a look, 10,000/s medium, 25,000/s high (the
+/// IPI-heavy cloud-gaming load of the KVM Forum 2021 talk sent 35,000/s for the whole VM).
+pub const IPI_RATE: [f64; 3] = [2_000.0, 10_000.0, 25_000.0];
+
+/// An IPI costs the sender's ICR exit (~1.5 µs) and the receiver's kick or wake-up (~3 µs).
+pub const IPI_NS: u64 = 4_500;
+
+pub const RULES: &[Rule] = &[Rule {
+    id: "apic.ipi-storm",
+    tag: "apic.ipi-storm",
+    context: false,
+    thresholds: &[
+        Threshold {
+            name: "IPIs per vCPU, low",
+            value: IPI_RATE[0],
+            unit: "/s per vCPU",
+        },
+        Threshold {
+            name: "IPIs per vCPU, medium",
+            value: IPI_RATE[1],
+            unit: "/s per vCPU",
+        },
+        Threshold {
+            name: "IPIs per vCPU, high",
+            value: IPI_RATE[2],
+            unit: "/s per vCPU",
+        },
+    ],
+}];
+
+/// IPIs are graded by cost and rate per vCPU; a count alone (no rate) says nothing of a storm.
+pub fn ipi_grading(without_rate: Severity) -> Grading {
+    Grading::Rate {
+        thresholds: IPI_RATE,
+        per_vcpu: true,
+        max: Severity::High,
+        without_rate,
+    }
+}
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    if let Some(m) = &ev.msrs {
+        let rows = ctx.free_rows(m.coded(|r, i| {
+            matches!(i, 0x830 | 0x4000_0071) && r.key.access() != Some(Access::Read)
+        }));
+        if !rows.is_empty() {
+            let h = Hypothesis::new("apic.ipi-storm", ev, m, &rows)
+                .grading(ipi_grading(Severity::Medium))
+                .removes(0.7);
+            return ctx.push(h);
+        }
+    }
+    if let Some(c) = ev.counters.get("kvm_apic_ipi")
+        && ev.msrs.is_none()
+        && c.total > 0
+    {
+        let facts: Vec<_> = ["kvm_apic_ipi", "kvm_apic_accept_irq", "kvm_vcpu_wakeup"]
+            .iter()
+            .filter_map(|n| ev.counters.fact(n))
+            .collect();
+        let h = Hypothesis::with_cost(
+            "apic.ipi-storm",
+            cost::of_rate(ev, c.total, c.rate, IPI_NS),
+            facts,
+        )
+        .grading(ipi_grading(Severity::Low))
+        .hint(Hint::Aggregate)
+        .removes(0.7);
+        return ctx.push(h);
+    }
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<_> = ctx
+        .free_rows(ex.named(&["APIC_WRITE"]))
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let h = Hypothesis::new("apic.ipi-storm", ev, ex, &rows)
+        .confidence(Confidence::Possible)
+        .grading(ipi_grading(Severity::Info))
+        .hint(Hint::Aggregate)
+        .rival("timer.tsc-deadline-rearm", Confidence::Possible)
+        .removes(0.7);
+    ctx.push(h);
+}

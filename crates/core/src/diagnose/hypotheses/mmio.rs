@@ -1,0 +1,98 @@
+//! `mmio.*`: guest accesses to emulated MMIO that are neither the HPET (`timer.*`) nor the local
+//! APIC (`apic.*`): a device region named from the address, or — from EPT_MISCONFIG exits or
+//! kvm_stat's `mmio_exits` alone — emulated MMIO as such. On a Windows guest without Hyper-V
+//! timers those exits are most likely the HPET; both readings are proposed, with the MMIO
+//! report that tells them apart.
+
+use super::{Ctx, Hint, Hypothesis, Rule, timer};
+use crate::config::HvFlag;
+use crate::decode::{ExitClass, mmio};
+use crate::diagnose::evidence::Item;
+use crate::diagnose::model::{Confidence, Fact, Severity};
+use crate::profile::Key;
+
+pub const RULES: &[Rule] = &[Rule {
+    id: "mmio.emulated-device",
+    tag: "mmio.emulated-device",
+    context: false,
+    thresholds: &[],
+}];
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    if let Some(m) = &ev.mmio {
+        let mut rows: Vec<&Item> = ctx.free_rows(m.rows.iter().collect());
+        rows.sort_by_key(|r| std::cmp::Reverse(r.time_ns.unwrap_or(r.count)));
+        // One hypothesis per device region.
+        let mut groups: Vec<(String, Vec<&Item>)> = Vec::new();
+        for r in rows {
+            let dev = device(r);
+            match groups.iter_mut().find(|(d, _)| *d == dev) {
+                Some((_, v)) => v.push(r),
+                None => groups.push((dev, vec![r])),
+            }
+        }
+        for (_, rows) in groups {
+            let h = Hypothesis::new("mmio.emulated-device", ev, m, &rows).max(Severity::High);
+            ctx.push(h.removes(0.9));
+        }
+        return;
+    }
+    aggregate(ctx);
+}
+
+/// The device an address belongs to, from its decoded name (the part before the register).
+fn device(r: &Item) -> String {
+    match (&r.name, &r.key) {
+        (Some(n), _) => n.split([' ', ':']).next().unwrap_or(n).to_string(),
+        (None, Key::Mmio { gpa, .. }) if mmio::is_ioapic(*gpa) => "ioapic".to_string(),
+        (None, Key::Mmio { gpa, .. }) => format!("{:#x}", gpa & !0xfff),
+        _ => "mmio".to_string(),
+    }
+}
+
+/// MMIO exits without addresses.
+fn aggregate(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<&Item> = ctx
+        .free_rows(ex.class(ExitClass::Mmio))
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let enlightened = ev.enlightened();
+    let stimer = ev.flag(HvFlag::Stimer);
+    let hpet = ev.windows() && enlightened != Some(true) && stimer != Some(true);
+    let mut absent: Vec<Fact> = Vec::new();
+    if enlightened == Some(false) && ev.config.is_none() && !ex.from_counters {
+        absent.push(ex.absent("VMCALL", "absent: no Hyper-V hypercalls"));
+        absent.push(ex.absent("MSR_WRITE", "absent: no synthetic-MSR or x2APIC writes"));
+    }
+    let h = if hpet {
+        timer::hpet(ctx, ex, &rows)
+            .confidence(if enlightened == Some(false) {
+                Confidence::Likely
+            } else {
+                Confidence::Possible
+            })
+            .support(absent)
+            .rival("mmio.emulated-device", Confidence::Possible)
+    } else {
+        let mut h = Hypothesis::new("mmio.emulated-device", ev, ex, &rows)
+            .confidence(Confidence::Possible)
+            .removes(0.9);
+        if !ev.linux() && stimer != Some(true) {
+            h = h.rival("timer.hpet-mmio", Confidence::Possible);
+        }
+        h
+    };
+    ctx.push(
+        h.hint(Hint::Aggregate)
+            .hint_if(enlightened == Some(false), Hint::NoEnlightenment),
+    );
+}

@@ -1,0 +1,184 @@
+//! `mmu.*`: guest memory faults — a storm where one fault is nearly every exit at a rate no
+//! working guest sustains (the guest makes no progress), EPT violations / NPFs dominating the
+//! cost (memory being faulted in after boot, migration or reclaim), and guest page faults the
+//! host intercepts (EXCEPTION_NMI #PF, SVM `PF excp`, kvm_stat's `pf_guest` or
+//! `kvm_page_fault` at a high rate), from exits or from counters alone.
+
+use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use crate::diagnose::evidence::ratio;
+use crate::diagnose::model::{Confidence, Severity};
+
+/// The fault exits.
+const FAULTS: [&str; 6] = [
+    "EPT_VIOLATION",
+    "npf",
+    "EXCEPTION_NMI",
+    "PF excp",
+    "PF_EXCP",
+    "kvm_page_fault",
+];
+
+/// A storm: one fault is ≥ 90% of all exits...
+pub const STORM_SHARE: f64 = 0.9;
+/// ...at ≥ 100,000/s: a fault every 10 µs, more than a guest faulting in fresh memory sustains
+/// (the public storms ran at 330k/s and 526k/s).
+pub const STORM_RATE: f64 = 100_000.0;
+/// Fewer exits than this are too short a capture to call a storm certain.
+pub const STORM_SURE: u64 = 1_000;
+
+/// Intercepted guest page faults per second per vCPU: a guest with EPT/NPT takes its own
+/// faults without exits, so thousands per second mean shadow paging, an intercept, or a fault
+/// that does not resolve: from 1,000/s worth a look, 10,000/s medium, 50,000/s high.
+pub const GUEST_PF_RATE: [f64; 3] = [1_000.0, 10_000.0, 50_000.0];
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "mmu.fault-storm",
+        tag: "mmu.page-fault-storm",
+        context: false,
+        thresholds: &[
+            Threshold {
+                name: "one fault's share of all exits",
+                value: STORM_SHARE,
+                unit: "share",
+            },
+            Threshold {
+                name: "fault rate",
+                value: STORM_RATE,
+                unit: "/s",
+            },
+            Threshold {
+                name: "exits for a sure storm",
+                value: STORM_SURE as f64,
+                unit: "exits",
+            },
+        ],
+    },
+    Rule {
+        id: "mmu.ept-violation",
+        tag: "mmu.ept-violation",
+        context: false,
+        thresholds: &[],
+    },
+    Rule {
+        id: "mmu.guest-page-faults",
+        tag: "mmu.page-fault-storm",
+        context: false,
+        thresholds: &[
+            Threshold {
+                name: "guest page faults per vCPU, low",
+                value: GUEST_PF_RATE[0],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "guest page faults per vCPU, medium",
+                value: GUEST_PF_RATE[1],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "guest page faults per vCPU, high",
+                value: GUEST_PF_RATE[2],
+                unit: "/s per vCPU",
+            },
+        ],
+    },
+];
+
+/// `mmu.fault-storm`; runs before the other families so its rows stay its own.
+pub fn storm(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    for r in ex.named(&FAULTS) {
+        let share = ratio(r.count, ex.totals.count);
+        // Without a rate a fault-heavy capture (early boot) cannot be told from a storm.
+        if share < STORM_SHARE || r.count < 10 || !r.per_second.is_some_and(|x| x >= STORM_RATE) {
+            continue;
+        }
+        let sure = r.count >= STORM_SURE;
+        let mut h = Hypothesis::new("mmu.fault-storm", ev, ex, &[r])
+            .grading(Grading::Fixed(if sure {
+                Severity::Critical
+            } else {
+                Severity::High
+            }))
+            .hint_if(r.is(&["npf"]), Hint::Sev)
+            .removes(1.0);
+        if !sure {
+            h = h.confidence(Confidence::Likely);
+        }
+        return ctx.push(h);
+    }
+}
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    ept(ctx);
+    guest_faults(ctx);
+}
+
+/// `mmu.ept-violation`: EPT violations / NPFs (or `pf_fixed`) as a cost.
+fn ept(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<_> = ctx
+        .free_rows(ex.named(&["EPT_VIOLATION", "npf", "kvm_page_fault"]))
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let h = Hypothesis::new("mmu.ept-violation", ev, ex, &rows)
+        .max(Severity::High)
+        .hint_if(rows.iter().any(|r| r.is(&["npf"])), Hint::Amd)
+        .removes(0.7);
+    ctx.push(h);
+}
+
+/// `mmu.guest-page-faults`: intercepted guest #PF — exits, or kvm_stat's `pf_guest`.
+fn guest_faults(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let grading = Grading::Rate {
+        thresholds: GUEST_PF_RATE,
+        per_vcpu: true,
+        max: Severity::High,
+        without_rate: Severity::Medium,
+    };
+    if let Some(ex) = ctx.exits().filter(|p| !p.from_counters) {
+        let rows: Vec<_> = ctx
+            .free_rows(ex.named(&["EXCEPTION_NMI", "PF excp", "PF_EXCP"]))
+            .into_iter()
+            .filter(|r| r.count > 0)
+            .collect();
+        if !rows.is_empty() {
+            return ctx.push(
+                Hypothesis::new("mmu.guest-page-faults", ev, ex, &rows)
+                    .grading(grading)
+                    .removes(0.9),
+            );
+        }
+    }
+    if let Some(c) = ev.counters.get("pf_guest").filter(|c| c.total > 0) {
+        let facts: Vec<_> = ["pf_guest", "pf_fixed", "exits"]
+            .iter()
+            .filter_map(|n| ev.counters.fact(n))
+            .collect();
+        let h = Hypothesis::with_cost(
+            "mmu.guest-page-faults",
+            cost::of_rate(
+                ev,
+                c.total,
+                c.rate,
+                cost::typical_ns(Some(crate::decode::ExitClass::Exception)),
+            ),
+            facts,
+        )
+        .grading(grading)
+        .hint(Hint::Aggregate)
+        .removes(0.9);
+        ctx.push(h);
+    }
+}

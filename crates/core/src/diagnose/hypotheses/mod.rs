@@ -1,0 +1,330 @@
+//! Hypotheses: each rule family reads the evidence set and proposes causes — a hypothesis has
+//! the rows that speak for it (those it explains make up its cost), what speaks against it, a
+//! confidence, its cost from the input's own numbers, how its severity is to be graded, the
+//! competing causes of the same exits, and hints for the words (which variant of the cause
+//! applies). Rules hold logic only: their prose is in `words`, their severity in `rank`.
+//!
+//! Families run in a fixed order; a row is explained by one hypothesis only, so later families
+//! skip rows earlier ones claimed. Adding a family (`sched.*`, `io.*`, `hv.*`) is one file with
+//! a `check` and a `RULES` table, one line in [`run`] and one in [`rules`].
+
+pub mod apic;
+pub mod calls;
+pub mod cost;
+pub mod halt;
+pub mod io;
+pub mod ipi;
+pub mod irq;
+pub mod mmio;
+pub mod mmu;
+pub mod msr;
+pub mod nested;
+pub mod spin;
+pub mod tick;
+pub mod timer;
+pub mod unknown;
+
+use std::collections::BTreeSet;
+
+use super::evidence::{EvidenceSet, Item, Part};
+use super::model::{Confidence, Cost, Fact, Severity};
+use crate::profile::{Key, TableKind};
+
+/// How a hypothesis's severity is read (see `rank`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Grading {
+    /// From its absolute cost (share of vCPU time), or its share of exit handling when no
+    /// absolute cost can be known; never above `max`.
+    Cost { max: Severity },
+    /// From its rate as well (whichever is worse): events per second — per vCPU when
+    /// `per_vcpu`, else for the whole VM — against `[low, medium, high]`; without any rate,
+    /// at most `without_rate`.
+    Rate {
+        thresholds: [f64; 3],
+        per_vcpu: bool,
+        max: Severity,
+        without_rate: Severity,
+    },
+    /// A signature whose severity does not depend on its size.
+    Fixed(Severity),
+    /// Context (idle, host interrupts, the normal floor): at most this, never the main problem.
+    Context(Severity),
+}
+
+/// A condition a rule established that the words need (which variant of a cause applies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hint {
+    /// The reading rests on exit reasons or counters only (no ports, addresses or MSRs).
+    Aggregate,
+    /// The configuration has hv-time on.
+    HvTimeOn,
+    /// The configuration has hv-stimer on.
+    StimerOn,
+    /// The configuration turns the HPET off.
+    HpetOff,
+    /// The configuration already has hv-avic.
+    AvicOn,
+    /// The host's clocksource is not tsc.
+    ClocksourceNotTsc,
+    /// The host kernel predates a fix the cause needs.
+    OldKernel,
+    /// The QEMU version predates the flag the fix needs.
+    OldQemu,
+    /// The host has APIC virtualization off.
+    ApicvOff,
+    /// No Hyper-V enlightenment shows in the exits.
+    NoEnlightenment,
+    /// The hypervisor CPUID bit is hidden (configuration).
+    HypervisorHidden,
+    /// Halts pair with the exits (about one per exit or more).
+    HaltsPaired,
+    /// Halt polling already absorbs many wake-ups.
+    PollingWorks,
+    /// The exits are AMD's (SVM names).
+    Amd,
+    /// The guest is SEV (encrypted state).
+    Sev,
+    /// The exits' mean time says they go to userspace.
+    Userspace,
+    /// The nested guest runs Hyper-V (eVMCS applies).
+    HypervL1,
+    /// The unnamed exits look like RISC-V's.
+    RiscV,
+    /// The unnamed rows are printed as UNKNOWN by the tool.
+    Unnamed,
+    /// The configuration keeps the in-kernel PIT in reinjection mode (AMD AVIC inhibit).
+    PitReinject,
+    /// The EOIs that exit are EOI-induced exits (level-triggered interrupts under APICv).
+    EoiInduced,
+    /// The rows are Hyper-V synthetic MSRs.
+    HypervMsr,
+    /// The rate says the guest ticks periodically (nohz=off or a high HZ).
+    Periodic,
+}
+
+/// A proposed cause.
+#[derive(Debug, Clone)]
+pub struct Hypothesis {
+    /// The catalogue id.
+    pub id: &'static str,
+    pub confidence: Confidence,
+    /// The rows for it; those with `explains` make up the cost.
+    pub evidence: Vec<Fact>,
+    pub against: Vec<Fact>,
+    pub cost: Cost,
+    pub grading: Grading,
+    /// Causes of the same exits it competes with.
+    pub rivals: Vec<(&'static str, Confidence)>,
+    pub hints: Vec<Hint>,
+    /// The part of the cost the fix removes (0–1).
+    pub removes: f64,
+}
+
+impl Hypothesis {
+    /// A confirmed hypothesis explaining `rows` of `part`, graded by cost up to `max`.
+    pub fn new(id: &'static str, ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Hypothesis {
+        Hypothesis {
+            id,
+            confidence: Confidence::Confirmed,
+            evidence: rows.iter().map(|r| part.fact(r)).collect(),
+            against: Vec::new(),
+            cost: cost::of(ev, part, rows),
+            grading: Grading::Cost {
+                max: Severity::High,
+            },
+            rivals: Vec::new(),
+            hints: Vec::new(),
+            removes: 1.0,
+        }
+    }
+
+    /// A hypothesis whose cost is given (counters, not exit rows).
+    pub fn with_cost(id: &'static str, cost: Cost, evidence: Vec<Fact>) -> Hypothesis {
+        Hypothesis {
+            id,
+            confidence: Confidence::Confirmed,
+            evidence,
+            against: Vec::new(),
+            cost,
+            grading: Grading::Cost {
+                max: Severity::High,
+            },
+            rivals: Vec::new(),
+            hints: Vec::new(),
+            removes: 1.0,
+        }
+    }
+
+    pub fn confidence(mut self, c: Confidence) -> Self {
+        self.confidence = c;
+        self
+    }
+
+    pub fn grading(mut self, g: Grading) -> Self {
+        self.grading = g;
+        self
+    }
+
+    /// Graded by cost, at most `max`.
+    pub fn max(self, max: Severity) -> Self {
+        self.grading(Grading::Cost { max })
+    }
+
+    pub fn support(mut self, facts: impl IntoIterator<Item = Fact>) -> Self {
+        self.evidence.extend(facts.into_iter().map(Fact::context));
+        self
+    }
+
+    pub fn against(mut self, facts: impl IntoIterator<Item = Fact>) -> Self {
+        self.against.extend(facts);
+        self
+    }
+
+    pub fn rival(mut self, id: &'static str, c: Confidence) -> Self {
+        self.rivals.push((id, c));
+        self
+    }
+
+    pub fn hint(mut self, h: Hint) -> Self {
+        if !self.hints.contains(&h) {
+            self.hints.push(h);
+        }
+        self
+    }
+
+    /// Adds `h` when `cond`.
+    pub fn hint_if(self, cond: bool, h: Hint) -> Self {
+        if cond { self.hint(h) } else { self }
+    }
+
+    pub fn removes(mut self, share: f64) -> Self {
+        self.removes = share;
+        self
+    }
+
+    pub fn has(&self, h: Hint) -> bool {
+        self.hints.contains(&h)
+    }
+}
+
+/// What every rule reads: the evidence, and which rows earlier rules explained.
+pub struct Ctx<'a> {
+    pub ev: &'a EvidenceSet,
+    claimed: BTreeSet<(TableKind, Key)>,
+    /// What earlier families found.
+    pub found: Vec<Hypothesis>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(ev: &'a EvidenceSet) -> Ctx<'a> {
+        Ctx {
+            ev,
+            claimed: BTreeSet::new(),
+            found: Vec::new(),
+        }
+    }
+
+    /// Whether an earlier hypothesis already explained `row`.
+    pub fn free(&self, row: &Item) -> bool {
+        !self.claimed.contains(&(row.table.clone(), row.key.clone()))
+    }
+
+    /// The rows no earlier hypothesis explained.
+    pub fn free_rows<'p>(&self, rows: Vec<&'p Item>) -> Vec<&'p Item> {
+        rows.into_iter().filter(|r| self.free(r)).collect()
+    }
+
+    /// Whether a hypothesis `id` was found.
+    pub fn has(&self, id: &str) -> bool {
+        self.found.iter().any(|h| h.id == id)
+    }
+
+    /// Records `h`, claiming the rows it explains.
+    pub fn push(&mut self, h: Hypothesis) {
+        for f in h.evidence.iter().filter(|f| f.explains) {
+            if let Some(id) = &f.id {
+                self.claimed.insert(id.clone());
+            }
+        }
+        self.found.push(h);
+    }
+
+    /// The exit part, when the input has one.
+    pub fn exits(&self) -> Option<&'a Part> {
+        self.ev.exits.as_ref()
+    }
+}
+
+/// A rule of the catalogue, as its family declares it.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub id: &'static str,
+    /// The cause tag of the case corpus.
+    pub tag: &'static str,
+    /// Context findings never lead the list.
+    pub context: bool,
+    pub thresholds: &'static [Threshold],
+}
+
+/// A number a rule compares with, and what it means.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Threshold {
+    pub name: &'static str,
+    pub value: f64,
+    /// `share`, `/s`, `/s per vCPU`, `ns`, `exits`.
+    pub unit: &'static str,
+}
+
+/// Every family in order; each later one leaves alone the rows earlier ones explained.
+pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
+    let mut ctx = Ctx::new(ev);
+    let families: [fn(&mut Ctx<'_>); 15] = [
+        unknown::check,
+        nested::check,
+        mmu::storm,
+        spin::hang,
+        timer::check,
+        apic::check,
+        tick::check,
+        ipi::check,
+        msr::check,
+        io::check,
+        mmio::check,
+        mmu::check,
+        spin::check,
+        halt::check,
+        calls::check,
+    ];
+    for family in families {
+        family(&mut ctx);
+    }
+    irq::check(&mut ctx);
+    halt::idle(&mut ctx);
+    ctx.found
+}
+
+/// Every rule of every family.
+pub fn rules() -> Vec<Rule> {
+    [
+        unknown::RULES,
+        nested::RULES,
+        mmu::RULES,
+        spin::RULES,
+        timer::RULES,
+        apic::RULES,
+        tick::RULES,
+        ipi::RULES,
+        msr::RULES,
+        io::RULES,
+        mmio::RULES,
+        halt::RULES,
+        calls::RULES,
+        irq::RULES,
+    ]
+    .concat()
+}
+
+/// The rule `id` (every hypothesis id is in [`rules`]).
+pub fn rule(id: &str) -> Option<Rule> {
+    rules().into_iter().find(|r| r.id == id)
+}

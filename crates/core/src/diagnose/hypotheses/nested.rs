@@ -1,0 +1,133 @@
+//! `nested.*`: the guest is itself a hypervisor (L1) — its VMX instructions (VMREAD, VMWRITE,
+//! VMRESUME, VMLAUNCH, VMPTRLD, INVEPT, INVVPID, …) or SVM instructions (vmrun, vmload, vmsave,
+//! stgi, clgi, invlpga, skinit) exit to L0, as do `kvm_nested_*` events; and the nested-SVM
+//! SMM bug (RSM exits followed by #GP). An L1 hypervisor's exits are not an L2-style problem:
+//! their fixes are enlightened VMCS for Hyper-V, shadow VMCS, and a host kernel with mature
+//! nested support.
+
+use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use crate::config::Version;
+use crate::diagnose::model::{Confidence, Fact, Severity};
+
+/// VMX instructions an L1 hypervisor executes.
+pub const VMX: [&str; 13] = [
+    "VMREAD", "VMWRITE", "VMRESUME", "VMLAUNCH", "VMPTRLD", "VMPTRST", "VMCLEAR", "VMXON",
+    "VMXOFF", "INVEPT", "INVVPID", "VMFUNC", "VMOFF",
+];
+/// SVM instructions an L1 hypervisor executes (vmmcall is a plain hypercall).
+pub const SVM: [&str; 7] = [
+    "vmrun", "vmload", "vmsave", "stgi", "clgi", "invlpga", "skinit",
+];
+/// Events and counters of nested operation.
+pub const EVENTS: [&str; 7] = [
+    "kvm_nested_vmexit",
+    "kvm_nested_vmexit_inject",
+    "kvm_nested_vmenter",
+    "kvm_nested_vmrun",
+    "kvm_nested_intr_vmexit",
+    "nested_run",
+    "guest_mode",
+];
+
+/// Nested SVM became migratable and far more robust with the 5.8 rework (nested state
+/// save/restore, KVM commit cc440cdad5b7); older hosts are a likely cause of trouble.
+pub const NESTED_SVM_KERNEL: Version = Version(5, 8);
+
+/// An L1 exit is followed by an L1 → L2 entry: about two exits' worth of work each.
+pub const L1_EXIT_NS: u64 = 3_000;
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "nested.l1-hypervisor",
+        tag: "nested.l1-hypervisor",
+        context: false,
+        thresholds: &[Threshold {
+            name: "host kernel for mature nested SVM",
+            value: 5.8,
+            unit: "version",
+        }],
+    },
+    Rule {
+        id: "nested.rsm-gp",
+        tag: "nested.kvm-bug",
+        context: false,
+        thresholds: &[],
+    },
+];
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    rsm(ctx);
+    l1(ctx);
+}
+
+/// `nested.l1-hypervisor`.
+fn l1(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let events: Vec<Fact> = EVENTS
+        .iter()
+        .filter_map(|n| {
+            let count = ev.event(n).filter(|&c| c > 0)?;
+            let mut f = Fact::said("events", *n, "nested operation");
+            f.count = count;
+            f.per_second = ev.counters.get(n).and_then(|c| c.rate);
+            Some(f)
+        })
+        .collect();
+    let rows: Vec<_> = ctx
+        .exits()
+        .map(|ex| {
+            ctx.free_rows(ex.named(&VMX).into_iter().chain(ex.named(&SVM)).collect())
+                .into_iter()
+                .filter(|r| r.count > 0)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let amd = ev.host.amd() || rows.iter().any(|r| r.is(&SVM));
+    let h = match ctx.exits() {
+        Some(ex) if !rows.is_empty() => {
+            Hypothesis::new("nested.l1-hypervisor", ev, ex, &rows).support(events)
+        }
+        _ if !events.is_empty() => {
+            let n = events.iter().map(|f| f.count).max().unwrap_or(0);
+            let rate = events.iter().find_map(|f| f.per_second);
+            Hypothesis::with_cost(
+                "nested.l1-hypervisor",
+                cost::of_rate(ev, n, rate, L1_EXIT_NS),
+                events,
+            )
+            .confidence(Confidence::Likely)
+            .hint(Hint::Aggregate)
+        }
+        _ => return,
+    };
+    let h = h
+        .max(Severity::High)
+        .hint_if(amd, Hint::Amd)
+        .hint_if(ev.windows() || !ev.hv_signs().is_empty(), Hint::HypervL1)
+        .hint_if(
+            amd && ev.host.kernel().is_some_and(|k| k < NESTED_SVM_KERNEL),
+            Hint::OldKernel,
+        )
+        .removes(0.5);
+    ctx.push(h);
+}
+
+/// Nested SVM: `rsm` exits followed by #GP intercepts.
+fn rsm(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rsm = ex.named(&["rsm", "RSM"]);
+    let gp = ex.named(&["GP excp", "GP_EXCP"]);
+    if rsm.iter().all(|r| r.count == 0) || gp.iter().all(|r| r.count == 0) {
+        return;
+    }
+    let rows: Vec<_> = rsm.iter().chain(&gp).copied().collect();
+    let h = Hypothesis::new("nested.rsm-gp", ev, ex, &rows)
+        .grading(Grading::Fixed(Severity::Medium))
+        .confidence(Confidence::Possible)
+        .hint(Hint::Amd)
+        .removes(1.0);
+    ctx.push(h);
+}

@@ -1,0 +1,87 @@
+//! `spin.*`: PAUSE-loop exits — a vCPU that exits only for host interrupts and pause loops, with
+//! pause exits a real part of them, is spinning without doing anything privileged (a hung
+//! guest); pause exits as a cost mean lock-holder preemption on an overcommitted host.
+
+use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use crate::diagnose::model::{Confidence, Severity};
+
+const PAUSE: [&str; 2] = ["PAUSE_INSTRUCTION", "pause"];
+const INTERRUPT: [&str; 2] = ["EXTERNAL_INTERRUPT", "interrupt"];
+
+/// Fewer exits than this say too little about what a vCPU does.
+pub const HANG_MIN_EXITS: u64 = 50;
+/// Pause exits must be at least this share of the exits to say the vCPU spins: a handful among
+/// a host's interrupts (10 in 100,000) is a lock that was briefly contended, not a hang.
+pub const HANG_PAUSE_SHARE: f64 = 0.01;
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "spin.hung-vcpu",
+        tag: "spin.pause-loop",
+        context: false,
+        thresholds: &[
+            Threshold {
+                name: "exits to judge",
+                value: HANG_MIN_EXITS as f64,
+                unit: "exits",
+            },
+            Threshold {
+                name: "pause share of the exits",
+                value: HANG_PAUSE_SHARE,
+                unit: "share",
+            },
+        ],
+    },
+    Rule {
+        id: "spin.pause",
+        tag: "spin.pause-loop",
+        context: false,
+        thresholds: &[],
+    },
+];
+
+/// The hang signature (runs early so its rows stay its own).
+pub fn hang(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits().filter(|p| !p.from_counters) else {
+        return;
+    };
+    let only = ex
+        .rows
+        .iter()
+        .filter(|r| r.count > 0)
+        .all(|r| r.is(&PAUSE) || r.is(&INTERRUPT));
+    let pause = ex.named(&PAUSE);
+    let paused: u64 = pause.iter().map(|r| r.count).sum();
+    let share = crate::diagnose::evidence::ratio(paused, ex.totals.count);
+    if !only || ex.totals.count < HANG_MIN_EXITS || paused == 0 || share < HANG_PAUSE_SHARE {
+        return;
+    }
+    let rows: Vec<_> = pause.iter().chain(&ex.named(&INTERRUPT)).copied().collect();
+    let h = Hypothesis::new("spin.hung-vcpu", ev, ex, &rows)
+        .grading(Grading::Fixed(Severity::High))
+        .confidence(Confidence::Likely)
+        .hint_if(ev.host.amd(), Hint::Amd)
+        .removes(1.0);
+    ctx.push(h);
+}
+
+/// Pause-loop exits as a cost: lock-holder preemption.
+pub fn check(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<_> = ctx
+        .free_rows(ex.named(&PAUSE))
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let h = Hypothesis::new("spin.pause", ev, ex, &rows)
+        .max(Severity::Medium)
+        .removes(0.7);
+    ctx.push(h);
+}

@@ -1,0 +1,92 @@
+//! `unknown.*`: exits virtlens cannot name — codes no exit table knows, rows the tool itself
+//! printed as `UNKNOWN`, names of another architecture — kept and shown, with what they may be;
+//! and a guest that triple-faulted (a crash whose cause the exits cannot tell).
+
+use super::{Ctx, Grading, Hint, Hypothesis, Rule};
+use crate::diagnose::evidence::{Item, known_exit};
+use crate::diagnose::model::{Confidence, Severity};
+use crate::profile::Key;
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "unknown.exit-codes",
+        tag: "unknown-exit",
+        context: false,
+        thresholds: &[],
+    },
+    Rule {
+        id: "unknown.triple-fault",
+        tag: "guest.crash",
+        context: false,
+        thresholds: &[],
+    },
+];
+
+/// RISC-V KVM's exit and interrupt names, as perf kvm stat prints them.
+fn riscv(name: &str) -> bool {
+    [
+        "GUEST_PAGE_FAULT",
+        "VIRTUAL_INST_FAULT",
+        "SUPERVISOR_SYSCALL",
+        "IRQ_S_",
+        "IRQ_VS_",
+    ]
+    .iter()
+    .any(|k| name.contains(k))
+}
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    triple(ctx);
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits().filter(|p| !p.from_counters) else {
+        return;
+    };
+    let foreign: Vec<&Item> = ex
+        .rows
+        .iter()
+        .filter(|r| matches!(r.key, Key::Exit { .. }) && !known_exit(&r.key, ev.isa()))
+        .collect();
+    let unnamed: Vec<&Item> = foreign
+        .iter()
+        .copied()
+        .filter(|r| r.exit_name().is_some_and(|n| n.starts_with("UNKNOWN")))
+        .collect();
+    let is_riscv = foreign.iter().any(|r| r.exit_name().is_some_and(riscv));
+    let rows = if unnamed.is_empty() {
+        &foreign
+    } else {
+        &unnamed
+    };
+    if rows.is_empty() {
+        return;
+    }
+    let mut h = Hypothesis::new("unknown.exit-codes", ev, ex, rows)
+        .max(Severity::Low)
+        .hint_if(is_riscv, Hint::RiscV)
+        .hint_if(!unnamed.is_empty(), Hint::Unnamed)
+        .removes(0.0);
+    if !unnamed.is_empty() && is_riscv {
+        h = h.confidence(Confidence::Likely);
+    }
+    ctx.push(h);
+}
+
+/// A triple fault: the guest crashed; the exits say that, not why.
+fn triple(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    let rows: Vec<&Item> = ex
+        .named(&["TRIPLE_FAULT", "shutdown"])
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let h = Hypothesis::new("unknown.triple-fault", ev, ex, &rows)
+        .grading(Grading::Fixed(Severity::Medium))
+        .removes(0.0);
+    ctx.push(h);
+}

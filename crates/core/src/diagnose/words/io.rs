@@ -1,0 +1,220 @@
+//! The words of `io.*` and `mmio.*`: the serial console, legacy virtio notifications, acpi_idle's
+//! port reads, any other hot port, and emulated MMIO devices.
+
+use super::fixes::F;
+use super::sources::*;
+use super::{Description, W, Words};
+use crate::diagnose::hypotheses::Hint;
+use crate::diagnose::model::ForGuest;
+
+pub fn describe(id: &str) -> Option<Description> {
+    Some(match id {
+        "io.serial-pio-storm" => Description {
+            title: "the guest talks to the emulated 8250 serial port byte by byte",
+            meaning: "Every byte written to THR (0x3f8) and every poll of the line status register (0x3fd) \
+                      is an exit and a round trip to QEMU: a console logging to ttyS0 or a serial loop.",
+            sources: &[TGLX_SERIAL, KVM_TIMEKEEPING],
+        },
+        "io.virtio-legacy-pio-notify" => Description {
+            title: "legacy virtio-pci devices notify their queues through port IO",
+            meaning: "A port in the PCI IO range at BAR offset 0x10 is legacy virtio-pci's QUEUE_NOTIFY: the \
+                      driver writes it for every batch of requests, each a PIO exit; modern virtio notifies \
+                      through MMIO that KVM completes in the kernel.",
+            sources: &[MFLEMING_2017, VIRTIO_SPEC, LIBVIRT_VIRTIO_MODELS],
+        },
+        "io.acpi-idle-port" => Description {
+            title: "the guest idles through acpi_idle: C-state entry reads ACPI ports, each an exit",
+            meaning: "acpi_idle enters C2/C3 by reading the P_LVLx port and then does a dummy PM-timer read \
+                      (a chipset wait) — both trap in a VM, on every idle entry.",
+            sources: &[ACPI_IDLE_CODE, GUEST_HALT_POLL_DOC],
+        },
+        "io.emulated-port" => Description {
+            title: "an emulated device's port is a hot exit",
+            meaning: "Every IN/OUT to the port exits; unless KVM emulates the device in the kernel (PIC, PIT, \
+                      ioeventfd) the access goes to QEMU and back.",
+            sources: &[PERF_KVM, KVM_TIMEKEEPING],
+        },
+        "mmio.emulated-device" => Description {
+            title: "the guest hammers an emulated MMIO device: every access is an exit",
+            meaning: "Accesses to emulated MMIO (EPT_MISCONFIG on Intel) go to QEMU unless an ioeventfd or an \
+                      in-kernel device takes them: VGA framebuffers, USB controllers, virtio without \
+                      ioeventfd.",
+            sources: &[PERF_KVM, LIBVIRT_VIRTIO_MODELS],
+        },
+        _ => return None,
+    })
+}
+
+pub fn write(w: &W<'_>) -> Option<Words> {
+    Some(match w.h.id {
+        "io.serial-pio-storm" => Words {
+            cause: "The 8250 UART is emulated in QEMU: every byte written to THR and every poll of the line \
+                    status register is an exit and a round trip to userspace, plus IRQ-line updates. A \
+                    guest logging to a serial console (console=ttyS0 at a high log level) or spinning in a \
+                    serial loop turns this into a storm."
+                .into(),
+            fixes: vec![
+                F::new(
+                    ForGuest::Any,
+                    "move bulk output to virtio-console and fix the guest's serial loop (do not tune the \
+                     IRQ-storm detector)",
+                )
+                .qemu("-device virtio-serial-pci -device virtconsole,chardev=con0")
+                .libvirt("<console type='pty'><target type='virtio' port='0'/></console>")
+                .guest("log less to the serial console (loglevel=, quiet); use hvc0 (virtio-console) for bulk output")
+                .advice(&["advice.virtio-console"])
+                .done(),
+            ],
+            effect: "no exit per byte: virtio-console moves output through a ring with one notification per batch"
+                .into(),
+            ..Words::default()
+        },
+        "io.virtio-legacy-pio-notify" => virtio(w),
+        "io.acpi-idle-port" => Words {
+            cause: "Reads of the ACPI P_LVLx ports (PMBASE+0x14/0x15) with PM-timer reads beside them: \
+                    acpi_idle enters a C-state through the port and then reads the PM timer as a chipset \
+                    wait. In a VM both are exits to QEMU, on every idle entry."
+                .into(),
+            fixes: vec![
+                F::new(ForGuest::Linux, "idle without the ACPI C-state ports")
+                    .guest(
+                        "use the cpuidle-haltpoll driver (CONFIG_HALTPOLL_CPUIDLE, cpuidle_haltpoll.force=1) \
+                         or boot with idle=halt; check /sys/devices/system/cpu/cpuidle/current_driver",
+                    )
+                    .qemu("-cpu …,kvm-poll-control=on")
+                    .libvirt("<features><kvm><poll-control state='on'/></kvm></features>")
+                    .advice(&["advice.guest-haltpoll"])
+                    .done(),
+            ],
+            effect: "idle entry becomes a HLT (or a poll) without port exits".into(),
+            ..Words::default()
+        },
+        "io.emulated-port" => Words {
+            title: w.h.evidence.first().map(|f| {
+                format!(
+                    "port {}{} is a hot exit",
+                    f.key,
+                    f.name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default()
+                )
+            }),
+            cause: "Every IN/OUT to this port exits; unless KVM emulates the device in the kernel (PIC, PIT, \
+                    ioeventfd) the access goes to QEMU and back."
+                .into(),
+            fixes: vec![
+                F::new(
+                    ForGuest::Any,
+                    "find what the guest uses this device for (virtlens diagnose --mtree FILE names the \
+                     region) and replace it with a paravirtual or in-kernel device; port 0x80 writes are \
+                     Linux's io_delay (guest: io_delay=none)",
+                )
+                .done(),
+            ],
+            effect: "the port's exits disappear with the device access".into(),
+            ..Words::default()
+        },
+        "mmio.emulated-device" => mmio(w),
+        _ => return None,
+    })
+}
+
+fn virtio(w: &W<'_>) -> Words {
+    let reading = if w.has(Hint::Aggregate) {
+        "Without port detail this is a reading, not a certainty: the usual source of steady port IO on a \
+         server guest is legacy virtio-pci queue notification; the competing readings are the ACPI PM timer, \
+         the RTC and a serial console. "
+    } else {
+        ""
+    };
+    let slow = if w.has(Hint::Userspace) {
+        " At tens of µs per notification these go through userspace: ioeventfd is off or not available."
+    } else {
+        ""
+    };
+    Words {
+        cause: format!(
+            "{reading}Legacy (virtio 0.9) virtio-pci devices notify through a port of their IO BAR \
+             (QUEUE_NOTIFY): the driver's vp_notify does an iowrite16 for every batch of requests \
+             (virtio-blk, virtio-net, virtio-rng), and every one is a PIO exit.{slow}"
+        ),
+        fixes: vec![
+            F::new(
+                ForGuest::Any,
+                "use modern (virtio 1.0) devices, whose notifications are MMIO writes KVM completes in the \
+                 kernel through ioeventfd",
+            )
+            .qemu("-device virtio-blk-pci,disable-legacy=on,ioeventfd=on (same for virtio-net-pci, virtio-rng-pci)")
+            .libvirt(
+                "<disk … model='virtio-non-transitional'><driver name='qemu' ioeventfd='on'/>…</disk> (libvirt \
+                 ≥ 5.2; likewise for <interface>, <rng>)",
+            )
+            .guest("a guest kernel with modern virtio drivers (Linux ≥ 4.0; virtio-win on Windows)")
+            .advice(&["advice.virtio-modern"])
+            .done(),
+        ],
+        effect: "each notification becomes an in-kernel ioeventfd signal instead of a PIO exit to QEMU"
+            .into(),
+        confirm: (w.h.confidence != crate::diagnose::model::Confidence::Confirmed && !w.has(Hint::Aggregate))
+            .then(|| {
+                "name the port's device from QEMU's `info mtree` (virtlens diagnose --mtree FILE): a \
+                 virtio-pci region confirms it"
+                    .to_string()
+            }),
+        ..Words::default()
+    }
+}
+
+fn mmio(w: &W<'_>) -> Words {
+    let reading = if w.has(Hint::Aggregate) {
+        w.by_guest(|g| match g {
+            ForGuest::Windows => "Without addresses this is a reading: on a Windows guest the usual candidates \
+                                  are the HPET (without hv-stimer), a legacy device's registers (VGA/QXL, USB \
+                                  controller polling) or virtio without ioeventfd."
+                .into(),
+            _ => "Without addresses this is a reading: the usual candidates are virtio notifications without \
+                  ioeventfd, a clock on the HPET (clocksource=hpet), or an emulated device polled by the guest \
+                  (VGA, USB)."
+                .into(),
+        })
+    } else {
+        String::new()
+    };
+    let title =
+        w.h.evidence
+            .first()
+            .filter(|_| !w.has(Hint::Aggregate))
+            .map(|f| {
+                format!(
+                    "the guest hammers {}: every access is an MMIO exit",
+                    f.name
+                        .as_deref()
+                        .and_then(|n| n.split([' ', ':']).next())
+                        .map_or_else(|| f.key.clone(), str::to_string)
+                )
+            });
+    Words {
+        title,
+        cause: format!(
+            "{reading} Each access to emulated MMIO exits (EPT_MISCONFIG on Intel: KVM marks those pages with a \
+             reserved-bit entry); unless an ioeventfd or an in-kernel device takes it, it is a round trip to \
+             QEMU."
+        )
+        .trim()
+        .to_string(),
+        fixes: vec![
+            F::new(
+                ForGuest::Any,
+                "replace the emulated device with a paravirtual one, or let KVM take the access in the kernel",
+            )
+            .qemu(
+                "-device virtio-…-pci,ioeventfd=on; -device qemu-xhci instead of UHCI/EHCI; virtio-gpu or QXL \
+                 instead of a VGA framebuffer the guest polls",
+            )
+            .libvirt("<driver ioeventfd='on'/> on virtio devices; <controller type='usb' model='qemu-xhci'/>")
+            .guest("find the driver touching it (guest perf/ETW on the exiting rip)")
+            .advice(&["advice.paravirtual-device"])
+            .done(),
+        ],
+        effect: "the device's MMIO exits disappear or stay in the kernel (no userspace round trip)".into(),
+        ..Words::default()
+    }
+}

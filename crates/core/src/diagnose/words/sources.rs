@@ -1,0 +1,274 @@
+//! The public material findings cite: mailing-list messages by Message-ID (open them at
+//! `https://lore.kernel.org/r/<id>`), kernel and QEMU commits, documentation pages, bug and issue
+//! ids, talks and posts — each with a few words on what it says. Nothing here names virtlens's
+//! own notes or test data: a user must be able to open every source.
+
+use crate::diagnose::model::Source;
+
+const fn lore(id: &'static str, title: &'static str, url: &'static str) -> Source {
+    Source {
+        kind: "lore",
+        reference: id,
+        title,
+        url: Some(url),
+    }
+}
+
+const fn src(
+    kind: &'static str,
+    reference: &'static str,
+    title: &'static str,
+    url: Option<&'static str>,
+) -> Source {
+    Source {
+        kind,
+        reference,
+        title,
+        url,
+    }
+}
+
+pub const LIANG_LI_2021: Source = lore(
+    "CA+2MQi-_06J1cmLhKAmV1vkPEnvDx6+bOnK06OciYmdymaNruw@mail.gmail.com",
+    "Liang Li, kvm@ 2021-05-19: Windows guest IPIs and EOIs exit through MSR writes once SynIC is on",
+    "https://lore.kernel.org/r/CA+2MQi-_06J1cmLhKAmV1vkPEnvDx6+bOnK06OciYmdymaNruw@mail.gmail.com",
+);
+pub const VITALY_AEOI: Source = lore(
+    "87y2c8iia0.fsf@vitty.brq.redhat.com",
+    "Vitaly Kuznetsov's answer: SynIC AutoEOI inhibits APICv/AVIC; the AutoEOI deprecation recommendation",
+    "https://lore.kernel.org/r/87y2c8iia0.fsf@vitty.brq.redhat.com",
+);
+pub const KVM_AEOI: Source = src(
+    "commit",
+    "Linux 0f250a646382",
+    "KVM: x86: hyper-v: Deactivate APICv only when AutoEOI feature is in use",
+    Some("https://git.kernel.org/torvalds/c/0f250a646382"),
+);
+pub const QEMU_HV_AVIC: Source = src(
+    "commit",
+    "QEMU e1f9a8e8c90a",
+    "i386: Implement pseudo 'hv-avic' ('hv-apicv') enlightenment",
+    Some("https://gitlab.com/qemu-project/qemu/-/commit/e1f9a8e8c90a"),
+);
+pub const QEMU_HYPERV: Source = src(
+    "doc",
+    "QEMU: Hyper-V Enlightenments",
+    "what each hv-* flag does, its dependencies, and the recommended set",
+    Some("https://www.qemu.org/docs/master/system/i386/hyperv.html"),
+);
+pub const LIBVIRT_HYPERV: Source = src(
+    "doc",
+    "libvirt: domain XML, hypervisor features",
+    "the <hyperv> elements and their QEMU flags",
+    Some("https://libvirt.org/formatdomain.html#hypervisor-features"),
+);
+pub const LIBVIRT_TIME: Source = src(
+    "doc",
+    "libvirt: domain XML, time keeping",
+    "<clock>/<timer> elements: hpet, rtc, pit tick policies, hypervclock",
+    Some("https://libvirt.org/formatdomain.html#time-keeping"),
+);
+pub const KVM_FORUM_2021: Source = src(
+    "talk",
+    "KVM Forum 2021, Liang Li: The traps of using Hyper-V features in KVM environment",
+    "Windows timer choice (stimer > HPET > RTC); HPET MMIO 88% of exit time without enlightenments; \
+     the SynIC AutoEOI trap and its fix measured on a cloud-gaming guest",
+    None,
+);
+pub const MSDOCS_1885: Source = src(
+    "bug",
+    "MicrosoftDocs/Virtualization-Documentation#1885",
+    "idle Windows on KVM: many RTC interrupts, fewer with hv-stimer and hv-synic; PM-timer reads",
+    Some("https://github.com/MicrosoftDocs/Virtualization-Documentation/issues/1885"),
+);
+pub const OPENNEBULA_79: Source = src(
+    "bug",
+    "OpenNebula/addon-storpool#79",
+    "adding synic and stimer: idle Windows host CPU 30–40% → 1–3%",
+    Some("https://github.com/OpenNebula/addon-storpool/issues/79"),
+);
+pub const VIRT_MANAGER_205: Source = src(
+    "bug",
+    "virt-manager/virt-manager#205",
+    "HPET off without stimer: host load of an idle Windows guest 'off the roof'",
+    Some("https://github.com/virt-manager/virt-manager/issues/205"),
+);
+pub const TRUENAS_9247: Source = src(
+    "bug",
+    "truenas/middleware#9247",
+    "adding hv-stimer: an idle Windows VM at 50% of each vCPU falls to normal",
+    Some("https://github.com/truenas/middleware/pull/9247"),
+);
+pub const VFIO_USERS_2016: Source = src(
+    "post",
+    "vfio-users, 2016-10-13, Thomas Lindroth: How to improve performance in Windows 7",
+    "QPC on the emulated ACPI PM timer: 3,605 ns per read against 12.52 ns on the TSC",
+    Some("https://listman.redhat.com/archives/vfio-users/2016-October/003187.html"),
+);
+pub const KVM_TIMEKEEPING: Source = src(
+    "doc",
+    "Linux: Timekeeping Virtualization for X86-Based Architectures",
+    "PIT, RTC, HPET, ACPI PM timer and TSC under KVM, and which guests use which",
+    Some("https://docs.kernel.org/virt/kvm/x86/timekeeping.html"),
+);
+pub const KVM_HYPERV_TSC_PAGE: Source = src(
+    "code",
+    "Linux arch/x86/kvm/hyperv.c: compute_tsc_page_parameters()",
+    "KVM publishes a valid reference TSC page only while the kvmclock master clock is stable",
+    Some(
+        "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/arch/x86/kvm/hyperv.c",
+    ),
+);
+pub const MARTINS3_NOHZ: Source = src(
+    "post",
+    "martins3/martins3.github.io: 记录调试 kvm 的一个有趣问题",
+    "an idle Linux guest booted with nohz=off: ~66,000 TSC-deadline MSR-write exits per second",
+    Some("https://github.com/martins3/martins3.github.io"),
+);
+pub const PV_IPI: Source = src(
+    "commit",
+    "Linux aaffcfd1e82d",
+    "KVM: X86: Implement PV IPIs in linux guest (one hypercall for up to 128 destinations)",
+    Some("https://git.kernel.org/torvalds/c/aaffcfd1e82d"),
+);
+pub const HALT_POLL_DOC: Source = src(
+    "doc",
+    "Linux: The KVM halt polling system",
+    "halt_poll_ns: polling saves a trip through the scheduler for short halts, at the price of host CPU",
+    Some("https://docs.kernel.org/virt/kvm/halt-polling.html"),
+);
+pub const GUEST_HALT_POLL_DOC: Source = src(
+    "doc",
+    "Linux: Guest halt polling",
+    "cpuidle-haltpoll: the guest polls before HLT, avoiding the exit and the wake-up IPI",
+    Some("https://docs.kernel.org/virt/guest-halt-polling.html"),
+);
+pub const HALTPOLL_GOVERNOR: Source = src(
+    "commit",
+    "Linux 2cffe9f6b96f",
+    "cpuidle: add haltpoll governor (measured against host halt_poll_ns)",
+    Some("https://git.kernel.org/torvalds/c/2cffe9f6b96f"),
+);
+pub const TGLX_SERIAL: Source = lore(
+    "87ed2pvgqw.ffs@tglx",
+    "Thomas Gleixner: an emulated 8250 costs an exit per byte; fix the guest's serial loop, not the IRQ-storm detector",
+    "https://lore.kernel.org/r/87ed2pvgqw.ffs@tglx",
+);
+pub const MFLEMING_2017: Source = src(
+    "post",
+    "Matt Fleming, 2017-02-26: Using perf probe to analyse VM exits",
+    "io_exits traced to iowrite16 in vp_notify: legacy virtio-pci queue notifications (virtio-blk, virtio-rng)",
+    Some(
+        "https://github.com/mfleming/mfleming.github.io/blob/master/_posts/2017-02-26-using-perf-probe-to-analyse-vmexits.md",
+    ),
+);
+pub const VIRTIO_SPEC: Source = src(
+    "doc",
+    "OASIS VIRTIO 1.2",
+    "legacy (port IO) and modern (MMIO) PCI transports; notification and event-idx",
+    Some("https://docs.oasis-open.org/virtio/virtio/v1.2/virtio-v1.2.html"),
+);
+pub const LIBVIRT_VIRTIO_MODELS: Source = src(
+    "doc",
+    "libvirt: domain XML, virtio device models",
+    "virtio-transitional vs virtio-non-transitional; <driver ioeventfd='on'/>",
+    Some("https://libvirt.org/formatdomain.html#virtio-device-models"),
+);
+pub const ACPI_IDLE_CODE: Source = src(
+    "code",
+    "Linux drivers/acpi/processor_idle.c: io_idle()",
+    "C-state entry through P_LVLx is followed by a dummy PM-timer read (the chipset wait)",
+    Some(
+        "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/drivers/acpi/processor_idle.c",
+    ),
+);
+pub const SENOZHATSKY_2021: Source = lore(
+    "20211012091430.1754492-1-senozhatsky@chromium.org",
+    "Sergey Senozhatsky, kvm@ 2021-10-12: PTE prefetch 8 → 16 cut EPT-violation exits by ~14%",
+    "https://lore.kernel.org/r/20211012091430.1754492-1-senozhatsky@chromium.org",
+);
+pub const AKPM_2012: Source = lore(
+    "20120918124646.02aaee4f.akpm@linux-foundation.org",
+    "a guest that cannot fault in its first page: EXCEPTION_NMI at 330k/s; fixed by reverting cf9b81d47a89",
+    "https://lore.kernel.org/r/20120918124646.02aaee4f.akpm@linux-foundation.org",
+);
+pub const VITALY_RSM: Source = lore(
+    "20210628104425.391276-5-vkuznets@redhat.com",
+    "KVM: nSVM: keep L1 state across SMM (RSM then #GP booting Hyper-V / WS2016 nested)",
+    "https://lore.kernel.org/r/20210628104425.391276-5-vkuznets@redhat.com",
+);
+pub const BAUER_2022: Source = lore(
+    "95c1dc01-4aa0-46a6-95b1-bbc62588ac6e@www.fastmail.com",
+    "Lorenz Bauer, kvm@ 2022-03-16: nested KVM exits L2 with TRIPLE_FAULT (KVM_EXIT_SHUTDOWN)",
+    "https://lore.kernel.org/r/95c1dc01-4aa0-46a6-95b1-bbc62588ac6e@www.fastmail.com",
+);
+pub const RISCV_PERF: Source = src(
+    "commit",
+    "Linux 3b7270c76622",
+    "RISC-V: perf/kvm: Add reporting of interrupt events (UNKNOWN rows were interrupts)",
+    Some("https://git.kernel.org/torvalds/c/3b7270c76622"),
+);
+pub const KVM_NESTED_DOC: Source = src(
+    "doc",
+    "Linux: Running nested guests with KVM",
+    "nested=1, what L1 needs, and nested state migration",
+    Some("https://docs.kernel.org/virt/kvm/x86/running-nested-guests.html"),
+);
+pub const NESTED_VMX_DOC: Source = src(
+    "doc",
+    "Linux: Nested VMX",
+    "how L0 emulates VMX for L1; shadow VMCS avoids VMREAD/VMWRITE exits",
+    Some("https://docs.kernel.org/virt/kvm/x86/nested-vmx.html"),
+);
+pub const EVMCS: Source = src(
+    "commit",
+    "Linux b8bbab928fb1",
+    "KVM: nVMX: implement enlightened VMPTRLD and VMCLEAR (eVMCS for Hyper-V as L1)",
+    Some("https://git.kernel.org/torvalds/c/b8bbab928fb1"),
+);
+pub const NESTED_SVM_STATE: Source = src(
+    "commit",
+    "Linux cc440cdad5b7",
+    "KVM: nSVM: implement KVM_GET_NESTED_STATE and KVM_SET_NESTED_STATE (5.8 nested SVM rework)",
+    Some("https://git.kernel.org/torvalds/c/cc440cdad5b7"),
+);
+pub const KVM_CPUID_DOC: Source = src(
+    "doc",
+    "Linux: KVM CPUID bits",
+    "KVM paravirtual features: PV EOI, PV unhalt (spinlocks), PV TLB flush, PV send IPI, poll control",
+    Some("https://docs.kernel.org/virt/kvm/x86/cpuid.html"),
+);
+pub const KVM_MSR_DOC: Source = src(
+    "doc",
+    "Linux: KVM-specific MSRs",
+    "kvmclock, steal time, PV EOI and async PF MSRs (0x4b564dxx) a Linux guest writes",
+    Some("https://docs.kernel.org/virt/kvm/x86/msr.html"),
+);
+pub const KVM_TRACE_H: Source = src(
+    "code",
+    "Linux arch/x86/kvm/trace.h",
+    "the kvm tracepoints, kvm_apicv_inhibit_changed among them, and what each field means",
+    Some(
+        "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/arch/x86/kvm/trace.h",
+    ),
+);
+pub const KVM_I8254: Source = src(
+    "code",
+    "Linux arch/x86/kvm/i8254.c: kvm_pit_set_reinject()",
+    "PIT reinjection inhibits AMD AVIC (APICV_INHIBIT_REASON_PIT_REINJ)",
+    Some(
+        "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/arch/x86/kvm/i8254.c",
+    ),
+);
+pub const PERF_KVM: Source = src(
+    "doc",
+    "perf-kvm(1)",
+    "perf kvm stat record/report --event=vmexit|ioport|mmio|msr",
+    Some("https://man7.org/linux/man-pages/man1/perf-kvm.1.html"),
+);
+pub const KVM_API_DOC: Source = src(
+    "doc",
+    "Linux: The Definitive KVM API Documentation",
+    "KVM_EXIT_SHUTDOWN (triple fault) and the exit reasons userspace sees",
+    Some("https://docs.kernel.org/virt/kvm/api.html"),
+);

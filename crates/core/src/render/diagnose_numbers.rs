@@ -1,0 +1,340 @@
+//! The numbers of a diagnosis as phrases: a finding's cost (exits, time, share of the exit
+//! handling, share of vCPU time, rate), its expected effect, why its severity, the answer line
+//! of an input, and what a comparison found. Formatting only: every number comes computed.
+
+use super::format;
+use crate::analysis::compare::Measure as CompareMeasure;
+use crate::diagnose::evidence::{GuestBasis, VcpuBasis, VendorBasis, WindowBasis};
+use crate::diagnose::{
+    Change, Comparison, Cost, CpuBasis, Diagnosis, Effect, Finding, Grade, InputReport, Measure,
+    ShareOf, Verdict, rank,
+};
+use crate::facts::Vendor;
+
+/// `of exit-handling time without idle`, …
+pub fn share_of(of: ShareOf) -> &'static str {
+    match of {
+        ShareOf::OverheadTime => "of exit-handling time without idle",
+        ShareOf::OverheadExits => "of exits without idle",
+        ShareOf::HandledTime => "of all handled time",
+        ShareOf::AllExits => "of all exits",
+    }
+}
+
+/// `of a vCPU`, …
+pub fn cpu_of(b: CpuBasis) -> &'static str {
+    match b {
+        CpuBasis::WindowVcpus => "of a vCPU",
+        CpuBasis::WindowOneCpu => "of one CPU (all vCPUs together)",
+        CpuBasis::HandledWithHalts => "of the vCPUs' time (from the handled time with halts)",
+    }
+}
+
+/// A cost in one line: `893,519 exits · 5.81 s (88.5% of exit-handling time without idle) ·
+/// 12.0% of a vCPU · 4,037/s`.
+pub fn cost(c: &Cost) -> String {
+    let mut parts = vec![format!("{} events", format::count(c.exits))];
+    match (c.time_ns, c.estimated_ns) {
+        (Some(t), _) => parts.push(format::duration(t as f64)),
+        (None, Some(t)) if t > 0 => parts.push(format!(
+            "≈ {} (at {} each, typical)",
+            format::duration(t as f64),
+            format::duration(c.typical_ns.unwrap_or(0) as f64)
+        )),
+        _ => {}
+    }
+    if let (Some(s), Some(of)) = (c.share, c.share_of) {
+        parts.push(format!("{} {}", format::share(s), share_of(of)));
+    }
+    if let (Some(s), Some(b)) = (c.cpu_share, c.cpu_basis) {
+        parts.push(format!("{} {}", format::share(s), cpu_of(b)));
+    }
+    match (c.per_vcpu_second, c.per_second) {
+        (Some(v), _) => parts.push(format!("{} per vCPU", format::rate(v))),
+        (None, Some(r)) => parts.push(format::rate(r)),
+        _ => {}
+    }
+    parts.join(" · ")
+}
+
+/// What fixing should change: `−893,519 events, −5.81 s of handling (88.5% of …, 12.0% of a
+/// vCPU): text`.
+pub fn effect(e: &Effect) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = e.exits_saved.filter(|&n| n > 0) {
+        parts.push(format!("−{} events", format::count(n)));
+    }
+    if let Some(t) = e.time_saved_ns.filter(|&t| t > 0) {
+        parts.push(format!("−{} of handling", format::duration(t as f64)));
+    }
+    let mut shares = Vec::new();
+    if let (Some(s), Some(of)) = (e.share_saved.filter(|s| *s > 0.0), e.share_of) {
+        shares.push(format!("{} {}", format::share(s), share_of(of)));
+    }
+    if let (Some(s), Some(b)) = (e.cpu_share_saved.filter(|s| *s > 0.0), e.cpu_basis) {
+        shares.push(format!("{} {}", format::share(s), cpu_of(b)));
+    }
+    let mut s = parts.join(", ");
+    if !shares.is_empty() {
+        s.push_str(&format!(" ({})", shares.join(", ")));
+    }
+    if s.is_empty() {
+        e.text.clone()
+    } else {
+        format!("{s}: {}", e.text)
+    }
+}
+
+fn threshold(m: Measure, v: f64) -> String {
+    match m {
+        Measure::CpuShare | Measure::OverheadShare => format::share(v),
+        _ => format::rate(v),
+    }
+}
+
+/// Why the severity: `high: 12.0% ≥ 10.0% (low 1.0%, medium 3.0%, high 10.0%) — its share of
+/// vCPU time`.
+pub fn grade(severity: &str, g: &Grade) -> String {
+    let mut s = severity.to_string();
+    if let (Some(v), Some(t)) = (g.value, g.thresholds) {
+        s.push_str(&format!(
+            ": {} (low {}, medium {}, high {})",
+            threshold(g.measure, v),
+            threshold(g.measure, t[0]),
+            threshold(g.measure, t[1]),
+            threshold(g.measure, t[2])
+        ));
+    }
+    s.push_str(&format!(" — {}", g.why));
+    if let Some(c) = g.capped_at {
+        s.push_str(&format!("; held at {c}"));
+    }
+    s
+}
+
+/// The input's facts: guest, host, totals, time base.
+pub fn facts(r: &InputReport) -> Vec<String> {
+    let e = &r.evidence;
+    let guest = match e.guest.family {
+        crate::config::GuestFamily::Windows => "Windows",
+        crate::config::GuestFamily::Linux => "Linux",
+        crate::config::GuestFamily::Other => "non-Windows",
+        crate::config::GuestFamily::Unknown => "unknown",
+    };
+    let basis = match e.guest.basis {
+        GuestBasis::Option => "--guest".to_string(),
+        GuestBasis::ConfigOs => format!(
+            "from the configuration: {}",
+            e.guest.config_id.as_deref().unwrap_or("os")
+        ),
+        GuestBasis::HypervInterface => "inferred: Hyper-V synthetic MSRs or hypercalls".into(),
+        GuestBasis::KvmParavirt => {
+            "inferred: KVM paravirtual MSRs (kvmclock, steal time, PV EOI)".into()
+        }
+        GuestBasis::Hypercalls => {
+            "inferred (weak): hypercall exits, no Linux paravirtual sign".into()
+        }
+        GuestBasis::RtcTimer => "inferred (weak): RTC ports at a timer's rate".into(),
+        GuestBasis::IoDelay => "inferred (weak): io_delay writes to port 0x80".into(),
+        GuestBasis::ConfigHvFlags => "inferred (weak): the configuration's hv-* flags".into(),
+        GuestBasis::None => {
+            "not stated: both guests' causes are given (pass --guest windows|linux)".into()
+        }
+    };
+    let host = match (&e.host.facts.vendor, e.host.vendor_basis) {
+        (Some(v), b) => {
+            let name = match v {
+                Vendor::Intel => "Intel".to_string(),
+                Vendor::Amd => "AMD".to_string(),
+                Vendor::Hygon => "Hygon".to_string(),
+                Vendor::Other(s) => s.clone(),
+            };
+            match b {
+                Some(VendorBasis::ExitNames) => format!("{name} (from the exit names)"),
+                Some(VendorBasis::Input) => format!("{name} (from the input)"),
+                _ => name,
+            }
+        }
+        (None, _) => "unknown".into(),
+    };
+    let apic = match e.host.apic_virt() {
+        Some(true) => ", APICv/AVIC on",
+        Some(false) => ", APICv/AVIC off",
+        None => "",
+    };
+    let mut out = vec![format!("guest {guest} ({basis}) · host {host}{apic}")];
+    if let Some(t) = &e.totals {
+        let unit = if e.from_counters {
+            "exits (counters)"
+        } else {
+            "exits"
+        };
+        let mut s = format!("{} {unit}", format::count(t.count));
+        if t.idle_count > 0 {
+            s.push_str(&format!(" ({} idle)", format::count(t.idle_count)));
+        }
+        if let Some(all) = t.time_ns {
+            s.push_str(&format!(", {} handled", format::duration(all as f64)));
+            if let Some(o) = t.overhead_time_ns.filter(|_| t.idle_count > 0) {
+                s.push_str(&format!(", {} without idle", format::duration(o as f64)));
+            }
+        }
+        if let Some(r) = t.per_second {
+            s.push_str(&format!(", {}", format::rate(r)));
+        }
+        out.push(s);
+    }
+    let rate = &e.rate;
+    let mut base = Vec::new();
+    if let Some(w) = rate.window_ns {
+        let from = match rate.window_basis {
+            Some(WindowBasis::Option) => " (--window)",
+            _ => "",
+        };
+        base.push(format!("window {}{from}", format::duration(w as f64)));
+    }
+    if rate.printed_rates {
+        base.push("rates as printed (CurAvg/s)".into());
+    }
+    if let Some(n) = rate.vcpus {
+        let from = match rate.vcpus_basis {
+            Some(VcpuBasis::Option) => "--vcpus",
+            Some(VcpuBasis::Config) => "configuration",
+            _ => "seen in the input",
+        };
+        base.push(format!("{n} vCPUs ({from})"));
+    }
+    match rate.cpu_basis {
+        Some(CpuBasis::HandledWithHalts) => {
+            base.push("no window: vCPU time taken from the handled time with halts".into())
+        }
+        None => base.push(
+            "no time base: costs are shares of the exit handling (give --window SECONDS)".into(),
+        ),
+        _ => {}
+    }
+    out.push(base.join(" · "));
+    out
+}
+
+/// The answer for one input, in one paragraph.
+pub fn answer(d: &Diagnosis, r: &InputReport) -> String {
+    let main = d.main_of(r.input.number);
+    let fix = |f: &Finding| {
+        let s = f.fix_summary();
+        if s.is_empty() {
+            String::new()
+        } else {
+            format!(" Fix: {s}.")
+        }
+    };
+    let sure = |f: &Finding| match f.confidence.name() {
+        "confirmed" => String::new(),
+        c => format!(" ({c}, from aggregate evidence)"),
+    };
+    let absolute = r.evidence.rate.cpu_basis.is_some();
+    let threshold = if absolute {
+        format!(
+            "nothing costs {} of vCPU time or more",
+            format::share(rank::CPU_SHARE[0])
+        )
+    } else {
+        format!(
+            "no cause explains {} of the exit handling or more",
+            format::share(rank::OVERHEAD_SHARE[0])
+        )
+    };
+    match (r.verdict, main) {
+        (Verdict::Problem, Some(f)) => {
+            let more = d
+                .of_input(r.input.number)
+                .filter(|x| x.rank != f.rank && x.severity >= crate::diagnose::Severity::Medium)
+                .count();
+            let more = match more {
+                0 => String::new(),
+                1 => " One more finding needs attention.".into(),
+                n => format!(" {n} more findings need attention."),
+            };
+            format!(
+                "Main problem: {} [{}] — {}{}.{}{more}",
+                f.title,
+                f.id,
+                f.cost.as_ref().map(cost).unwrap_or_default(),
+                sure(f),
+                fix(f)
+            )
+        }
+        (Verdict::WorthALook, Some(f)) => format!(
+            "Worth a look: {} [{}, low] — {}{}.{}",
+            f.title,
+            f.id,
+            f.cost.as_ref().map(cost).unwrap_or_default(),
+            sure(f),
+            fix(f)
+        ),
+        (Verdict::Idle, _) => {
+            format!("Nothing alarming: the guest is mostly idle, and {threshold}.")
+        }
+        (Verdict::NotDiagnosed, _) => {
+            "Not diagnosed: most exits are ones virtlens cannot name; the rules \
+                                       cover x86 (VMX, SVM, PVM)."
+                .into()
+        }
+        (Verdict::NothingToDiagnose, _) => {
+            "Nothing to diagnose: the input holds no exit, port, MMIO, MSR or counter rows.".into()
+        }
+        _ => format!("Nothing alarming: {threshold}."),
+    }
+}
+
+/// What one input against input 1 shows, in one paragraph.
+pub fn change(c: &Comparison, ch: &Change) -> String {
+    let Some(v) = c.verdicts.iter().find(|v| v.input == ch.input) else {
+        return format!(
+            "{}: no table of the same kind as input 1, so the cost cannot be compared.",
+            ch.name
+        );
+    };
+    let (what, amount): (&str, fn(u64) -> String) = match v.measure {
+        CompareMeasure::Time => ("exit-handling time without idle", |x| {
+            format::duration(x as f64)
+        }),
+        CompareMeasure::Exits => ("exits without idle", |x| {
+            format!("{} exits", format::count(x))
+        }),
+    };
+    let pct = v
+        .change_pct
+        .map_or_else(|| "n/a".to_string(), |p| format!("{p:+.0}%"));
+    let head = match ch.verdict {
+        "helped" => format!("{} helped: {what} {pct}", ch.name),
+        "worse" => format!("{} made it worse: {what} {pct}", ch.name),
+        _ => format!("{} made no clear difference: {what} {pct}", ch.name),
+    };
+    let mut s = format!("{head} ({} → {}).", amount(v.before), amount(v.after));
+    for (label, ids) in [
+        ("Gone", &ch.resolved),
+        ("New", &ch.new),
+        ("Still there", &ch.persisting),
+    ] {
+        if !ids.is_empty() {
+            s.push_str(&format!(" {label}: {}.", ids.join(", ")));
+        }
+    }
+    if !v.movers.is_empty() {
+        let moves: Vec<String> = v
+            .movers
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {} → {}",
+                    m.key,
+                    format::count(m.count_before),
+                    format::count(m.count_after)
+                )
+            })
+            .collect();
+        s.push_str(&format!(" Biggest moves: {}.", moves.join(", ")));
+    }
+    s
+}
