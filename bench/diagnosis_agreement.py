@@ -4,8 +4,9 @@
 Runs the release binary with `--json` and each case's options on its inputs (from the case's
 folder, as a user would), and scores it the way crates/cli/tests/diagnose_cases.rs does:
 
-- named: the cause tag of the main problem of the first input that has one; without any, `idle`
-  when an input's verdict is idle, else `healthy` (`idle` and `healthy` count as one answer);
+- named: the cause tag of the worst main problem over the case's inputs (the first input's on a
+  tie: the inputs are before/after pairs or blocks of one story); without any, `idle` when an
+  input's verdict is idle, else `healthy` (`idle` and `healthy` count as one answer);
 - hit: named is one of expected.main;
 - wrong advice: a must_not cause tag named as the main problem or raised at medium or above, or a
   must_not advice tag given by a fix (at low or above) for the case's guest or for any guest;
@@ -53,11 +54,10 @@ def score(case: dict, d: dict) -> dict:
     guest = case.get("guest", "unknown")
     findings = d["findings"]
     named = None
-    for inp in d["inputs"]:
-        main = next((f for f in findings if f["input"] == inp["number"] and f["role"] == "main"), None)
-        if main:
-            named = main["tag"]
-            break
+    mains = [f for f in findings if f["role"] == "main"]
+    if mains:
+        worst = max(RANK[f["severity"]] for f in mains)
+        named = next(f for f in mains if RANK[f["severity"]] == worst)["tag"]
     if named is None:
         named = "idle" if any(i["verdict"] == "idle" for i in d["inputs"]) else "healthy"
     hit = any(same(named, m) for m in exp.get("main", []))
@@ -85,7 +85,7 @@ def main() -> int:
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "virtlens"))
     ap.add_argument("--json", help="write the per-case results here")
     a = ap.parse_args()
-    binary = pathlib.Path(a.binary)
+    binary = pathlib.Path(a.binary).resolve()
     if not binary.is_file():
         print(f"{binary}: not built (cargo build --release -p virtlens)", file=sys.stderr)
         return 2

@@ -135,7 +135,7 @@ fn json_carries_every_field() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|r| r["id"] == "apic.ipi-storm")
+            .any(|r| r["id"] == "apic.hv-apic-msrs")
     );
     assert!(f["sources"][0]["ref"].as_str().is_some());
     let e = &f["evidence"][0];

@@ -23,8 +23,8 @@ pub const OVERHEAD_SHARE: [f64; 3] = [0.03, 0.10, 0.20];
 /// Findings at info that explain less than this share of the exit handling are not reported.
 pub const DROP_SHARE: f64 = 0.01;
 
-/// Fewer exits than this, with neither durations nor a time base, are too few to weigh causes:
-/// one burst decides the shares. Capped at low.
+/// Fewer exits than this are too few to weigh causes — one burst decides the shares (a pasted
+/// trace excerpt, a first look at a live screen): capped at low. Signatures are not.
 pub const SMALL_SAMPLE: u64 = 100;
 
 /// The level `value` reaches on `[low, medium, high]`.
@@ -146,20 +146,28 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
             None => {}
         }
     }
+    if h.floor > sev {
+        sev = h.floor;
+        g.why = format!("{}; raised to the least the evidence warrants", g.why);
+    }
     if sev > max {
         sev = max;
         g.capped_at = Some(max);
     }
-    if !ev.rate.absolute()
-        && let Some(ex) = &ev.exits
-        && !ex.timed
-        && ex.totals.count < SMALL_SAMPLE
-        && sev > Severity::Low
-    {
+    let small = ev.size() < SMALL_SAMPLE
+        && ev.rate.window_basis != Some(super::evidence::WindowBasis::Option);
+    if small && sev > Severity::Low {
         sev = Severity::Low;
         g.capped_at = Some(Severity::Low);
+        g.why = format!("{}; too few exits to weigh causes", g.why);
+    }
+    // Counts alone — no durations, no time base — say what dominates, not what it costs.
+    let counts_only = !ev.rate.absolute() && ev.exits.as_ref().is_some_and(|ex| !ex.timed);
+    if counts_only && sev > Severity::Medium {
+        sev = Severity::Medium;
+        g.capped_at = Some(Severity::Medium);
         g.why = format!(
-            "{}; too few exits, with neither durations nor a time base, to weigh causes",
+            "{}; counts without durations or a time base cannot show a high cost",
             g.why
         );
     }

@@ -33,7 +33,10 @@ pub fn cpu_of(b: CpuBasis) -> &'static str {
 /// A cost in one line: `893,519 exits · 5.81 s (88.5% of exit-handling time without idle) ·
 /// 12.0% of a vCPU · 4,037/s`.
 pub fn cost(c: &Cost) -> String {
-    let mut parts = vec![format!("{} events", format::count(c.exits))];
+    let mut parts = Vec::new();
+    if c.exits > 0 {
+        parts.push(format!("{} events", format::count(c.exits)));
+    }
     match (c.time_ns, c.estimated_ns) {
         (Some(t), _) => parts.push(format::duration(t as f64)),
         (None, Some(t)) if t > 0 => parts.push(format!(
@@ -256,19 +259,19 @@ pub fn answer(d: &Diagnosis, r: &InputReport) -> String {
                 n => format!(" {n} more findings need attention."),
             };
             format!(
-                "Main problem: {} [{}] — {}{}.{}{more}",
+                "Main problem: {} [{}]{}{}.{}{more}",
                 f.title,
                 f.id,
-                f.cost.as_ref().map(cost).unwrap_or_default(),
+                cost_dash(f),
                 sure(f),
                 fix(f)
             )
         }
         (Verdict::WorthALook, Some(f)) => format!(
-            "Worth a look: {} [{}, low] — {}{}.{}",
+            "Worth a look: {} [{}, low]{}{}.{}",
             f.title,
             f.id,
-            f.cost.as_ref().map(cost).unwrap_or_default(),
+            cost_dash(f),
             sure(f),
             fix(f)
         ),
@@ -284,6 +287,14 @@ pub fn answer(d: &Diagnosis, r: &InputReport) -> String {
             "Nothing to diagnose: the input holds no exit, port, MMIO, MSR or counter rows.".into()
         }
         _ => format!("Nothing alarming: {threshold}."),
+    }
+}
+
+/// ` — <cost>` when the finding has one to show.
+fn cost_dash(f: &Finding) -> String {
+    match f.cost.as_ref().map(cost) {
+        Some(c) if !c.is_empty() => format!(" — {c}"),
+        _ => String::new(),
     }
 }
 

@@ -145,8 +145,8 @@ fn finding(out: &mut String, f: &Finding, style: &Style) {
     ));
     out.push('\n');
     out.push_str(&format::wrap(&format!("{:INDENT$}{}", "", f.title), INDENT));
-    if let Some(c) = &f.cost {
-        field(out, "cost", &num::cost(c));
+    if let Some(c) = f.cost.as_ref().map(num::cost).filter(|c| !c.is_empty()) {
+        field(out, "cost", &c);
     }
     facts(out, "evidence", &f.evidence);
     facts(out, "against", &f.against);

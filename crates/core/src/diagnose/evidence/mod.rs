@@ -66,6 +66,8 @@ pub struct EvidenceSet {
     pub counters: Counters,
     /// Trace events counted by name (`kvm_apicv_inhibit_changed`, `kvm_nested_vmexit`, …).
     pub events: BTreeMap<String, u64>,
+    /// Exits to userspace by reason (`KVM_EXIT_IO`, `KVM_EXIT_INTERNAL_ERROR`, …).
+    pub userspace: BTreeMap<String, u64>,
     pub rate: Rate,
     pub guest: Guest,
     pub host: Host,
@@ -89,15 +91,17 @@ impl EvidenceSet {
         let mut mmio = part(TableKind::Mmio);
         let mut msrs = part(TableKind::Msr);
         let mut events = BTreeMap::new();
+        let mut userspace = BTreeMap::new();
         for t in tables {
-            let name = match &t.kind {
-                TableKind::Event(n) if n == "events" => None,
-                TableKind::Event(n) if n == "hypercall" => Some("hypercall"),
+            let (map, name) = match &t.kind {
+                TableKind::Event(n) if n == "events" => (&mut events, None),
+                TableKind::Event(n) if n == "hypercall" => (&mut events, Some("hypercall")),
+                TableKind::Event(n) if n == "userspace_exit" => (&mut userspace, None),
                 _ => continue,
             };
             for r in &t.rows {
                 let key = name.map_or_else(|| r.key.key_text(), str::to_string);
-                let n = events.entry(key).or_insert(0u64);
+                let n = map.entry(key).or_insert(0u64);
                 *n = n.saturating_add(r.count);
             }
         }
@@ -148,6 +152,7 @@ impl EvidenceSet {
             msrs,
             counters,
             events,
+            userspace,
             rate,
             guest,
             host,
@@ -162,6 +167,17 @@ impl EvidenceSet {
             && self.mmio.is_none()
             && self.msrs.is_none()
             && self.counters.is_empty()
+            && self.events.is_empty()
+    }
+
+    /// How many events the input counts: the largest of its exit and breakdown tables.
+    pub fn size(&self) -> u64 {
+        [&self.exits, &self.ports, &self.mmio, &self.msrs]
+            .into_iter()
+            .flatten()
+            .map(|p| p.totals.count)
+            .max()
+            .unwrap_or(0)
     }
 
     pub fn isa(&self) -> Option<Isa> {
@@ -226,6 +242,17 @@ impl EvidenceSet {
         }
         let ex = self.exits.as_ref().filter(|p| !p.from_counters)?;
         (ex.totals.count >= 1000 && ex.count_of(&["MSR_WRITE", "msr"]) == 0).then_some(false)
+    }
+
+    /// The rate of event `name`: its counter's rate, else its trace count over the window.
+    pub fn event_rate(&self, name: &str) -> Option<f64> {
+        self.counters.get(name).and_then(|c| c.rate).or_else(|| {
+            let n = self.events.get(name)?;
+            self.rate
+                .window_ns
+                .filter(|&w| w > 0)
+                .map(|w| *n as f64 / (w as f64 / 1e9))
+        })
     }
 
     /// Count of event `name` (trace events, else counters).

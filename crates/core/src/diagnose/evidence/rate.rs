@@ -19,6 +19,10 @@ use super::rows::{Part, rate};
 /// bounds of the true ones.
 pub const HALTED_MOSTLY: f64 = 0.8;
 
+/// A window the input shows is a time base only over at least this many exits: a rate from a
+/// handful of events a few microseconds apart (a pasted trace excerpt) is noise.
+pub const MIN_RATE_EVENTS: u64 = 100;
+
 /// Where the window came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -64,10 +68,17 @@ impl Rate {
         vcpus: Option<(u32, VcpuBasis)>,
         printed_rates: bool,
     ) -> Rate {
+        let events = parts
+            .iter()
+            .chain(std::iter::once(&exits))
+            .flatten()
+            .map(|p| p.totals.count)
+            .max()
+            .unwrap_or(0);
         let input_window = exits
             .and_then(|p| p.window_ns)
             .or_else(|| parts.iter().flatten().find_map(|p| p.window_ns))
-            .filter(|&w| w > 0);
+            .filter(|&w| w > 0 && events >= MIN_RATE_EVENTS);
         let option_window = window_option
             .filter(|s| s.is_finite() && *s > 0.0)
             .map(|s| (s * 1e9) as u64)
@@ -138,17 +149,18 @@ impl Rate {
         self.vcpus.is_some() || self.cpu_basis == Some(CpuBasis::HandledWithHalts)
     }
 
-    /// Fills the rate of every row that has none: from the window, else the printed rate.
+    /// Sets the rate of every row from this time base: the window, else the printed rate
+    /// (a row's own window is not a time base when the input is too short for one).
     pub fn fill(&self, part: &mut Part, printed: &BTreeMap<Key, f64>) {
         for r in &mut part.rows {
-            if r.per_second.is_none() {
-                r.per_second =
-                    rate(r.count, self.window_ns).or_else(|| printed.get(&r.key).copied());
-            }
+            r.per_second = rate(r.count, self.window_ns).or_else(|| printed.get(&r.key).copied());
         }
-        if part.totals.per_second.is_none() {
-            part.totals.per_second = rate(part.totals.count, self.window_ns);
-        }
+        part.totals.per_second =
+            rate(part.totals.count, self.window_ns).or(if part.from_counters {
+                part.totals.per_second
+            } else {
+                None
+            });
     }
 
     /// Events per vCPU-second of `count` events with rate `per_second` (all vCPUs), when it

@@ -1,23 +1,17 @@
 //! `apic.*`: interrupts that exit because APIC virtualization is off, absent or inhibited —
-//! SynIC's AutoEOI inhibiting APICv on a Windows guest (from the synthetic APIC MSRs, or from
-//! MSR writes with interrupt-window exits on a guest that uses Hyper-V enlightenments), the
-//! host having APICv/AVIC off, xAPIC page accesses trapped and emulated, interrupt-window /
-//! TPR / CR8 / `vintr` exits that APIC virtualization would avoid, and EOIs that exit.
+//! the host having APICv/AVIC off, xAPIC page accesses trapped and emulated, interrupt-window /
+//! TPR / CR8 / `vintr` exits that APIC virtualization would avoid (inhibited, or off: AVIC is
+//! off by default in kvm_amd, APICv on by default in kvm_intel), inhibit changes traced, and
+//! EOIs that exit. The Windows SynIC traps are in `synic`.
 
-use super::{Ctx, Hint, Hypothesis, Rule};
-use crate::config::{HvFlag, PitPolicy, Version};
+use super::{Ctx, Hint, Hypothesis, Rule, Threshold};
+use crate::config::{PitPolicy, Version};
 use crate::decode::mmio;
-use crate::diagnose::evidence::{Item, Part, is_hyperv_msr};
+use crate::diagnose::evidence::{Item, Part};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 use crate::profile::Access;
 
 pub const RULES: &[Rule] = &[
-    Rule {
-        id: "apic.apicv-inhibited-synic",
-        tag: "apic.apicv-inhibited",
-        context: false,
-        thresholds: &[],
-    },
     Rule {
         id: "apic.apicv-off",
         tag: "apic.avic-off",
@@ -34,7 +28,11 @@ pub const RULES: &[Rule] = &[
         id: "apic.apicv-inhibited",
         tag: "apic.apicv-inhibited",
         context: false,
-        thresholds: &[],
+        thresholds: &[Threshold {
+            name: "window exits' share of the exits, for low whatever the cost",
+            value: WINDOW_SHARE,
+            unit: "share",
+        }],
     },
     Rule {
         id: "apic.eoi-exits",
@@ -58,116 +56,19 @@ pub const WINDOW: [&str; 6] = [
     "irq_window",
 ];
 
+/// Window exits at least this share of the exits (idle apart) say APIC virtualization is
+/// inactive whatever they cost: one in twenty exits is routine, not the odd interrupt a PIC or an
+/// NMI needs a window for.
+pub const WINDOW_SHARE: f64 = 0.05;
+
 pub fn check(ctx: &mut Ctx<'_>) {
-    synic(ctx);
     access(ctx);
     inhibited(ctx);
     eoi(ctx);
 }
 
-/// Hyper-V EOI/ICR/TPR and x2APIC ICR/EOI: what a guest writes per interrupt without APICv.
-fn apic_msr(index: u64) -> bool {
-    matches!(index, 0x4000_0070..=0x4000_0072 | 0x830 | 0x80b)
-}
-
 fn writes<'p>(ctx: &Ctx<'_>, m: &'p Part, pred: fn(u64) -> bool) -> Vec<&'p Item> {
     ctx.free_rows(m.coded(|r, i| pred(i) && r.key.access() != Some(Access::Read)))
-}
-
-/// The receiving side and the inhibit events, as context.
-fn synic_context(ctx: &Ctx<'_>) -> Vec<Fact> {
-    let ev = ctx.ev;
-    let mut v = Vec::new();
-    if let Some(ex) = ctx.exits() {
-        v.extend(
-            ex.named(&["EXTERNAL_INTERRUPT", "interrupt"])
-                .into_iter()
-                .map(|r| {
-                    ex.fact(r)
-                        .note("the receiving side: IPIs kick the target vCPU out")
-                }),
-        );
-    }
-    v.extend(ev.hv_signs());
-    if let Some(n) = ev.event("kvm_apicv_inhibit_changed") {
-        let mut f = Fact::said(
-            "events",
-            "kvm_apicv_inhibit_changed",
-            "APICv inhibit changes were traced",
-        );
-        f.count = n;
-        v.push(f);
-    }
-    v
-}
-
-/// The trap's variant hints: host APICv off, hv-avic already on, old kernel or QEMU.
-fn synic_hints(ctx: &Ctx<'_>, h: Hypothesis) -> Hypothesis {
-    let ev = ctx.ev;
-    let id = if ev.host.apic_virt() == Some(false) {
-        "apic.apicv-off"
-    } else {
-        h.id
-    };
-    Hypothesis { id, ..h }
-        .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
-        .hint_if(ev.flag(HvFlag::Avic) == Some(true), Hint::AvicOn)
-        .hint_if(
-            ev.host.kernel().is_some_and(|k| k < KERNEL_AEOI),
-            Hint::OldKernel,
-        )
-        .hint_if(
-            ev.host.qemu_version.is_some_and(|q| q < QEMU_AVIC),
-            Hint::OldQemu,
-        )
-}
-
-/// `apic.apicv-inhibited-synic` (or `apic.apicv-off` on a host with APICv off).
-fn synic(ctx: &mut Ctx<'_>) {
-    let ev = ctx.ev;
-    if !ev.windows() || ev.flag(HvFlag::Synic) == Some(false) {
-        return;
-    }
-    if let Some(m) = &ev.msrs {
-        let rows = writes(ctx, m, apic_msr);
-        let synic_on =
-            ev.flag(HvFlag::Synic) == Some(true) || !m.coded(|_, i| is_hyperv_msr(i)).is_empty();
-        if synic_on && !rows.is_empty() {
-            let h = Hypothesis::new("apic.apicv-inhibited-synic", ev, m, &rows)
-                .support(synic_context(ctx))
-                .removes(0.9);
-            let h = synic_hints(ctx, h);
-            ctx.push(h);
-            return;
-        }
-    }
-    let Some(ex) = ctx.exits() else {
-        return;
-    };
-    if ev.msrs.is_some() || ev.enlightened() != Some(true) {
-        return;
-    }
-    let writes = ctx.free_rows(ex.named(&["MSR_WRITE", "msr"]));
-    if ex.share_of(&writes).0 < 0.10 {
-        return;
-    }
-    let window = ctx.free_rows(ex.named(&WINDOW));
-    let with_window = window.iter().any(|r| r.count > 0);
-    let mut rows = writes.clone();
-    rows.extend(window.iter().copied());
-    let h = Hypothesis::new("apic.apicv-inhibited-synic", ev, ex, &rows)
-        .confidence(if with_window {
-            Confidence::Likely
-        } else {
-            Confidence::Possible
-        })
-        .support(synic_context(ctx))
-        .hint(Hint::Aggregate)
-        .rival("timer.tsc-deadline-rearm", Confidence::Possible)
-        .rival("apic.ipi-storm", Confidence::Possible)
-        .removes(0.9);
-    let h = synic_hints(ctx, h);
-    ctx.push(h);
 }
 
 /// `apic.apic-access-mmio`: xAPIC page accesses trapped (LAPIC MMIO rows, APIC_ACCESS exits).
@@ -202,15 +103,15 @@ fn access(ctx: &mut Ctx<'_>) {
 /// off on the host, which the module parameter tells apart.
 fn inhibited(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
-    let Some(ex) = ctx.exits() else {
-        return;
-    };
-    let rows: Vec<&Item> = ctx
-        .free_rows(ex.named(&WINDOW))
-        .into_iter()
-        .filter(|r| r.count > 0)
-        .collect();
-    if rows.is_empty() {
+    let rows: Vec<&Item> = ctx.exits().map_or_else(Vec::new, |ex| {
+        ctx.free_rows(ex.named(&WINDOW))
+            .into_iter()
+            .filter(|r| r.count > 0)
+            .collect()
+    });
+    // Inhibit changes traced: APIC virtualization is enabled and something inhibits it.
+    let events = ev.event("kvm_apicv_inhibit_changed").filter(|&n| n > 0);
+    if rows.is_empty() && events.is_none() {
         return;
     }
     let amd = ev.host.amd() || rows.iter().any(|r| r.is(&["vintr"]));
@@ -218,43 +119,68 @@ fn inhibited(ctx: &mut Ctx<'_>) {
         .config
         .as_ref()
         .is_some_and(|c| c.effective.pit != Some(PitPolicy::Discard));
-    let off = ev.host.apic_virt() == Some(false);
+    // Who is likelier: the host facts when given; an inhibit (APICv enabled) when traced;
+    // else the module default — kvm_amd's avic is off by default, kvm_intel's enable_apicv on.
+    let off = match ev.host.apic_virt() {
+        Some(on) => !on,
+        None => events.is_none() && amd,
+    };
     let id = if off {
         "apic.apicv-off"
     } else {
         "apic.apicv-inhibited"
     };
-    let mut context: Vec<Fact> = ex
-        .named(&["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"])
-        .into_iter()
-        .map(|r| ex.fact(r))
-        .collect();
-    if let Some(n) = ev.event("kvm_apicv_inhibit_changed") {
+    let mut context: Vec<Fact> = ctx.exits().map_or_else(Vec::new, |ex| {
+        ex.named(&["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"])
+            .into_iter()
+            .map(|r| ex.fact(r))
+            .collect()
+    });
+    if let Some(n) = events {
         let mut f = Fact::said(
             "events",
             "kvm_apicv_inhibit_changed",
             "APICv inhibit changes were traced",
         );
         f.count = n;
+        f.explains = rows.is_empty();
         context.push(f);
     }
-    let mut h = Hypothesis::new(id, ev, ex, &rows)
-        .confidence(if off {
+    let h = match ctx.exits() {
+        Some(ex) if !rows.is_empty() => Hypothesis::new(id, ev, ex, &rows).support(context),
+        _ => Hypothesis::with_cost(id, Default::default(), context),
+    };
+    let known = ev.host.apic_virt().is_some() || events.is_some();
+    let mut h = h
+        .confidence(if known {
             Confidence::Confirmed
         } else {
             Confidence::Likely
         })
-        .support(context)
-        .hint(Hint::Aggregate)
+        .floor_if(
+            events.is_some()
+                || ctx
+                    .exits()
+                    .is_some_and(|ex| ex.share_of(&rows).0 >= WINDOW_SHARE),
+            Severity::Low,
+        )
+        .hint_if(!known, Hint::Aggregate)
         .hint_if(amd, Hint::Amd)
-        .hint_if(off, Hint::ApicvOff)
+        .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
         .hint_if(
             amd && pit_reinject && ev.config.is_some(),
             Hint::PitReinject,
         )
         .removes(0.9);
-    if ev.host.apic_virt().is_none() {
-        h = h.rival("apic.apicv-off", Confidence::Possible);
+    if !known {
+        h = h.rival(
+            if off {
+                "apic.apicv-inhibited"
+            } else {
+                "apic.apicv-off"
+            },
+            Confidence::Possible,
+        );
     }
     ctx.push(h);
 }

@@ -120,12 +120,18 @@ fn aggregate(ctx: &mut Ctx<'_>) {
     }
     let hv_time = ev.flag(HvFlag::Time);
     let stimer = ev.flag(HvFlag::Stimer);
-    let enlightened = ev.enlightened();
-    // Windows without a synthetic timer drives its tick through the RTC (or the HPET), and
-    // without hv-time reads its clock from the ACPI PM timer; a Linux guest's steady port IO is
-    // most often legacy virtio notification.
+    let t = &ex.totals;
+    // Mostly halted: the exits happen between halts, at a timer's pace, not under load.
+    let idle = match (t.idle_time_ns, t.time_ns) {
+        (Some(i), Some(all)) if ex.timed && all > 0 => i as f64 >= 0.5 * all as f64,
+        _ => t.idle_count.saturating_mul(3) >= t.count && t.idle_count > 0,
+    };
+    // Windows without a synthetic timer ticks through the RTC (or HPET) — the port IO of an
+    // idle Windows guest is its tick; its clock reads (QueryPerformanceCounter) go to the ACPI
+    // PM timer without hv-time, and come from running programs. Other guests have no such
+    // prior: without ports the device is unknown, and every candidate is named.
     let (lead, rivals): (&'static str, &[&'static str]) = if ev.windows() {
-        if hv_time == Some(true) || (enlightened == Some(true) && stimer != Some(true)) {
+        if hv_time == Some(true) || idle || ev.enlightened() == Some(true) {
             (
                 "timer.rtc-port",
                 &["timer.acpi-pm-port", "io.virtio-legacy-pio-notify"],
@@ -138,10 +144,11 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         }
     } else {
         (
-            "io.virtio-legacy-pio-notify",
+            "io.emulated-port",
             &[
-                "timer.acpi-pm-port",
+                "io.virtio-legacy-pio-notify",
                 "io.serial-pio-storm",
+                "timer.acpi-pm-port",
                 "timer.rtc-port",
             ],
         )
@@ -151,6 +158,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         .hint(Hint::Aggregate)
         .hint_if(hv_time == Some(true), Hint::HvTimeOn)
         .hint_if(stimer == Some(true), Hint::StimerOn)
+        .hint_if(idle, Hint::Idle)
         .hint_if(
             rows.iter()
                 .any(|r| r.mean_ns().is_some_and(|m| m >= 20_000.0)),

@@ -60,17 +60,24 @@ pub fn check(ctx: &mut Ctx<'_>) {
             return ctx.push(h);
         }
     }
-    if let Some(c) = ev.counters.get("kvm_apic_ipi")
+    if let Some(n) = ev.event("kvm_apic_ipi").filter(|&n| n > 0)
         && ev.msrs.is_none()
-        && c.total > 0
     {
         let facts: Vec<_> = ["kvm_apic_ipi", "kvm_apic_accept_irq", "kvm_vcpu_wakeup"]
             .iter()
-            .filter_map(|n| ev.counters.fact(n))
+            .filter_map(|name| {
+                let count = ev.event(name)?;
+                let mut f = crate::diagnose::model::Fact::said("events", *name, "");
+                f.note = None;
+                f.count = count;
+                f.per_second = ev.event_rate(name);
+                f.explains = *name == "kvm_apic_ipi";
+                Some(f)
+            })
             .collect();
         let h = Hypothesis::with_cost(
             "apic.ipi-storm",
-            cost::of_rate(ev, c.total, c.rate, IPI_NS),
+            cost::of_rate(ev, n, ev.event_rate("kvm_apic_ipi"), IPI_NS),
             facts,
         )
         .grading(ipi_grading(Severity::Low))

@@ -10,16 +10,45 @@ use crate::diagnose::model::Severity;
 /// at info. A healthy interrupt-heavy guest spends about half its exit time here.
 pub const DOMINANT: f64 = 0.5;
 
-pub const RULES: &[Rule] = &[Rule {
-    id: "irq.external",
-    tag: "irq.external-interrupt",
-    context: true,
-    thresholds: &[Threshold {
-        name: "share of exit handling to be worth a look",
-        value: DOMINANT,
-        unit: "share",
-    }],
-}];
+/// Host interrupts per second per vCPU: a host tick is at most 1,000/s per CPU; above 2,000/s
+/// device interrupts or IPIs land on the vCPUs' CPUs — a problem of the host's placement, not
+/// the floor (low from 2,000/s, medium from 5,000/s, high from 20,000/s).
+pub const HOST_IRQ_RATE: [f64; 3] = [2_000.0, 5_000.0, 20_000.0];
+
+pub const RULES: &[Rule] = &[
+    Rule {
+        id: "irq.external",
+        tag: "irq.external-interrupt",
+        context: true,
+        thresholds: &[Threshold {
+            name: "share of exit handling to be worth a look",
+            value: DOMINANT,
+            unit: "share",
+        }],
+    },
+    Rule {
+        id: "irq.host-interrupts",
+        tag: "irq.external-interrupt",
+        context: false,
+        thresholds: &[
+            Threshold {
+                name: "host interrupts per vCPU, low",
+                value: HOST_IRQ_RATE[0],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "host interrupts per vCPU, medium",
+                value: HOST_IRQ_RATE[1],
+                unit: "/s per vCPU",
+            },
+            Threshold {
+                name: "host interrupts per vCPU, high",
+                value: HOST_IRQ_RATE[2],
+                unit: "/s per vCPU",
+            },
+        ],
+    },
+];
 
 pub fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
@@ -33,6 +62,26 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .collect();
     if rows.is_empty() {
         return;
+    }
+    let h = Hypothesis::new("irq.external", ev, ex, &rows);
+    // Above a host tick per vCPU, the interrupts are the host's devices or IPIs on the vCPUs'
+    // CPUs: a problem with a fix, not the floor.
+    if h.cost
+        .per_vcpu_second
+        .is_some_and(|r| r >= HOST_IRQ_RATE[0])
+    {
+        let h = Hypothesis {
+            id: "irq.host-interrupts",
+            ..h
+        }
+        .grading(Grading::Rate {
+            thresholds: HOST_IRQ_RATE,
+            per_vcpu: true,
+            max: Severity::High,
+            without_rate: Severity::Info,
+        })
+        .removes(0.7);
+        return ctx.push(h);
     }
     let share = ex.share_of(&rows).0;
     if share < 0.03 {

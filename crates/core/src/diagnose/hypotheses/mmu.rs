@@ -5,7 +5,7 @@
 //! `kvm_page_fault` at a high rate), from exits or from counters alone.
 
 use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
-use crate::diagnose::evidence::ratio;
+use crate::diagnose::evidence::{ratio, rows};
 use crate::diagnose::model::{Confidence, Severity};
 
 /// The fault exits.
@@ -92,8 +92,10 @@ pub fn storm(ctx: &mut Ctx<'_>) {
     };
     for r in ex.named(&FAULTS) {
         let share = ratio(r.count, ex.totals.count);
-        // Without a rate a fault-heavy capture (early boot) cannot be told from a storm.
-        if share < STORM_SHARE || r.count < 10 || !r.per_second.is_some_and(|x| x >= STORM_RATE) {
+        // Without a rate a fault-heavy capture (early boot) cannot be told from a storm. The same
+        // fault back to back is a storm even in a short excerpt: its own window says how dense.
+        let rate = r.per_second.or_else(|| rows::rate(r.count, ex.window_ns));
+        if share < STORM_SHARE || r.count < 10 || !rate.is_some_and(|x| x >= STORM_RATE) {
             continue;
         }
         let sure = r.count >= STORM_SURE;

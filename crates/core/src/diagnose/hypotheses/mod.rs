@@ -11,6 +11,7 @@
 pub mod apic;
 pub mod calls;
 pub mod cost;
+pub mod emulation;
 pub mod halt;
 pub mod io;
 pub mod ipi;
@@ -20,6 +21,7 @@ pub mod mmu;
 pub mod msr;
 pub mod nested;
 pub mod spin;
+pub mod synic;
 pub mod tick;
 pub mod timer;
 pub mod unknown;
@@ -98,8 +100,12 @@ pub enum Hint {
     EoiInduced,
     /// The rows are Hyper-V synthetic MSRs.
     HypervMsr,
-    /// The rate says the guest ticks periodically (nohz=off or a high HZ).
-    Periodic,
+    /// The guest was halted most of the time (its exits come between halts).
+    Idle,
+    /// The backend emulates guest ring-0 code (PVM): emulation is its normal mode.
+    PvmBackend,
+    /// The exits are an L2 guest's, reflected through L1 (nested vmexits beside them).
+    Reflected,
 }
 
 /// A proposed cause.
@@ -118,6 +124,9 @@ pub struct Hypothesis {
     pub hints: Vec<Hint>,
     /// The part of the cost the fix removes (0–1).
     pub removes: f64,
+    /// The least severity the evidence warrants whatever its cost (definite, fixable evidence:
+    /// APIC virtualization seen inactive).
+    pub floor: Severity,
 }
 
 impl Hypothesis {
@@ -135,6 +144,7 @@ impl Hypothesis {
             rivals: Vec::new(),
             hints: Vec::new(),
             removes: 1.0,
+            floor: Severity::Info,
         }
     }
 
@@ -152,6 +162,7 @@ impl Hypothesis {
             rivals: Vec::new(),
             hints: Vec::new(),
             removes: 1.0,
+            floor: Severity::Info,
         }
     }
 
@@ -195,6 +206,14 @@ impl Hypothesis {
     /// Adds `h` when `cond`.
     pub fn hint_if(self, cond: bool, h: Hint) -> Self {
         if cond { self.hint(h) } else { self }
+    }
+
+    /// Sets the severity floor when `cond`.
+    pub fn floor_if(mut self, cond: bool, floor: Severity) -> Self {
+        if cond {
+            self.floor = self.floor.max(floor);
+        }
+        self
     }
 
     pub fn removes(mut self, share: f64) -> Self {
@@ -278,12 +297,14 @@ pub struct Threshold {
 /// Every family in order; each later one leaves alone the rows earlier ones explained.
 pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
     let mut ctx = Ctx::new(ev);
-    let families: [fn(&mut Ctx<'_>); 15] = [
+    let families: [fn(&mut Ctx<'_>); 17] = [
         unknown::check,
+        emulation::check,
         nested::check,
         mmu::storm,
         spin::hang,
         timer::check,
+        synic::check,
         apic::check,
         tick::check,
         ipi::check,
@@ -307,10 +328,12 @@ pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
 pub fn rules() -> Vec<Rule> {
     [
         unknown::RULES,
+        emulation::RULES,
         nested::RULES,
         mmu::RULES,
         spin::RULES,
         timer::RULES,
+        synic::RULES,
         apic::RULES,
         tick::RULES,
         ipi::RULES,

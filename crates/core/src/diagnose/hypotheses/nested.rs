@@ -83,9 +83,22 @@ fn l1(ctx: &mut Ctx<'_>) {
         })
         .unwrap_or_default();
     let amd = ev.host.amd() || rows.iter().any(|r| r.is(&SVM));
+    // Exits reflected from L2 (a nested vmexit beside at least half of them): the vCPU runs an L2
+    // guest, and nested virtualization is the frame of every exit the input shows.
+    let reflected = ev.event("kvm_nested_vmexit").unwrap_or(0);
+    let l2 = ctx.exits().filter(|ex| {
+        !ex.from_counters && reflected > 0 && reflected.saturating_mul(2) >= ex.totals.count
+    });
     let h = match ctx.exits() {
         Some(ex) if !rows.is_empty() => {
             Hypothesis::new("nested.l1-hypervisor", ev, ex, &rows).support(events)
+        }
+        _ if let Some(ex) = l2 => {
+            let all = ctx.free_rows(ex.rows.iter().filter(|r| r.count > 0).collect());
+            Hypothesis::new("nested.l1-hypervisor", ev, ex, &all)
+                .support(events)
+                .confidence(Confidence::Likely)
+                .hint(Hint::Reflected)
         }
         _ if !events.is_empty() => {
             let n = events.iter().map(|f| f.count).max().unwrap_or(0);
@@ -100,8 +113,10 @@ fn l1(ctx: &mut Ctx<'_>) {
         }
         _ => return,
     };
+    // The exits of a nested setup are a fact about it whatever they cost: low at least.
     let h = h
         .max(Severity::High)
+        .floor_if(true, Severity::Low)
         .hint_if(amd, Hint::Amd)
         .hint_if(ev.windows() || !ev.hv_signs().is_empty(), Hint::HypervL1)
         .hint_if(

@@ -1,6 +1,7 @@
-//! `spin.*`: PAUSE-loop exits — a vCPU that exits only for host interrupts and pause loops, with
-//! pause exits a real part of them, is spinning without doing anything privileged (a hung
-//! guest); pause exits as a cost mean lock-holder preemption on an overcommitted host.
+//! `spin.*`: PAUSE-loop exits — a vCPU that exits only for host interrupts and pause loops runs
+//! guest code without doing anything privileged: compute-bound, or spinning in a loop (a hung
+//! guest); the exits cannot tell which, so it is context with the check that can. Pause exits
+//! as a cost mean lock-holder preemption on an overcommitted host.
 
 use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
 use crate::diagnose::model::{Confidence, Severity};
@@ -10,15 +11,15 @@ const INTERRUPT: [&str; 2] = ["EXTERNAL_INTERRUPT", "interrupt"];
 
 /// Fewer exits than this say too little about what a vCPU does.
 pub const HANG_MIN_EXITS: u64 = 50;
-/// Pause exits must be at least this share of the exits to say the vCPU spins: a handful among
-/// a host's interrupts (10 in 100,000) is a lock that was briefly contended, not a hang.
+/// Pause exits must be at least this share of the exits to say the vCPU may spin: a handful
+/// among a host's interrupts (10 in 100,000) is a lock that was briefly contended.
 pub const HANG_PAUSE_SHARE: f64 = 0.01;
 
 pub const RULES: &[Rule] = &[
     Rule {
         id: "spin.hung-vcpu",
         tag: "spin.pause-loop",
-        context: false,
+        context: true,
         thresholds: &[
             Threshold {
                 name: "exits to judge",
@@ -58,9 +59,10 @@ pub fn hang(ctx: &mut Ctx<'_>) {
         return;
     }
     let rows: Vec<_> = pause.iter().chain(&ex.named(&INTERRUPT)).copied().collect();
+    // A compute-bound guest shows the same mix as a hung one: context, with the check.
     let h = Hypothesis::new("spin.hung-vcpu", ev, ex, &rows)
-        .grading(Grading::Fixed(Severity::High))
-        .confidence(Confidence::Likely)
+        .grading(Grading::Context(Severity::Info))
+        .confidence(Confidence::Possible)
         .hint_if(ev.host.amd(), Hint::Amd)
         .removes(1.0);
     ctx.push(h);

@@ -25,6 +25,13 @@ pub fn describe(id: &str) -> Option<Description> {
                 KVM_FORUM_2021,
             ],
         },
+        "apic.hv-apic-msrs" => Description {
+            title: "Windows writes the synthetic EOI/ICR/TPR MSRs: every EOI exits although APICv could take it",
+            meaning: "hv-vapic without hv-avic makes QEMU recommend the Hyper-V APIC-access MSRs \
+                      (HV_APIC_ACCESS_RECOMMENDED); Windows then ends every interrupt with a write to \
+                      HV_X64_MSR_EOI (0x40000070), an exit APICv cannot accelerate — even with APICv on.",
+            sources: &[VITALY_AEOI, QEMU_HV_AVIC, QEMU_HYPERV, LIBVIRT_HYPERV],
+        },
         "apic.apicv-off" => Description {
             title: "APIC virtualization is off on the host: every EOI and IPI exits",
             meaning: "With kvm_intel enable_apicv=0 (or kvm_amd avic=0, or a CPU without it) the local APIC is \
@@ -67,6 +74,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
     Some(match w.h.id {
         "apic.apicv-inhibited-synic" => synic(w),
         "apic.apicv-off" => off(w),
+        "apic.hv-apic-msrs" => hv_msrs(w),
         "apic.apic-access-mmio" => Words {
             cause: format!(
                 "{}Accesses to the xAPIC page (TPR +0x80, EOI +0xb0, ICR +0x300/+0x310) exit and are decoded \
@@ -138,6 +146,15 @@ fn apicv_on(w: &W<'_>) -> Fix {
              kvm_intel enable_apicv=1 / kvm_amd avic=1 in /etc/modprobe.d and reload the module",
         )
         .advice(&["advice.apicv-enable"])
+        .done()
+}
+
+/// Stopping in-kernel PIT reinjection, which inhibits AMD AVIC.
+fn pit_discard() -> Fix {
+    F::new(ForGuest::Any, "stop PIT reinjection, which inhibits AVIC")
+        .qemu("-global kvm-pit.lost_tick_policy=discard")
+        .libvirt("<timer name='pit' tickpolicy='discard'/>")
+        .advice(&["advice.pit-discard"])
         .done()
 }
 
@@ -214,14 +231,61 @@ fn synic(w: &W<'_>) -> Words {
     }
 }
 
-fn off(w: &W<'_>) -> Words {
+fn hv_msrs(w: &W<'_>) -> Words {
+    let reading = if w.has(Hint::Aggregate) {
+        "Without MSR detail this is a reading: MSR writes lead on a Windows guest that uses the Hyper-V \
+         interface, with no interrupt-window exits and few host kicks — so APICv is working, and the \
+         writes are Windows' own choice of the synthetic APIC MSRs. "
+    } else {
+        "Writes to the Hyper-V EOI/ICR/TPR MSRs with no sign of APICv being off (no interrupt-window \
+         exits, few host kicks). "
+    };
     Words {
-        cause: "The host has APIC virtualization (APICv/AVIC) off, so EOI, ICR and TPR accesses exit whatever \
-                the guest does, and interrupts are injected through window exits. Enlightenments that \
-                assume APICv (hv-avic) would not help and would hurt."
+        cause: format!(
+            "{reading}With hv-vapic and without hv-avic, QEMU sets HV_APIC_ACCESS_RECOMMENDED, so Windows \
+             uses HV_X64_MSR_EOI/ICR/TPR instead of the APIC page; each of those MSR writes exits, and \
+             APICv cannot accelerate them. hv-avic stops the recommendation (and deprecates AutoEOI)."
+        ),
+        fixes: vec![
+            F::new(
+                ForGuest::Windows,
+                "turn on hv-avic (QEMU ≥ 6.2, libvirt ≥ 8.10) so QEMU stops recommending the synthetic APIC \
+                 MSRs; on QEMU without it, turn hv-vapic off",
+            )
+            .qemu("-cpu …,hv-avic=on (or hv-vapic=off)")
+            .libvirt("<avic state='on'/> (or <vapic state='off'/>)")
+            .host("APICv/AVIC on (kvm_intel enable_apicv=1 / kvm_amd avic=1)")
+            .advice(&["advice.hv-avic"])
+            .done(),
+        ],
+        effect: "EOIs go through the virtualized APIC instead of an MSR exit each".into(),
+        ..Words::default()
+    }
+}
+
+fn off(w: &W<'_>) -> Words {
+    let why = if w.has(Hint::ApicvOff) {
+        "The host has APIC virtualization (APICv/AVIC) off"
+    } else if w.has(Hint::Amd) {
+        "AVIC is off by default in kvm_amd (avic=0) and nothing says this host turned it on"
+    } else {
+        "APIC virtualization (APICv/AVIC) is likely off on the host"
+    };
+    Words {
+        cause: format!(
+            "{why}: EOI, ICR and TPR accesses exit whatever the guest does, and interrupts are injected \
+             through window exits (`vintr`, INTERRUPT_WINDOW, CR8 writes). Enlightenments that assume \
+             APICv (hv-avic) would not help and would hurt."
+        ),
+        fixes: {
+            let mut v = vec![apicv_on(w)];
+            if w.has(Hint::Amd) {
+                v.push(pit_discard());
+            }
+            v
+        },
+        effect: "EOIs and interrupt injection stop exiting; IPIs to running vCPUs are posted"
             .into(),
-        fixes: vec![apicv_on(w)],
-        effect: "EOIs and interrupt injection stop exiting; IPIs to running vCPUs are posted".into(),
         ..Words::default()
     }
 }
@@ -243,16 +307,17 @@ fn inhibited(w: &W<'_>) -> Words {
          changed; or APICv is simply off."
             .to_string()
     };
-    let mut fixes = vec![apicv_on(w)];
+    // Inhibited means enabled: turning it on is not the advice, removing the inhibitor is.
+    let mut fixes = vec![
+        F::new(ForGuest::Any, "find and remove what inhibits APIC virtualization")
+            .host(
+                "trace kvm:kvm_apicv_inhibit_changed for the reason; common ones: PIT reinjection (AMD), an \
+                 APIC ID the guest rewrote (reboots, old firmware), a nested guest, IRQ windows",
+            )
+            .done(),
+    ];
     if w.has(Hint::Amd) {
-        fixes.push(
-            F::new(ForGuest::Any, "stop PIT reinjection, which inhibits AVIC")
-                .qemu("-global kvm-pit.lost_tick_policy=discard")
-                .libvirt("<timer name='pit' tickpolicy='discard'/>")
-                .host("kvm_amd avic=1 npt=1")
-                .advice(&["advice.pit-discard"])
-                .done(),
-        );
+        fixes.push(pit_discard());
     }
     fixes.extend(w.fixes_by_guest(|g| match g {
         ForGuest::Windows => vec![hv_fix(
@@ -263,10 +328,16 @@ fn inhibited(w: &W<'_>) -> Words {
         )],
         _ => Vec::new(),
     }));
+    let traced = if w.ev.event("kvm_apicv_inhibit_changed").is_some() {
+        " The inhibit changes are in the trace: APIC virtualization is enabled on this host, and \
+         something inhibits it."
+    } else {
+        ""
+    };
     Words {
         cause: format!(
             "Interrupt-window and TPR/CR8 exits are how KVM injects interrupts when APIC virtualization \
-             cannot: with APICv/AVIC active they are rare.{amd}"
+             cannot: with APICv/AVIC active they are rare.{amd}{traced}"
         ),
         fixes,
         effect: "window exits disappear once APIC virtualization stays active; interrupts are delivered \
@@ -274,7 +345,7 @@ fn inhibited(w: &W<'_>) -> Words {
             .into(),
         confirm: Some(
             "`trace-cmd record -e kvm:kvm_apicv_inhibit_changed` names the inhibit reason (PIT_REINJ, \
-             HYPERV, NESTED, …)"
+             HYPERV, NESTED, APIC_ID_MODIFIED, …); if the host has it off, that is the other reading"
                 .into(),
         ),
         ..Words::default()

@@ -89,6 +89,33 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "idle entry becomes a HLT (or a poll) without port exits".into(),
             ..Words::default()
         },
+        "io.emulated-port" if w.has(Hint::Aggregate) => Words {
+            title: Some("port IO exits to an emulated device: every access goes to the VMM".into()),
+            cause: format!(
+                "Without port detail the device is unknown: these exits are port accesses of some \
+                 emulated device, each a round trip to the VMM. {}",
+                w.by_guest(|g| match g {
+                    ForGuest::Windows => "On Windows the usual ones are the RTC (the tick, without \
+                                          hv-stimer) and the ACPI PM timer (the clock, without hv-time)."
+                        .into(),
+                    _ => "The usual ones are a serial console (0x3f8–0x3fd), legacy virtio-pci \
+                          notifications (a port of a PCI IO BAR, 0xc000 and up), the ACPI PM timer \
+                          (clocksource acpi_pm), the RTC, PS/2 (0x60/0x64) and PCI configuration \
+                          (0xcf8/0xcfc)."
+                        .into(),
+                })
+            ),
+            fixes: vec![
+                F::new(
+                    ForGuest::Any,
+                    "name the port first (the check), then replace the device it belongs to with a \
+                     paravirtual or in-kernel one",
+                )
+                .done(),
+            ],
+            effect: "the port's exits disappear with the device access".into(),
+            ..Words::default()
+        },
         "io.emulated-port" => Words {
             title: w.h.evidence.first().map(|f| {
                 format!(

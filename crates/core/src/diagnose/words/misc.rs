@@ -33,6 +33,13 @@ pub fn describe(id: &str) -> Option<Description> {
                       call) pays an exit each time.",
             sources: &[PERF_KVM],
         },
+        "irq.host-interrupts" => Description {
+            title: "host interrupts hit the vCPUs' CPUs above a host tick's rate",
+            meaning: "External-interrupt exits at more than a host timer tick per vCPU: the host's device \
+                      interrupts (NICs, NVMe) or IPIs land on the CPUs the vCPUs run on, and each one kicks \
+                      the guest out.",
+            sources: &[PERF_KVM, HALT_POLL_DOC],
+        },
         "irq.external" => Description {
             title: "host interrupts arrive while vCPUs run",
             meaning: "External-interrupt exits are host interrupts arriving while a vCPU runs: the host \
@@ -122,6 +129,23 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             )
             .done()],
             effect: "CPUID exits fall to what boot and feature discovery need".into(),
+            ..Words::default()
+        },
+        "irq.host-interrupts" => Words {
+            cause: "More host interrupts arrive on the vCPUs' CPUs than a host timer tick explains: the \
+                    host's device interrupts (network, storage) or its IPIs are routed to the cores the vCPUs \
+                    run on, and every one is an exit and a delay for the guest."
+                .into(),
+            fixes: vec![F::new(ForGuest::Any, "move host interrupts off the vCPUs' cores")
+                .host(
+                    "find where device interrupts go (/proc/interrupts), pin the vCPUs to other cores \
+                     (libvirt <cputune><vcpupin …/>), set irqaffinity= / IRQ smp_affinity away from them, \
+                     and keep housekeeping off them (isolcpus/nohz_full where fitting)",
+                )
+                .libvirt("<cputune><vcpupin vcpu='0' cpuset='2'/>…<emulatorpin cpuset='0-1'/></cputune>")
+                .advice(&["advice.pin-vcpus"])
+                .done()],
+            effect: "the external-interrupt exits fall to the host tick's rate".into(),
             ..Words::default()
         },
         "irq.external" => Words {

@@ -30,9 +30,11 @@ pub fn describe(id: &str) -> Option<Description> {
             sources: &[AKPM_2012, KVM_TIMEKEEPING],
         },
         "spin.hung-vcpu" => Description {
-            title: "the vCPU only spins: nothing but host interrupts and pause-loop exits",
-            meaning: "A vCPU that never halts, programs no timer and touches no device, and exits for pause \
-                      loops, is stuck in a loop: a guest hung or stuck early in boot.",
+            title: "the vCPU only runs guest code: nothing but host interrupts and pause-loop exits",
+            meaning: "A vCPU that never halts, programs no timer and touches no device exits only for host \
+                      interrupts and pause loops: compute-bound, or spinning in a loop (a guest hung or \
+                      stuck early in boot). The exits cost nothing; whether the guest makes progress tells \
+                      which.",
             sources: &[PERF_KVM, QEMU_HYPERV],
         },
         "spin.pause" => Description {
@@ -124,12 +126,13 @@ pub fn write(w: &W<'_>) -> Option<Words> {
         "spin.hung-vcpu" => Words {
             cause: "The guest exits only because host interrupts arrive and because pause-loop exiting fires \
                     when a PAUSE loop runs past ple_window: it executes no privileged instruction, never halts \
-                    and never touches a timer or device. That is a vCPU spinning in a loop — a guest hung or \
-                    stuck early in boot (for SEV-ES/SNP guests, whose registers are encrypted, only the exit mix \
-                    tells)."
+                    and never touches a timer or device. A compute-bound guest looks like this, and so does a \
+                    vCPU spinning in a loop — a guest hung or stuck early in boot (for SEV-ES/SNP guests, \
+                    whose registers are encrypted, the exit mix is all there is). The exits themselves cost \
+                    nothing worth fixing."
                 .into(),
             fixes: vec![
-                F::new(ForGuest::Any, "find where the guest spins")
+                F::new(ForGuest::Any, "if the guest makes no progress, find where it spins")
                     .guest(
                         "look at its console/serial log; take a memory dump (virsh dump --memory-only) or read \
                          the registers (virsh qemu-monitor-command --hmp 'info registers'; not possible for \
@@ -137,7 +140,9 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                     )
                     .done(),
             ],
-            effect: "a guest that gets past the loop shows timer, idle and device exits again".into(),
+            effect: "a hung guest that gets past the loop shows timer, idle and device exits again; a \
+                     compute-bound one needs nothing"
+                .into(),
             confirm: Some(
                 "check that the vCPU thread runs at 100% (top -H -p <QEMU pid>) and capture longer: a busy \
                  guest doing real work also programs its timer and touches devices"

@@ -6,6 +6,7 @@
 //! from the rules' logic; numbers are not formatted here (the renderer shows them).
 
 mod apic;
+mod emulation;
 mod fixes;
 mod halt;
 mod io;
@@ -112,6 +113,7 @@ pub fn describe(id: &str) -> Option<Description> {
         .or_else(|| mmu::describe(id))
         .or_else(|| halt::describe(id))
         .or_else(|| nested::describe(id))
+        .or_else(|| emulation::describe(id))
         .or_else(|| misc::describe(id))
 }
 
@@ -126,6 +128,7 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
         "mmu" | "spin" => mmu::write(&w),
         "halt" | "idle" => halt::write(&w),
         "nested" => nested::write(&w),
+        "emulation" => emulation::write(&w),
         _ => misc::write(&w),
     };
     let mut words = words.unwrap_or_default();

@@ -105,10 +105,18 @@ fn l1(w: &W<'_>) -> Words {
             .advice(&["advice.nested-host"])
             .done(),
     );
+    let reflected = if w.has(Hint::Reflected) {
+        " The trace shows a nested vmexit beside the exits: they are the L2 guest's, taken while the vCPU \
+         ran L2 — L0 handles each on L1's behalf or reflects it into L1, and a device or emulation exit \
+         that L1 should have seen but L0 handled (or the reverse) is a nested-KVM bug, as in several \
+         public reports."
+    } else {
+        ""
+    };
     Words {
         cause: format!(
             "The guest runs its own guests: every exit of an L2 guest goes to L0 first and is reflected \
-             into L1, whose handling executes VMX/SVM instructions that exit again. {vendor}{old}"
+             into L1, whose handling executes VMX/SVM instructions that exit again. {vendor}{old}{reflected}"
         ),
         fixes,
         effect: "fewer L1 exits per L2 exit; the L2 guest's own exits remain".into(),

@@ -168,10 +168,14 @@ pub fn write(w: &W<'_>) -> Option<Words> {
 }
 
 fn aggregate_prefix(w: &W<'_>) -> &'static str {
-    if w.has(Hint::Aggregate) {
-        "Without port or address detail this is a reading, not a certainty. "
-    } else {
-        ""
+    match (w.has(Hint::Aggregate), w.has(Hint::Idle)) {
+        (true, true) => {
+            "Without port detail this is a reading, not a certainty: the guest is halted most of \
+             the time, so its port IO comes between halts at a timer's pace — a tick, not clock reads \
+             under load. "
+        }
+        (true, false) => "Without port or address detail this is a reading, not a certainty. ",
+        _ => "",
     }
 }
 
@@ -322,7 +326,7 @@ fn hpet(w: &W<'_>) -> Words {
                      hv-vpindex and hv-time); on an APICv/AVIC host add hv-avic too, or SynIC's AutoEOI \
                      turns APICv off",
                     &TIMER_SET,
-                    &["advice.hv-stimer", "advice.hv-time"],
+                    &["advice.hv-stimer"],
                 );
                 if w.ev.host.apic_virt() != Some(false) && w.ev.flag(HvFlag::Avic) != Some(true) {
                     f.qemu = f.qemu.map(|q| format!("{q},hv-avic=on"));
