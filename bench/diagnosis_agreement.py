@@ -4,8 +4,9 @@
 Runs the release binary with `--json` and each case's options on its inputs (from the case's
 folder, as a user would), and scores it the way crates/cli/tests/diagnose_cases.rs does:
 
-- named: the cause tag of the worst main problem over the case's inputs (the first input's on a
-  tie: the inputs are before/after pairs or blocks of one story); without any, `idle` when an
+- named: the cause tag of the main problem — of the `before` input when the case is a
+  before/after pair (the expert diagnosed the state before the change), else the worst main
+  over the inputs (blocks of one story; the first on a tie); without any, `idle` when such an
   input's verdict is idle, else `healthy` (`idle` and `healthy` count as one answer);
 - hit: named is one of expected.main;
 - wrong advice: a must_not cause tag named as the main problem or raised at medium or above, or a
@@ -53,13 +54,18 @@ def score(case: dict, d: dict) -> dict:
     exp = case["expected"]
     guest = case.get("guest", "unknown")
     findings = d["findings"]
+    inputs = d["inputs"]
+    before = [i for i, name in enumerate(case.get("inputs", [])) if name.startswith("before")]
+    if before and len(inputs) == len(case["inputs"]):
+        inputs = [inputs[before[0]]]
+    numbers = {i["number"] for i in inputs}
     named = None
-    mains = [f for f in findings if f["role"] == "main"]
+    mains = [f for f in findings if f["role"] == "main" and f["input"] in numbers]
     if mains:
         worst = max(RANK[f["severity"]] for f in mains)
         named = next(f for f in mains if RANK[f["severity"]] == worst)["tag"]
     if named is None:
-        named = "idle" if any(i["verdict"] == "idle" for i in d["inputs"]) else "healthy"
+        named = "idle" if any(i["verdict"] == "idle" for i in inputs) else "healthy"
     hit = any(same(named, m) for m in exp.get("main", []))
     wrong = []
     must_not = exp.get("must_not", [])

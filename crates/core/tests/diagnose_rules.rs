@@ -281,18 +281,14 @@ fn small_shares_raise_nothing() {
         ],
     );
     let d = diag(&t, Some(GuestFamily::Linux));
+    let ids: Vec<&String> = d.findings.iter().map(|f| &f.id).collect();
     assert_eq!(
-        d.findings.len(),
-        1,
-        "{:?}",
-        d.findings.iter().map(|f| &f.id).collect::<Vec<_>>()
+        ids,
+        ["irq.host-interrupts"],
+        "nothing but the host interrupts"
     );
-    assert_eq!(d.findings[0].id, "irq.external");
-    assert!(d.worst() <= Some(Severity::Low));
-    assert!(
-        d.main_of(1).is_none(),
-        "host interrupts are context, not the main problem"
-    );
+    // A busy guest kicked out almost only by host interrupts: worth a look, no more.
+    assert_eq!(d.worst(), Some(Severity::Low));
 }
 
 #[test]

@@ -265,8 +265,10 @@ fn s13_idle_hlt_and_nothing_alarming() {
 fn s06_amd_idle_baseline_is_healthy() {
     let d = diag("06-", None);
     assert!(worst(&d) <= Severity::Low, "{:?}", ids(&d));
-    assert_eq!(d.findings[0].id, "irq.external");
-    assert!(d.main_of(1).is_none(), "host interrupts are context");
+    // No halts and nearly every exit a host interrupt: worth a look at where they land, no more.
+    let f = top(&d, 1);
+    assert_eq!(f.id, "irq.host-interrupts");
+    assert_eq!(f.severity, Severity::Low);
 }
 
 #[test]

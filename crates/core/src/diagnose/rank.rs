@@ -117,23 +117,37 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
         } else {
             c.per_second.or(c.per_vcpu_second)
         };
+        // A per-vCPU threshold held to the whole input's rate (vCPU count unknown) is an upper
+        // bound: it cannot by itself make a finding high.
+        let bound = per_vcpu && c.per_vcpu_second.is_none();
         match value {
-            Some(v) if level(v, thresholds) > sev => {
-                sev = level(v, thresholds);
-                g = grade(
-                    Measure::Rate,
-                    Some(v),
-                    Some(thresholds),
-                    if per_vcpu && c.per_vcpu_second.is_some() {
-                        "its rate per vCPU"
-                    } else if per_vcpu {
-                        "its rate, all vCPUs together (give --vcpus N for the rate per vCPU)"
-                    } else {
-                        "its rate for the whole VM (an emulated device is one per VM)"
-                    },
-                );
+            Some(v) => {
+                let raw = level(v, thresholds);
+                let r = if bound {
+                    raw.min(Severity::Medium)
+                } else {
+                    raw
+                };
+                if r > sev {
+                    sev = r;
+                    g = grade(
+                        Measure::Rate,
+                        Some(v),
+                        Some(thresholds),
+                        if per_vcpu && !bound {
+                            "its rate per vCPU"
+                        } else if per_vcpu {
+                            "its rate, all vCPUs together — an upper bound of the rate per vCPU \
+                             (give --vcpus N)"
+                        } else {
+                            "its rate for the whole VM (an emulated device is one per VM)"
+                        },
+                    );
+                    if r < raw {
+                        g.capped_at = Some(r);
+                    }
+                }
             }
-            Some(_) => {}
             None if sev > without_rate => {
                 sev = without_rate;
                 g.capped_at = Some(without_rate);

@@ -3,12 +3,16 @@
 //! problem only when host device interrupts and housekeeping land on the vCPUs' cores. Context:
 //! never above low, never the main problem.
 
-use super::{Ctx, Grading, Hypothesis, Rule, Threshold};
+use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
 use crate::diagnose::model::Severity;
 
 /// From half of the exit handling up, host interrupts are worth a look (low); below, context
 /// at info. A healthy interrupt-heavy guest spends about half its exit time here.
 pub const DOMINANT: f64 = 0.5;
+
+/// Without a rate: host interrupts at least this share of the exits of a guest that is not
+/// mostly idle — a vCPU kicked out mostly by the host — are worth a look.
+pub const MOSTLY: f64 = 0.75;
 
 /// Host interrupts per second per vCPU: a host tick is at most 1,000/s per CPU; above 2,000/s
 /// device interrupts or IPIs land on the vCPUs' CPUs — a problem of the host's placement, not
@@ -31,6 +35,11 @@ pub const RULES: &[Rule] = &[
         tag: "irq.external-interrupt",
         context: false,
         thresholds: &[
+            Threshold {
+                name: "share of a busy guest's exits, without a rate",
+                value: MOSTLY,
+                unit: "share",
+            },
             Threshold {
                 name: "host interrupts per vCPU, low",
                 value: HOST_IRQ_RATE[0],
@@ -65,10 +74,19 @@ pub fn check(ctx: &mut Ctx<'_>) {
     }
     let h = Hypothesis::new("irq.external", ev, ex, &rows);
     // Above a host tick per vCPU, the interrupts are the host's devices or IPIs on the vCPUs'
-    // CPUs: a problem with a fix, not the floor.
-    if h.cost
-        .per_vcpu_second
-        .is_some_and(|r| r >= HOST_IRQ_RATE[0])
+    // CPUs: a problem with a fix, not the floor. Without a rate, a busy guest whose exits are
+    // nearly all host interrupts says the same, less surely.
+    let t = &ex.totals;
+    let busy = t.idle_count.saturating_mul(2) < t.count;
+    let count: u64 = rows.iter().map(|r| r.count).sum();
+    let mostly = h.cost.per_second.is_none()
+        && h.cost.per_vcpu_second.is_none()
+        && busy
+        && crate::diagnose::evidence::ratio(count, t.overhead_count) >= MOSTLY;
+    if mostly
+        || h.cost
+            .per_vcpu_second
+            .is_some_and(|r| r >= HOST_IRQ_RATE[0])
     {
         let h = Hypothesis {
             id: "irq.host-interrupts",
@@ -78,8 +96,10 @@ pub fn check(ctx: &mut Ctx<'_>) {
             thresholds: HOST_IRQ_RATE,
             per_vcpu: true,
             max: Severity::High,
-            without_rate: Severity::Info,
+            without_rate: Severity::Low,
         })
+        .floor_if(mostly, Severity::Low)
+        .hint_if(mostly, Hint::Aggregate)
         .removes(0.7);
         return ctx.push(h);
     }

@@ -140,7 +140,7 @@ fn rsm(ctx: &mut Ctx<'_>) {
     }
     let rows: Vec<_> = rsm.iter().chain(&gp).copied().collect();
     let h = Hypothesis::new("nested.rsm-gp", ev, ex, &rows)
-        .grading(Grading::Fixed(Severity::Medium))
+        .grading(Grading::Fixed(Severity::High))
         .confidence(Confidence::Possible)
         .hint(Hint::Amd)
         .removes(1.0);

@@ -132,10 +132,21 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             ..Words::default()
         },
         "irq.host-interrupts" => Words {
-            cause: "More host interrupts arrive on the vCPUs' CPUs than a host timer tick explains: the \
-                    host's device interrupts (network, storage) or its IPIs are routed to the cores the vCPUs \
-                    run on, and every one is an exit and a delay for the guest."
-                .into(),
+            title: w.has(Hint::Aggregate).then(|| {
+                "host interrupts are nearly all of a busy guest's exits".to_string()
+            }),
+            cause: if w.has(Hint::Aggregate) {
+                "Nearly every exit of a guest that is not idle is a host interrupt arriving while it runs: \
+                 without a rate the tool cannot tell a host tick from device interrupts, but a vCPU kicked \
+                 out by little else is where host interrupt placement is worth a look (the rate, with \
+                 --window, tells: above a host tick per vCPU the host's devices or IPIs land on its CPU)."
+                    .into()
+            } else {
+                "More host interrupts arrive on the vCPUs' CPUs than a host timer tick explains: the \
+                 host's device interrupts (network, storage) or its IPIs are routed to the cores the vCPUs \
+                 run on, and every one is an exit and a delay for the guest."
+                    .into()
+            },
             fixes: vec![F::new(ForGuest::Any, "move host interrupts off the vCPUs' cores")
                 .host(
                     "find where device interrupts go (/proc/interrupts), pin the vCPUs to other cores \
