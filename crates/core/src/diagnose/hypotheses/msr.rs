@@ -1,6 +1,6 @@
 //! `msr.*` and the reading of MSR_WRITE exits without MSR rows: the same writes are a timer
-//! re-arming through TSC_DEADLINE (halts paired with the writes, preemption-timer exits, a Linux
-//! guest) or IPIs through the x2APIC ICR (interrupt exits on the receiving side) — both are
+//! re-arming through TSC_DEADLINE (halts paired with the writes, preemption-timer exits) or IPIs
+//! through the x2APIC ICR (interrupt exits on the receiving side) — both are
 //! proposed, the likelier one leading, with the MSR report that tells them apart. MSR rows no
 //! earlier family explained are named: Hyper-V synthetic MSRs, and any other hot MSR.
 
@@ -58,8 +58,9 @@ fn aggregate(ctx: &mut Ctx<'_>) {
     let preemption = count(&["PREEMPTION_TIMER"]);
     let kicks = count(&["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"]);
     let paired = halts > 0 && halts.saturating_mul(3) >= n;
-    // What speaks for each reading.
-    let deadline = u8::from(paired) + u8::from(preemption > 0) + u8::from(ev.linux());
+    // What speaks for each reading: re-arms pair with halts and fire through the preemption
+    // timer; IPIs kick the receiving vCPUs (and wake halted ones). A tie leads with the timer.
+    let deadline = u8::from(paired) + u8::from(preemption > 0);
     let icr = u8::from(kicks.saturating_mul(2) >= n) + u8::from(paired);
     let facts = |names: &[&str], note: &str| -> Vec<Fact> {
         ex.named(names)
