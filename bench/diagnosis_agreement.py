@@ -7,7 +7,8 @@ folder, as a user would), and scores it the way crates/cli/tests/diagnose_cases.
 - named: the cause tag of the main problem — of the `before` input when the case is a
   before/after pair (the expert diagnosed the state before the change), else the worst main
   over the inputs (blocks of one story; the first on a tie); without any, `idle` when such an
-  input's verdict is idle, else `healthy` (`idle` and `healthy` count as one answer);
+  input's verdict is idle, `too-little` when every one is too small to judge, else `healthy`
+  (`idle` and `healthy` count as one answer);
 - hit: named is one of expected.main;
 - wrong advice: a must_not cause tag named as the main problem or raised at medium or above, or a
   must_not advice tag given by a fix (at low or above) for the case's guest or for any guest;
@@ -65,7 +66,8 @@ def score(case: dict, d: dict) -> dict:
         worst = max(RANK[f["severity"]] for f in mains)
         named = next(f for f in mains if RANK[f["severity"]] == worst)["tag"]
     if named is None:
-        named = "idle" if any(i["verdict"] == "idle" for i in inputs) else "healthy"
+        verdicts = {i["verdict"] for i in inputs}
+        named = "idle" if "idle" in verdicts else "too-little" if verdicts == {"too-little"} else "healthy"
     hit = any(same(named, m) for m in exp.get("main", []))
     wrong = []
     must_not = exp.get("must_not", [])

@@ -87,6 +87,9 @@ pub enum Verdict {
     NothingAlarming,
     /// Most exits are ones virtlens cannot name.
     NotDiagnosed,
+    /// The input holds too few events to call it healthy (a pasted excerpt) and nothing in it
+    /// is a problem.
+    TooLittle,
     /// The input holds nothing the rules can read.
     NothingToDiagnose,
 }
@@ -303,6 +306,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
         Some(f) if f.severity >= Severity::Medium => Verdict::Problem,
         _ if unnamed => Verdict::NotDiagnosed,
         Some(_) => Verdict::WorthALook,
+        None if ev.size() < rank::SMALL_SAMPLE => Verdict::TooLittle,
         None if found.iter().any(Finding::is_idle) => Verdict::Idle,
         None => Verdict::NothingAlarming,
     };

@@ -283,6 +283,11 @@ pub fn answer(d: &Diagnosis, r: &InputReport) -> String {
                                        cover x86 (VMX, SVM, PVM)."
                 .into()
         }
+        (Verdict::TooLittle, _) => format!(
+            "Too little to judge: the input holds fewer than {} exits and nothing in them is a \
+             problem; capture longer (`perf kvm stat record -a sleep 10`, or `virtlens record`).",
+            rank::SMALL_SAMPLE
+        ),
         (Verdict::NothingToDiagnose, _) => {
             "Nothing to diagnose: the input holds no exit, port, MMIO, MSR or counter rows.".into()
         }
