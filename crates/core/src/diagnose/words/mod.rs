@@ -171,6 +171,13 @@ pub fn rival_why(id: &str) -> &'static str {
         "apic.apicv-off" => {
             "APIC virtualization switched off on the host (kvm_intel enable_apicv=0 / kvm_amd avic=0)"
         }
+        "apic.apicv-inhibited" => {
+            "APIC virtualization enabled but inhibited (PIT reinjection, SynIC AutoEOI, nested, a \
+             changed APIC ID)"
+        }
+        "apic.hv-apic-msrs" => {
+            "Windows steered to the Hyper-V EOI/ICR/TPR MSRs by hv-vapic without hv-avic, with APICv on"
+        }
         _ => "another cause of the same exits",
     }
 }
