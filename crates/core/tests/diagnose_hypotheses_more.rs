@@ -97,7 +97,38 @@ fn pause_exits_on_a_working_guest_are_lock_holder_preemption() {
     assert!(f.advice.contains(&"advice.hv-spinlocks"));
 }
 
+#[test]
+fn spin_halt_and_kick_together_are_lock_waits_not_churn() {
+    let p = || {
+        profile().vmx(&[
+            ("HLT", 9_000, 300.0),
+            ("VMCALL", 6_000, 2.2),
+            ("PAUSE_INSTRUCTION", 2_000, 3.7),
+        ])
+    };
+    let d = run(p(), &opts().linux());
+    let f = get(&d, "spin.pv-lock-wait");
+    assert_eq!(f.tag, "spin.pause-loop");
+    assert_eq!(f.role, Role::Main);
+    assert!(!has(&d, "halt.churn"));
+    assert!(!advice(&d).contains(&"advice.halt-poll"));
+    // Windows makes hypercalls for everything: not read as lock waits.
+    let d = run(p(), &opts().windows());
+    assert!(!has(&d, "spin.pv-lock-wait"));
+}
+
 // --- halts ----------------------------------------------------------------------------------
+
+#[test]
+fn halts_that_do_not_block_are_not_cured_by_polling() {
+    let d = run(
+        profile().vmx(&[("HLT", 400_000, 2.0)]).window(10.0),
+        &opts().linux().vcpus(2),
+    );
+    let f = get(&d, "halt.churn");
+    assert!(!f.advice.contains(&"advice.halt-poll"), "{:?}", f.advice);
+    assert!(f.cause.contains("runnable again at once"));
+}
 
 #[test]
 fn short_halts_at_a_high_rate_are_churn_with_halt_polling_as_the_fix() {

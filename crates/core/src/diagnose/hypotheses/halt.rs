@@ -21,6 +21,11 @@ pub const CHURN_RATE: [f64; 3] = [1_000.0, 5_000.0, 20_000.0];
 /// documentation).
 pub const CHURN_NS: u64 = 8_000;
 
+/// A halt this short on average did not block: the vCPU was runnable again at once (an
+/// interrupt pending that the guest cannot take, a wake-up before it slept) — halt polling,
+/// which shortens the sleep, cannot help.
+pub const NO_BLOCK_NS: f64 = 5_000.0;
+
 /// Halt polling absorbs the churn when this share of halts end in a successful poll.
 pub const POLL_WORKS: f64 = 0.5;
 
@@ -56,6 +61,11 @@ pub const RULES: &[Rule] = &[
                 unit: "/s per vCPU",
             },
             Threshold {
+                name: "mean halt below which halts did not block",
+                value: NO_BLOCK_NS,
+                unit: "ns",
+            },
+            Threshold {
                 name: "successful polls for polling to work",
                 value: POLL_WORKS,
                 unit: "share",
@@ -87,8 +97,8 @@ pub fn check(ctx: &mut Ctx<'_>) {
     let Some(ex) = ctx.exits() else {
         return;
     };
-    let halts: Vec<_> = ex
-        .class(ExitClass::Idle)
+    let halts: Vec<_> = ctx
+        .free_rows(ex.class(ExitClass::Idle))
         .into_iter()
         .filter(|r| r.count > 0)
         .collect();
@@ -134,6 +144,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         without_rate: Severity::Info,
     })
     .hint_if(works, Hint::PollingWorks)
+    .hint_if(mean.is_some_and(|m| m < NO_BLOCK_NS), Hint::NoBlock)
     .hint_if(mean.is_none(), Hint::Aggregate)
     .removes(if works { 0.2 } else { 0.6 });
     ctx.push(h);

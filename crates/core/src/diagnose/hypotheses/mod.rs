@@ -106,6 +106,8 @@ pub enum Hint {
     PvmBackend,
     /// The exits are an L2 guest's, reflected through L1 (nested vmexits beside them).
     Reflected,
+    /// The halts did not block: the vCPU was runnable again at once.
+    NoBlock,
 }
 
 /// A proposed cause.

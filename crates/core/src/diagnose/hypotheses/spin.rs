@@ -39,7 +39,21 @@ pub const RULES: &[Rule] = &[
         context: false,
         thresholds: &[],
     },
+    Rule {
+        id: "spin.pv-lock-wait",
+        tag: "spin.pause-loop",
+        context: false,
+        thresholds: &[Threshold {
+            name: "kicks per halt, at least",
+            value: KICKS_PER_WAIT,
+            unit: "×",
+        }],
+    },
 ];
+
+/// A paravirtual spinlock waiter spins (PAUSE), then halts; the unlocker kicks it with a
+/// hypercall: with at least one kick for every three halts, the halts are lock waits.
+pub const KICKS_PER_WAIT: f64 = 0.3;
 
 /// The hang signature (runs early so its rows stay its own).
 pub fn hang(ctx: &mut Ctx<'_>) {
@@ -68,8 +82,50 @@ pub fn hang(ctx: &mut Ctx<'_>) {
     ctx.push(h);
 }
 
-/// Pause-loop exits as a cost: lock-holder preemption.
+/// Pause-loop exits as a cost: lock-holder preemption, or lock waits of paravirtual spinlocks.
 pub fn check(ctx: &mut Ctx<'_>) {
+    pv_wait(ctx);
+    pause(ctx);
+}
+
+/// `spin.pv-lock-wait`: PAUSE, halts and hypercall kicks together on a guest that is not
+/// Windows — Linux's paravirtual spinlocks (pv_wait halts, the unlocker's KVM_HC_KICK_CPU
+/// wakes it): lock contention, which halt polling does not cure.
+fn pv_wait(ctx: &mut Ctx<'_>) {
+    let ev = ctx.ev;
+    let Some(ex) = ctx.exits() else {
+        return;
+    };
+    if ev.windows() {
+        return;
+    }
+    let pause = ctx.free_rows(ex.named(&PAUSE));
+    let kicks = ctx.free_rows(ex.named(&["VMCALL", "VMMCALL", "vmmcall", "hypercalls"]));
+    let halts = ctx.free_rows(ex.named(&["HLT", "hlt", "halt_exits"]));
+    let count =
+        |rows: &[&crate::diagnose::evidence::Item]| rows.iter().map(|r| r.count).sum::<u64>();
+    let (p, k, h) = (count(&pause), count(&kicks), count(&halts));
+    if p == 0 || h == 0 || (k as f64) < KICKS_PER_WAIT * h as f64 {
+        return;
+    }
+    let rows: Vec<_> = pause.iter().chain(&kicks).copied().collect();
+    // Contention costs the guest its waiting, not the exits: a sign of it is worth a look.
+    let mut hyp = Hypothesis::new("spin.pv-lock-wait", ev, ex, &rows)
+        .max(Severity::High)
+        .floor_if(true, Severity::Low)
+        .confidence(Confidence::Likely)
+        .hint(Hint::Aggregate)
+        .removes(0.5);
+    // The halts are the waits: explained here, at no cost of their own (halted time is idle).
+    hyp.evidence.extend(
+        halts
+            .iter()
+            .map(|r| ex.fact(r).note("the waiters halting until kicked")),
+    );
+    ctx.push(hyp);
+}
+
+fn pause(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;

@@ -8,6 +8,30 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::ForGuest;
 
+/// Halts that return at once: polling cannot help, the pending wake-up is the question.
+fn no_block() -> Words {
+    Words {
+        cause: "The vCPUs halt at a high rate but each halt lasts only microseconds: the vCPU is \
+                runnable again at once. Either an interrupt is pending that the guest cannot take (it \
+                halts with its local APIC or interrupts disabled, or an event is injected that it never \
+                acknowledges), or a wake-up arrives before it ever sleeps. Halt polling shortens sleeps \
+                these halts never have."
+            .into(),
+        fixes: vec![
+            F::new(ForGuest::Any, "find what wakes the halted vCPU at once")
+                .host(
+                    "trace kvm:kvm_vcpu_wakeup, kvm:kvm_inj_virq, kvm:kvm_apic_accept_irq and the kvm_exit \
+                     rips around the halts: an interrupt injected again and again, or one the guest cannot \
+                     take",
+                )
+                .guest("check the guest's idle path with the local APIC disabled (early boot, CPU offline, firmware)")
+                .done(),
+        ],
+        effect: "the halts block again (or stop), and the exit rate falls".into(),
+        ..Words::default()
+    }
+}
+
 pub fn describe(id: &str) -> Option<Description> {
     Some(match id {
         "halt.churn" => Description {
@@ -52,6 +76,9 @@ pub fn write(w: &W<'_>) -> Option<Words> {
 }
 
 fn churn(w: &W<'_>) -> Words {
+    if w.has(Hint::NoBlock) {
+        return no_block();
+    }
     let reading = if w.has(Hint::Aggregate) {
         "Without halt durations this is a reading: a high halt rate with short halts is churn; with long \
          halts it would be an idle guest ticking. "

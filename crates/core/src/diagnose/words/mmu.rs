@@ -37,6 +37,14 @@ pub fn describe(id: &str) -> Option<Description> {
                       which.",
             sources: &[PERF_KVM, QEMU_HYPERV],
         },
+        "spin.pv-lock-wait" => Description {
+            title: "vCPUs wait on contended locks: spin, halt, and are kicked awake by hypercall",
+            meaning: "PAUSE exits, halts and hypercall kicks together: Linux's paravirtual spinlocks spin \
+                      briefly, halt in pv_wait, and the unlocker wakes them with KVM_HC_KICK_CPU. The \
+                      halts are lock waits, not idle: the cause is lock contention in the guest (or lock \
+                      holders preempted on an overcommitted host), and halt polling does not cure it.",
+            sources: &[KVM_CPUID_DOC, QEMU_HYPERV],
+        },
         "spin.pause" => Description {
             title: "vCPUs spin on locks whose holder is not running (pause-loop exits)",
             meaning: "Pause-loop exiting fires when a vCPU spins past ple_window: lock-holder preemption, the \
@@ -148,6 +156,30 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                  guest doing real work also programs its timer and touches devices"
                     .into(),
             ),
+            ..Words::default()
+        },
+        "spin.pv-lock-wait" => Words {
+            cause: "Pause-loop exits, halts and hypercalls come together: the guest's paravirtual \
+                    spinlocks spin, then halt the waiter (pv_wait), and the unlocker kicks it awake with \
+                    a hypercall (KVM_HC_KICK_CPU). The halts are lock waits — contention inside the guest, \
+                    or lock holders preempted by an overcommitted host — not idle time; polling the halts \
+                    would only burn host CPU."
+                .into(),
+            fixes: vec![
+                F::new(ForGuest::Any, "reduce the lock contention, and keep lock holders running")
+                    .guest(
+                        "find the contended lock (perf lock, lockstat, /proc/lock_stat in the guest) and \
+                         fewer threads contending on it",
+                    )
+                    .host(
+                        "do not overcommit this VM's vCPUs (pin them: <cputune><vcpupin …/>), so a lock \
+                         holder is not preempted while waiters spin and halt",
+                    )
+                    .libvirt("<cputune><vcpupin vcpu='0' cpuset='2'/>…</cputune>")
+                    .advice(&["advice.pin-vcpus"])
+                    .done(),
+            ],
+            effect: "fewer spin, halt and kick rounds as the contention falls".into(),
             ..Words::default()
         },
         "spin.pause" => Words {
