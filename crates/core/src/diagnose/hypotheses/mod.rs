@@ -134,20 +134,8 @@ pub struct Hypothesis {
 impl Hypothesis {
     /// A confirmed hypothesis explaining `rows` of `part`, graded by cost up to `max`.
     pub fn new(id: &'static str, ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Hypothesis {
-        Hypothesis {
-            id,
-            confidence: Confidence::Confirmed,
-            evidence: rows.iter().map(|r| part.fact(r)).collect(),
-            against: Vec::new(),
-            cost: cost::of(ev, part, rows),
-            grading: Grading::Cost {
-                max: Severity::High,
-            },
-            rivals: Vec::new(),
-            hints: Vec::new(),
-            removes: 1.0,
-            floor: Severity::Info,
-        }
+        let facts = rows.iter().map(|r| part.fact(r)).collect();
+        Hypothesis::with_cost(id, cost::of(ev, part, rows), facts)
     }
 
     /// A hypothesis whose cost is given (counters, not exit rows).

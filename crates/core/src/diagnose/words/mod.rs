@@ -216,16 +216,3 @@ pub fn check_for(id: &str) -> &'static str {
         }
     }
 }
-
-/// The fix that needs no guest change.
-pub fn any_fix(summary: &str) -> Fix {
-    Fix {
-        guest: ForGuest::Any,
-        summary: summary.to_string(),
-        qemu: None,
-        libvirt: None,
-        host: None,
-        in_guest: None,
-        advice: Vec::new(),
-    }
-}
