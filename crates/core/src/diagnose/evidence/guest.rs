@@ -12,6 +12,7 @@ use crate::profile::{Access, Key};
 
 use super::super::model::Fact;
 use super::counters::Counters;
+use super::rows::sat_sum;
 use super::rows::{Part, ratio};
 
 /// How the guest is known.
@@ -172,7 +173,7 @@ pub fn resolve(given: Option<GuestFamily>, config: Option<&VmConfig>, s: &Signs<
     }
     if let Some(ex) = s.exits {
         let calls = ex.named(&["VMCALL", "VMMCALL", "hypercalls", "kvm_hypercall"]);
-        let n: u64 = calls.iter().map(|r| r.count).sum();
+        let n = sat_sum(calls.iter().map(|r| r.count));
         let whole = ex.totals.overhead_count.max(1);
         if n >= 100 && ratio(n, whole) >= 0.005 {
             let signs = calls.iter().map(|r| ex.fact(r).context()).collect();
@@ -199,7 +200,7 @@ pub fn resolve(given: Option<GuestFamily>, config: Option<&VmConfig>, s: &Signs<
                 .collect()
         };
         let rtc = port_of(ioport::is_rtc, false);
-        let rtc_n: u64 = rtc.iter().map(|f| f.count).sum();
+        let rtc_n = sat_sum(rtc.iter().map(|f| f.count));
         if rtc_n >= 1000 && ratio(rtc_n, p.totals.count) >= 0.2 {
             return guest(
                 GuestFamily::Windows,

@@ -4,6 +4,7 @@
 //! never above low, never the main problem.
 
 use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::Severity;
 
 /// From half of the exit handling up, host interrupts are worth a look (low); below, context
@@ -78,7 +79,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
     // nearly all host interrupts says the same, less surely.
     let t = &ex.totals;
     let busy = t.idle_count.saturating_mul(2) < t.count;
-    let count: u64 = rows.iter().map(|r| r.count).sum();
+    let count = sat_sum(rows.iter().map(|r| r.count));
     let mostly = h.cost.per_second.is_none()
         && h.cost.per_vcpu_second.is_none()
         && busy

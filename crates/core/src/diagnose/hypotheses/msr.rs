@@ -5,6 +5,7 @@
 //! earlier family explained are named: Hyper-V synthetic MSRs, and any other hot MSR.
 
 use super::{Ctx, Hint, Hypothesis, Rule, Threshold, ipi, tick};
+use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::evidence::{Item, is_hyperv_msr};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
@@ -52,7 +53,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
     if writes.is_empty() {
         return;
     }
-    let n: u64 = writes.iter().map(|r| r.count).sum();
+    let n = sat_sum(writes.iter().map(|r| r.count));
     let count = |names: &[&str]| ex.count_of(names);
     let halts = count(&["HLT", "hlt", "halt_exits"]);
     let preemption = count(&["PREEMPTION_TIMER"]);

@@ -4,6 +4,7 @@
 //! as a cost mean lock-holder preemption on an overcommitted host.
 
 use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::{Confidence, Severity};
 
 const PAUSE: [&str; 2] = ["PAUSE_INSTRUCTION", "pause"];
@@ -67,7 +68,7 @@ pub fn hang(ctx: &mut Ctx<'_>) {
         .filter(|r| r.count > 0)
         .all(|r| r.is(&PAUSE) || r.is(&INTERRUPT));
     let pause = ex.named(&PAUSE);
-    let paused: u64 = pause.iter().map(|r| r.count).sum();
+    let paused = sat_sum(pause.iter().map(|r| r.count));
     let share = crate::diagnose::evidence::ratio(paused, ex.totals.count);
     if !only || ex.totals.count < HANG_MIN_EXITS || paused == 0 || share < HANG_PAUSE_SHARE {
         return;
@@ -102,8 +103,7 @@ fn pv_wait(ctx: &mut Ctx<'_>) {
     let pause = ctx.free_rows(ex.named(&PAUSE));
     let kicks = ctx.free_rows(ex.named(&["VMCALL", "VMMCALL", "vmmcall", "hypercalls"]));
     let halts = ctx.free_rows(ex.named(&["HLT", "hlt", "halt_exits"]));
-    let count =
-        |rows: &[&crate::diagnose::evidence::Item]| rows.iter().map(|r| r.count).sum::<u64>();
+    let count = |rows: &[&crate::diagnose::evidence::Item]| sat_sum(rows.iter().map(|r| r.count));
     let (p, k, h) = (count(&pause), count(&kicks), count(&halts));
     if p == 0 || h == 0 || (k as f64) < KICKS_PER_WAIT * h as f64 {
         return;

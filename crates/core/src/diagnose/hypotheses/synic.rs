@@ -9,6 +9,7 @@
 use super::apic::{KERNEL_AEOI, QEMU_AVIC, WINDOW};
 use super::{Ctx, Hint, Hypothesis, Rule};
 use crate::config::HvFlag;
+use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::evidence::{Item, Part, is_hyperv_msr};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 use crate::profile::Access;
@@ -64,7 +65,7 @@ fn keyed(ctx: &mut Ctx<'_>, m: &Part) {
     if !synic_on || rows.is_empty() {
         return;
     }
-    let n: u64 = rows.iter().map(|r| r.count).sum();
+    let n = sat_sum(rows.iter().map(|r| r.count));
     let hv = rows.iter().any(|r| r.code().is_some_and(is_hyperv_msr));
     let (window, off) = apicv_off_signs(ctx, n);
     let id = if off || !hv || ctx.exits().is_none() {
@@ -93,7 +94,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         .into_iter()
         .filter(|r| r.count > 0)
         .collect();
-    let n: u64 = writes.iter().map(|r| r.count).sum();
+    let n = sat_sum(writes.iter().map(|r| r.count));
     if writes.is_empty() || ex.share_of(&writes).0 < 0.10 {
         return;
     }

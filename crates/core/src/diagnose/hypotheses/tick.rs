@@ -5,6 +5,7 @@
 //! with their competitors, in `msr`.)
 
 use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::{Confidence, Severity};
 use crate::profile::Access;
 
@@ -90,7 +91,7 @@ fn deadline(ctx: &mut Ctx<'_>) {
     let halts = ctx
         .exits()
         .map_or(0, |ex| ex.count_of(&["HLT", "hlt", "halt_exits"]));
-    let writes: u64 = rows.iter().map(|r| r.count).sum();
+    let writes = sat_sum(rows.iter().map(|r| r.count));
     let h = Hypothesis::new("timer.tsc-deadline-rearm", ev, m, &rows)
         .grading(rearm_grading())
         .hint_if(
