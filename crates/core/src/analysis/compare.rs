@@ -134,24 +134,47 @@ pub fn build(profiles: &[Profile], decoder: &Decoder) -> Comparison {
     }
 }
 
-/// One input per (file, table label); files without tables are left out.
+/// One input per (file, table label).
 fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
     let mut sides = Vec::new();
-    for l in super::inputs::labelled(profiles) {
-        if l.tables.is_empty() {
-            continue;
+    for p in profiles {
+        let path = p.origin.path.clone();
+        let stem = path
+            .as_deref()
+            .map(|s| {
+                std::path::Path::new(s)
+                    .file_stem()
+                    .map_or_else(|| s.to_string(), |f| f.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| p.origin.format.clone());
+        let mut by_label: BTreeMap<Option<String>, Vec<&Table>> = BTreeMap::new();
+        let mut order: Vec<Option<String>> = Vec::new();
+        for t in &p.tables {
+            let label = t.label.clone();
+            if !order.contains(&label) {
+                order.push(label.clone());
+            }
+            by_label.entry(label).or_default().push(t);
         }
-        let isa = l.tables.iter().find_map(|t| t.isa).or(l.profile.origin.isa);
-        sides.push(Side {
-            input: Input {
-                number: sides.len() + 1,
-                name: l.name,
-                path: l.path,
-                label: l.label,
-            },
-            tables: l.tables,
-            isa,
-        });
+        let several = order.len() > 1;
+        for label in order {
+            let tables = by_label.remove(&label).unwrap_or_default();
+            let name = match (&label, several) {
+                (Some(l), true) => format!("{stem}: {l}"),
+                _ => stem.clone(),
+            };
+            let isa = tables.iter().find_map(|t| t.isa).or(p.origin.isa);
+            sides.push(Side {
+                input: Input {
+                    number: sides.len() + 1,
+                    name,
+                    path: path.clone(),
+                    label,
+                },
+                tables,
+                isa,
+            });
+        }
     }
     sides
 }

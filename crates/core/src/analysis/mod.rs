@@ -4,7 +4,6 @@
 
 pub mod compare;
 pub mod filter;
-pub mod inputs;
 pub mod report;
 pub mod stretch;
 mod totals;

@@ -264,21 +264,45 @@ impl EvidenceSet {
     }
 }
 
-/// Splits profiles into inputs the way `compare` does: one per (file, table label), in order.
+/// Splits profiles into inputs the way `compare` does: one per (file, table label), in order;
+/// a file without tables is one input with none.
 pub fn split(profiles: &[Profile]) -> Vec<(Input, &Profile, Vec<&Table>)> {
-    crate::analysis::inputs::labelled(profiles)
-        .into_iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let format = l.profile.origin.format.clone();
-            let input = Input {
-                number: i + 1,
-                name: l.name,
-                path: l.path,
-                label: l.label,
-                format,
+    let mut out = Vec::new();
+    for p in profiles {
+        let path = p.origin.path.clone();
+        let stem = path
+            .as_deref()
+            .map(|s| {
+                std::path::Path::new(s)
+                    .file_stem()
+                    .map_or_else(|| s.to_string(), |f| f.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| p.origin.format.clone());
+        let mut order: Vec<Option<String>> = Vec::new();
+        for t in &p.tables {
+            if !order.contains(&t.label) {
+                order.push(t.label.clone());
+            }
+        }
+        if order.is_empty() {
+            order.push(None);
+        }
+        let several = order.len() > 1;
+        for label in order {
+            let tables: Vec<&Table> = p.tables.iter().filter(|t| t.label == label).collect();
+            let name = match (&label, several) {
+                (Some(l), true) => format!("{stem}: {l}"),
+                _ => stem.clone(),
             };
-            (input, l.profile, l.tables)
-        })
-        .collect()
+            let input = Input {
+                number: out.len() + 1,
+                name,
+                path: path.clone(),
+                label,
+                format: p.origin.format.clone(),
+            };
+            out.push((input, p, tables));
+        }
+    }
+    out
 }
