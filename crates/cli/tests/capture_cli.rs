@@ -201,15 +201,23 @@ fn every_stop_signal_restores_the_tracing_state_and_removes_the_spool() {
 }
 
 #[test]
-fn sigpipe_does_not_end_a_capture() {
+fn sigpipe_and_sighup_under_nohup_do_not_end_a_capture() {
     if !require(&HOST) {
         return;
     }
     let _g = shared();
     let dir = TempDir::new("sigpipe");
-    let rec = record(&dir.0.join("cap.parquet"), &["--json"]);
-    // Ignored, as in every Rust program (a closed pipe is an EPIPE error where it is written).
+    let file = dir.0.join("cap.parquet").to_string_lossy().into_owned();
+    // SIGHUP ignored from the start, as nohup does it.
+    let mut nohup = Command::new("nohup");
+    nohup
+        .arg(BIN)
+        .args(["record", "-o", &file, "--json", "--ready-fd", "3"]);
+    let rec = start_command_ready(&nohup);
+    // SIGPIPE is ignored as in every Rust program (a closed pipe is an EPIPE error where it
+    // is written); SIGHUP because it was ignored when virtlens started.
     signal(&rec, "PIPE");
+    signal(&rec, "HUP");
     signal(&rec, "INT");
     let out = finish(rec);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -223,10 +231,10 @@ fn after_sigkill_top_once_removes_the_instance_the_spool_and_the_unfinished_file
     }
     let _g = exclusive();
     let dir = TempDir::new("sigkill");
-    let mut rec = record(&dir.0.join("killed.parquet"), &[]);
+    let rec = record(&dir.0.join("killed.parquet"), &[]);
     let pid = rec.id();
     signal(&rec, "KILL");
-    let _ = rec.wait();
+    let _ = rec.take().wait();
     assert!(instance_of(pid).exists(), "SIGKILL leaves the instance");
     assert_eq!(leftovers_in(&dir, pid).len(), 2, "{:?}", dir.names());
     assert_eq!(registrations_of(pid).len(), 2);

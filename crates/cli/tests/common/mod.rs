@@ -93,30 +93,72 @@ pub fn instance_of(pid: u32) -> PathBuf {
     Path::new(TRACEFS).join(format!("instances/virtlens-{pid}"))
 }
 
+/// A virtlens process of a test; when the test fails before it was waited for, it gets a
+/// SIGINT and is waited for, so no failed test leaves a capture running.
+pub struct Running(Option<Child>);
+
+impl Running {
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    /// The process, to wait for.
+    pub fn take(mut self) -> Child {
+        self.0.take().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = Command::new("kill")
+                .args(["-s", "INT", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Starts `virtlens ARGS… --ready-fd 3` with stdout and stderr piped, not waiting.
-pub fn spawn_with_ready(args: &[&str]) -> (Child, Ready) {
+pub fn spawn_with_ready(args: &[&str]) -> (Running, Ready) {
     let mut cmd = Command::new(BIN);
     cmd.args(args).args(["--ready-fd", "3"]);
-    let (mut wrapped, ready) = with_ready_fd(&cmd);
+    spawn_command_with_ready(&cmd)
+}
+
+/// Starts `cmd` (which runs virtlens with `--ready-fd 3`) with stdout and stderr piped.
+pub fn spawn_command_with_ready(cmd: &Command) -> (Running, Ready) {
+    let (mut wrapped, ready) = with_ready_fd(cmd);
     let child = wrapped
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
     drop(wrapped);
-    (child.unwrap(), ready)
+    (Running(Some(child.unwrap())), ready)
 }
 
 /// Starts `virtlens ARGS… --ready-fd 3` with stdout and stderr piped, and returns it once it
 /// said it is ready (tracing on); panics with its stderr when it exited instead.
-pub fn start_ready(args: &[&str]) -> Child {
-    let (child, ready) = spawn_with_ready(args);
+pub fn start_ready(args: &[&str]) -> Running {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).args(["--ready-fd", "3"]);
+    start_command_ready(&cmd)
+}
+
+/// [`start_ready`] for a command that runs virtlens with `--ready-fd 3` (under `nohup`, …).
+pub fn start_command_ready(cmd: &Command) -> Running {
+    let args = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>();
+    let (child, ready) = spawn_command_with_ready(cmd);
     match ready.wait() {
         Ok(line) => {
             assert_eq!(line, "ready");
             child
         }
         Err(why) => {
-            let out = child.wait_with_output().unwrap();
+            let out = child.take().wait_with_output().unwrap();
             panic!(
                 "virtlens {args:?} was never ready ({why}): {}\n{}",
                 out.status,
@@ -127,7 +169,7 @@ pub fn start_ready(args: &[&str]) -> Child {
 }
 
 /// `virtlens record -o OUT EXTRA… --ready-fd 3`, ready.
-pub fn record(out: &Path, extra: &[&str]) -> Child {
+pub fn record(out: &Path, extra: &[&str]) -> Running {
     let out = out.to_string_lossy().into_owned();
     let mut args = vec!["record", "-o", &out, "--buffer-kb", "1024"];
     args.extend_from_slice(extra);
@@ -136,7 +178,7 @@ pub fn record(out: &Path, extra: &[&str]) -> Child {
 
 /// Sends signal `name` (`INT`, `QUIT`, `RTMIN`, …) with bash's kill, which knows the names
 /// of the real-time signals too.
-pub fn signal(child: &Child, name: &str) {
+pub fn signal(child: &Running, name: &str) {
     let status = Command::new("bash")
         .args(["-c", &format!("kill -s SIG{name} {}", child.id())])
         .status()
@@ -145,8 +187,8 @@ pub fn signal(child: &Child, name: &str) {
 }
 
 /// Waits for `child`, which must succeed with nothing on stderr (pipes get no progress).
-pub fn finish(child: Child) -> Output {
-    let out = child.wait_with_output().unwrap();
+pub fn finish(child: Running) -> Output {
+    let out = child.take().wait_with_output().unwrap();
     assert!(
         out.status.success(),
         "virtlens failed ({}): {}",
@@ -162,8 +204,8 @@ pub fn finish(child: Child) -> Output {
 }
 
 /// Waits for `child`, whatever its exit status.
-pub fn finish_any(child: Child) -> Output {
-    child.wait_with_output().unwrap()
+pub fn finish_any(child: Running) -> Output {
+    child.take().wait_with_output().unwrap()
 }
 
 /// `virtlens ARGS…`, run to its end.

@@ -13,7 +13,13 @@
 //!
 //! SIGPIPE is not among them: Rust programs ignore it from the start, so it never ends
 //! virtlens, and a closed pipe shows as an EPIPE error where it is written (`top` then ends
-//! quietly; a `--ready-fd` reader that went away does not stop the capture).
+//! quietly; a `--ready-fd` reader that went away does not stop the capture). SIGHUP stays
+//! ignored when virtlens started with it ignored: that is what `nohup` asks for. (Other
+//! inherited ignores are not kept: a shell ignores SIGINT and SIGQUIT in its background jobs,
+//! and `kill -INT` must still stop a capture started with `&` in a script.)
+
+// Reading a signal's current disposition needs sigaction(2).
+#![allow(unsafe_code)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -49,6 +55,9 @@ impl StopSignals {
         let which = Arc::new(AtomicUsize::new(0));
         let mut ids = Vec::new();
         for sig in all() {
+            if sig == SIGHUP && ignored(SIGHUP) {
+                continue;
+            }
             if IMPATIENT.contains(&sig) {
                 ids.push(signal_hook::flag::register_conditional_shutdown(
                     sig,
@@ -92,6 +101,15 @@ impl Drop for StopSignals {
             signal_hook::low_level::unregister(id);
         }
     }
+}
+
+/// Whether `sig` is ignored now (`SIG_IGN`).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: a zeroed sigaction is a valid value to be overwritten, and sigaction(2) with a
+    // null new action only reads the current one into it.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+    r == 0 && old.sa_sigaction == libc::SIG_IGN
 }
 
 /// Every signal handled: [`STOP_SIGNALS`] and SIGRTMIN..=SIGRTMAX.
