@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::error::CaptureError;
-use super::tracefs::Tracefs;
+use super::tracefs::{Tracefs, euid};
 
 /// What a registration points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,15 +249,6 @@ fn sweep_dir(dir: &Path, notes: &mut Vec<String>) {
         }
         let _ = std::fs::remove_file(&link);
     }
-}
-
-fn euid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
 }
 
 #[cfg(test)]

@@ -118,7 +118,7 @@ pub fn owner_pid(name: &str) -> Option<u32> {
 }
 
 /// This process's effective user id, from /proc/self/status.
-fn euid() -> Option<u32> {
+pub(crate) fn euid() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
