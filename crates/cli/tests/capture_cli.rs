@@ -317,6 +317,8 @@ fn without_root_it_says_what_is_missing_and_exits_2() {
         assert!(err.contains("needs root"), "{err}");
     }
     assert!(!out_path.exists());
+    // Said before anything was made for the capture (no runtime folder for user nobody).
+    assert!(!std::env::temp_dir().join("virtlens-65534").exists());
 }
 
 fn which(name: &str) -> Option<PathBuf> {

@@ -25,6 +25,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => anyhow::bail!("--duration must be a positive number of seconds, not {s}"),
     };
+    capture::preflight(&opts)?;
     let out = OutputFile::prepare(&a.output, a.force)?;
     let signals = StopSignals::install().context("installing the signal handlers")?;
     let tty = std::io::stderr().is_terminal();

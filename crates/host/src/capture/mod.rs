@@ -43,11 +43,23 @@ pub mod vm_stats;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use buffers::BufferPlan;
+use tracefs::Tracefs;
+
 pub use error::CaptureError;
 pub use output::OutputFile;
 pub use ready_fd::ReadyFd;
 pub use record::{Control, Progress, Ready, RecordSummary, record_profile, record_to_file};
 pub use signals::StopSignals;
+
+/// What can be checked before anything is set up: root, tracefs, the ring buffers' size.
+/// (`record` does it before it checks and creates its output, so a user who cannot capture
+/// hears that first.)
+pub fn preflight(opts: &CaptureOptions) -> Result<(), CaptureError> {
+    Tracefs::locate(opts.tracefs.as_deref())?;
+    BufferPlan::for_host(opts.buffer_kb)?;
+    Ok(())
+}
 
 /// What to capture.
 #[derive(Debug, Clone, PartialEq)]
