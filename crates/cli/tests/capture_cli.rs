@@ -162,12 +162,13 @@ fn every_stop_signal_restores_the_tracing_state_and_removes_the_spool() {
     }
     let _g = shared();
     let dir = TempDir::new("signals");
+    let _vm = own_vm();
     let before = global_state();
     let running: Vec<_> = STOP_SIGNALS
         .iter()
         .map(|sig| {
             let file = dir.0.join(format!("{sig}.parquet"));
-            let rec = record(&file, &["--json"]);
+            let rec = record_own(&file, &["--json"]);
             let pid = rec.id();
             assert!(instance_of(pid).exists(), "SIG{sig}: the instance is there");
             assert_eq!(
@@ -207,12 +208,15 @@ fn sigpipe_and_sighup_under_nohup_do_not_end_a_capture() {
     }
     let _g = shared();
     let dir = TempDir::new("sigpipe");
+    let _vm = own_vm();
+    let me = std::process::id().to_string();
     let file = dir.0.join("cap.parquet").to_string_lossy().into_owned();
     // SIGHUP ignored from the start, as nohup does it.
     let mut nohup = Command::new("nohup");
     nohup
         .arg(BIN)
-        .args(["record", "-o", &file, "--json", "--ready-fd", "3"]);
+        .args(["record", "-o", &file, "--pid", &me, "--json"])
+        .args(["--ready-fd", "3"]);
     let rec = start_command_ready(&nohup);
     // SIGPIPE is ignored as in every Rust program (a closed pipe is an EPIPE error where it
     // is written); SIGHUP because it was ignored when virtlens started.
@@ -231,14 +235,16 @@ fn after_sigkill_top_once_removes_the_instance_the_spool_and_the_unfinished_file
     }
     let _g = exclusive();
     let dir = TempDir::new("sigkill");
-    let rec = record(&dir.0.join("killed.parquet"), &[]);
+    let _vm = own_vm();
+    let rec = record_own(&dir.0.join("killed.parquet"), &[]);
     let pid = rec.id();
     signal(&rec, "KILL");
     let _ = rec.take().wait();
     assert!(instance_of(pid).exists(), "SIGKILL leaves the instance");
     assert_eq!(leftovers_in(&dir, pid).len(), 2, "{:?}", dir.names());
     assert_eq!(registrations_of(pid).len(), 2);
-    let out = run(&["top", "--once", "--json", "--interval", "0.1"]);
+    let me = std::process::id().to_string();
+    let out = run(&["top", "--once", "--json", "--interval", "0.1", "--pid", &me]);
     assert!(
         out.status.success(),
         "{}",

@@ -168,6 +168,21 @@ pub fn start_command_ready(cmd: &Command) -> Running {
     }
 }
 
+/// A KVM VM held by this test process, which makes it a VMM that `--pid` selects: a test's
+/// capture then records this process's events only, not every KVM event of a busy shared host
+/// (which a debug build takes long to merge).
+pub fn own_vm() -> MicroVm {
+    MicroVm::new(1 << 16).unwrap()
+}
+
+/// [`record`] of this process only (hold [`own_vm`] meanwhile).
+pub fn record_own(out: &Path, extra: &[&str]) -> Running {
+    let me = std::process::id().to_string();
+    let mut args = vec!["--pid", me.as_str()];
+    args.extend_from_slice(extra);
+    record(out, &args)
+}
+
 /// `virtlens record -o OUT EXTRA… --ready-fd 3`, ready.
 pub fn record(out: &Path, extra: &[&str]) -> Running {
     let out = out.to_string_lossy().into_owned();

@@ -23,8 +23,9 @@ fn two_records_to_one_output_leave_one_readable_file_and_keep_the_other() {
     let _g = shared();
     let dir = TempDir::new("reg-race");
     let out = dir.0.join("cap.parquet");
-    let a = record(&out, &["--json"]);
-    let b = record(&out, &["--json"]);
+    let _vm = own_vm();
+    let a = record_own(&out, &["--json"]);
+    let b = record_own(&out, &["--json"]);
     signal(&a, "INT");
     signal(&b, "INT");
     let results = [finish_any(a), finish_any(b)];
@@ -107,7 +108,8 @@ fn record_refuses_an_existing_output_without_force_and_replaces_it_whole_with_fo
     assert!(ready.wait().is_err(), "tracing never started");
     assert_eq!(finish_any(child).status.code(), Some(2));
 
-    let rec = record(&file, &["--force"]);
+    let _vm = own_vm();
+    let rec = record_own(&file, &["--force"]);
     signal(&rec, "INT");
     finish(rec);
     report_json(&file, &[]);
@@ -121,9 +123,10 @@ fn sigquit_and_sigusr1_leave_no_instance_and_no_spool() {
     }
     let _g = shared();
     let dir = TempDir::new("reg-signals");
+    let _vm = own_vm();
     for sig in ["QUIT", "USR1"] {
         let file = dir.0.join(format!("{sig}.parquet"));
-        let rec = record(&file, &["--json"]);
+        let rec = record_own(&file, &["--json"]);
         let pid = rec.id();
         signal(&rec, sig);
         let out = finish(rec);
@@ -142,7 +145,8 @@ fn after_sigkill_a_reading_command_elsewhere_removes_the_spool_the_part_and_the_
     }
     let _g = exclusive();
     let dir = TempDir::new("reg-sigkill");
-    let rec = record(&dir.0.join("killed.parquet"), &[]);
+    let _vm = own_vm();
+    let rec = record_own(&dir.0.join("killed.parquet"), &[]);
     let pid = rec.id();
     signal(&rec, "KILL");
     let _ = rec.take().wait();
