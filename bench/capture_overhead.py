@@ -26,7 +26,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRACEFS = "/sys/kernel/tracing"
 
 
 def build():
@@ -56,21 +55,18 @@ def guest_ms(guest, writes, port):
     return float(m.group(1)), p.pid
 
 
-def wait_ready_virtlens(pid, timeout=20.0):
-    inst = f"{TRACEFS}/instances/virtlens-{pid}"
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with open(f"{inst}/events/kvm/kvm_pio/enable") as f:
-                enabled = f.read().strip() == "1"
-            with open(f"{inst}/tracing_on") as f:
-                on = f.read().strip() == "1"
-            if enabled and on:
-                return
-        except OSError:
-            pass
-        time.sleep(0.02)
-    sys.exit("virtlens record did not start")
+def start_virtlens(cmd):
+    """Starts `virtlens record` with `--ready-fd` and returns it once tracing is on."""
+    r, w = os.pipe()
+    rec = subprocess.Popen(cmd + ["--ready-fd", str(w)], pass_fds=(w,),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    os.close(w)
+    with os.fdopen(r) as ready:
+        line = ready.readline()
+    if line.strip() != "ready":
+        _, err = rec.communicate()
+        sys.exit(f"virtlens record did not start: {err}")
+    return rec
 
 
 def wait_ready_perf(path, timeout=20.0):
@@ -93,11 +89,11 @@ def run_mode(mode, virtlens, guest, writes, port, tmp, settle):
         cmd = ["perf", "record", "-q", "-a", "-e", "kvm:*", "-o", path]
     else:
         cmd = [virtlens, "record", "-o", path]
-    rec = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if mode == "perf":
+        rec = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_ready_perf(path)
     else:
-        wait_ready_virtlens(rec.pid)
+        rec = start_virtlens(cmd)
     time.sleep(settle)
     ms, pid = guest_ms(guest, writes, port)
     time.sleep(0.2)

@@ -278,6 +278,10 @@ pub struct DiagnoseArgs {
     /// How long --live captures, in seconds
     #[arg(long, value_name = "S", default_value_t = 10.0, requires = "live")]
     pub duration: f64,
+    /// With --live: when tracing is on, write `ready` and a newline to this inherited file
+    /// descriptor and close it
+    #[arg(long, value_name = "FD", requires = "live")]
+    pub ready_fd: Option<i32>,
     /// The VM's configuration (libvirt XML, QEMU command line, Proxmox config), joined with the exits
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -336,6 +340,11 @@ pub enum DiagnoseSeverityArg {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 measured here (the JSON says \"measured\": true); 2 on bad \
+    usage or without a usable /dev/kvm. A figure the clock cannot resolve (below its resolution \
+    per operation, or negative once the nop loop is subtracted) has the status \"unresolved\"."
+)]
 pub struct ExitcostArgs {
     /// Interleaved runs per test (rounds over all tests)
     #[arg(long, value_name = "N", default_value_t = 21, value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -346,6 +355,11 @@ pub struct ExitcostArgs {
     /// Only this CPU mode of the guest (default: all four)
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
+    /// Time budget in seconds: when the runs would take longer (estimated from the probe
+    /// runs), fewer operations per run are made, and rounds stop when it is spent; both are
+    /// said in the output
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub budget: f64,
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,
@@ -364,6 +378,11 @@ pub enum ModeArg {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 measured here; 3 with --json when nothing was measured \
+    (--offline, or no usable /dev/kvm) and the output is the bundled recording, whose JSON says \
+    \"measured\": false; 2 on bad usage."
+)]
 pub struct LabArgs {
     /// Fewer and shorter runs (a few seconds instead of up to a minute)
     #[arg(long)]
@@ -388,9 +407,16 @@ pub struct LiveArgs {
     /// Tracepoints or systems to capture, comma-separated (default: kvm; also kvmmmu, irq, kvm:kvm_pio, …)
     #[arg(long, value_name = "LIST")]
     pub events: Option<String>,
-    /// Ring-buffer size per CPU, in KiB
-    #[arg(long, value_name = "KB", default_value_t = 8192)]
+    /// Ring-buffer size per CPU, in KiB (64 to 1048576). The kernel allocates it for every
+    /// online CPU: the memory taken is this times the CPUs (8192 KiB × 64 CPUs = 512 MiB), said
+    /// at start; more than half of the available memory is refused
+    #[arg(long, value_name = "KB", default_value_t = 8192,
+          value_parser = clap::value_parser!(u32).range(64..=1_048_576))]
     pub buffer_kb: u32,
+    /// When tracing is on, write `ready` and a newline to this inherited file descriptor and
+    /// close it (e.g. `--ready-fd 3 3>ready.fifo`), so a script starts its workload then
+    #[arg(long, value_name = "FD")]
+    pub ready_fd: Option<i32>,
     /// Do not read the VMs' KVM binary statistics
     #[arg(long)]
     pub no_kvm_stats: bool,
@@ -404,6 +430,9 @@ pub struct RecordArgs {
     /// Stop after this many seconds (default: at Ctrl-C)
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
+    /// Replace FILE if it exists (the new capture is renamed over it only once complete)
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub live: LiveArgs,
     /// Print a JSON summary instead of text

@@ -1,46 +1,23 @@
 //! `virtlens diagnose --live`: while this test process runs a micro-VM that reads the ACPI PM
 //! timer (the lab's clock_read trap, in a thread named `CPU 0/KVM`), a child virtlens captures
-//! this process through its own tracefs instance and must name `timer.acpi-pm-port`. Needs
-//! root, tracefs and /dev/kvm (prints SKIP otherwise).
+//! this process through its own tracefs instance and must name `timer.acpi-pm-port`. The
+//! guest starts when the capture says it is ready (`--ready-fd`) and the capture ends at
+//! SIGINT once the guest is done: no sleep, no time window. Needs root, tracefs and /dev/kvm.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Barrier};
-use std::time::Duration;
+mod common;
 
+use std::sync::{Arc, Barrier};
+
+use common::{finish_any, signal, start_ready};
 use virtlens_core::measure::Mode;
 use virtlens_host::lab::scenarios::variant_profile;
-
-fn skip_reason() -> Option<&'static str> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let root = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0");
-    if !root {
-        return Some("not root");
-    }
-    if !Path::new("/sys/kernel/tracing/instances").is_dir() {
-        return Some("no tracefs at /sys/kernel/tracing");
-    }
-    if std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-        .is_err()
-    {
-        return Some("/dev/kvm is not usable");
-    }
-    None
-}
+use virtlens_testkit::{Need, require};
 
 #[test]
 fn live_diagnosis_names_the_acpi_pm_timer_trap() {
-    if let Some(why) = skip_reason() {
-        println!("SKIP: {why}");
+    if !require(&[Need::Root, Need::Tracefs, Need::Kvm]) {
         return;
     }
     let me = std::process::id().to_string();
@@ -56,28 +33,22 @@ fn live_diagnosis_names_the_acpi_pm_timer_trap() {
             variant_profile("clock_read", "acpi_pm_timer", Mode::Long64, 50_000)
         })
         .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args([
-            "diagnose",
-            "--live",
-            "--duration",
-            "4",
-            "--pid",
-            &me,
-            "--guest",
-            "windows",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Let the capture start, then read the PM timer from the vCPU thread.
-    std::thread::sleep(Duration::from_millis(1500));
+    let child = start_ready(&[
+        "diagnose",
+        "--live",
+        "--duration",
+        "3600",
+        "--pid",
+        &me,
+        "--guest",
+        "windows",
+        "--json",
+    ]);
     go.wait();
     let recorded = guest.join().unwrap().unwrap();
     assert!(!recorded.tables.is_empty());
-    let out = child.wait_with_output().unwrap();
+    signal(&child, "INT");
+    let out = finish_any(child);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{stderr}", String::from_utf8_lossy(&out.stdout)));

@@ -1,7 +1,8 @@
 //! The README's examples are real: every ```console block whose first line is
 //! `$ virtlens ARGS…` is run from the repository root and its output must be exactly what the
-//! README shows. `UPDATE_README=1 cargo test -p virtlens --test readme` rewrites the blocks
-//! with today's output instead of failing.
+//! README shows; drift fails the test, which never rewrites the README. To change the
+//! examples, `scripts/update_readme_examples.py` rewrites the blocks with today's output for a
+//! human to review (`git diff README.md`) and commit.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -54,7 +55,6 @@ fn run(command: &str) -> String {
 fn readme_examples_print_what_virtlens_prints() {
     let path: &Path = &root().join("README.md");
     let readme = std::fs::read_to_string(path).unwrap();
-    let mut out = String::new();
     let mut rest = readme.as_str();
     let mut checked = 0;
     let mut stale = Vec::new();
@@ -66,28 +66,39 @@ fn readme_examples_print_what_virtlens_prints() {
         let block = &rest[body_start..body_start + len];
         let (command, shown) = block.split_once('\n').unwrap_or((block, ""));
         let actual = run(command.trim_start_matches("$ "));
-        let actual = actual.trim_end();
-        if actual != shown.trim_end() {
-            stale.push(command.to_string());
+        let (actual, shown) = (actual.trim_end(), shown.trim_end());
+        if actual != shown {
+            stale.push(format!("{command}\n{}", first_difference(shown, actual)));
         }
-        out.push_str(&rest[..body_start]);
-        out.push_str(command);
-        out.push('\n');
-        out.push_str(actual);
         rest = &rest[body_start + len..];
         checked += 1;
     }
-    out.push_str(rest);
     assert!(
         checked > 0,
         "no ```console blocks starting with `$ virtlens` in README.md"
     );
-    if std::env::var_os("UPDATE_README").is_some() {
-        std::fs::write(path, out).unwrap();
-    } else {
-        assert!(
-            stale.is_empty(),
-            "README output is stale for {stale:?}; run UPDATE_README=1 cargo test -p virtlens --test readme"
-        );
+    assert!(
+        stale.is_empty(),
+        "README output differs from what virtlens prints:\n\n{}\n\nIf the change is intended, \
+         run scripts/update_readme_examples.py and review the diff.",
+        stale.join("\n\n")
+    );
+}
+
+/// The first line where `shown` and `actual` differ, both ways.
+fn first_difference(shown: &str, actual: &str) -> String {
+    let (mut s, mut a) = (shown.lines(), actual.lines());
+    for n in 1.. {
+        match (s.next(), a.next()) {
+            (Some(x), Some(y)) if x == y => continue,
+            (x, y) => {
+                return format!(
+                    "  line {n}\n  README:   {}\n  virtlens: {}",
+                    x.unwrap_or("(end)"),
+                    y.unwrap_or("(end)")
+                );
+            }
+        }
     }
+    String::new()
 }

@@ -99,10 +99,11 @@ mod tests {
 
     #[test]
     fn vm_and_vcpu_stats_of_a_real_vm() {
-        let Ok(kvm) = kvm_ioctls::Kvm::new() else {
-            println!("SKIP: no /dev/kvm");
+        use virtlens_testkit::{Need, require};
+        if !require(&[Need::Kvm, Need::KvmStats]) {
             return;
-        };
+        }
+        let kvm = kvm_ioctls::Kvm::new().unwrap_or_else(|e| panic!("/dev/kvm: {e}"));
         let vm = kvm.create_vm().unwrap_or_else(|e| panic!("create_vm: {e}"));
         let vcpu = vm
             .create_vcpu(0)

@@ -4,46 +4,41 @@
 //! the VM, say that kvm_exit/kvm_entry did not fire on PVM, read this VM's KVM statistics, and
 //! leave no tracefs instance behind. Discovery must see this process as a VMM meanwhile.
 //!
-//! Needs root, tracefs and /dev/kvm; otherwise the test prints `SKIP: …` and passes.
+//! The guest runs once the capture says tracing is on (`Control::ready`), the capture ends when
+//! the test sets its stop flag after the guest is done, and the VM lives until the capture has
+//! read its statistics: no sleep, no time window. Needs root, tracefs and /dev/kvm.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, mpsc};
 use std::time::Duration;
 
 use virtlens_core::profile::{Access, Key, Profile, TableKind};
-use virtlens_host::capture::{self, CaptureOptions};
+use virtlens_host::capture::{self, CaptureError, CaptureOptions, Control};
 use virtlens_host::discovery;
 use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_testkit::{Need, require};
+
+const HOST: [Need; 3] = [Need::Root, Need::Tracefs, Need::Kvm];
+
+/// `record_profile` with `opts` until `stop`, calling `ready` when tracing is on.
+fn capture_until(
+    opts: &CaptureOptions,
+    stop: &AtomicBool,
+    ready: &mut dyn FnMut(),
+) -> Result<Profile, CaptureError> {
+    let ctl = Control {
+        stop,
+        ready: &mut |_| ready(),
+        progress: &mut |_| {},
+    };
+    capture::record_profile(opts, ctl)
+}
 
 const N: u32 = 700;
 const PORT: u16 = 0x5e1;
-
-fn skip_reason() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("?")
-        .to_string();
-    if euid != "0" {
-        return Some(format!("not root (euid {euid})"));
-    }
-    if !Path::new("/sys/kernel/tracing/instances").is_dir() {
-        return Some("tracefs is not mounted at /sys/kernel/tracing".into());
-    }
-    if std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-        .is_err()
-    {
-        return Some("/dev/kvm is not usable".into());
-    }
-    None
-}
 
 fn port_writes(p: &Profile, port: u16, pid: u32) -> (u64, Vec<Option<u32>>) {
     let rows: Vec<_> = p
@@ -68,16 +63,17 @@ fn port_writes(p: &Profile, port: u16, pid: u32) -> (u64, Vec<Option<u32>>) {
 
 #[test]
 fn record_profile_counts_every_port_write_of_this_vm() {
-    if let Some(why) = skip_reason() {
-        println!("SKIP: {why}");
+    if !require(&HOST) {
         return;
     }
     let me = std::process::id();
-    // The VM exists before the capture starts (so its statistics are read), and runs its
-    // writes once the capture is on.
+    // The VM exists before the capture starts (so its statistics are read), runs its writes
+    // once the capture is on, and lives until the capture has read its statistics.
     let created = Arc::new(Barrier::new(2));
     let go = Arc::new(Barrier::new(2));
-    let (c, g) = (Arc::clone(&created), Arc::clone(&go));
+    let release = Arc::new(Barrier::new(2));
+    let (c, g, r) = (Arc::clone(&created), Arc::clone(&go), Arc::clone(&release));
+    let (done_tx, done_rx) = mpsc::channel();
     let vcpu = std::thread::Builder::new()
         .name("CPU 0/KVM".into())
         .spawn(move || {
@@ -87,8 +83,8 @@ fn record_profile_counts_every_port_write_of_this_vm() {
             c.wait();
             g.wait();
             let stats = vm.run(Duration::from_secs(20)).unwrap();
-            // Keep the VM (and its fds) until the capture has read its statistics.
-            std::thread::sleep(Duration::from_millis(1500));
+            let _ = done_tx.send(());
+            r.wait();
             stats
         })
         .unwrap();
@@ -103,24 +99,34 @@ fn record_profile_counts_every_port_write_of_this_vm() {
     );
 
     let opts = CaptureOptions {
-        duration: Some(Duration::from_millis(1200)),
         pid: Some(me),
         ..CaptureOptions::default()
     };
-    let capture = std::thread::spawn(move || capture::record_profile(&opts));
-    // Give the capture time to set up before the guest runs.
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_flag = Arc::clone(&stop);
+    let capture = std::thread::spawn(move || {
+        capture_until(&opts, &stop_flag, &mut || {
+            let _ = ready_tx.send(());
+        })
+    });
     let instance = format!("/sys/kernel/tracing/instances/virtlens-{me}");
-    let on =
-        |f: &str| std::fs::read_to_string(format!("{instance}/{f}")).is_ok_and(|s| s.trim() == "1");
-    for _ in 0..500 {
-        // A new instance starts with tracing on and no events: the event first.
-        if on("events/kvm/kvm_pio/enable") && on("tracing_on") {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    if ready_rx.recv().is_err() {
+        panic!(
+            "the capture ended before it was ready: {:?}",
+            capture.join()
+        );
     }
+    assert!(
+        Path::new(&instance).exists(),
+        "ready means the instance is on"
+    );
     go.wait();
+    // The guest's writes are done when its run returns (the thread then waits for `release`).
+    done_rx.recv().unwrap();
+    stop.store(true, Ordering::Relaxed);
     let profile = capture.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
+    release.wait();
     let run = vcpu.join().unwrap();
     assert_eq!(run.pio_exits, u64::from(N));
 
@@ -133,16 +139,18 @@ fn record_profile_counts_every_port_write_of_this_vm() {
         "{:?}",
         profile.origin.vm_names
     );
-    if Path::new("/sys/module/kvm_pvm").exists() {
-        assert!(
-            profile
-                .warnings
-                .iter()
-                .any(|n| n.message.contains("kvm_exit and kvm_entry")),
-            "{:?}",
-            profile.warnings
-        );
-    }
+    // On PVM kvm_exit/kvm_entry never fire, and the profile says so; elsewhere they do, and
+    // it says nothing of the kind.
+    let says_no_exits = profile
+        .warnings
+        .iter()
+        .any(|n| n.message.contains("kvm_exit and kvm_entry"));
+    assert_eq!(
+        says_no_exits,
+        Path::new("/sys/module/kvm_pvm").exists(),
+        "{:?}",
+        profile.warnings
+    );
     let stats = profile
         .tables
         .iter()
@@ -161,23 +169,22 @@ fn record_profile_counts_every_port_write_of_this_vm() {
 
 #[test]
 fn without_a_matching_vm_it_is_a_selection_error() {
-    if let Some(why) = skip_reason() {
-        println!("SKIP: {why}");
+    if !require(&HOST) {
         return;
     }
+    let stop = AtomicBool::new(true);
     let opts = CaptureOptions {
-        duration: Some(Duration::from_millis(100)),
         vm: Some("no-such-vm-anywhere".into()),
         ..CaptureOptions::default()
     };
-    let e = capture::record_profile(&opts).unwrap_err();
+    let e = capture_until(&opts, &stop, &mut || panic!("never ready")).unwrap_err();
     assert!(e.is_usage(), "{e}");
     assert!(e.to_string().contains("no-such-vm-anywhere"), "{e}");
     let bad = CaptureOptions {
         events: vec!["kvm:no_such_event".into()],
         ..CaptureOptions::default()
     };
-    let e = capture::record_profile(&bad).unwrap_err();
+    let e = capture_until(&bad, &stop, &mut || panic!("never ready")).unwrap_err();
     assert!(
         e.is_usage() && e.to_string().contains("no_such_event"),
         "{e}"

@@ -1,6 +1,6 @@
 //! The lab, diagnosed: each trap scenario's exit profile, recorded from a real micro-VM, is
 //! recognised by the diagnose rule for that trap, and its fixed variant raises nothing of the
-//! kind. Needs /dev/kvm (prints SKIP without it).
+//! kind. Needs /dev/kvm (`virtlens_testkit::require`).
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,6 +9,7 @@ use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Options};
 use virtlens_core::measure::Mode;
 use virtlens_host::lab::scenarios::variant_profile;
+use virtlens_testkit::{Need, require};
 
 fn ids(scenario: &str, variant: &str) -> Vec<String> {
     let profile = variant_profile(scenario, variant, Mode::Long64, 2000)
@@ -27,8 +28,7 @@ fn ids(scenario: &str, variant: &str) -> Vec<String> {
 
 #[test]
 fn each_trap_is_named_by_its_rule_and_its_fix_is_not() {
-    if !std::path::Path::new("/dev/kvm").exists() {
-        println!("SKIP: no /dev/kvm");
+    if !require(&[Need::Kvm]) {
         return;
     }
     let cases = [

@@ -2,12 +2,13 @@
 //! Every exit test in every mode on a real /dev/kvm, with few operations: the status is what
 //! the mode allows, each operation causes exactly the returns to userspace it should, and the
 //! KVM statistics fd counts what the reference (kvm-on-dev-machines.md) says moves — exactly
-//! on PVM, as lower bounds elsewhere. No timing is asserted. SKIP where /dev/kvm is missing.
+//! on PVM, as lower bounds elsewhere. No timing is asserted. Needs /dev/kvm.
 
 use std::collections::BTreeMap;
 
 use virtlens_core::measure::{Mode, Status, TestResult};
 use virtlens_host::lab::{self, Options};
+use virtlens_testkit::{Need, require};
 
 const OPS: u64 = 100;
 const RUNS: usize = 2;
@@ -28,8 +29,7 @@ fn ops(t: &TestResult) -> f64 {
 
 #[test]
 fn every_exit_type_in_every_mode() {
-    if let Err(e) = lab::kvm_usable() {
-        println!("SKIP: {e}");
+    if !require(&[Need::Kvm]) {
         return;
     }
     let opts = Options {
@@ -38,7 +38,8 @@ fn every_exit_type_in_every_mode() {
         ..Options::exitcost()
     };
     let report = lab::run_exitcost(&opts, &mut |_| {});
-    assert_eq!(report.schema, "virtlens.exitcost/1");
+    assert_eq!(report.schema, "virtlens.exitcost/2");
+    assert!(report.measured);
     assert!(!report.backend.caveat.is_empty());
     if pvm() {
         assert_eq!(report.backend.name, "pvm");
@@ -62,15 +63,23 @@ fn every_exit_type_in_every_mode() {
         ];
         let faults_at_cpl3 = t.mode == Mode::User64 && user_only_faults.contains(&t.name.as_str());
         let beyond_real_mode = t.mode == Mode::Real && t.name == "lapic_read_kernel";
-        let expect = if faults_at_cpl3 || beyond_real_mode {
-            Status::Unsupported
-        } else if t.name.starts_with("vmcall") {
-            t.status // backend-dependent, checked below
-        } else {
-            Status::Ok
-        };
-        assert_eq!(t.status, expect, "{} {}: {:?}", t.mode, t.name, t.reason);
-        if t.status != Status::Ok {
+        // Measured: its figure may be too small for the clock at this loop count (unresolved),
+        // but everything counted about it is there.
+        let measured = matches!(t.status, Status::Ok | Status::Unresolved);
+        if faults_at_cpl3 || beyond_real_mode {
+            assert_eq!(t.status, Status::Unsupported, "{} {}", t.mode, t.name);
+        } else if !t.name.starts_with("vmcall") {
+            // (vmcall is backend-dependent, checked below)
+            assert!(
+                measured,
+                "{} {}: {:?} {:?}",
+                t.mode, t.name, t.status, t.reason
+            );
+        }
+        if t.status == Status::Unresolved {
+            assert!(t.median_ns.is_some() && t.resolution_ns.is_some());
+        }
+        if !measured {
             assert!(
                 t.reason.as_deref().is_some_and(|r| !r.is_empty()),
                 "{} {}",

@@ -2,9 +2,10 @@
 //! The lab leaves nothing behind: after a whole lab run (every mode, every scenario, VMs with
 //! irqchips, PITs, ioeventfds and coalesced rings, and the hung VMCALL runs the watchdog
 //! interrupts) this process has the same fds and threads as before and no KVM fd open.
-//! SKIP where /dev/kvm is missing.
+//! Needs /dev/kvm.
 
 use virtlens_host::lab::{self, Options};
+use virtlens_testkit::{Need, require};
 
 fn fds() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/proc/self/fd")
@@ -22,8 +23,7 @@ fn threads() -> usize {
 
 #[test]
 fn a_lab_run_leaves_no_fd_thread_or_kvm_object() {
-    if let Err(e) = lab::kvm_usable() {
-        println!("SKIP: {e}");
+    if !require(&[Need::Kvm]) {
         return;
     }
     let (fds_before, threads_before) = (fds(), threads());

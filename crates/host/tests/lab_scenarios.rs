@@ -2,16 +2,16 @@
 //! The trap scenarios on a real /dev/kvm, with few operations: in every mode they run in,
 //! each fixed variant makes fewer returns to the VMM per operation than its trap (and no more
 //! KVM exits), and each variant's exit profile shows what its guest hit. The JSON has the
-//! fields the issue asks for. SKIP where /dev/kvm is missing.
+//! fields the issue asks for. Needs /dev/kvm.
 
 use virtlens_core::measure::{Mode, Status};
 use virtlens_core::profile::{Key, TableKind};
 use virtlens_host::lab::{self, Options};
+use virtlens_testkit::{Need, require};
 
 #[test]
 fn fixed_variants_exit_less_and_profiles_show_the_trap() {
-    if let Err(e) = lab::kvm_usable() {
-        println!("SKIP: {e}");
+    if !require(&[Need::Kvm]) {
         return;
     }
     let opts = Options {
@@ -24,9 +24,9 @@ fn fixed_variants_exit_less_and_profiles_show_the_trap() {
     assert_eq!(report.scenarios.len(), 2 * 5);
     for s in &report.scenarios {
         for v in [&s.trap, &s.fixed] {
-            assert_eq!(
-                v.status,
-                Status::Ok,
+            // Measured (a cheap fix may be below what the clock resolves at 128 operations).
+            assert!(
+                matches!(v.status, Status::Ok | Status::Unresolved),
                 "{} {} {}: {:?}",
                 s.name,
                 s.mode,
@@ -142,13 +142,13 @@ fn fixed_variants_exit_less_and_profiles_show_the_trap() {
     ] {
         assert!(json.contains(&format!("\"{field}\": ")), "{field}");
     }
-    assert!(json.contains("\"schema\": \"virtlens.lab/1\""));
+    assert!(json.contains("\"schema\": \"virtlens.lab/2\""));
+    assert!(json.contains("\"measured\": true"));
 }
 
 #[test]
 fn one_variant_profile_through_the_seam() {
-    if lab::kvm_usable().is_err() {
-        println!("SKIP: /dev/kvm is not usable here");
+    if !require(&[Need::Kvm]) {
         return;
     }
     let p =

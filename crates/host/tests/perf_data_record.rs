@@ -3,7 +3,7 @@
 //! event exactly as `perf script` does, and find the guest's port writes. Damaged copies of
 //! the recording must give an error or a partial profile with a warning, never a panic.
 //!
-//! Needs /dev/kvm, perf and root; otherwise the test prints `SKIP: …` and passes.
+//! Needs /dev/kvm, perf and root (`virtlens_testkit::require`).
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,34 +13,10 @@ use std::process::Command;
 
 use virtlens_core::profile::{Access, Key, Profile, TableKind};
 use virtlens_core::sources::{self, Format};
+use virtlens_testkit::{Need, require};
 
 const N: u32 = 300;
 const PORT: u16 = 0x510;
-
-/// Why this host cannot run the test, if it cannot.
-fn skip_reason() -> Option<String> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let euid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("?");
-    if euid != "0" {
-        return Some(format!("not root (euid {euid})"));
-    }
-    if std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-        .is_err()
-    {
-        return Some("/dev/kvm is not usable".into());
-    }
-    match Command::new("perf").arg("--version").output() {
-        Ok(o) if o.status.success() => None,
-        _ => Some("perf is not installed (Debian: apt-get install linux-perf)".into()),
-    }
-}
 
 /// The `pio_guest` example next to this test binary, built if it is not there yet.
 fn example() -> PathBuf {
@@ -133,8 +109,7 @@ fn port_writes(p: &Profile, port: u16) -> u64 {
 
 #[test]
 fn recorded_files_match_perf_script() {
-    if let Some(why) = skip_reason() {
-        println!("SKIP: {why}");
+    if !require(&[Need::Root, Need::Kvm, Need::Perf]) {
         return;
     }
     let guest = example();
@@ -209,8 +184,7 @@ fn recorded_files_match_perf_script() {
 
 #[test]
 fn perf_kvm_stat_record_files_are_read() {
-    if let Some(why) = skip_reason() {
-        println!("SKIP: {why}");
+    if !require(&[Need::Root, Need::Kvm, Need::Perf]) {
         return;
     }
     let guest = example();

@@ -9,20 +9,29 @@
 //!   print every skip at the end.
 //!
 //! Tests never install anything: a missing tool is a missing need, and `.ci/run` installs it.
+//!
+//! [`ready::with_ready_fd`] lets a test wait for a program's readiness line instead of
+//! sleeping. [`rerun_without_kvm`] proves the loud failure: it re-runs one test of a test binary in a
+//! mount namespace where /dev/kvm is /dev/null.
 
 #![allow(clippy::panic)]
 
+pub mod ready;
+
 use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 /// One thing a test may need from the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Need {
     /// Effective uid 0.
     Root,
-    /// `/dev/kvm` opens read-write and a VM can be created on it.
+    /// `/dev/kvm` is the KVM device (character device 10:232) and opens read-write.
     Kvm,
+    /// KVM's binary statistics (`KVM_GET_STATS_FD`, Linux 5.14) besides [`Need::Kvm`].
+    KvmStats,
     /// tracefs mounted at `/sys/kernel/tracing` with instances and the kvm events.
     Tracefs,
     /// `perf` on PATH and runnable.
@@ -48,6 +57,7 @@ impl Need {
         match self {
             Need::Root => "root",
             Need::Kvm => "kvm",
+            Need::KvmStats => "kvm-stats",
             Need::Tracefs => "tracefs",
             Need::Perf => "perf",
             Need::Duckdb => "duckdb",
@@ -64,6 +74,15 @@ impl Need {
         match self {
             Need::Root => (!is_root()).then(|| "not root".to_string()),
             Need::Kvm => kvm_missing(),
+            Need::KvmStats => kvm_missing().or_else(|| {
+                let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+                (kernel_version(&release) < (5, 14)).then(|| {
+                    format!(
+                        "Linux {} has no KVM_GET_STATS_FD (5.14 and later)",
+                        release.trim()
+                    )
+                })
+            }),
             Need::Tracefs => {
                 let base = Path::new("/sys/kernel/tracing");
                 if !base.join("instances").is_dir() {
@@ -146,6 +165,21 @@ fn is_root() -> bool {
 }
 
 fn kvm_missing() -> Option<String> {
+    const KVM: (u64, u64) = (10, 232);
+    let meta = match std::fs::metadata("/dev/kvm") {
+        Ok(m) => m,
+        Err(e) => return Some(format!("/dev/kvm: {e}")),
+    };
+    let dev = (
+        meta.rdev() >> 8 & 0xfff,
+        (meta.rdev() & 0xff) | (meta.rdev() >> 12 & !0xff),
+    );
+    if !meta.file_type().is_char_device() || dev != KVM {
+        return Some(format!(
+            "/dev/kvm is not the KVM device (character device {}:{}, not {}:{})",
+            dev.0, dev.1, KVM.0, KVM.1
+        ));
+    }
     match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -153,6 +187,40 @@ fn kvm_missing() -> Option<String> {
     {
         Ok(_) => None,
         Err(e) => Some(format!("/dev/kvm: {e}")),
+    }
+}
+
+/// `(major, minor)` of a kernel release such as `6.1.0-18-amd64`.
+fn kernel_version(release: &str) -> (u32, u32) {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// Re-runs test `test` of the test binary `binary` in a new mount namespace in which
+/// /dev/kvm is /dev/null (needs root and `unshare`), with `VIRTLENS_REQUIRE=kvm` when
+/// `require` and without it otherwise, and returns what it did. A test that starts with
+/// `require(&[Need::Kvm])` must then fail naming the need, or skip.
+pub fn rerun_without_kvm(binary: &Path, test: &str, require: bool) -> Output {
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg("mount --bind /dev/null /dev/kvm && exec \"$@\"")
+        .arg("sh")
+        .arg(binary)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        // The child's skip is this test's evidence, not a skip of the suite.
+        .env_remove("VIRTLENS_SKIP_LOG")
+        .stdin(Stdio::null());
+    if require {
+        cmd.env("VIRTLENS_REQUIRE", "kvm");
+    } else {
+        cmd.env_remove("VIRTLENS_REQUIRE");
+    }
+    match cmd.output() {
+        Ok(out) => out,
+        Err(e) => panic!("running {} under unshare: {e}", binary.display()),
     }
 }
 
@@ -203,6 +271,7 @@ mod tests {
         let all = [
             Need::Root,
             Need::Kvm,
+            Need::KvmStats,
             Need::Tracefs,
             Need::Perf,
             Need::Duckdb,
@@ -216,5 +285,13 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), all.len());
+    }
+
+    #[test]
+    fn kernel_versions() {
+        assert_eq!(kernel_version("6.1.0-18-amd64\n"), (6, 1));
+        assert_eq!(kernel_version("5.14.0"), (5, 14));
+        assert_eq!(kernel_version("4.19.0+"), (4, 19));
+        assert_eq!(kernel_version("junk"), (0, 0));
     }
 }

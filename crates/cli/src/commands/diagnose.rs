@@ -14,7 +14,7 @@ use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmC
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
 use virtlens_core::render;
-use virtlens_host::capture::{self, CaptureOptions};
+use virtlens_host::capture::{self, CaptureOptions, Control, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
 use crate::args::{ConfigFormatArg, DiagnoseArgs, DiagnoseSeverityArg, GuestArg};
@@ -32,6 +32,7 @@ pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
 /// `--live`: records this host's KVM events for `--duration` seconds, the VM chosen by
 /// `--vm`/`--pid` filtered in the kernel, and returns the profile (with the `--vcpu` filter).
 fn live(a: &DiagnoseArgs) -> anyhow::Result<Profile> {
+    let mut ready_fd = a.ready_fd.map(ReadyFd::take).transpose()?;
     if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 86_400.0) {
         anyhow::bail!(
             "--duration must be between 0 and 86400 seconds, not {}",
@@ -48,7 +49,17 @@ fn live(a: &DiagnoseArgs) -> anyhow::Result<Profile> {
         "virtlens diagnose: capturing for {} s (Ctrl-C stops early)",
         a.duration
     );
-    let profile = capture::record_profile(&opts)?;
+    let signals = StopSignals::install().context("installing the signal handlers")?;
+    let ctl = Control {
+        stop: signals.flag(),
+        ready: &mut |_| {
+            if let Some(fd) = ready_fd.take() {
+                fd.signal();
+            }
+        },
+        progress: &mut |_| {},
+    };
+    let profile = capture::record_profile(&opts, ctl)?;
     let filter = Filter {
         vcpu: a.input.vcpu,
         ..Filter::default()

@@ -1,17 +1,23 @@
 //! `virtlens lab [--json] [--quick] [--offline]`: the exit costs and the trap scenarios,
 //! measured with micro-VMs on /dev/kvm, with a progress bar on a terminal. Without a usable
-//! /dev/kvm (or with `--offline`) it renders the bundled recording, labelled as one.
+//! /dev/kvm (or with `--offline`) it renders the bundled recording, labelled as one: a banner
+//! in text; in JSON `"measured": false` and exit status [`NOT_MEASURED`], so a script cannot
+//! take it for a measurement.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use virtlens_core::measure::{LabReport, diagnosed};
+use virtlens_core::measure::{LAB_SCHEMA, LabReport, diagnosed, resolution};
 use virtlens_core::render::{self, lab_text};
 use virtlens_host::lab::{self, Tick};
 
 use crate::args::LabArgs;
 use crate::output;
+
+/// The exit status of `lab --json` when it printed the bundled recording, not a measurement.
+pub const NOT_MEASURED: u8 = 3;
 
 /// A lab result virtlens recorded on a development machine (PVM backend), shown offline.
 const RECORDING: &str = include_str!("../../../../testdata/lab/pvm-dev-machine.json");
@@ -41,10 +47,18 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
 fn offline(why: &str, json: bool) -> anyhow::Result<ExitCode> {
     let mut report: LabReport = serde_json::from_str(RECORDING)
         .map_err(|e| anyhow::anyhow!("the bundled lab recording is unreadable: {e}"))?;
+    // Shown by this virtlens: in its schema, labelled by its rules, and never as measured.
+    report.schema = LAB_SCHEMA.to_string();
+    report.measured = false;
+    resolution::label_lab(&mut report);
     diagnosed::diagnose_scenarios(&mut report);
     if json {
-        eprintln!("virtlens lab: {why}; printing the bundled recording");
+        eprintln!(
+            "virtlens lab: {why}; printing the bundled recording (\"measured\": false, exit \
+             status {NOT_MEASURED})"
+        );
         output::print(&format!("{}\n", render::json(&report)));
+        return Ok(ExitCode::from(NOT_MEASURED));
     } else {
         let style = output::style();
         let mut text = lab_text::recording_banner(&report, why, &style);
@@ -60,11 +74,13 @@ pub(super) fn with_progress<T>(work: impl FnOnce(&mut dyn FnMut(Tick<'_>)) -> T)
         return work(&mut |_| {});
     }
     let bar = ProgressBar::new(0);
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
-    {
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} (eta {eta}) {msg}",
+    ) {
         bar.set_style(style);
     }
+    // Keeps the spinner and the clock moving while one long run holds the bar still.
+    bar.enable_steady_tick(Duration::from_millis(200));
     let result = work(&mut |t: Tick<'_>| {
         bar.set_length(t.total);
         bar.set_position(t.done);

@@ -17,8 +17,17 @@ use std::process::ExitCode;
 
 use crate::args::{self, Cli, Command};
 
-/// Runs the command the user asked for.
+/// Runs the command the user asked for. Every command first removes what killed virtlens
+/// processes left behind (capture commands do it themselves and say so in their notes).
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let captures = match &cli.command {
+        Command::Record(_) | Command::Top(_) => true,
+        Command::Diagnose(a) => a.live,
+        _ => false,
+    };
+    if !captures {
+        let _ = virtlens_host::capture::leftovers::sweep();
+    }
     match cli.command {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),

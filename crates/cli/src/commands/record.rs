@@ -1,6 +1,8 @@
-//! `virtlens record [--vm NAME|--pid PID] [--duration S] [--events LIST] -o FILE`: a live
-//! capture into a Parquet file (raw events + the profile), with a progress line on a terminal
-//! and nothing on stderr in pipes. Ctrl-C (or SIGTERM) ends the capture cleanly.
+//! `virtlens record [--vm NAME|--pid PID] [--duration S] [--events LIST] [--force] -o FILE`: a
+//! live capture into a Parquet file (raw events + the profile), with a progress line on a
+//! terminal and nothing on stderr in pipes. `-o` is checked before tracing starts, and the
+//! file appears only once complete. Ctrl-C, SIGTERM and every other catchable terminating
+//! signal end the capture cleanly; `--ready-fd` says when tracing is on.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -8,20 +10,33 @@ use std::time::Duration;
 
 use anyhow::Context;
 use virtlens_core::render::format;
-use virtlens_host::capture::{self, CaptureOptions, Progress, StopSignals};
+use virtlens_host::capture::{
+    self, CaptureOptions, Control, OutputFile, Progress, Ready, ReadyFd, StopSignals,
+};
 
 use crate::args::{LiveArgs, RecordArgs};
 use crate::output;
 
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let mut ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
     let mut opts = options(&a.live)?;
     opts.duration = match a.duration {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => anyhow::bail!("--duration must be a positive number of seconds, not {s}"),
     };
-    let signals = StopSignals::install().context("installing the SIGINT/SIGTERM handlers")?;
+    capture::preflight(&opts)?;
+    let out = OutputFile::prepare(&a.output, a.force)?;
+    let signals = StopSignals::install().context("installing the signal handlers")?;
     let tty = std::io::stderr().is_terminal();
+    let mut ready = |r: &Ready| {
+        if tty {
+            eprintln!("recording: {}", r.buffers.describe());
+        }
+        if let Some(fd) = ready_fd.take() {
+            fd.signal();
+        }
+    };
     let mut progress = |p: &Progress| {
         if tty {
             let mut err = std::io::stderr();
@@ -36,19 +51,30 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             let _ = err.flush();
         }
     };
-    let result = capture::record_to_file(&opts, &a.output, signals.flag(), &mut progress);
+    let ctl = Control {
+        stop: signals.flag(),
+        ready: &mut ready,
+        progress: &mut progress,
+    };
+    let result = capture::record_to_file(&opts, out, ctl);
     if tty {
         eprint!("\r\x1b[K");
     }
-    let (_profile, summary) = result?;
+    let (_profile, mut summary) = result?;
+    summary.stopped_by = signals.which();
     if a.json {
         output::print(&format!(
             "{}\n",
             serde_json::to_string_pretty(&summary).unwrap_or_default()
         ));
     } else {
+        let stopped = summary
+            .stopped_by
+            .as_ref()
+            .map(|s| format!(", stopped by {s}"))
+            .unwrap_or_default();
         let mut text = format!(
-            "recorded {} events in {:.2} s ({} lost) to {} ({} bytes, {} event columns)\n",
+            "recorded {} events in {:.2} s ({} lost{stopped}) to {} ({} bytes, {} event columns)\n",
             format::count(summary.events),
             summary.duration_ns as f64 / 1e9,
             format::count(summary.lost),
@@ -56,6 +82,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             format::count(summary.bytes),
             summary.columns.len()
         );
+        text.push_str(&format!("{}\n", summary.buffers.describe()));
         for n in &summary.notes {
             text.push_str(&format!("note: {n}\n"));
         }

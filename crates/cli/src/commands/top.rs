@@ -12,7 +12,7 @@ use virtlens_core::decode::Decoder;
 use virtlens_core::render::top_text;
 use virtlens_host::capture::live::Live;
 use virtlens_host::capture::tty::RawTerminal;
-use virtlens_host::capture::{StopSignals, top_view};
+use virtlens_host::capture::{ReadyFd, StopSignals, top_view};
 
 use super::record::options;
 use crate::args::TopArgs;
@@ -22,6 +22,7 @@ use crate::output;
 const SLICE: Duration = Duration::from_millis(50);
 
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
+    let ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
     if !(a.interval.is_finite() && a.interval > 0.0) {
         anyhow::bail!(
             "--interval must be a positive number of seconds, not {}",
@@ -30,8 +31,11 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     }
     let interval = Duration::from_secs_f64(a.interval);
     let opts = options(&a.live)?;
-    let signals = StopSignals::install().context("installing the SIGINT/SIGTERM handlers")?;
+    let signals = StopSignals::install().context("installing the signal handlers")?;
     let mut live = Live::start(&opts)?;
+    if let Some(fd) = ready_fd {
+        fd.signal();
+    }
     let screen = !a.once && !a.json && std::io::stdout().is_terminal();
     let term = if screen { RawTerminal::enter() } else { None };
     let decoder = Decoder::builtin();

@@ -32,8 +32,8 @@ pub struct ClockLine {
     pub pmtimer_ns: f64,
     pub tscpage_ns: f64,
     pub msr_ns: Option<f64>,
-    /// PM timer / TSC page; `None` when the TSC-page read was too cheap to resolve (≤ 0 after
-    /// the loop was subtracted).
+    /// PM timer / TSC page; `None` when the TSC-page read was too cheap to resolve (its status
+    /// is `unresolved`, or it is ≤ 0 after the loop was subtracted).
     pub pmtimer_over_tscpage: Option<f64>,
 }
 
@@ -84,17 +84,20 @@ pub fn headline(tests: &[TestResult], scenarios: &[ScenarioResult]) -> Headline 
             })
         })
         .collect();
+    // The trap measured; the fix measured or too cheap to resolve (then there is no ratio).
     let measured = |s: &ScenarioResult| {
+        let fixed = matches!(s.fixed.status, Status::Ok | Status::Unresolved);
         Some((
             s.trap.ns_per_op.filter(|_| s.trap.status == Status::Ok)?,
-            s.fixed.ns_per_op.filter(|_| s.fixed.status == Status::Ok)?,
+            s.fixed.ns_per_op.filter(|_| fixed)?,
+            s.fixed.status == Status::Ok,
         ))
     };
     let clock = scenarios
         .iter()
         .filter(|s| s.name == CLOCK_SCENARIO)
         .filter_map(|s| {
-            let (pm, tsc) = measured(s)?;
+            let (pm, tsc, resolved) = measured(s)?;
             Some(ClockLine {
                 mode: s.mode,
                 pmtimer_ns: pm,
@@ -104,14 +107,14 @@ pub fn headline(tests: &[TestResult], scenarios: &[ScenarioResult]) -> Headline 
                     .iter()
                     .find(|v| v.status == Status::Ok)
                     .and_then(|v| v.ns_per_op),
-                pmtimer_over_tscpage: ratio(pm, tsc),
+                pmtimer_over_tscpage: ratio(pm, tsc).filter(|_| resolved),
             })
         })
         .collect();
     let scenarios = scenarios
         .iter()
         .filter_map(|s| {
-            let (trap, fixed) = measured(s)?;
+            let (trap, fixed, resolved) = measured(s)?;
             Some(ScenarioLine {
                 name: s.name.clone(),
                 mode: s.mode,
@@ -119,7 +122,7 @@ pub fn headline(tests: &[TestResult], scenarios: &[ScenarioResult]) -> Headline 
                 op: s.op.clone(),
                 trap_ns: trap,
                 fixed_ns: fixed,
-                trap_over_fixed: ratio(trap, fixed),
+                trap_over_fixed: ratio(trap, fixed).filter(|_| resolved),
                 trap_userspace_exits: s.trap.userspace_exits_per_op,
                 fixed_userspace_exits: s.fixed.userspace_exits_per_op,
             })
@@ -156,6 +159,7 @@ mod tests {
             max_ns: None,
             gross_ns_per_op: None,
             spread_pct: None,
+            resolution_ns: None,
             exits_per_op: Some(exits),
             userspace_exits_per_op: Some(exits),
             stats_per_op: BTreeMap::new(),
@@ -189,5 +193,25 @@ mod tests {
         assert_eq!(c.msr_ns, Some(900.0));
         assert_eq!(h.scenarios.len(), 1);
         assert_eq!(ratio(1.0, 0.0), None);
+    }
+
+    #[test]
+    fn an_unresolved_fix_keeps_its_line_without_a_ratio() {
+        let mut fixed = variant(3.0, 0.0);
+        fixed.status = Status::Unresolved;
+        let clock = ScenarioResult {
+            name: CLOCK_SCENARIO.into(),
+            title: "t".into(),
+            op: "one clock read".into(),
+            mode: Mode::User64,
+            trap: variant(6000.0, 1.0),
+            fixed,
+            also: vec![],
+            trap_over_fixed: None,
+        };
+        let h = headline(&[], &[clock]);
+        assert_eq!(h.clock[0].pmtimer_over_tscpage, None);
+        assert_eq!(h.scenarios[0].trap_over_fixed, None);
+        assert_eq!(h.scenarios[0].fixed_ns, 3.0);
     }
 }

@@ -1,6 +1,7 @@
 //! Lab measurements (`virtlens exitcost` / `virtlens lab`): the result types the micro-VM lab in
 //! virtlens-host fills, the statistics over interleaved runs ([`summary`]), the headline numbers
-//! of a lab run ([`headline`]) and the date of a recording ([`date`]). Pure: no I/O, no unsafe.
+//! of a lab run ([`headline`]), which figures the clock cannot resolve ([`resolution`]) and the
+//! date of a recording ([`date`]). Pure: no I/O, no unsafe.
 //! Every result carries its [`BackendLabel`], so numbers from an emulating backend are never
 //! shown as hardware exit costs.
 
@@ -9,6 +10,7 @@ pub mod diagnosed;
 pub mod headline;
 mod mode;
 mod report;
+pub mod resolution;
 pub mod summary;
 
 pub use headline::{ClockLine, Headline, PortLine, ScenarioLine, headline};

@@ -1,5 +1,6 @@
 //! The results of `virtlens exitcost` and `virtlens lab`, as they serialise to JSON
-//! (`virtlens.exitcost/1`, `virtlens.lab/1`): the backend label, one [`TestResult`] per exit
+//! (`virtlens.exitcost/2`, `virtlens.lab/2`; /2 added `measured`, `notes`, the `unresolved`
+//! status and `resolution_ns`): the backend label, one [`TestResult`] per exit
 //! type and mode, and for the lab one [`ScenarioResult`] per trap scenario.
 
 use std::collections::BTreeMap;
@@ -12,9 +13,9 @@ use crate::facts::Backend;
 use crate::profile::Profile;
 
 /// The schema of `virtlens exitcost --json`.
-pub const EXITCOST_SCHEMA: &str = "virtlens.exitcost/1";
+pub const EXITCOST_SCHEMA: &str = "virtlens.exitcost/2";
 /// The schema of `virtlens lab --json`.
-pub const LAB_SCHEMA: &str = "virtlens.lab/1";
+pub const LAB_SCHEMA: &str = "virtlens.lab/2";
 
 /// Which KVM backend the numbers come from and what they therefore mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +69,10 @@ impl BackendLabel {
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Ok,
+    /// Measured, but the figure is below what the clock resolves per operation, or negative
+    /// once the nop loop is subtracted: the operation costs less than the measurement can
+    /// show (the reason says which). Never a cost to read as one.
+    Unresolved,
     /// Not possible here (the reason says why: a missing capability, an instruction that
     /// faults in this mode, a guest that hangs in the kernel on this backend).
     Unsupported,
@@ -80,6 +85,7 @@ impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
+            Status::Unresolved => "unresolved",
             Status::Unsupported => "unsupported",
             Status::Failed => "failed",
         }
@@ -114,6 +120,10 @@ pub struct TestResult {
     pub userspace_exits_per_op: Option<f64>,
     pub ops_per_run: u64,
     pub runs: usize,
+    /// The smallest cost per operation the clock can show at `ops_per_run` (see
+    /// `measure::resolution`); a median below it is `unresolved`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution_ns: Option<f64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub baseline: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +154,7 @@ impl TestResult {
             userspace_exits_per_op: None,
             ops_per_run: 0,
             runs: 0,
+            resolution_ns: None,
             baseline: false,
             note: None,
         }
@@ -164,17 +175,29 @@ pub struct Recording {
     /// `--quick` was given.
     #[serde(default)]
     pub quick: bool,
+    /// The smallest step of the clock the runs were timed with, ns (measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_resolution_ns: Option<f64>,
+    /// The time budget of the run, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
 }
 
 /// `virtlens exitcost --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExitCostReport {
     pub schema: String,
+    /// Whether these numbers were measured by this run on this host (`false`: a recording).
+    #[serde(default)]
+    pub measured: bool,
     pub backend: BackendLabel,
     pub cpu: Option<String>,
     pub kernel: Option<String>,
     pub recorded: Recording,
     pub tests: Vec<TestResult>,
+    /// What the run had to change to stay within its budget, and the like.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One variant (trap, fixed, or another) of a scenario.
@@ -191,6 +214,9 @@ pub struct VariantResult {
     pub max_ns: Option<f64>,
     pub gross_ns_per_op: Option<f64>,
     pub spread_pct: Option<f64>,
+    /// The smallest cost per logical operation the clock can show (see `TestResult`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution_ns: Option<f64>,
     /// KVM's `exits` statistic per logical operation (on an emulating backend it also counts
     /// emulation batches, about one per thousand emulated instructions).
     pub exits_per_op: Option<f64>,
@@ -220,7 +246,7 @@ pub struct ScenarioResult {
     /// Other variants (e.g. the clock read through an MSR handled in the kernel).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<VariantResult>,
-    /// trap ns_per_op / fixed ns_per_op, when both were measured and positive.
+    /// trap ns_per_op / fixed ns_per_op, when both were measured, resolved and positive.
     pub trap_over_fixed: Option<f64>,
 }
 
@@ -228,6 +254,10 @@ pub struct ScenarioResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LabReport {
     pub schema: String,
+    /// Whether these numbers were measured by this run on this host (`false`: the bundled
+    /// recording, shown offline).
+    #[serde(default)]
+    pub measured: bool,
     pub backend: BackendLabel,
     pub cpu: Option<String>,
     pub kernel: Option<String>,
@@ -235,6 +265,9 @@ pub struct LabReport {
     pub tests: Vec<TestResult>,
     pub scenarios: Vec<ScenarioResult>,
     pub headline: Headline,
+    /// What the run had to change to stay within its budget, and the like.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 #[cfg(test)]

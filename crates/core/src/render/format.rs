@@ -61,6 +61,22 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A size in bytes, in binary units: `512 B`, `64 KiB`, `16 MiB`, `1.5 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
 /// A duration in ns, in ns, µs, ms or s.
 pub fn duration(ns: f64) -> String {
     if ns < 1_000.0 {
@@ -111,6 +127,9 @@ mod tests {
     #[test]
     fn formats() {
         assert_eq!(count(1_238_237), "1,238,237");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(16 << 20), "16 MiB");
+        assert_eq!(bytes(3 << 29), "1.5 GiB");
         assert_eq!(count(999), "999");
         assert_eq!(duration(590.0), "590 ns");
         assert_eq!(duration(6_500.0), "6.50 µs");

@@ -25,8 +25,19 @@ pub fn exitcost(r: &ExitCostReport, style: &Style) -> String {
         &r.recorded,
         style,
     );
+    notes(&mut out, &r.notes, style);
     tests(&mut out, &r.tests, &r.recorded, style);
     out
+}
+
+fn notes(out: &mut String, notes: &[String], style: &Style) {
+    for n in notes {
+        out.push_str(&Style::paint(style.note, &format!("note: {n}")));
+        out.push('\n');
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+    }
 }
 
 /// Renders a lab report.
@@ -41,6 +52,7 @@ pub fn lab(r: &LabReport, style: &Style) -> String {
         &r.recorded,
         style,
     );
+    notes(&mut out, &r.notes, style);
     summary(&mut out, r, style);
     tests(&mut out, &r.tests, &r.recorded, style);
     scenarios(&mut out, &r.scenarios, style);
@@ -108,6 +120,14 @@ fn header(
         if rec.quick { " (--quick)" } else { "" },
         rec.wall_s
     ));
+    if let Some(step) = rec.clock_resolution_ns {
+        out.push_str(&format!(
+            "clock step {} · time budget {}\n",
+            ns(Some(step)),
+            rec.budget_s
+                .map_or_else(|| "none".to_string(), |b| format!("{b:.0} s"))
+        ));
+    }
     let paint = if b.hardware { style.good } else { style.bad };
     out.push_str(&Style::paint(paint, &format!("backend: {}", b.caveat)));
     out.push('\n');
@@ -271,6 +291,16 @@ fn tests(out: &mut String, tests: &[TestResult], rec: &Recording, style: &Style)
                         stats(&t.stats_per_op)
                     },
                 ],
+                Status::Unresolved => vec![
+                    t.name.clone(),
+                    t.status.as_str().into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    pct(t.spread_pct),
+                    per_op(t.userspace_exits_per_op),
+                    t.reason.clone().unwrap_or_default(),
+                ],
                 _ => vec![
                     t.name.clone(),
                     t.status.as_str().into(),
@@ -318,6 +348,16 @@ fn variant_row(kind: &str, v: &VariantResult) -> Vec<String> {
             per_op(v.userspace_exits_per_op),
             per_op(v.exits_per_op),
             v.what.clone(),
+        ],
+        Status::Unresolved => vec![
+            format!("{kind}: {}", v.name),
+            v.status.as_str().into(),
+            "-".into(),
+            "-".into(),
+            pct(v.spread_pct),
+            per_op(v.userspace_exits_per_op),
+            per_op(v.exits_per_op),
+            v.reason.clone().unwrap_or_default(),
         ],
         _ => vec![
             format!("{kind}: {}", v.name),
@@ -430,13 +470,30 @@ mod tests {
         let r: LabReport = serde_json::from_str(RECORDING).unwrap_or_else(|e| panic!("{e}"));
         let report = ExitCostReport {
             schema: crate::measure::EXITCOST_SCHEMA.into(),
+            measured: false,
+            notes: vec!["capped".into()],
             backend: r.backend.clone(),
             cpu: r.cpu.clone(),
             kernel: r.kernel.clone(),
             recorded: r.recorded.clone(),
             tests: r.tests.clone(),
         };
+        let mut report = report;
+        crate::measure::resolution::label_exitcost(&mut report);
         let text = exitcost(&report, &plain());
+        assert!(text.contains("note: capped"), "{text}");
+        let ram_store = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("ram_store"))
+            .find(|l| l.contains("unresolved"))
+            .unwrap_or_else(|| panic!("the recording's negative ram_store is unresolved: {text}"));
+        assert!(ram_store.contains("negative"), "{ram_store}");
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.contains(" ok ") && l.contains("-0.0")),
+            "no negative cost is ok: {text}"
+        );
         assert!(text.contains("interquartile range / median"));
         assert!(text.contains("unsupported"));
         assert!(text.contains("64-bit long mode, ring 3"));

@@ -9,7 +9,7 @@ use virtlens_core::profile::Profile;
 
 use super::CaptureOptions;
 use super::error::CaptureError;
-use super::record::profile_of;
+use super::record::{Ready, profile_of};
 use super::session::Session;
 
 /// One interval's profile.
@@ -41,6 +41,14 @@ impl Live {
             since: Instant::now(),
             lost_before: 0,
         })
+    }
+
+    /// What the capture runs with (tracing is on once [`Live::start`] returned).
+    pub fn ready(&self) -> Ready {
+        Ready {
+            instance: self.session.instance_name().unwrap_or_default().to_string(),
+            buffers: self.session.buffers,
+        }
     }
 
     /// Reads what the kernel has now into memory.

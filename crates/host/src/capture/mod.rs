@@ -11,18 +11,26 @@
 //!   profile and the capture file ([`parquet_out`]).
 //! - [`vm_stats`]: KVM binary statistics of the watched VMs (pidfd_getfd + KVM_GET_STATS_FD).
 //! - [`live`], [`top_view`], [`tty`]: `virtlens top`.
-//! - [`signals`]: SIGINT/SIGTERM/SIGHUP only set a flag; the loop stops and cleans up.
+//! - [`output`]: the capture file checked before the capture, written to a temporary file
+//!   and renamed into place; [`buffers`]: the ring buffers' kernel memory, bounded.
+//! - [`signals`]: every catchable terminating signal only sets a flag; the loop stops and
+//!   cleans up. [`leftovers`]: what a killed capture leaves is found and removed by the next
+//!   run of any command.
 //!
 //! Needs root and tracefs; [`CaptureError`] says exactly what is missing.
 
+pub mod buffers;
 pub mod clock;
 pub mod error;
 pub mod events;
 pub mod identity;
+pub mod leftovers;
 pub mod live;
 pub mod merge;
+pub mod output;
 pub mod parquet_out;
 pub mod pipes;
+pub mod ready_fd;
 pub mod record;
 pub mod session;
 pub mod signals;
@@ -35,14 +43,28 @@ pub mod vm_stats;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use buffers::BufferPlan;
+use tracefs::Tracefs;
+
 pub use error::CaptureError;
-pub use record::{Progress, RecordSummary, record_profile, record_to_file};
+pub use output::OutputFile;
+pub use ready_fd::ReadyFd;
+pub use record::{Control, Progress, Ready, RecordSummary, record_profile, record_to_file};
 pub use signals::StopSignals;
+
+/// What can be checked before anything is set up: root, tracefs, the ring buffers' size.
+/// (`record` does it before it checks and creates its output, so a user who cannot capture
+/// hears that first.)
+pub fn preflight(opts: &CaptureOptions) -> Result<(), CaptureError> {
+    Tracefs::locate(opts.tracefs.as_deref())?;
+    BufferPlan::for_host(opts.buffer_kb)?;
+    Ok(())
+}
 
 /// What to capture.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaptureOptions {
-    /// How long; `None` until stopped (record) or 10 s ([`record_profile`]).
+    /// How long; `None` until stopped.
     pub duration: Option<Duration>,
     /// `--events`: tracepoints or systems (`kvm`, `kvm:kvm_pio`, `kvmmmu`, `irq:*`); empty
     /// for the default (`kvm`).
@@ -51,7 +73,7 @@ pub struct CaptureOptions {
     pub pid: Option<u32>,
     /// Only the VM with this name (exact, else a unique part of it).
     pub vm: Option<String>,
-    /// Ring-buffer size per CPU, in KiB.
+    /// Ring-buffer size per CPU, in KiB ([`buffers::MIN_KB`]..=[`buffers::MAX_KB`]).
     pub buffer_kb: u32,
     /// Where tracefs is (default: /sys/kernel/tracing, then /sys/kernel/debug/tracing).
     pub tracefs: Option<PathBuf>,

@@ -77,9 +77,10 @@ pub struct RawWriter {
 }
 
 impl RawWriter {
-    /// A writer to `path` for events of `formats`, with columns for the fields of those
-    /// whose `seen` count is not zero.
+    /// A writer to `file` (named `path` in messages) for events of `formats`, with columns
+    /// for the fields of those whose `seen` count is not zero.
     pub fn create(
+        file: File,
         path: &Path,
         formats: &[EventFormat],
         seen: &[u64],
@@ -95,8 +96,6 @@ impl RawWriter {
             .set_column_dictionary_enabled(ColumnPath::from("ts_ns"), false)
             .set_column_encoding(ColumnPath::from("ts_ns"), Encoding::DELTA_BINARY_PACKED)
             .build();
-        let file = File::create(path)
-            .map_err(|e| CaptureError::io("creating the capture file", path, e))?;
         let writer = SerializedFileWriter::new(
             BufWriter::with_capacity(1 << 20, file),
             Arc::new(schema),
@@ -292,7 +291,10 @@ impl RawWriter {
             self.writer.append_key_value_metadata(KeyValue::new(k, v));
         }
         let fail = write_error(&self.path);
-        self.writer.close().map_err(fail)?;
+        let buffered = self.writer.into_inner().map_err(fail)?;
+        buffered.into_inner().map_err(|e| {
+            CaptureError::io("writing the capture file", &self.path, e.into_error())
+        })?;
         Ok(self.rows)
     }
 }

@@ -1,6 +1,8 @@
 //! Recording: run a [`Session`] until the duration is over or a stop signal arrives, with
 //! the pages spooled as they come, then merge them in time order into the profile and, for
-//! `virtlens record`, into the capture file (raw events + the profile in its metadata).
+//! `virtlens record`, into the capture file (raw events + the profile in its metadata),
+//! which appears at its path only once complete ([`OutputFile`]). The caller hears when
+//! tracing is on ([`Ready`], what `--ready-fd` reports) and how it goes ([`Progress`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -15,8 +17,10 @@ use virtlens_core::sources::capture::decoder::{Hit, ProfileFeed};
 use virtlens_core::sources::capture::{self as capture_file, CaptureMeta};
 
 use super::CaptureOptions;
+use super::buffers::BufferPlan;
 use super::error::CaptureError;
 use super::merge::{self, MergeStats, PageSource};
+use super::output::OutputFile;
 use super::parquet_out::RawWriter;
 use super::session::{Session, Stopped};
 use super::spool::Spool;
@@ -38,6 +42,24 @@ pub struct Progress {
     pub rate: f64,
 }
 
+/// Said once, when tracing is on: from now on every event is recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ready {
+    /// The tracefs instance (`virtlens-<pid>`).
+    pub instance: String,
+    pub buffers: BufferPlan,
+}
+
+/// How a caller steers a capture and hears from it.
+pub struct Control<'a> {
+    /// Set (by a signal handler) to end the capture.
+    pub stop: &'a AtomicBool,
+    /// Called once, when tracing is on.
+    pub ready: &'a mut dyn FnMut(&Ready),
+    /// Called about once a second.
+    pub progress: &'a mut dyn FnMut(&Progress),
+}
+
 /// What `record` wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecordSummary {
@@ -49,23 +71,22 @@ pub struct RecordSummary {
     /// The field columns of the raw-event table.
     pub columns: Vec<String>,
     pub enabled: Vec<String>,
+    pub buffers: BufferPlan,
+    /// The signal that ended the capture (`SIGINT`, `SIGQUIT`, …), when one did.
+    pub stopped_by: Option<String>,
     pub notes: Vec<String>,
 }
 
-/// Records into the capture file `out`; see the module doc. `stop` ends the capture early;
-/// `progress` is called about once a second.
+/// Records into the capture file `out` (checked and created before the capture starts,
+/// renamed into place at the end); see the module doc.
 pub fn record_to_file(
     opts: &CaptureOptions,
-    out: &Path,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(&Progress),
+    mut out: OutputFile,
+    ctl: Control<'_>,
 ) -> Result<(Profile, RecordSummary), CaptureError> {
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let (mut session, stopped, spool) = run(opts, &parent, stop, progress)?;
-    let mut writer = RawWriter::create(out, session.table.formats(), &session.seen)?;
+    let (mut session, stopped, spool) = run(opts, &out.folder(), ctl)?;
+    let file = out.take_file()?;
+    let mut writer = RawWriter::create(file, out.path(), session.table.formats(), &session.seen)?;
     let columns = writer
         .field_columns()
         .iter()
@@ -84,29 +105,28 @@ pub fn record_to_file(
         ),
     ];
     let rows = writer.finish(metadata)?;
-    let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
+    let bytes = out.len();
+    let path = out.path().display().to_string();
+    out.commit()?;
     let summary = RecordSummary {
-        path: out.display().to_string(),
+        path,
         events: rows,
         lost: stopped.lost,
         duration_ns: stopped.duration_ns,
         bytes,
         columns,
         enabled: session.enabled.clone(),
+        buffers: session.buffers,
+        stopped_by: None,
         notes: profile.warnings.iter().map(|n| n.message.clone()).collect(),
     };
     Ok((profile, summary))
 }
 
-/// Records for `opts.duration` (10 s when unset) or until SIGINT/SIGTERM, and returns the
-/// profile (no file is written; the spool goes to the temporary folder).
-pub fn record_profile(opts: &CaptureOptions) -> Result<Profile, CaptureError> {
-    let signals = super::signals::StopSignals::install()
-        .map_err(|e| CaptureError::io("installing the signal handlers", "SIGINT", e))?;
-    let mut opts = opts.clone();
-    opts.duration = Some(opts.duration.unwrap_or(Duration::from_secs(10)));
-    let (mut session, stopped, spool) =
-        run(&opts, &std::env::temp_dir(), signals.flag(), &mut |_| {})?;
+/// Records for `opts.duration` (until `ctl.stop` when unset), and returns the profile (no
+/// file is written; the spool goes to the temporary folder).
+pub fn record_profile(opts: &CaptureOptions, ctl: Control<'_>) -> Result<Profile, CaptureError> {
+    let (mut session, stopped, spool) = run(opts, &std::env::temp_dir(), ctl)?;
     build(&mut session, &stopped, spool, None)
 }
 
@@ -114,23 +134,26 @@ pub fn record_profile(opts: &CaptureOptions) -> Result<Profile, CaptureError> {
 fn run(
     opts: &CaptureOptions,
     spool_dir: &Path,
-    stop: &AtomicBool,
-    progress: &mut dyn FnMut(&Progress),
+    ctl: Control<'_>,
 ) -> Result<(Session, Stopped, Spool), CaptureError> {
     let mut session = Session::start(opts)?;
     let mut spool = Spool::create(spool_dir, session.cpus().len())?;
+    (ctl.ready)(&Ready {
+        instance: session.instance_name().unwrap_or_default().to_string(),
+        buffers: session.buffers,
+    });
     let mut sink = |i: usize, page: &[u8]| spool.write(i, page);
     let started = Instant::now();
     let mut last_tick = (started, 0u64);
     loop {
         let now = Instant::now();
-        if stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| now - started >= d) {
+        if ctl.stop.load(Ordering::Relaxed) || opts.duration.is_some_and(|d| now - started >= d) {
             break;
         }
         let (_, busy) = session.poll(&mut sink)?;
         if now - last_tick.0 >= TICK {
             let dt = (now - last_tick.0).as_secs_f64();
-            progress(&Progress {
+            (ctl.progress)(&Progress {
                 events: session.events,
                 lost: session.lost(),
                 elapsed: now - started,

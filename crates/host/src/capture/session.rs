@@ -11,10 +11,12 @@ use virtlens_core::decode::ring_buffer::PageLayout;
 use virtlens_core::sources::capture::decoder::EventTable;
 
 use super::CaptureOptions;
+use super::buffers::BufferPlan;
 use super::clock;
 use super::error::CaptureError;
 use super::events;
 use super::identity::Identities;
+use super::leftovers;
 use super::pipes::Pipes;
 use super::tracefs::{self, Instance, Tracefs};
 use super::vm_stats::{Snapshots, StatsSet};
@@ -47,6 +49,8 @@ pub struct Session {
     pub stats: Option<(StatsSet, Snapshots)>,
     /// The first and last event time, once the events are merged.
     pub span: Option<(u64, u64)>,
+    /// The ring buffers asked of the kernel.
+    pub buffers: BufferPlan,
     cpus: Vec<u32>,
     started: Instant,
     pipes: Option<Pipes>,
@@ -65,7 +69,9 @@ impl Session {
     /// Sets everything up and turns tracing on.
     pub fn start(opts: &CaptureOptions) -> Result<Session, CaptureError> {
         let tfs = Tracefs::locate(opts.tracefs.as_deref())?;
-        let mut notes = tfs.remove_stale();
+        let buffers = BufferPlan::for_host(opts.buffer_kb)?;
+        let mut notes = leftovers::sweep_files();
+        notes.extend(tfs.remove_stale());
         let vmms = discovery::scan();
         let selected: Option<Vec<&Vmm>> = if opts.pid.is_some() || opts.vm.is_some() {
             Some(
@@ -99,7 +105,7 @@ impl Session {
                 "the kernel has no `mono` trace clock; times are in the `{clock}` clock"
             ));
         }
-        inst.write("buffer_size_kb", &opts.buffer_kb.max(64).to_string())?;
+        inst.write("buffer_size_kb", &buffers.per_cpu_kb.to_string())?;
         // Full buffer: drop new events (counted) instead of overwriting unread ones.
         let _ = inst.write("options/overwrite", "0");
         if let Ok(kb) = inst.read("buffer_subbuf_size_kb")
@@ -161,6 +167,7 @@ impl Session {
             realtime_offset_ns: clock::realtime_offset_ns(),
             stats,
             span: None,
+            buffers,
             cpus,
             started: Instant::now(),
             pipes: Some(pipes),
@@ -172,6 +179,11 @@ impl Session {
         }
         session.started = Instant::now();
         Ok(session)
+    }
+
+    /// The name of the tracefs instance (`virtlens-<pid>`).
+    pub fn instance_name(&self) -> Option<&str> {
+        self.instance.as_ref().map(Instance::name)
     }
 
     /// The CPU of each pipe, by pipe index.

@@ -2,13 +2,16 @@
 //! the reader can do): one file per CPU in a hidden folder next to the output, each page as
 //! `u32 length` + its used bytes. After the capture they are read back in order per CPU
 //! ([`SpoolReader`], a [`PageSource`]) and merged by time. The folder is removed when the
-//! spool is dropped, on every path.
+//! spool is dropped, on every path; while it exists it is registered
+//! ([`super::leftovers`]), so that the next virtlens command removes it if this process is
+//! killed.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::CaptureError;
+use super::leftovers::{Kind, Registration, SPOOL_PREFIX};
 use super::merge::PageSource;
 
 /// The spool being written.
@@ -17,25 +20,24 @@ pub struct Spool {
     dir: PathBuf,
     files: Vec<BufWriter<File>>,
     bytes: u64,
+    /// Dropped after the folder is removed (fields drop after `Drop::drop`).
+    registration: Option<Registration>,
 }
 
 impl Spool {
-    /// A spool for `cpus` CPUs in a hidden folder in `parent` (where the spools of virtlens
-    /// processes that were killed are removed first).
+    /// A spool for `cpus` CPUs in a hidden folder in `parent`, registered before it is
+    /// created.
     pub fn create(parent: &Path, cpus: usize) -> Result<Spool, CaptureError> {
-        remove_stale(parent);
-        let dir = parent.join(format!(
-            ".virtlens-spool-{}-{}",
-            std::process::id(),
-            unique()
-        ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| CaptureError::io("creating the spool folder", &dir, e))?;
+        let dir = parent.join(format!("{SPOOL_PREFIX}{}-{}", std::process::id(), unique()));
+        let registration = Registration::new(Kind::Spool, &dir)?;
         let mut spool = Spool {
             dir,
             files: Vec::with_capacity(cpus),
             bytes: 0,
+            registration: Some(registration),
         };
+        std::fs::create_dir(&spool.dir)
+            .map_err(|e| CaptureError::io("creating the spool folder", &spool.dir, e))?;
         for i in 0..cpus {
             let path = spool.path(i);
             let f = File::create(&path)
@@ -84,6 +86,7 @@ impl Spool {
         }
         let dir = SpoolDir {
             dir: std::mem::take(&mut self.dir),
+            _registration: self.registration.take(),
         };
         Ok((dir, readers))
     }
@@ -102,6 +105,7 @@ impl Drop for Spool {
 #[derive(Debug)]
 pub struct SpoolDir {
     dir: PathBuf,
+    _registration: Option<Registration>,
 }
 
 impl Drop for SpoolDir {
@@ -133,26 +137,6 @@ impl PageSource for SpoolReader {
     }
 }
 
-/// Removes `.virtlens-spool-<pid>-<n>` folders in `parent` whose process is gone.
-fn remove_stale(parent: &Path) {
-    let Ok(dir) = std::fs::read_dir(parent) else {
-        return;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix(".virtlens-spool-")
-            .and_then(|r| r.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
 /// A number that differs between spools of one process.
 fn unique() -> u32 {
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -168,6 +152,12 @@ mod tests {
     fn pages_come_back_in_order_and_the_folder_goes() {
         let parent = std::env::temp_dir();
         let mut s = Spool::create(&parent, 2).unwrap_or_else(|e| panic!("{e}"));
+        let link = s
+            .registration
+            .as_ref()
+            .map(|r| r.link().to_path_buf())
+            .unwrap_or_default();
+        assert_eq!(std::fs::read_link(&link).ok(), Some(s.dir.clone()));
         s.write(0, b"first").unwrap_or_else(|e| panic!("{e}"));
         s.write(1, b"other").unwrap_or_else(|e| panic!("{e}"));
         s.write(0, b"second!").unwrap_or_else(|e| panic!("{e}"));
@@ -183,5 +173,9 @@ mod tests {
         drop(readers);
         drop(dir);
         assert!(!path.exists());
+        assert!(
+            std::fs::symlink_metadata(&link).is_err(),
+            "the registration goes too"
+        );
     }
 }

@@ -29,11 +29,16 @@ impl Tracefs {
     /// The tracefs to use (`explicit`, else the usual mount points), after checking that this
     /// process is root and that tracefs supports instances.
     pub fn locate(explicit: Option<&Path>) -> Result<Tracefs, CaptureError> {
+        Self::locate_as(explicit, euid())
+    }
+
+    /// [`Tracefs::locate`] for a process of effective user id `euid`.
+    fn locate_as(explicit: Option<&Path>, euid: Option<u32>) -> Result<Tracefs, CaptureError> {
         let candidates: Vec<PathBuf> = match explicit {
             Some(p) => vec![p.to_path_buf()],
             None => MOUNTS.iter().map(PathBuf::from).collect(),
         };
-        if euid() != Some(0) {
+        if euid != Some(0) {
             return Err(CaptureError::NotRoot(candidates[0].clone()));
         }
         candidates
@@ -113,7 +118,7 @@ pub fn owner_pid(name: &str) -> Option<u32> {
 }
 
 /// This process's effective user id, from /proc/self/status.
-fn euid() -> Option<u32> {
+pub(crate) fn euid() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
@@ -249,16 +254,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_folder_without_tracefs_says_what_is_missing() {
+    fn a_folder_without_tracefs_or_a_user_without_root_says_what_is_missing() {
         let dir = std::env::temp_dir().join(format!("virtlens-no-tracefs-{}", std::process::id()));
         let _ = std::fs::create_dir_all(&dir);
-        let e = Tracefs::locate(Some(&dir)).map(|t| t.root).unwrap_err();
-        match euid() {
-            Some(0) => assert!(matches!(e, CaptureError::NoTracefs), "{e}"),
-            _ => assert!(matches!(e, CaptureError::NotRoot(_)), "{e}"),
+        let as_root = Tracefs::locate_as(Some(&dir), Some(0)).map(|t| t.root);
+        let e = as_root.unwrap_err();
+        assert!(matches!(e, CaptureError::NoTracefs), "{e}");
+        assert!(
+            e.is_usage() && e.to_string().contains("mount -t tracefs"),
+            "{e}"
+        );
+        for user in [Some(1000), None] {
+            let e = Tracefs::locate_as(Some(&dir), user)
+                .map(|t| t.root)
+                .unwrap_err();
+            assert!(matches!(e, CaptureError::NotRoot(_)), "{e}");
+            assert!(e.is_usage() && e.to_string().contains("needs root"), "{e}");
         }
-        assert!(e.is_usage());
-        assert!(e.to_string().contains("mount") || e.to_string().contains("root"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

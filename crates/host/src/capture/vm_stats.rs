@@ -239,18 +239,16 @@ mod tests {
 
     #[test]
     fn statistics_fds_a_process_holds_are_read_like_another_vmms() {
-        let Ok(kvm) = kvm_ioctls::Kvm::new() else {
-            println!("SKIP: no /dev/kvm");
+        use virtlens_testkit::{Need, require};
+        if !require(&[Need::Kvm, Need::KvmStats]) {
             return;
-        };
-        let (Ok(vm), me) = (kvm.create_vm(), std::process::id()) else {
-            println!("SKIP: cannot create a VM");
-            return;
-        };
-        let Ok(_vcpu) = vm.create_vcpu(0) else {
-            println!("SKIP: cannot create a vCPU");
-            return;
-        };
+        }
+        let kvm = kvm_ioctls::Kvm::new().unwrap_or_else(|e| panic!("/dev/kvm: {e}"));
+        let vm = kvm.create_vm().unwrap_or_else(|e| panic!("create_vm: {e}"));
+        let me = std::process::id();
+        let _vcpu = vm
+            .create_vcpu(0)
+            .unwrap_or_else(|e| panic!("create_vcpu: {e}"));
         // Hold statistics fds open, as a VMM answering query-stats does.
         let fds = kvm_fds::kvm_fds(std::path::Path::new("/proc/self")).unwrap_or_default();
         let open = |fd: u32| kvm_fds::take_fd(me, fd).and_then(|own| StatsFd::open(own.as_fd()));
@@ -260,9 +258,9 @@ mod tests {
             .chain(fds.vcpus.iter().map(|(fd, _)| fd))
             .map(|&fd| open(fd))
             .collect();
-        if held.is_empty() || held.iter().any(Result::is_err) {
-            println!("SKIP: KVM_GET_STATS_FD is not supported");
-            return;
+        assert!(!held.is_empty(), "{fds:?}");
+        for h in &held {
+            assert!(h.is_ok(), "KVM_GET_STATS_FD: {h:?}");
         }
         let Some(v) = crate::discovery::probe(me) else {
             panic!("this process holds a VM");

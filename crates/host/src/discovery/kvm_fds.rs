@@ -124,35 +124,30 @@ mod tests {
 
     #[test]
     fn own_vm_fds_are_found_and_copied() {
-        let Ok(kvm) = kvm_ioctls::Kvm::new() else {
-            println!("SKIP: no /dev/kvm");
+        use virtlens_testkit::{Need, require};
+        if !require(&[Need::Kvm]) {
             return;
-        };
-        let Ok(vm) = kvm.create_vm() else {
-            println!("SKIP: cannot create a VM");
-            return;
-        };
-        let Ok(_vcpu) = vm.create_vcpu(0) else {
-            println!("SKIP: cannot create a vCPU");
-            return;
-        };
+        }
+        let kvm = kvm_ioctls::Kvm::new().unwrap_or_else(|e| panic!("/dev/kvm: {e}"));
+        let vm = kvm.create_vm().unwrap_or_else(|e| panic!("create_vm: {e}"));
+        let _vcpu = vm
+            .create_vcpu(0)
+            .unwrap_or_else(|e| panic!("create_vcpu: {e}"));
         let fds = kvm_fds(Path::new("/proc/self")).unwrap_or_default();
         assert!(!fds.vms.is_empty(), "{fds:?}");
         assert!(fds.vcpus.iter().any(|&(_, v)| v == 0), "{fds:?}");
-        match take_fd(std::process::id(), fds.vms[0]) {
-            Ok(copy) => {
-                let link = std::fs::read_link(format!(
-                    "/proc/self/fd/{}",
-                    std::os::fd::AsRawFd::as_raw_fd(&copy)
-                ));
-                assert_eq!(
-                    link.map(|l| l.to_string_lossy().into_owned())
-                        .ok()
-                        .as_deref(),
-                    Some("anon_inode:kvm-vm")
-                );
-            }
-            Err(e) => println!("SKIP: pidfd_getfd on self: {e}"),
-        }
+        // pidfd_getfd (Linux 5.6) on this process needs no privilege.
+        let copy = take_fd(std::process::id(), fds.vms[0])
+            .unwrap_or_else(|e| panic!("pidfd_getfd on this process: {e}"));
+        let link = std::fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&copy)
+        ));
+        assert_eq!(
+            link.map(|l| l.to_string_lossy().into_owned())
+                .ok()
+                .as_deref(),
+            Some("anon_inode:kvm-vm")
+        );
     }
 }

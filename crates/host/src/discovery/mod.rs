@@ -269,14 +269,12 @@ mod tests {
 
     #[test]
     fn this_process_is_a_vmm_while_it_holds_a_vm() {
-        let Ok(kvm) = kvm_ioctls::Kvm::new() else {
-            println!("SKIP: no /dev/kvm");
+        use virtlens_testkit::{Need, require};
+        if !require(&[Need::Kvm]) {
             return;
-        };
-        let Ok(_vm) = kvm.create_vm() else {
-            println!("SKIP: cannot create a VM");
-            return;
-        };
+        }
+        let kvm = kvm_ioctls::Kvm::new().unwrap_or_else(|e| panic!("/dev/kvm: {e}"));
+        let _vm = kvm.create_vm().unwrap_or_else(|e| panic!("create_vm: {e}"));
         let me = std::process::id();
         let found = probe(me).unwrap_or_else(|| panic!("this process holds a VM"));
         assert!(!found.kvm_fds.vms.is_empty());

@@ -6,9 +6,13 @@
 //! every item once (starting one item later each round), so slow drifts of a noisy host hit
 //! every item alike and a test and its baseline are paired by round. The KVM statistics are
 //! read before and after every run. The VMs live until the group is done, then all close.
+//!
+//! A group has a time budget (`Plan::until`): when the rounds would take longer (estimated
+//! from the probe and calibration runs), every run makes proportionally fewer operations, and
+//! rounds stop once the budget is spent; both are said in the notes.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kvm_ioctls::IoEventAddress;
 use virtlens_core::measure::{Mode, Status};
@@ -58,6 +62,8 @@ pub struct Plan {
     pub target_run: Duration,
     pub probe_limit: Duration,
     pub run_limit: Duration,
+    /// When the group's runs must be done by.
+    pub until: Option<Instant>,
 }
 
 /// What the runs of one item gave.
@@ -130,6 +136,8 @@ struct Live {
     devices: LabDevices,
     fds: usize,
     ops: u64,
+    /// ns per operation, as the probe or the calibration measured it.
+    ns_per_op: f64,
 }
 
 /// One run's results.
@@ -242,6 +250,7 @@ fn prepare(item: &Item, plan: &Plan, m: &mut Measured) -> Option<Live> {
             devices: LabDevices::default(),
             fds: item.ioeventfds.len(),
             ops: PROBE_OPS,
+            ns_per_op: 0.0,
         })
     };
     let mut live = match build() {
@@ -284,10 +293,14 @@ fn prepare(item: &Item, plan: &Plan, m: &mut Measured) -> Option<Live> {
             return None;
         }
     }
+    live.ns_per_op = probe.stats.elapsed.as_nanos() as f64 / PROBE_OPS as f64;
     live.ops = match plan.ops {
         Some(n) => n.max(1),
         None => match calibrate(&mut live, plan) {
-            Ok(n) => n,
+            Ok((n, per_op)) => {
+                live.ns_per_op = per_op;
+                n
+            }
             Err(e) => {
                 m.set(Status::Failed, reason(&e));
                 return None;
@@ -298,8 +311,8 @@ fn prepare(item: &Item, plan: &Plan, m: &mut Measured) -> Option<Live> {
     Some(live)
 }
 
-/// The loop count whose run takes about `plan.target_run`.
-fn calibrate(live: &mut Live, plan: &Plan) -> Result<u64, Error> {
+/// The loop count whose run takes about `plan.target_run`, and the ns per operation seen.
+fn calibrate(live: &mut Live, plan: &Plan) -> Result<(u64, f64), Error> {
     let target = plan.target_run.as_nanos() as f64;
     let mut ops = 256u64;
     let mut ns = 0.0;
@@ -312,7 +325,53 @@ fn calibrate(live: &mut Live, plan: &Plan) -> Result<u64, Error> {
         ops = ((ops as f64 * factor) as u64).min(MAX_OPS);
     }
     let per_op = ns.max(1.0) / ops as f64;
-    Ok(((target / per_op) as u64).clamp(MIN_OPS, MAX_OPS))
+    Ok((((target / per_op) as u64).clamp(MIN_OPS, MAX_OPS), per_op))
+}
+
+/// Makes every run of the group do fewer operations when its rounds would not fit before
+/// `until`; says so in `notes`.
+fn fit_budget(
+    slots: &mut [(Measured, Option<Live>)],
+    plan: &Plan,
+    until: Instant,
+    notes: &mut Vec<String>,
+) {
+    let left = until
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64();
+    let per_round: f64 = slots
+        .iter()
+        .filter_map(|(_, l)| l.as_ref())
+        .map(|l| l.ops as f64 * l.ns_per_op / 1e9)
+        .sum();
+    let estimate = per_round * plan.rounds as f64;
+    if !(estimate > left && per_round > 0.0) {
+        return;
+    }
+    // A tenth kept for what the estimate misses (setup between runs, a noisy host).
+    let factor = (0.9 * left / estimate).clamp(0.0, 1.0);
+    let mut largest = (0, 0);
+    for (m, live) in slots.iter_mut() {
+        if let Some(l) = live {
+            let capped = ((l.ops as f64 * factor) as u64).max(1);
+            largest = largest.max((l.ops, capped));
+            l.ops = capped;
+            m.ops_per_run = capped;
+        }
+    }
+    let mode = slots.first().map(|(m, _)| m.mode.as_str()).unwrap_or("?");
+    let what = match plan.ops {
+        Some(n) => format!("--ops {n} is capped at {} operations per run", largest.1),
+        None => format!(
+            "each run makes {:.2}% of its calibrated operations",
+            factor * 100.0
+        ),
+    };
+    notes.push(format!(
+        "{mode}: {} rounds would take about {estimate:.0} s (estimated from the probe runs), \
+         more than the {left:.0} s of the time budget left for them: {what}",
+        plan.rounds
+    ));
 }
 
 fn record(m: &mut Measured, round: usize, ops: u64, run: Run) {
@@ -337,7 +396,12 @@ fn record(m: &mut Measured, round: usize, ops: u64, run: Run) {
 /// Measures `items` (one group, usually one mode, with its baseline among them): probe and
 /// calibrate each, then `plan.rounds` interleaved rounds. `tick` is called once per item
 /// prepared and once per run, with the item's name.
-pub fn measure(items: &[Item], plan: &Plan, tick: &mut dyn FnMut(&str)) -> Vec<Measured> {
+pub fn measure(
+    items: &[Item],
+    plan: &Plan,
+    tick: &mut dyn FnMut(&str),
+    notes: &mut Vec<String>,
+) -> Vec<Measured> {
     let mut slots: Vec<(Measured, Option<Live>)> = items
         .iter()
         .map(|item| {
@@ -347,8 +411,19 @@ pub fn measure(items: &[Item], plan: &Plan, tick: &mut dyn FnMut(&str)) -> Vec<M
             (m, live)
         })
         .collect();
+    if let Some(until) = plan.until {
+        fit_budget(&mut slots, plan, until, notes);
+    }
     let n = slots.len();
     for round in 0..plan.rounds {
+        if round > 0 && plan.until.is_some_and(|u| Instant::now() >= u) {
+            let mode = items.first().map(|i| i.mode.as_str()).unwrap_or("?");
+            notes.push(format!(
+                "{mode}: stopped after {round} of {} rounds: the time budget was spent",
+                plan.rounds
+            ));
+            break;
+        }
         for k in 0..n {
             let (m, live) = &mut slots[(k + round) % n];
             tick(&m.name);

@@ -8,8 +8,11 @@
 //! time, and then all items run round-robin, round after round ([`bench`]); each figure is
 //! the median over rounds of (item − nop loop of the same round), so it is the operation's
 //! own cost. The backend is labelled from the loaded modules and measured: whether ring-0
-//! guest code is emulated (`insn_emulation` per guest instruction of a nop loop ≈ 1).
-//! All VMs of a mode are closed before the next mode starts; nothing outlives a call.
+//! guest code is emulated (`insn_emulation` per guest instruction of a nop loop ≈ 1); so is
+//! the clock's step, below which a figure is `unresolved` rather than a cost.
+//! The whole run has a time budget, shared out among the modes; what staying within it
+//! changed is in the report's notes. All VMs of a mode are closed before the next mode
+//! starts; nothing outlives a call.
 
 mod asm;
 mod bench;
@@ -35,6 +38,9 @@ use virtlens_core::measure::{
 pub use bench::Plan;
 pub use profile::FORMAT as PROFILE_FORMAT;
 
+/// The default time budget of `exitcost` and `lab` (a full run takes 10 to 60 s).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);
+
 /// What to run and how long.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -50,6 +56,8 @@ pub struct Options {
     pub quick: bool,
     /// How long one `KVM_RUN` of the probe may take before the item counts as hung.
     pub probe_limit: Duration,
+    /// How long the whole run may take (see the module doc).
+    pub budget: Duration,
 }
 
 impl Options {
@@ -63,6 +71,7 @@ impl Options {
             scenarios: false,
             quick: false,
             probe_limit: Duration::from_millis(300),
+            budget: DEFAULT_BUDGET,
         }
     }
 
@@ -84,6 +93,7 @@ impl Options {
             target_run: self.target_run,
             probe_limit: self.probe_limit,
             run_limit: Duration::from_secs(3).max(self.target_run * 20),
+            until: None,
         }
     }
 }
@@ -123,14 +133,18 @@ pub fn host_label() -> HostLabel {
     }
 }
 
-/// Whether /dev/kvm can be opened for reading and writing; the error says why not.
+/// Whether /dev/kvm opens for reading and writing and answers as KVM (API version 12); the
+/// error says why not.
 pub fn kvm_usable() -> Result<(), String> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/kvm")
-        .map(drop)
-        .map_err(|e| format!("/dev/kvm: {e}"))
+    let kvm = kvm_ioctls::Kvm::new().map_err(|e| format!("/dev/kvm: {e}"))?;
+    match kvm.get_api_version() {
+        12 => Ok(()),
+        v if v < 0 => Err(format!(
+            "/dev/kvm does not answer KVM_GET_API_VERSION ({}): it is not the KVM device",
+            std::io::Error::last_os_error()
+        )),
+        v => Err(format!("/dev/kvm has KVM API version {v}, not 12")),
+    }
 }
 
 fn amd(host: &HostLabel) -> bool {
@@ -168,12 +182,13 @@ fn emulation_ratios(tick: &mut dyn FnMut(&str)) -> (Option<f64>, Option<f64>) {
         target_run: Duration::from_millis(1),
         probe_limit: Duration::from_millis(500),
         run_limit: Duration::from_secs(3),
+        until: None,
     };
     let items = [
         catalog::Exit::NopLoop.item(Mode::Long64, false),
         catalog::Exit::NopLoop.item(Mode::User64, false),
     ];
-    let measured = bench::measure(&items, &plan, tick);
+    let measured = bench::measure(&items, &plan, tick, &mut Vec::new());
     let ratio = |i: usize| {
         let m = measured.get(i).filter(|m| m.status == Status::Ok)?;
         let n = m.stats.get("insn_emulation").copied().unwrap_or(0);
@@ -188,6 +203,27 @@ struct Outcome {
     tests: Vec<TestResult>,
     scenarios: Vec<virtlens_core::measure::ScenarioResult>,
     recorded: Recording,
+    notes: Vec<String>,
+}
+
+/// The smallest step the monotonic clock (`Instant`) moves by here, ns: the least difference
+/// between two reads that differ, over many tries.
+fn clock_step_ns() -> f64 {
+    let mut best = u128::MAX;
+    for _ in 0..2000 {
+        let a = Instant::now();
+        let mut b = Instant::now();
+        for _ in 0..1_000_000 {
+            if b > a {
+                break;
+            }
+            b = Instant::now();
+        }
+        if b > a {
+            best = best.min((b - a).as_nanos());
+        }
+    }
+    if best == u128::MAX { 1.0 } else { best as f64 }
 }
 
 fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
@@ -211,16 +247,25 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
         ring3,
         host.facts.nested,
     );
-    let plan = opts.plan();
+    let clock_ns = clock_step_ns();
+    let deadline = start + opts.budget;
+    let mut notes = Vec::new();
     let mut tests = Vec::new();
     let mut scenario_results = Vec::new();
-    for (mode, items, n_tests) in &groups {
-        let measured = bench::measure(items, &plan, &mut tick);
+    for (i, (mode, items, n_tests)) in groups.iter().enumerate() {
+        // The budget left, shared equally among the groups left.
+        let left = deadline.saturating_duration_since(Instant::now());
+        let share = left / u32::try_from(groups.len() - i).unwrap_or(1);
+        let plan = Plan {
+            until: Some(Instant::now() + share),
+            ..opts.plan()
+        };
+        let measured = bench::measure(items, &plan, &mut tick, &mut notes);
         let base = measured.iter().find(|m| m.baseline);
         tests.extend(
             measured[..*n_tests]
                 .iter()
-                .map(|m| results::test_result(m, base)),
+                .map(|m| results::test_result(m, base, clock_ns)),
         );
         if opts.scenarios && scenarios::MODES.contains(mode) {
             scenario_results.extend(results::scenario_results(
@@ -229,6 +274,7 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
                 &measured[*n_tests..],
                 base,
                 &host,
+                clock_ns,
             ));
         }
     }
@@ -241,8 +287,10 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
         host: host.host.clone(),
         virtlens: virtlens_core::VERSION.to_string(),
         wall_s: start.elapsed().as_secs_f64(),
-        rounds: plan.rounds,
+        rounds: opts.plan().rounds,
         quick: opts.quick,
+        clock_resolution_ns: Some(clock_ns),
+        budget_s: Some(opts.budget.as_secs_f64()),
     };
     Outcome {
         backend,
@@ -250,6 +298,7 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
         tests,
         scenarios: scenario_results,
         recorded,
+        notes,
     }
 }
 
@@ -264,11 +313,13 @@ pub fn run_exitcost(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> ExitC
     );
     ExitCostReport {
         schema: EXITCOST_SCHEMA.to_string(),
+        measured: true,
         backend: o.backend,
         cpu: o.host.facts.cpu_model.clone(),
         kernel: o.host.kernel.clone(),
         recorded: o.recorded,
         tests: o.tests,
+        notes: o.notes,
     }
 }
 
@@ -278,6 +329,7 @@ pub fn run_lab(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> LabReport 
     let headline = headline(&o.tests, &o.scenarios);
     LabReport {
         schema: LAB_SCHEMA.to_string(),
+        measured: true,
         backend: o.backend,
         cpu: o.host.facts.cpu_model.clone(),
         kernel: o.host.kernel.clone(),
@@ -285,5 +337,6 @@ pub fn run_lab(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> LabReport 
         tests: o.tests,
         scenarios: o.scenarios,
         headline,
+        notes: o.notes,
     }
 }

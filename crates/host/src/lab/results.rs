@@ -1,7 +1,9 @@
 //! Turns what the bench measured into the result types of `virtlens_core::measure`: the nop
 //! loop of the same round subtracted from each run (paired by round), median/min/max of the
-//! differences, the run-to-run spread of the gross times, statistics per operation.
+//! differences, the run-to-run spread of the gross times, statistics per operation, and the
+//! `unresolved` label where the clock (of step `clock_ns`) cannot show the figure.
 
+use virtlens_core::measure::resolution::{self, label_test, label_variant};
 use virtlens_core::measure::summary::{Summary, paired_differences};
 use virtlens_core::measure::{ScenarioResult, Status, TestResult, VariantResult, headline};
 
@@ -30,8 +32,8 @@ fn summaries(m: &Measured, base: Option<&Measured>) -> (Option<Summary>, Option<
     (Summary::of(&paired_differences(&t, &b)), gross)
 }
 
-/// The test result of `m` against the nop loop `base`.
-pub fn test_result(m: &Measured, base: Option<&Measured>) -> TestResult {
+/// The test result of `m` against the nop loop `base`, timed with a clock of step `clock_ns`.
+pub fn test_result(m: &Measured, base: Option<&Measured>, clock_ns: f64) -> TestResult {
     let mut t = TestResult::not_measured(&m.name, m.mode, &m.what, m.status, String::new());
     t.reason = m.reason.clone();
     t.baseline = m.baseline;
@@ -51,9 +53,11 @@ pub fn test_result(m: &Measured, base: Option<&Measured>) -> TestResult {
     t.runs = gross.map_or(0, |s| s.n);
     t.stats_per_op = m.stats_per_op();
     t.userspace_exits_per_op = m.userspace_exits_per_op();
+    t.resolution_ns = resolution::per_op(clock_ns, m.ops_per_run, !m.baseline);
     if net.is_none() && base.is_some() {
         t.reason = Some("the nop-loop baseline of this mode was not measured".into());
     }
+    label_test(&mut t);
     t
 }
 
@@ -62,6 +66,7 @@ fn variant_result(
     m: Option<&Measured>,
     base: Option<&Measured>,
     host: &HostLabel,
+    clock_ns: f64,
 ) -> VariantResult {
     let mut r = VariantResult {
         name: v.name.to_string(),
@@ -73,6 +78,7 @@ fn variant_result(
         max_ns: None,
         gross_ns_per_op: None,
         spread_pct: None,
+        resolution_ns: None,
         exits_per_op: None,
         userspace_exits_per_op: None,
         stats_per_op: Default::default(),
@@ -95,6 +101,8 @@ fn variant_result(
     r.exits_per_op = Some(r.stats_per_op.get("exits").copied().unwrap_or(0.0));
     r.userspace_exits_per_op = m.userspace_exits_per_op();
     r.profile = Some(profile(m, host));
+    r.resolution_ns = resolution::per_op(clock_ns, m.ops_per_run, true);
+    label_variant(&mut r);
     r
 }
 
@@ -105,6 +113,7 @@ pub fn scenario_results(
     measured: &[Measured],
     base: Option<&Measured>,
     host: &HostLabel,
+    clock_ns: f64,
 ) -> Vec<ScenarioResult> {
     let find = |s: &Scenario, v: &Variant| {
         let name = item_name(s.name, v.name);
@@ -113,16 +122,18 @@ pub fn scenario_results(
     scenarios
         .iter()
         .map(|s| {
-            let trap = variant_result(&s.trap, find(s, &s.trap), base, host);
-            let fixed = variant_result(&s.fixed, find(s, &s.fixed), base, host);
+            let trap = variant_result(&s.trap, find(s, &s.trap), base, host, clock_ns);
+            let fixed = variant_result(&s.fixed, find(s, &s.fixed), base, host, clock_ns);
             let also = s
                 .also
                 .iter()
-                .map(|v| variant_result(v, find(s, v), base, host))
+                .map(|v| variant_result(v, find(s, v), base, host, clock_ns))
                 .collect();
+            let resolved = trap.status == Status::Ok && fixed.status == Status::Ok;
             let trap_over_fixed = trap
                 .ns_per_op
                 .zip(fixed.ns_per_op)
+                .filter(|_| resolved)
                 .and_then(|(t, f)| headline::ratio(t, f));
             ScenarioResult {
                 name: s.name.to_string(),

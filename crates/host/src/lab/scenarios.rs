@@ -357,8 +357,9 @@ pub fn variant_profile(
         target_run: std::time::Duration::from_millis(1),
         probe_limit: std::time::Duration::from_millis(500),
         run_limit: std::time::Duration::from_secs(5),
+        until: None,
     };
-    let measured = bench::measure(&[item(&s, &v, mode)], &plan, &mut |_| {});
+    let measured = bench::measure(&[item(&s, &v, mode)], &plan, &mut |_| {}, &mut Vec::new());
     let m = measured.first().ok_or("nothing was measured")?;
     match &m.reason {
         Some(why) => Err(why.clone()),

@@ -1,0 +1,285 @@
+//! What the CLI tests that capture share: the binary, temporary folders, a micro-VM in a
+//! thread named like a QEMU vCPU thread, `virtlens record` started with `--ready-fd` and
+//! waited for (never a sleep), signals, and the reading back of captures.
+
+#![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Barrier, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_testkit::ready::{Ready, with_ready_fd};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Every virtlens run removes what killed virtlens processes left; a test that kills one and
+/// looks at what it left holds this for writing, every other test that runs virtlens for
+/// reading.
+static LEFTOVERS: RwLock<()> = RwLock::new(());
+
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    LEFTOVERS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    LEFTOVERS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("virtlens-cli-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+
+    /// The names in the folder, hidden ones included, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A micro-VM created now in a thread named `CPU 0/KVM`; `run()` lets it do its writes.
+pub struct Vcpu {
+    go: Arc<Barrier>,
+    done: std::thread::JoinHandle<u64>,
+}
+
+impl Vcpu {
+    pub fn new(port: u16, writes: u32) -> Vcpu {
+        let ready = Arc::new(Barrier::new(2));
+        let go = Arc::new(Barrier::new(2));
+        let (r, g) = (Arc::clone(&ready), Arc::clone(&go));
+        let done = std::thread::Builder::new()
+            .name("CPU 0/KVM".into())
+            .spawn(move || {
+                let mut vm = MicroVm::new(1 << 20).unwrap();
+                vm.load_real_mode(&guest::pio_loop(port, writes).unwrap())
+                    .unwrap();
+                r.wait();
+                g.wait();
+                vm.run(Duration::from_secs(30)).unwrap().pio_exits
+            })
+            .unwrap();
+        ready.wait();
+        Vcpu { go, done }
+    }
+
+    pub fn run(self) -> u64 {
+        self.go.wait();
+        self.done.join().unwrap()
+    }
+}
+
+pub fn instance_of(pid: u32) -> PathBuf {
+    Path::new(TRACEFS).join(format!("instances/virtlens-{pid}"))
+}
+
+/// A virtlens process of a test; when the test fails before it was waited for, it gets a
+/// SIGINT and is waited for, so no failed test leaves a capture running.
+pub struct Running(Option<Child>);
+
+impl Running {
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    /// The process, to wait for.
+    pub fn take(mut self) -> Child {
+        self.0.take().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = Command::new("kill")
+                .args(["-s", "INT", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `virtlens ARGS… --ready-fd 3` with stdout and stderr piped, not waiting.
+pub fn spawn_with_ready(args: &[&str]) -> (Running, Ready) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).args(["--ready-fd", "3"]);
+    spawn_command_with_ready(&cmd)
+}
+
+/// Starts `cmd` (which runs virtlens with `--ready-fd 3`) with stdout and stderr piped.
+pub fn spawn_command_with_ready(cmd: &Command) -> (Running, Ready) {
+    let (mut wrapped, ready) = with_ready_fd(cmd);
+    let child = wrapped
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    drop(wrapped);
+    (Running(Some(child.unwrap())), ready)
+}
+
+/// Starts `virtlens ARGS… --ready-fd 3` with stdout and stderr piped, and returns it once it
+/// said it is ready (tracing on); panics with its stderr when it exited instead.
+pub fn start_ready(args: &[&str]) -> Running {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).args(["--ready-fd", "3"]);
+    start_command_ready(&cmd)
+}
+
+/// [`start_ready`] for a command that runs virtlens with `--ready-fd 3` (under `nohup`, …).
+pub fn start_command_ready(cmd: &Command) -> Running {
+    let args = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>();
+    let (child, ready) = spawn_command_with_ready(cmd);
+    match ready.wait() {
+        Ok(line) => {
+            assert_eq!(line, "ready");
+            child
+        }
+        Err(why) => {
+            let out = child.take().wait_with_output().unwrap();
+            panic!(
+                "virtlens {args:?} was never ready ({why}): {}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// A KVM VM held by this test process, which makes it a VMM that `--pid` selects: a test's
+/// capture then records this process's events only, not every KVM event of a busy shared host
+/// (which a debug build takes long to merge).
+pub fn own_vm() -> MicroVm {
+    MicroVm::new(1 << 16).unwrap()
+}
+
+/// [`record`] of this process only (hold [`own_vm`] meanwhile).
+pub fn record_own(out: &Path, extra: &[&str]) -> Running {
+    let me = std::process::id().to_string();
+    let mut args = vec!["--pid", me.as_str()];
+    args.extend_from_slice(extra);
+    record(out, &args)
+}
+
+/// `virtlens record -o OUT EXTRA… --ready-fd 3`, ready.
+pub fn record(out: &Path, extra: &[&str]) -> Running {
+    let out = out.to_string_lossy().into_owned();
+    let mut args = vec!["record", "-o", &out, "--buffer-kb", "1024"];
+    args.extend_from_slice(extra);
+    start_ready(&args)
+}
+
+/// Sends signal `name` (`INT`, `QUIT`, `RTMIN`, …) with bash's kill, which knows the names
+/// of the real-time signals too.
+pub fn signal(child: &Running, name: &str) {
+    let status = Command::new("bash")
+        .args(["-c", &format!("kill -s SIG{name} {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -s SIG{name}");
+}
+
+/// Waits for `child`, which must succeed with nothing on stderr (pipes get no progress).
+pub fn finish(child: Running) -> Output {
+    let out = child.take().wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "virtlens failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "no progress output in pipes: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Waits for `child`, whatever its exit status.
+pub fn finish_any(child: Running) -> Output {
+    child.take().wait_with_output().unwrap()
+}
+
+/// `virtlens ARGS…`, run to its end.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+pub fn report_json(file: &Path, extra: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .arg("report")
+        .arg("--json")
+        .args(extra)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The count of port `port` out-accesses by process `pid` in a `report --json`.
+pub fn port_count(report: &Value, port: u16, pid: u32) -> u64 {
+    let mut n = 0;
+    for t in report["tables"].as_array().unwrap() {
+        if t["kind"] != "ioport" {
+            continue;
+        }
+        for r in t["rows"].as_array().unwrap() {
+            if r["code"] == u64::from(port) && r["access"] == "out" && r["pid"] == pid {
+                n += r["count"].as_u64().unwrap_or(0);
+            }
+        }
+    }
+    n
+}
+
+/// The registrations (runtime-folder links) of virtlens process `pid`.
+pub fn registrations_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("{pid}-");
+    ["/run/virtlens"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The spool folders and unfinished capture files of process `pid` in `dir`.
+pub fn leftovers_in(dir: &TempDir, pid: u32) -> Vec<String> {
+    dir.names()
+        .into_iter()
+        .filter(|n| {
+            n.starts_with(&format!(".virtlens-spool-{pid}-"))
+                || n.contains(&format!(".virtlens-part-{pid}-"))
+        })
+        .collect()
+}
