@@ -3,6 +3,7 @@
 //! exporter). They arrive with their issues; today the crate holds the host-facts probe the
 //! CLI uses to label output.
 
+pub mod bpf;
 pub mod capture;
 pub mod discovery;
 pub mod facts;

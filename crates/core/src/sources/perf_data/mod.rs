@@ -23,7 +23,7 @@ mod stream;
 #[cfg(test)]
 mod synth;
 mod tracing_data;
-pub(crate) mod userspace_exit;
+pub mod userspace_exit;
 
 use std::io::{BufRead, Read, Seek, SeekFrom};
 

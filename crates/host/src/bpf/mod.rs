@@ -1,0 +1,223 @@
+//! In-kernel aggregation of KVM events with eBPF, built at run time: no compiler, no object
+//! file. For each kvm tracepoint this kernel has and the aggregation uses ([`plan`]), a
+//! program is generated from the tracepoint's `format` file ([`program`], encoded by
+//! [`insn`]) that counts the event per (VM process, thread, event, sub, detail) in a per-CPU
+//! hash map and keeps log2 latency histograms per thread ([`maps`]). virtlens reads the maps
+//! every interval ([`Aggregation::read`]); nothing per event reaches user space.
+//!
+//! Programs are attached through perf events of the tracepoints; nothing is pinned, so the
+//! programs, events and maps live exactly as long as this process's fds and the kernel frees
+//! them when it exits, SIGKILL included ([`leftovers`] lists what a process left, for the
+//! tests that check it). All `unsafe` code is in `sys`.
+//!
+//! Where BPF cannot be used (no CAP_BPF/CAP_PERFMON, a kernel without BPF or tracepoint
+//! programs, lockdown, a verifier that refuses a program) [`Aggregation::start`] says why, and
+//! the caller falls back to the tracefs capture.
+
+pub mod insn;
+pub mod maps;
+pub mod plan;
+pub mod program;
+pub mod snapshot;
+#[allow(unsafe_code)]
+mod sys;
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::time::Instant;
+
+use virtlens_core::decode::trace_format;
+
+pub use maps::{Hist, Key, Limits};
+pub use plan::Pair;
+pub use snapshot::Snapshot;
+
+use crate::capture::tracefs::{self, Tracefs};
+use maps::Maps;
+use program::MapFds;
+
+/// The license the generated programs declare (GPL-compatible, as the kernel asks of
+/// tracing programs; they use no GPL-only helper).
+const LICENSE: &CStr = c"Dual MIT/GPL";
+
+/// Why the aggregation could not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("in-kernel aggregation (BPF) is unavailable: {0}")]
+pub struct Unavailable(pub String);
+
+/// One attached program.
+#[derive(Debug)]
+struct Attached {
+    event: String,
+    // Field order: the perf event is closed before the program.
+    _perf: OwnedFd,
+    _prog: OwnedFd,
+}
+
+/// A running aggregation; dropping it detaches and frees everything.
+#[derive(Debug)]
+pub struct Aggregation {
+    attached: Vec<Attached>,
+    maps: Maps,
+    /// What could not be used, and why.
+    pub notes: Vec<String>,
+}
+
+/// The name prefix of this process's BPF objects: `vl<pid>_`.
+pub fn tag(pid: u32) -> String {
+    format!("vl{pid}_")
+}
+
+impl Aggregation {
+    /// Generates, loads and attaches the programs of every kvm event this kernel has.
+    pub fn start(tracefs: Option<&Path>, limits: Limits) -> Result<Aggregation, Unavailable> {
+        let tfs = Tracefs::locate(tracefs).map_err(|e| Unavailable(e.to_string()))?;
+        let mut notes = Vec::new();
+        let mut plans = Vec::new();
+        for name in plan::EVENTS {
+            let path = tfs.root().join("events/kvm").join(name).join("format");
+            let Ok(text) = tracefs::read(&path) else {
+                continue;
+            };
+            match trace_format::parse("kvm", &text) {
+                Ok(f) => plans.extend(plan::plan(&f, &mut notes)),
+                Err(e) => notes.push(format!("kvm:{name} is left out: {e}")),
+            }
+        }
+        if plans.is_empty() {
+            return Err(Unavailable(
+                "this kernel has none of the kvm tracepoints the aggregation uses (is the kvm \
+                 module loaded?)"
+                    .into(),
+            ));
+        }
+        let tag = tag(std::process::id());
+        let maps = Maps::create(limits, &tag).map_err(|e| {
+            Unavailable(format!(
+                "creating a BPF map failed: {e}{}",
+                hint(e.raw_os_error())
+            ))
+        })?;
+        let fds = MapFds {
+            counts: maps.counts.raw_fd(),
+            hists: maps.hists.raw_fd(),
+            starts: maps.starts.raw_fd(),
+            overflow: maps.overflow.raw_fd(),
+            zero: maps.zero.raw_fd(),
+        };
+        let mut attached = Vec::new();
+        let mut first_error = None;
+        for p in &plans {
+            match attach(p, &fds, &tag) {
+                Ok(a) => attached.push(a),
+                Err(e) => {
+                    notes.push(format!("kvm:{} has no program: {e}", p.event));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if attached.is_empty() {
+            return Err(Unavailable(first_error.unwrap_or_default()));
+        }
+        Ok(Aggregation {
+            attached,
+            maps,
+            notes,
+        })
+    }
+
+    /// The events with an attached program.
+    pub fn events(&self) -> Vec<&str> {
+        self.attached.iter().map(|a| a.event.as_str()).collect()
+    }
+
+    /// The maps' bounds.
+    pub fn limits(&self) -> Limits {
+        self.maps.limits
+    }
+
+    /// Everything counted so far.
+    pub fn read(&self) -> std::io::Result<Snapshot> {
+        Ok(Snapshot {
+            at: Instant::now(),
+            counts: self.maps.counts()?,
+            hists: self.maps.hists()?,
+            overflow: self.maps.overflow()?,
+        })
+    }
+
+    /// Forgets the keys of VMM processes that have exited (read them first: their last
+    /// counts are in the maps until then).
+    pub fn prune_exited(&self) -> std::io::Result<usize> {
+        self.maps
+            .prune(&|tgid| !Path::new(&format!("/proc/{tgid}")).exists())
+    }
+}
+
+fn attach(p: &plan::Plan, fds: &MapFds, tag: &str) -> Result<Attached, String> {
+    let insns = program::generate(p, fds)?;
+    let name = format!("{tag}{}", p.event.trim_start_matches("kvm_"));
+    let prog = sys::load_tracepoint_program(&insns, LICENSE, &name, None).or_else(|e| {
+        // Load again with the verifier's log, to say why.
+        let mut log = vec![0u8; 1 << 20];
+        sys::load_tracepoint_program(&insns, LICENSE, &name, Some(&mut log)).map_err(|_| {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let text = String::from_utf8_lossy(&log[..end]);
+            let mut last: Vec<&str> = text.lines().rev().take(3).collect();
+            last.reverse();
+            format!(
+                "the kernel refused its program: {e}{} {}",
+                hint(e.raw_os_error()),
+                last.join(" / ")
+            )
+        })
+    })?;
+    finish(p, prog)
+}
+
+fn finish(p: &plan::Plan, prog: OwnedFd) -> Result<Attached, String> {
+    let perf = sys::open_tracepoint(u64::from(p.id)).map_err(|e| {
+        format!(
+            "perf_event_open of the tracepoint failed: {e}{}",
+            hint(e.raw_os_error())
+        )
+    })?;
+    sys::attach_and_enable(perf.as_fd(), prog.as_fd())
+        .map_err(|e| format!("attaching the program failed: {e}"))?;
+    Ok(Attached {
+        event: p.event.clone(),
+        _perf: perf,
+        _prog: prog,
+    })
+}
+
+/// What an errno of bpf(2)/perf_event_open(2) usually means here.
+fn hint(errno: Option<i32>) -> &'static str {
+    match errno {
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            " (needs CAP_BPF and CAP_PERFMON, or root; a kernel in lockdown refuses BPF too)"
+        }
+        Some(libc::ENOSYS) => " (this kernel has no bpf(2): CONFIG_BPF_SYSCALL is off)",
+        Some(libc::EINVAL) => " (this kernel lacks a BPF feature the aggregation uses)",
+        _ => "",
+    }
+}
+
+/// The BPF programs and maps process `pid` created that still exist, as
+/// `program <id> <name>` / `map <id> <name>` (needs CAP_SYS_ADMIN to list them).
+pub fn leftovers(pid: u32) -> std::io::Result<Vec<String>> {
+    let tag = tag(pid);
+    let mut out = Vec::new();
+    for (kind, word) in [
+        (sys::ObjectKind::Program, "program"),
+        (sys::ObjectKind::Map, "map"),
+    ] {
+        for (id, name) in sys::objects(kind)? {
+            if name.starts_with(&tag) {
+                out.push(format!("{word} {id} {name}"));
+            }
+        }
+    }
+    Ok(out)
+}

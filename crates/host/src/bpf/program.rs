@@ -1,0 +1,312 @@
+//! The eBPF program of one tracepoint, generated from its [`Plan`]: the tracepoint's payload is
+//! the program's context, read at the offsets of the `format` file. Every path returns 0, so
+//! the kernel drops the record instead of handing it to a perf buffer: nothing per event
+//! reaches user space.
+//!
+//! Stack layout (r10 = frame pointer):
+//! ```text
+//! fp-24 .. fp-0    counts/hists key: tgid u32, tid u32, event u32, sub u32, detail u64
+//! fp-32            u64 1 (the value of a new count)
+//! fp-36            u32 overflow slot / zero-template index
+//! fp-48            starts key: tid u32, pair u32
+//! fp-64 .. fp-48   starts value: start ns u64, detail u64
+//! ```
+//! r6 holds the context, r7 `pid_tgid`, r8/r9 a duration and its detail.
+
+use super::insn::{Alu, Asm, Cond, FP, Helper, Insn, Label, R0, R1, R2, R3, R4, R6, R7, R8, R9};
+use super::insn::{Reg, Size};
+use super::maps::{HIST_FULL_SLOT, HIST_SUM_OFFSET};
+use super::plan::{FieldRef, Pair, Plan};
+
+const KEY: i16 = -24;
+const ONE: i16 = -32;
+const SLOT: i16 = -36;
+const START_KEY: i16 = -48;
+const START_VAL: i16 = -64;
+const BPF_ANY: i32 = 0;
+const BPF_NOEXIST: i32 = 1;
+const EEXIST: i32 = -17;
+
+/// The fds of the maps a program refers to.
+#[derive(Debug, Clone, Copy)]
+pub struct MapFds {
+    pub counts: i32,
+    pub hists: i32,
+    pub starts: i32,
+    pub overflow: i32,
+    pub zero: i32,
+}
+
+/// The program for `plan`.
+pub fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> {
+    let mut a = Asm::new();
+    a.mov(R6, R1);
+    a.call(Helper::GetCurrentPidTgid);
+    a.mov(R7, R0);
+    if let Some(c) = plan.count {
+        write_key(&mut a, plan.index, c.sub, c.detail.map(Detail::Field));
+        count(&mut a, plan.index, maps);
+    }
+    if let Some((pair, detail)) = plan.begin {
+        begin(&mut a, pair, detail, maps);
+    }
+    if let Some((pair, cond)) = plan.end {
+        end(&mut a, pair, cond, maps);
+    }
+    if let Some((pair, value, detail)) = plan.value {
+        let done = a.new_label();
+        load(&mut a, R8, Some(value));
+        load(&mut a, R9, detail);
+        hist_add(&mut a, pair, maps, done);
+        a.label(done);
+    }
+    a.mov_imm(R0, 0);
+    a.exit();
+    a.finish()
+}
+
+/// Where a key's detail comes from.
+#[derive(Debug, Clone, Copy)]
+enum Detail {
+    Field(FieldRef),
+    Reg(Reg),
+}
+
+/// `dst = payload field` (0 when the kernel has no such field).
+fn load(a: &mut Asm, dst: Reg, field: Option<FieldRef>) {
+    match field {
+        Some(f) => a.load(f.size, dst, R6, f.offset),
+        None => a.mov_imm(dst, 0),
+    }
+}
+
+/// Writes the counts/hists key at `KEY`.
+fn write_key(a: &mut Asm, event: u32, sub: Option<FieldRef>, detail: Option<Detail>) {
+    a.mov(R1, R7);
+    a.alu_imm(Alu::Rsh, R1, 32);
+    a.store(Size::W, FP, KEY, R1);
+    a.store(Size::W, FP, KEY + 4, R7);
+    a.store_imm(Size::W, FP, KEY + 8, event as i32);
+    load(a, R1, sub);
+    a.store(Size::W, FP, KEY + 12, R1);
+    match detail {
+        Some(Detail::Field(f)) => load(a, R1, Some(f)),
+        Some(Detail::Reg(r)) => a.mov(R1, r),
+        None => a.mov_imm(R1, 0),
+    }
+    a.store(Size::DW, FP, KEY + 16, R1);
+}
+
+/// `r0 = lookup(map, fp + key)`.
+fn lookup(a: &mut Asm, map: i32, key: i16) {
+    a.load_map_fd(R1, map);
+    a.mov(R2, FP);
+    a.alu_imm(Alu::Add, R2, i32::from(key));
+    a.call(Helper::MapLookupElem);
+}
+
+/// `*(u64 *)r0 += 1` (a per-CPU value: no other CPU writes it).
+fn increment_r0(a: &mut Asm) {
+    a.load(Size::DW, R1, R0, 0);
+    a.alu_imm(Alu::Add, R1, 1);
+    a.store(Size::DW, R0, 0, R1);
+}
+
+/// Adds 1 to `overflow[slot]`.
+fn overflow(a: &mut Asm, slot: u32, maps: &MapFds, done: Label) {
+    a.store_imm(Size::W, FP, SLOT, slot as i32);
+    lookup(a, maps.overflow, SLOT);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+    increment_r0(a);
+}
+
+/// counts[key] += 1, inserting the key when new; a full map counts in `overflow[event]`.
+fn count(a: &mut Asm, event: u32, maps: &MapFds) {
+    let insert = a.new_label();
+    let retry = a.new_label();
+    let done = a.new_label();
+    lookup(a, maps.counts, KEY);
+    a.jump_imm(Cond::Eq, R0, 0, insert);
+    increment_r0(a);
+    a.jump(done);
+
+    a.label(insert);
+    a.store_imm(Size::DW, FP, ONE, 1);
+    a.load_map_fd(R1, maps.counts);
+    a.mov(R2, FP);
+    a.alu_imm(Alu::Add, R2, i32::from(KEY));
+    a.mov(R3, FP);
+    a.alu_imm(Alu::Add, R3, i32::from(ONE));
+    a.mov_imm(R4, BPF_NOEXIST);
+    a.call(Helper::MapUpdateElem);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+    // Another CPU inserted the key meanwhile: add to it.
+    a.jump_imm(Cond::Eq, R0, EEXIST, retry);
+    overflow(a, event, maps, done);
+    a.jump(done);
+
+    a.label(retry);
+    lookup(a, maps.counts, KEY);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+    increment_r0(a);
+    a.label(done);
+}
+
+/// Writes the starts key (tid, pair) at `START_KEY`.
+fn start_key(a: &mut Asm, pair: Pair) {
+    a.store(Size::W, FP, START_KEY, R7);
+    a.store_imm(Size::W, FP, START_KEY + 4, pair as i32);
+}
+
+/// starts[tid, pair] = (now, detail).
+fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, maps: &MapFds) {
+    let insert = a.new_label();
+    let done = a.new_label();
+    start_key(a, pair);
+    load(a, R8, detail);
+    lookup(a, maps.starts, START_KEY);
+    a.jump_imm(Cond::Eq, R0, 0, insert);
+    a.mov(R9, R0);
+    a.call(Helper::KtimeGetNs);
+    a.store(Size::DW, R9, 0, R0);
+    a.store(Size::DW, R9, 8, R8);
+    a.jump(done);
+
+    a.label(insert);
+    a.call(Helper::KtimeGetNs);
+    a.store(Size::DW, FP, START_VAL, R0);
+    a.store(Size::DW, FP, START_VAL + 8, R8);
+    a.load_map_fd(R1, maps.starts);
+    a.mov(R2, FP);
+    a.alu_imm(Alu::Add, R2, i32::from(START_KEY));
+    a.mov(R3, FP);
+    a.alu_imm(Alu::Add, R3, i32::from(START_VAL));
+    a.mov_imm(R4, BPF_ANY);
+    a.call(Helper::MapUpdateElem);
+    a.label(done);
+}
+
+/// Closes the thread's open `pair` (if any, and if `cond` holds): its duration goes to the
+/// pair's histogram under the detail remembered at the start.
+fn end(a: &mut Asm, pair: Pair, cond: Option<(FieldRef, i32)>, maps: &MapFds) {
+    let done = a.new_label();
+    if let Some((field, value)) = cond {
+        load(a, R1, Some(field));
+        a.jump_imm(Cond::Ne, R1, value, done);
+    }
+    start_key(a, pair);
+    lookup(a, maps.starts, START_KEY);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+    a.load(Size::DW, R8, R0, 0);
+    a.jump_imm(Cond::Eq, R8, 0, done);
+    a.load(Size::DW, R9, R0, 8);
+    a.store_imm(Size::DW, R0, 0, 0);
+    a.call(Helper::KtimeGetNs);
+    a.alu_reg(Alu::Sub, R0, R8);
+    a.mov(R8, R0);
+    hist_add(a, pair, maps, done);
+    a.label(done);
+}
+
+/// hists[tgid, tid, pair, 0, r9].bucket(log2 r8) += 1 and .sum += r8, inserting the key
+/// from the zero template when new; a full map counts in `overflow[HIST_FULL_SLOT]`.
+fn hist_add(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
+    let have = a.new_label();
+    write_key(a, pair as u32, None, Some(Detail::Reg(R9)));
+    lookup(a, maps.hists, KEY);
+    a.jump_imm(Cond::Ne, R0, 0, have);
+
+    let inserted = a.new_label();
+    a.store_imm(Size::W, FP, SLOT, 0);
+    lookup(a, maps.zero, SLOT);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+    a.mov(R3, R0);
+    a.load_map_fd(R1, maps.hists);
+    a.mov(R2, FP);
+    a.alu_imm(Alu::Add, R2, i32::from(KEY));
+    a.mov_imm(R4, BPF_NOEXIST);
+    a.call(Helper::MapUpdateElem);
+    a.jump_imm(Cond::Eq, R0, 0, inserted);
+    a.jump_imm(Cond::Eq, R0, EEXIST, inserted);
+    overflow(a, HIST_FULL_SLOT, maps, done);
+    a.jump(done);
+    a.label(inserted);
+    lookup(a, maps.hists, KEY);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+
+    a.label(have);
+    // r2 = floor(log2(r8)) by halving: r1 = r8, and for s in 32, 16, …, 1: if r1 >> s then
+    // r1 >>= s and r2 += s.
+    a.mov(R1, R8);
+    a.mov_imm(R2, 0);
+    for s in [32, 16, 8, 4, 2, 1] {
+        let skip = a.new_label();
+        a.mov(R3, R1);
+        a.alu_imm(Alu::Rsh, R3, s);
+        a.jump_imm(Cond::Eq, R3, 0, skip);
+        a.mov(R1, R3);
+        a.alu_imm(Alu::Add, R2, s);
+        a.label(skip);
+    }
+    a.alu_imm(Alu::And, R2, 63);
+    a.alu_imm(Alu::Lsh, R2, 3);
+    a.mov(R1, R0);
+    a.alu_reg(Alu::Add, R1, R2);
+    a.mov_imm(R3, 1);
+    a.atomic_add64(R1, 0, R3);
+    a.atomic_add64(R0, HIST_SUM_OFFSET, R8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::Count;
+    use super::*;
+
+    fn plan() -> Plan {
+        let f = |offset| {
+            Some(FieldRef {
+                offset,
+                size: Size::W,
+            })
+        };
+        Plan {
+            event: "kvm_userspace_exit".into(),
+            index: 5,
+            id: 42,
+            count: Some(Count {
+                sub: f(12),
+                detail: f(8),
+            }),
+            begin: Some((Pair::Vmm, f(8))),
+            end: None,
+            value: None,
+        }
+    }
+
+    #[test]
+    fn programs_start_with_the_prologue_and_always_return_zero() {
+        let fds = MapFds {
+            counts: 3,
+            hists: 4,
+            starts: 5,
+            overflow: 6,
+            zero: 7,
+        };
+        let insns = generate(&plan(), &fds).unwrap();
+        assert_eq!(insns[0].bytes()[0], 0xbf, "mov r6, r1");
+        assert_eq!(insns[1].imm, Helper::GetCurrentPidTgid as i32);
+        let n = insns.len();
+        assert_eq!((insns[n - 2].code, insns[n - 2].imm), (0xb7, 0), "r0 = 0");
+        assert_eq!(insns[n - 1].code, 0x95, "exit");
+        // The count key's detail is read from offset 8 of the payload (r6).
+        assert!(
+            insns
+                .iter()
+                .any(|i| i.code == 0x61 && i.src == 6 && i.off == 8)
+        );
+        // Every map is referred to by its fd.
+        for fd in [3, 5, 6] {
+            assert!(insns.iter().any(|i| i.code == 0x18 && i.imm == fd), "{fd}");
+        }
+    }
+}

@@ -1,0 +1,101 @@
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+//! The in-kernel aggregation on a real kernel with a real micro-VM: N port writes by this
+//! thread are counted exactly N times under (this process, this thread, kvm_pio, out, port),
+//! the userspace-exit → KVM_RUN latency pair closes once per exit, and the kvm_exit/kvm_entry
+//! programs are attached even where those tracepoints never fire.
+
+use std::time::Duration;
+
+use virtlens_host::bpf::{Aggregation, Limits, Pair, plan};
+use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_testkit::{Need, require};
+
+/// This thread's id, from /proc/thread-self (`PID/task/TID`).
+fn this_tid() -> u32 {
+    let link = std::fs::read_link("/proc/thread-self").unwrap();
+    link.file_name().unwrap().to_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn port_writes_of_a_micro_vm_are_counted_exactly_in_the_kernel() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    const N: u32 = 2500;
+    const PORT: u16 = 0x5d1;
+    let agg = Aggregation::start(None, Limits::default()).unwrap();
+    let events = agg.events();
+    for e in ["kvm_exit", "kvm_entry", "kvm_pio", "kvm_userspace_exit"] {
+        assert!(events.contains(&e), "{e} has no program: {:?}", agg.notes);
+    }
+    let before = agg.read().unwrap();
+    let mut vm = MicroVm::new(1 << 20).unwrap();
+    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
+        .unwrap();
+    let stats = vm.run(Duration::from_secs(30)).unwrap();
+    assert_eq!(stats.pio_exits, u64::from(N));
+    let after = agg.read().unwrap();
+    let d = after.since(Some(&before));
+
+    let (me, tid) = (std::process::id(), this_tid());
+    let pio = plan::event_index("kvm_pio").unwrap();
+    let ours: Vec<_> = d
+        .counts
+        .iter()
+        .filter(|(k, _)| k.tgid == me && k.event == pio && k.detail == u64::from(PORT))
+        .collect();
+    assert_eq!(ours.len(), 1, "one key for the port: {ours:?}");
+    let (k, n) = ours[0];
+    assert_eq!((k.tid, k.sub, *n), (tid, 1, u64::from(N)), "{k:?}");
+
+    // Every port exit returned to userspace (reason 2, KVM_EXIT_IO) and came back into
+    // KVM_RUN: the VMM pair closed once per write, with positive durations.
+    let uexit = plan::event_index("kvm_userspace_exit").unwrap();
+    let io_exits: u64 = d
+        .counts
+        .iter()
+        .filter(|(k, _)| k.tgid == me && k.tid == tid && k.event == uexit && k.detail == 2)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(io_exits, u64::from(N));
+    if events.contains(&"kvm_fpu") {
+        let h = d
+            .hists
+            .iter()
+            .find(|(k, _)| {
+                k.tgid == me && k.tid == tid && k.event == Pair::Vmm as u32 && k.detail == 2
+            })
+            .map(|(_, h)| h.clone())
+            .unwrap_or_else(|| panic!("no VMM latency histogram: {:?}", d.hists));
+        assert_eq!(h.count(), u64::from(N));
+        assert!(h.sum_ns >= h.count(), "{h:?}");
+        assert_eq!(h.buckets[0], 0, "no exit is handled in under 2 ns");
+    }
+    assert!(d.other().is_empty(), "nothing overflowed: {:?}", d.other());
+}
+
+#[test]
+fn a_full_count_map_counts_in_the_other_bucket() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    // A map of one key: the first key takes it, every other key overflows.
+    let limits = Limits {
+        counts: 1,
+        ..Limits::default()
+    };
+    let agg = Aggregation::start(None, limits).unwrap();
+    let mut vm = MicroVm::new(1 << 20).unwrap();
+    const N: u32 = 300;
+    vm.load_real_mode(&guest::pio_loop(0x5d2, N).unwrap())
+        .unwrap();
+    vm.run(Duration::from_secs(30)).unwrap();
+    let s = agg.read().unwrap();
+    assert!(s.counts.len() <= 1, "{:?}", s.counts);
+    let counted: u64 = s.counts.iter().map(|(_, n)| n).sum();
+    let other: u64 = s.other().iter().map(|(_, n)| n).sum();
+    // This VM's N port exits and N userspace exits are all there, keyed or in `other`
+    // (other VMs on the machine may add to both).
+    assert!(counted + other >= 2 * u64::from(N), "{counted} + {other}");
+    assert!(other >= u64::from(N), "{other}");
+}
