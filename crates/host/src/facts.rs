@@ -5,7 +5,9 @@
 use std::fs;
 use std::path::Path;
 
+use virtlens_core::decode::Isa;
 use virtlens_core::facts::{Backend, HostFacts, Vendor};
+use virtlens_core::profile::Origin;
 
 /// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder).
 pub fn probe_at(root: &Path) -> HostFacts {
@@ -55,6 +57,30 @@ pub fn probe_at(root: &Path) -> HostFacts {
 /// The facts of this host.
 pub fn probe() -> HostFacts {
     probe_at(Path::new("/"))
+}
+
+/// The origin of a profile read live from this host by source `format`: its kernel, KVM
+/// backend, CPU vendor, and the exit-reason ISA the backend implies.
+pub fn origin(format: &str) -> Origin {
+    let facts = probe();
+    let mut origin = Origin::new(format, None);
+    origin.kernel = facts.kernel.clone();
+    origin.backend = facts.backend.as_ref().map(ToString::to_string);
+    origin.vendor = facts.vendor.as_ref().map(|v| {
+        match v {
+            Vendor::Intel => "GenuineIntel",
+            Vendor::Amd => "AuthenticAMD",
+            Vendor::Hygon => "HygonGenuine",
+            Vendor::Other(s) => s.as_str(),
+        }
+        .to_string()
+    });
+    origin.isa = match facts.backend {
+        Some(Backend::Vmx) => Some(Isa::Vmx),
+        Some(Backend::Svm) => Some(Isa::Svm),
+        _ => None,
+    };
+    origin
 }
 
 #[cfg(test)]

@@ -99,3 +99,68 @@ fn a_full_count_map_counts_in_the_other_bucket() {
     assert!(counted + other >= 2 * u64::from(N), "{counted} + {other}");
     assert!(other >= u64::from(N), "{other}");
 }
+
+#[test]
+fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    use virtlens_core::profile::{Key, TableKind};
+    use virtlens_host::bpf::live::BpfLive;
+    use virtlens_host::capture::CaptureOptions;
+
+    const N: u32 = 700;
+    const PORT: u16 = 0x5d3;
+    let mut vm = MicroVm::new(1 << 20).unwrap();
+    let me = std::process::id();
+    let opts = CaptureOptions {
+        pid: Some(me),
+        ..CaptureOptions::default()
+    };
+    let mut live = BpfLive::start(&opts, Limits::default()).unwrap();
+    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
+        .unwrap();
+    vm.run(Duration::from_secs(30)).unwrap();
+    let (iv, hists) = live.take().unwrap();
+    let ports = iv
+        .profile
+        .tables
+        .iter()
+        .find(|t| t.kind == TableKind::Ioport)
+        .unwrap_or_else(|| panic!("no ioport table: {:?}", iv.profile.tables));
+    let row = ports
+        .rows
+        .iter()
+        .find(|r| matches!(r.key, Key::Port { port, .. } if port == u64::from(PORT)))
+        .unwrap();
+    assert_eq!((row.pid, row.count), (Some(me), u64::from(N)));
+    // Only the selected VMM is in the profile.
+    assert!(
+        iv.profile
+            .tables
+            .iter()
+            .flat_map(|t| &t.rows)
+            .all(|r| r.pid == Some(me))
+    );
+    assert!(iv.events >= 2 * u64::from(N), "pio + userspace exits");
+    if live.events().contains(&"kvm_fpu") {
+        let vmm = hists
+            .iter()
+            .find(|h| h.pid == me && h.pair == Pair::Vmm)
+            .unwrap();
+        assert!(vmm.hist.count() >= u64::from(N));
+    }
+    // The next interval has none of these writes.
+    let (next, _) = live.take().unwrap();
+    let again: u64 = next
+        .profile
+        .tables
+        .iter()
+        .filter(|t| t.kind == TableKind::Ioport)
+        .flat_map(|t| &t.rows)
+        .filter(|r| matches!(r.key, Key::Port { port, .. } if port == u64::from(PORT)))
+        .map(|r| r.count)
+        .sum();
+    assert_eq!(again, 0);
+    drop(vm);
+}

@@ -15,8 +15,10 @@
 //! the caller falls back to the tracefs capture.
 
 pub mod insn;
+pub mod live;
 pub mod maps;
 pub mod plan;
+pub mod profile;
 pub mod program;
 pub mod snapshot;
 #[allow(unsafe_code)]
