@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn keys_of_each_event() {
-        let k = |e, sub, detail| keyed(e, sub, detail, Some(Isa::Vmx)).map(|(t, k)| (t, k));
+        let k = |e, sub, detail| keyed(e, sub, detail, Some(Isa::Vmx));
         assert_eq!(
             k("kvm_pio", 1, 0x70),
             Some((
