@@ -43,6 +43,8 @@ pub enum Command {
     /// Capacity models (over-commit: joint probability and Erlang C), checked against measurement
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Export per-VM exit counts, latencies, ready time and findings for Prometheus (read-only)
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -454,6 +456,36 @@ pub struct TopArgs {
     #[command(flatten)]
     pub live: LiveArgs,
     /// Print JSON (one object per interval) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to serve /metrics on (loopback unless told otherwise)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:9815")]
+    pub listen: std::net::SocketAddr,
+    /// Seconds between collections
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Series of their own per VM and family (ports, MSRs, …); the rest add to `other`
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// VMs exported at most
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_vms: usize,
+    /// Seconds a VM's series stay after its process is gone (so its last counts are scraped)
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub keep_gone: f64,
+    /// Seconds of history the findings are computed on
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub window: f64,
+    /// Use the tracefs capture even where in-kernel aggregation (BPF) is available
+    #[arg(long)]
+    pub no_bpf: bool,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    /// Print the start (address, source, notes) as JSON on stdout
     #[arg(long)]
     pub json: bool,
 }

@@ -10,6 +10,7 @@ mod load_bench;
 mod model;
 mod record;
 mod report;
+mod serve;
 mod stretch;
 mod top;
 
@@ -41,5 +42,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => load_bench::bench(&a),
         Command::Stretch(a) => stretch::run(&a),
         Command::Model(args::ModelCommand::Overcommit(a)) => model::overcommit(&a),
+        Command::Serve(a) => serve::run(&a),
     }
 }

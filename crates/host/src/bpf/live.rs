@@ -26,6 +26,17 @@ pub struct VmHist {
     pub hist: Hist,
 }
 
+/// What an interval has besides its profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// Latency histograms per VMM and pair.
+    pub hists: Vec<VmHist>,
+    /// Events counted without their key (the counts map was full), by event.
+    pub unkeyed: Vec<(String, u64)>,
+    /// Latency samples dropped (the histogram map was full).
+    pub dropped_latencies: u64,
+}
+
 /// A running aggregation read as intervals.
 #[derive(Debug)]
 pub struct BpfLive {
@@ -72,7 +83,7 @@ impl BpfLive {
     }
 
     /// The interval since the previous call (or the start).
-    pub fn take(&mut self) -> std::io::Result<(Interval, Vec<VmHist>)> {
+    pub fn take(&mut self) -> std::io::Result<(Interval, Extras)> {
         let now = self.agg.read()?;
         let duration_ns = now.at.duration_since(self.prev.at).as_nanos() as u64;
         let mut delta = now.since(Some(&self.prev));
@@ -89,7 +100,15 @@ impl BpfLive {
                 message: m.clone(),
             }));
         let events = delta.counts.iter().map(|(_, n)| n).sum();
-        let hists = per_vm(&delta);
+        let extras = Extras {
+            hists: per_vm(&delta),
+            unkeyed: delta
+                .other()
+                .into_iter()
+                .map(|(e, n)| (e.to_string(), n))
+                .collect(),
+            dropped_latencies: delta.dropped_latencies(),
+        };
         self.prev = now;
         if self.agg.prune_exited()? > 0 {
             let alive = |tgid: u32| std::path::Path::new(&format!("/proc/{tgid}")).exists();
@@ -103,7 +122,7 @@ impl BpfLive {
                 events,
                 lost: 0,
             },
-            hists,
+            extras,
         ))
     }
 }

@@ -1,0 +1,225 @@
+//! `virtlens serve`: a read-only Prometheus exporter. Every interval it reads the in-kernel
+//! aggregation (or, where BPF is unavailable, the tracefs capture: [`source`]), the VMs alive
+//! now (`discovery`), their vCPUs' scheduler times ([`ready`]) and KVM statistics, runs the
+//! diagnosis on a sliding window ([`window`]), folds it all into the bounded [`state`], and
+//! encodes it once ([`exposition`]); the HTTP workers ([`http`]) answer scrapes from that
+//! text. It changes nothing on the host beyond its own tracing, and undoes that on every
+//! exit: the BPF objects die with the process, the tracefs instance is taken down (or removed
+//! by the next run after a SIGKILL).
+
+pub mod exposition;
+pub mod http;
+pub mod ready;
+pub mod source;
+pub mod state;
+pub mod window;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use virtlens_core::decode::Decoder;
+use virtlens_core::diagnose;
+
+use crate::bpf::Limits;
+use crate::capture::vm_stats::{Snapshots, StatsSet};
+use crate::capture::{CaptureError, CaptureOptions};
+use crate::discovery::{self, Vmm};
+use source::Source;
+use state::{Sched, State, Update};
+
+/// How `serve` runs.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    pub listen: SocketAddr,
+    /// Between collections.
+    pub interval: Duration,
+    /// Series of their own per VM and family.
+    pub top: usize,
+    pub max_vms: usize,
+    /// How long a gone VM's series stay.
+    pub keep_gone: Duration,
+    /// The findings' sliding window.
+    pub window: Duration,
+    /// Use BPF when it can be had.
+    pub bpf: bool,
+    pub limits: Limits,
+    /// `--pid`/`--vm`, the tracefs location and the fallback capture's events and buffer.
+    pub capture: CaptureOptions,
+    pub http_workers: usize,
+}
+
+/// What `serve` tells its caller once it listens.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub addr: SocketAddr,
+    pub source: &'static str,
+    pub notes: Vec<String>,
+}
+
+/// Runs until `stop` is set; calls `started` once the endpoint answers.
+pub fn serve(
+    opts: &ServeOptions,
+    stop: &AtomicBool,
+    started: &mut dyn FnMut(&Started),
+) -> Result<(), CaptureError> {
+    let (mut source, notes) = Source::start(&opts.capture, opts.limits, opts.bpf)?;
+    let state = Arc::new(Mutex::new(State::new(
+        opts.top,
+        opts.max_vms,
+        opts.keep_gone,
+        source.name(),
+    )));
+    let registry = exposition::registry(state.clone());
+    let texts = Arc::new(RwLock::new(http::Texts::default()));
+    publish(&registry, &texts);
+    let server = match http::Http::start(opts.listen, opts.http_workers, texts.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = source.stop();
+            return Err(CaptureError::Usage(e));
+        }
+    };
+    started(&Started {
+        addr: server.addr,
+        source: source.name(),
+        notes,
+    });
+    let result = collect_loop(opts, &mut source, &state, &registry, &texts, stop);
+    server.stop();
+    let stopped = source.stop();
+    result.and(stopped)
+}
+
+/// Encodes the state and hands the texts to the HTTP workers.
+fn publish(registry: &prometheus_client::registry::Registry, texts: &RwLock<http::Texts>) {
+    if let Ok(om) = exposition::encode(registry) {
+        let classic = exposition::classic(&om);
+        if let Ok(mut t) = texts.write() {
+            t.openmetrics = Arc::new(om);
+            t.classic = Arc::new(classic);
+        }
+    }
+}
+
+/// KVM statistics fds of each VM, opened when it is first seen.
+type Stats = BTreeMap<u32, Option<(StatsSet, Snapshots)>>;
+
+fn collect_loop(
+    opts: &ServeOptions,
+    source: &mut Source,
+    state: &Mutex<State>,
+    registry: &prometheus_client::registry::Registry,
+    texts: &RwLock<http::Texts>,
+    stop: &AtomicBool,
+) -> Result<(), CaptureError> {
+    let decoder = Decoder::builtin();
+    let diag = diagnose::Options {
+        host: crate::facts::probe(),
+        ..diagnose::Options::default()
+    };
+    let mut window = window::Window::new(opts.window);
+    let mut stats: Stats = BTreeMap::new();
+    let mut sched_before = (Instant::now(), ready::sample(&discovery::scan()));
+    let slice = Duration::from_millis(50).min(opts.interval);
+    while !stop.load(Ordering::Relaxed) {
+        let until = Instant::now() + opts.interval;
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            source.poll()?;
+            std::thread::sleep(slice.min(until.saturating_duration_since(Instant::now())));
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let started = Instant::now();
+        let (iv, extras) = source.take()?;
+        let vmms: Vec<Vmm> = match &opts.capture.pid {
+            Some(p) => discovery::scan()
+                .into_iter()
+                .filter(|v| v.pid == *p)
+                .collect(),
+            None => discovery::scan(),
+        };
+        let now = Instant::now();
+        let sched_now = (now, ready::sample(&vmms));
+        let stat_rows = kvm_stats(&mut stats, &vmms, iv.duration_ns);
+        window.push(now, iv.duration_ns, iv.profile.clone());
+        let Ok(mut st) = state.lock() else {
+            break;
+        };
+        st.update(
+            &Update {
+                now,
+                profile: &iv.profile,
+                extras: &extras,
+                vmms: &vmms,
+                lost: iv.lost,
+            },
+            &decoder,
+        );
+        let wall = now.duration_since(sched_before.0).as_nanos() as u64;
+        for (&(pid, vcpu), &(run, wait)) in &sched_now.1 {
+            if let Some(vm) = st.vms.get_mut(&pid) {
+                let ready = sched_before
+                    .1
+                    .get(&(pid, vcpu))
+                    .and_then(|b| ready::ready_ratio(*b, (run, wait), wall));
+                vm.vcpus.insert(
+                    vcpu,
+                    Sched {
+                        run_ns: run,
+                        wait_ns: wait,
+                        ready,
+                    },
+                );
+            }
+        }
+        for (pid, stat, n) in stat_rows {
+            if let Some(vm) = st.vms.get_mut(&pid) {
+                *vm.kvm_stats.entry(stat).or_default() += n;
+            }
+        }
+        let pids: Vec<u32> = st.vms.keys().copied().collect();
+        for pid in pids {
+            let found = window::findings(&window, pid, &decoder, &diag);
+            if let Some(vm) = st.vms.get_mut(&pid) {
+                vm.findings = found;
+            }
+        }
+        st.host.collect_seconds = started.elapsed().as_secs_f64();
+        drop(st);
+        sched_before = sched_now;
+        publish(registry, texts);
+    }
+    Ok(())
+}
+
+/// The KVM statistics that moved since the previous call, as (pid, stat, increment); VMs
+/// seen for the first time get their statistics fds opened (their first increments come at
+/// the next call).
+fn kvm_stats(stats: &mut Stats, vmms: &[Vmm], window_ns: u64) -> Vec<(u32, String, u64)> {
+    stats.retain(|pid, _| vmms.iter().any(|v| v.pid == *pid));
+    let mut out = Vec::new();
+    for v in vmms {
+        let entry = stats.entry(v.pid).or_insert_with(|| {
+            let set = StatsSet::open(&[v]);
+            (!set.is_empty()).then(|| {
+                let snap = set.snapshot();
+                (set, snap)
+            })
+        });
+        let Some((set, before)) = entry else {
+            continue;
+        };
+        let after = set.snapshot();
+        if let Some(t) = set.table(before, &after, window_ns) {
+            for r in t.rows {
+                out.push((v.pid, r.key.key_text(), r.count));
+            }
+        }
+        *before = after;
+    }
+    out
+}

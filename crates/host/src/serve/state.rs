@@ -1,0 +1,400 @@
+//! What `serve` exports, kept between scrapes: per VM, monotonic counters since the exporter
+//! started (exits by reason, port, MMIO address, MSR, userspace exit, hypercall, event; the
+//! measured handling time where a latency pair measured it), cumulative log2 latency
+//! histograms, vCPU scheduler times, KVM statistics and the current findings.
+//!
+//! Bounded: each family of a VM holds at most `top` series of its own; a key gets one when
+//! the family has room (the busiest of an interval first) and keeps it, so a series never
+//! jumps; keys without one add to the family's `other` series. A series idle for
+//! [`EVICT_AFTER`] intervals gives its place up. At most `max_vms` VMs are kept. A VM whose
+//! process is gone keeps its series for `keep_gone` (so its last counts are scraped), then
+//! they go.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use virtlens_core::decode::Decoder;
+use virtlens_core::profile::{Key, Profile, TableKind};
+
+use crate::bpf::Pair;
+use crate::bpf::live::Extras;
+use crate::bpf::maps::{HIST_BUCKETS, Hist};
+use crate::discovery::Vmm;
+
+/// Intervals without an increment after which a series gives its place up.
+pub const EVICT_AFTER: u32 = 600;
+
+/// A family of per-key counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    Exit,
+    Port,
+    Mmio,
+    Msr,
+    Userspace,
+    Hypercall,
+    Halt,
+    Event,
+}
+
+impl Family {
+    pub const ALL: [Family; 8] = [
+        Family::Exit,
+        Family::Port,
+        Family::Mmio,
+        Family::Msr,
+        Family::Userspace,
+        Family::Hypercall,
+        Family::Halt,
+        Family::Event,
+    ];
+
+    fn of(kind: &TableKind) -> Option<Family> {
+        Some(match kind {
+            TableKind::Vmexit => Family::Exit,
+            TableKind::Ioport => Family::Port,
+            TableKind::Mmio => Family::Mmio,
+            TableKind::Msr => Family::Msr,
+            TableKind::Event(e) => match e.as_str() {
+                "userspace_exit" => Family::Userspace,
+                "hypercall" => Family::Hypercall,
+                "halt" => Family::Halt,
+                "events" => Family::Event,
+                _ => return None,
+            },
+        })
+    }
+}
+
+/// The labels of one series of a family: its key (reason, port, address, MSR, number), the
+/// decoded name where there is one, and the access direction.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub key: String,
+    pub name: String,
+    pub access: String,
+}
+
+impl SeriesKey {
+    fn other() -> SeriesKey {
+        SeriesKey {
+            key: "other".into(),
+            name: "other".into(),
+            access: String::new(),
+        }
+    }
+}
+
+/// One counter series.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Series {
+    pub count: u64,
+    /// Summed durations, where measured.
+    pub time_ns: Option<u64>,
+    idle: u32,
+}
+
+impl Series {
+    fn add(&mut self, count: u64, time_ns: Option<u64>) {
+        self.count = self.count.saturating_add(count);
+        if let Some(t) = time_ns {
+            self.time_ns = Some(self.time_ns.unwrap_or(0).saturating_add(t));
+        }
+    }
+}
+
+/// A family's bounded series.
+#[derive(Debug, Clone, Default)]
+pub struct Bounded {
+    pub series: BTreeMap<SeriesKey, Series>,
+    pub other: Series,
+}
+
+/// A vCPU's scheduler times (from schedstat), cumulative, and its ready share over the
+/// last interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sched {
+    pub run_ns: u64,
+    pub wait_ns: u64,
+    pub ready: Option<f64>,
+}
+
+/// Everything exported about one VM.
+#[derive(Debug, Clone)]
+pub struct VmState {
+    pub name: String,
+    pub vmm: String,
+    pub name_source: String,
+    pub families: BTreeMap<Family, Bounded>,
+    pub hists: BTreeMap<Pair, Hist>,
+    pub vcpus: BTreeMap<u32, Sched>,
+    /// KVM binary statistics (cumulative counters), increments summed since the start.
+    pub kvm_stats: BTreeMap<String, u64>,
+    /// Current findings: (id, severity).
+    pub findings: Vec<(String, String)>,
+    gone_at: Option<Instant>,
+}
+
+impl VmState {
+    /// A VM with nothing counted yet.
+    pub fn new(name: &str, vmm: &str, name_source: &str) -> VmState {
+        VmState {
+            name: name.to_string(),
+            vmm: vmm.to_string(),
+            name_source: name_source.to_string(),
+            families: BTreeMap::new(),
+            hists: BTreeMap::new(),
+            vcpus: BTreeMap::new(),
+            kvm_stats: BTreeMap::new(),
+            findings: Vec::new(),
+            gone_at: None,
+        }
+    }
+}
+
+/// Host-wide numbers about the exporter itself.
+#[derive(Debug, Clone, Default)]
+pub struct HostState {
+    /// `bpf` or `tracefs`.
+    pub source: String,
+    /// Events counted without their key (the in-kernel map was full), by event.
+    pub unkeyed: BTreeMap<String, u64>,
+    pub dropped_latencies: u64,
+    /// Events the tracefs capture lost.
+    pub lost: u64,
+    /// VMs not exported because `max_vms` were.
+    pub vms_over_limit: usize,
+    pub collect_seconds: f64,
+    pub collects: u64,
+}
+
+/// The exporter's state; see the module doc.
+#[derive(Debug, Clone)]
+pub struct State {
+    pub top: usize,
+    pub max_vms: usize,
+    pub keep_gone: Duration,
+    pub vms: BTreeMap<u32, VmState>,
+    pub host: HostState,
+}
+
+/// One interval's inputs.
+pub struct Update<'a> {
+    pub now: Instant,
+    pub profile: &'a Profile,
+    pub extras: &'a Extras,
+    /// The VMMs alive now.
+    pub vmms: &'a [Vmm],
+    pub lost: u64,
+}
+
+impl State {
+    pub fn new(top: usize, max_vms: usize, keep_gone: Duration, source: &str) -> State {
+        State {
+            top: top.max(1),
+            max_vms: max_vms.max(1),
+            keep_gone,
+            vms: BTreeMap::new(),
+            host: HostState {
+                source: source.to_string(),
+                ..HostState::default()
+            },
+        }
+    }
+
+    /// Folds one interval in.
+    pub fn update(&mut self, u: &Update<'_>, decoder: &Decoder) {
+        self.track_vms(u.vmms, u.now);
+        self.host.lost += u.lost;
+        self.host.collects += 1;
+        // (pid, family) → key → (count, time)
+        let mut inc: BTreeMap<(u32, Family), BTreeMap<SeriesKey, Series>> = BTreeMap::new();
+        for t in &u.profile.tables {
+            let Some(family) = Family::of(&t.kind) else {
+                continue;
+            };
+            for r in &t.rows {
+                let Some(pid) = r.pid.filter(|p| self.vms.contains_key(p)) else {
+                    continue;
+                };
+                let key = series_key(&r.key, decoder);
+                inc.entry((pid, family))
+                    .or_default()
+                    .entry(key)
+                    .or_default()
+                    .add(r.count, r.time.total_ns);
+            }
+        }
+        for ((pid, family), keys) in inc {
+            if let Some(vm) = self.vms.get_mut(&pid) {
+                let top = self.top;
+                vm.families.entry(family).or_default().add(keys, top);
+            }
+        }
+        for vm in self.vms.values_mut() {
+            for b in vm.families.values_mut() {
+                b.age();
+            }
+        }
+        for h in &u.extras.hists {
+            if let Some(vm) = self.vms.get_mut(&h.pid) {
+                let acc = vm.hists.entry(h.pair).or_insert(Hist {
+                    buckets: [0; HIST_BUCKETS],
+                    sum_ns: 0,
+                });
+                for (a, b) in acc.buckets.iter_mut().zip(h.hist.buckets.iter()) {
+                    *a = a.saturating_add(*b);
+                }
+                acc.sum_ns = acc.sum_ns.saturating_add(h.hist.sum_ns);
+            }
+        }
+        for (event, n) in &u.extras.unkeyed {
+            *self.host.unkeyed.entry(event.clone()).or_default() += n;
+        }
+        self.host.dropped_latencies += u.extras.dropped_latencies;
+    }
+
+    /// Adds VMs that appeared, marks those whose process is gone, and removes them after
+    /// `keep_gone`.
+    fn track_vms(&mut self, vmms: &[Vmm], now: Instant) {
+        let mut over = 0;
+        for v in vmms {
+            if let Some(s) = self.vms.get_mut(&v.pid) {
+                s.gone_at = None;
+                s.name.clone_from(&v.name);
+                continue;
+            }
+            if self.vms.len() >= self.max_vms {
+                over += 1;
+                continue;
+            }
+            self.vms.insert(
+                v.pid,
+                VmState::new(&v.name, &serde_name(&v.kind), &serde_name(&v.name_source)),
+            );
+        }
+        self.host.vms_over_limit = over;
+        let keep = self.keep_gone;
+        for (pid, s) in self.vms.iter_mut() {
+            if !vmms.iter().any(|v| v.pid == *pid) && s.gone_at.is_none() {
+                s.gone_at = Some(now);
+                s.findings.clear();
+            }
+        }
+        self.vms
+            .retain(|_, s| s.gone_at.is_none_or(|t| now.duration_since(t) < keep));
+    }
+}
+
+impl Bounded {
+    /// Adds one interval's increments: keys with a series add to it; the others, busiest
+    /// first, get one while there is room, else add to `other`.
+    fn add(&mut self, keys: BTreeMap<SeriesKey, Series>, top: usize) {
+        let mut waiting: Vec<(SeriesKey, Series)> = Vec::new();
+        for (k, s) in keys {
+            match self.series.get_mut(&k) {
+                Some(have) => {
+                    have.add(s.count, s.time_ns);
+                    have.idle = 0;
+                }
+                None => waiting.push((k, s)),
+            }
+        }
+        waiting.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0)));
+        for (k, s) in waiting {
+            if self.series.len() < top {
+                self.series.insert(k, s);
+            } else {
+                self.other.add(s.count, s.time_ns);
+            }
+        }
+    }
+
+    /// One interval passed: idle series age, and long-idle ones give their place up.
+    fn age(&mut self) {
+        for s in self.series.values_mut() {
+            s.idle = s.idle.saturating_add(1);
+        }
+        self.series.retain(|_, s| s.idle <= EVICT_AFTER);
+    }
+
+    /// Every series, `other` last when it counted anything.
+    pub fn all(&self) -> impl Iterator<Item = (SeriesKey, &Series)> {
+        self.series
+            .iter()
+            .map(|(k, s)| (k.clone(), s))
+            .chain((self.other.count > 0).then(|| (SeriesKey::other(), &self.other)))
+    }
+}
+
+/// The name serde gives a unit variant (`cloud-hypervisor`, `qemu-name`).
+fn serde_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The labels of a profile key.
+fn series_key(key: &Key, decoder: &Decoder) -> SeriesKey {
+    let name = match key {
+        Key::Port { port, .. } => decoder.port(*port),
+        Key::Mmio { gpa, .. } => decoder.mmio(*gpa),
+        Key::Msr { index, .. } => decoder.msr(*index),
+        _ => None,
+    };
+    SeriesKey {
+        key: key.key_text(),
+        name: name.unwrap_or_default(),
+        access: key
+            .access()
+            .map(|a| a.word().to_string())
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(pairs: &[(&str, u64)]) -> BTreeMap<SeriesKey, Series> {
+        pairs
+            .iter()
+            .map(|(k, n)| {
+                (
+                    SeriesKey {
+                        key: k.to_string(),
+                        name: String::new(),
+                        access: String::new(),
+                    },
+                    Series {
+                        count: *n,
+                        time_ns: None,
+                        idle: 0,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_busiest_keys_get_series_and_keep_them() {
+        let mut b = Bounded::default();
+        b.add(keys(&[("a", 1), ("b", 50), ("c", 20)]), 2);
+        let names: Vec<String> = b.series.keys().map(|k| k.key.clone()).collect();
+        assert_eq!(names, ["b", "c"]);
+        assert_eq!(b.other.count, 1);
+        // `a` becomes the busiest, but b and c keep their series: a adds to other.
+        b.add(keys(&[("a", 100), ("b", 1)]), 2);
+        assert_eq!(b.series.len(), 2);
+        assert_eq!(b.other.count, 101);
+        assert_eq!(b.series.values().map(|s| s.count).sum::<u64>(), 71);
+        let all: Vec<String> = b.all().map(|(k, _)| k.key).collect();
+        assert_eq!(all, ["b", "c", "other"]);
+        // Idle series give their place up after EVICT_AFTER intervals.
+        for _ in 0..=EVICT_AFTER {
+            b.age();
+        }
+        assert!(b.series.is_empty());
+    }
+}
