@@ -1,0 +1,300 @@
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+//! `virtlens serve` against a real Prometheus: a micro-VM in this process makes port exits in
+//! phases of known size; after each phase Prometheus (scraping every second) must hold
+//! exactly the guest's cumulative count for that VM's port, and the exits per second it
+//! computes over a phase must be the phase's writes over Prometheus's own sample times.
+//! `promtool check metrics` accepts the exposition. Killing the exporter (SIGKILL) leaves
+//! no BPF program or map of it behind.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_testkit::{Need, require};
+
+/// How long a condition may take before the test gives up (a failure, not a timing claim).
+const PATIENCE: Duration = Duration::from_secs(90);
+
+fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+/// Waits until `f` gives a value, or fails naming `what`.
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts `virtlens serve --json` and returns it with its address (read from its start line).
+fn start_serve(extra: &[&str]) -> (Child, SocketAddr) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "0.25",
+            "--json",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = Vec::new();
+    let mut out = child.stdout.take().unwrap();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    let v: serde_json::Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
+        panic!(
+            "serve's start line {:?}: {e}",
+            String::from_utf8_lossy(&line)
+        )
+    });
+    assert_eq!(v["schema"], "virtlens.serve/1");
+    let addr = v["listen"].as_str().unwrap().parse().unwrap();
+    (child, addr)
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Prometheus {
+    child: Child,
+    addr: SocketAddr,
+    _dir: TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn start_prometheus(target: SocketAddr) -> Prometheus {
+    let dir = std::env::temp_dir().join(format!("virtlens-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  \
+             - job_name: virtlens\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let p = Prometheus {
+        child,
+        addr,
+        _dir: TempDir(dir),
+    };
+    wait_for("Prometheus to be ready", || {
+        http_get(addr, "/-/ready").filter(|(s, _)| *s == 200)
+    });
+    p
+}
+
+/// The value of a PromQL instant query with one result, if it has one.
+fn query(prom: SocketAddr, promql: &str) -> Option<(f64, f64)> {
+    let q: String = promql
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let (status, body) = http_get(prom, &format!("/api/v1/query?query={q}"))?;
+    assert_eq!(status, 200, "{promql}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+    let r = v["data"]["result"].as_array()?.first()?;
+    let t = r["value"][0].as_f64()?;
+    let x = r["value"][1].as_str()?.parse().ok()?;
+    Some((t, x))
+}
+
+#[test]
+fn prometheus_sees_exactly_the_port_exits_the_guest_made() {
+    if !require(&[
+        Need::Root,
+        Need::Kvm,
+        Need::Bpf,
+        Need::Tracefs,
+        Need::Prometheus,
+    ]) {
+        return;
+    }
+    const PORT: u16 = 0x5e1;
+    const PER_PHASE: u32 = 20_000;
+    let mut vm = MicroVm::new(1 << 20).unwrap();
+    vm.load_real_mode(&guest::pio_loop(PORT, PER_PHASE).unwrap())
+        .unwrap();
+    let (mut serve, addr) = start_serve(&[]);
+    let prom = start_prometheus(addr);
+    let me = std::process::id();
+    let series = format!("virtlens_pio_exits_total{{pid=\"{me}\",port=\"{PORT:#x}\"}}");
+
+    // The exposition passes promtool (classic text, as curl gets it).
+    let (status, text) = http_get(addr, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    check
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = check.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Phases: the guest writes, then idles until Prometheus holds exactly the running total.
+    let mut plateaus = Vec::new();
+    for phase in 1..=3u64 {
+        if phase > 1 {
+            vm.restart().unwrap();
+        }
+        let stats = vm.run(Duration::from_secs(60)).unwrap();
+        assert_eq!(stats.pio_exits, u64::from(PER_PHASE));
+        let total = phase * u64::from(PER_PHASE);
+        let (_, v) = wait_for(&format!("Prometheus to scrape {total} exits"), || {
+            query(prom.addr, &series).filter(|(_, v)| *v as u64 >= total)
+        });
+        assert_eq!(v as u64, total, "Prometheus holds the guest's exact count");
+        // A sample of this plateau (the guest is idle until the next phase).
+        let (_, at) = query(prom.addr, &format!("timestamp({series})")).unwrap();
+        plateaus.push((at, total));
+    }
+    // Exits per second as Prometheus computes them between two plateau samples: its
+    // increase over exactly that range, over the range, is the guest's writes of the phase
+    // over the same time.
+    for w in plateaus.windows(2) {
+        let ((s1, n1), (s2, n2)) = (w[0], w[1]);
+        let ms = ((s2 - s1) * 1000.0).round() as u64;
+        let (_, increase) =
+            query(prom.addr, &format!("increase({series}[{ms}ms] @ {s2:.3})")).unwrap();
+        let prom_per_s = increase / (ms as f64 / 1000.0);
+        let guest_per_s = (n2 - n1) as f64 / (ms as f64 / 1000.0);
+        println!(
+            "{ms} ms window: Prometheus {prom_per_s:.1} port exits/s, guest {guest_per_s:.1}/s"
+        );
+        assert!(
+            (prom_per_s - guest_per_s).abs() <= 1e-6 * guest_per_s,
+            "Prometheus {prom_per_s}/s, the guest {guest_per_s}/s"
+        );
+    }
+
+    let pid = serve.id();
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    let left = wait_for("the exporter's BPF objects to be freed", || {
+        let l = virtlens_host::bpf::leftovers(pid).unwrap();
+        l.is_empty().then_some(l)
+    });
+    assert!(left.is_empty());
+    drop(vm);
+}
+
+#[test]
+fn killing_the_exporter_at_any_point_leaves_no_bpf_object() {
+    if !require(&[Need::Root, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    // Killed while starting (any moment before it answers), and while serving.
+    for delay in [
+        Duration::ZERO,
+        Duration::from_millis(30),
+        Duration::from_millis(200),
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let pid = child.id();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        wait_for(
+            &format!("the BPF objects of exporter {pid} to be freed"),
+            || {
+                virtlens_host::bpf::leftovers(pid)
+                    .unwrap()
+                    .is_empty()
+                    .then_some(())
+            },
+        );
+    }
+    let (mut child, _) = start_serve(&[]);
+    let pid = child.id();
+    assert!(
+        !virtlens_host::bpf::leftovers(pid).unwrap().is_empty(),
+        "a serving exporter has programs and maps"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for("the serving exporter's BPF objects to be freed", || {
+        virtlens_host::bpf::leftovers(pid)
+            .unwrap()
+            .is_empty()
+            .then_some(())
+    });
+    assert!(
+        !std::path::Path::new(&format!("/sys/kernel/tracing/instances/virtlens-{pid}")).exists(),
+        "the BPF path makes no tracefs instance"
+    );
+}
