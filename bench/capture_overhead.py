@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """What recording costs the guest: the micro-VM example guest (`pio_guest N PORT`, N port
 writes, each a KVM_EXIT_IO return to userspace) runs with nothing recording, under
-`perf record -a -e 'kvm:*'`, and under `virtlens record` (same events: every kvm tracepoint,
-system-wide), interleaved in a shuffled order every round because these machines are noisy.
+`perf record -a -e 'kvm:*'`, under `virtlens record` (mode `tracefs`: same events, every kvm tracepoint,
+system-wide), and under `virtlens serve` counting in the kernel (BPF: programs on the kvm
+tracepoints, nothing per event to user space), interleaved in a shuffled order every round
+because these machines are noisy. The BPF mode's count of the guest's port writes is checked
+from the exporter's metrics (exactly N), and the exporter's peak RSS is measured at two event
+rates (flat memory: it must not grow with the rate).
 
 For each mode it prints the guest's time per port write (median, min-max spread), the added
 cost per guest exit against `none` (difference of medians, and the median of the per-round
@@ -13,6 +17,7 @@ on the same port meanwhile: a capture is system-wide).
 
 Needs root, /dev/kvm, perf and tracefs; installs DuckDB from PyPI when it is missing. Usage:
   bench/capture_overhead.py [--writes 20000] [--rounds 15] [--port 0x510] [--no-build]
+  bench/capture_overhead.py --modes none,perf,bpf     (a subset of none,perf,tracefs,bpf)
 """
 import argparse
 import os
@@ -24,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import json
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,10 +85,60 @@ def wait_ready_perf(path, timeout=20.0):
     sys.exit("perf record did not start")
 
 
+def start_serve(virtlens):
+    """`virtlens serve` on a free loopback port: (process, metrics URL), once it answers."""
+    p = subprocess.Popen([virtlens, "serve", "--listen", "127.0.0.1:0", "--interval", "0.2",
+                          "--keep-gone", "600", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    try:
+        start = json.loads(line)
+    except ValueError:
+        p.kill()
+        sys.exit(f"virtlens serve did not start: {line!r} {p.stderr.read()}")
+    if start["source"] != "bpf":
+        p.kill()
+        sys.exit(f"virtlens serve fell back to {start['source']}: {start['notes']}")
+    return p, start["url"]
+
+
+def serve_count(url, pid, port, want, timeout=30.0):
+    """The exporter's count of port exits of process `pid`, once it reaches `want`."""
+    pat = re.compile(r'^virtlens_pio_exits_total\{[^}]*pid="%d"[^}]*port="%s"[^}]*\} (\d+)' %
+                     (pid, hex(port)), re.M)
+    end = time.time() + timeout
+    n = 0
+    while time.time() < end:
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        n = sum(int(m) for m in pat.findall(text))
+        if n >= want:
+            return n
+        time.sleep(0.1)
+    return n
+
+
+def peak_rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def run_mode(mode, virtlens, guest, writes, port, tmp, settle):
     """One run: (ms of the guest, its pid, file size or None, the file or None)."""
     if mode == "none":
         return guest_ms(guest, writes, port) + (None, None)
+    if mode == "bpf":
+        srv, url = start_serve(virtlens)
+        time.sleep(settle)
+        ms, pid = guest_ms(guest, writes, port)
+        n = serve_count(url, pid, int(port, 0), writes)
+        srv.send_signal(signal.SIGINT)
+        srv.communicate(timeout=60)
+        if n != writes:
+            sys.exit(f"BPF counted {n} port writes of the guest, expected {writes}")
+        return ms, pid, None, None
     path = os.path.join(tmp, "perf.data" if mode == "perf" else "capture.parquet")
     if os.path.exists(path):
         os.remove(path)
@@ -119,6 +176,9 @@ def main():
     ap.add_argument("--settle", type=float, default=0.5,
                     help="seconds between the recorder being ready and the guest starting")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--modes", default="none,perf,tracefs,bpf",
+                    help="comma-separated subset of none,perf,tracefs,bpf (none and perf are "
+                         "always run: they are the anchors)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (perf -a, tracefs)")
@@ -130,7 +190,7 @@ def main():
         virtlens, guest = build()
     ddb = duckdb()
     port = int(a.port, 0)
-    modes = ["none", "perf", "virtlens"]
+    modes = ["none", "perf"] + [m for m in ("tracefs", "bpf") if m in a.modes.split(",")]
     times = {m: [] for m in modes}
     sizes = {m: [] for m in modes}
     last = {}
@@ -144,7 +204,7 @@ def main():
                 times[m].append(ms)
                 if size is not None:
                     sizes[m].append(size)
-                if m == "virtlens":
+                if m == "tracefs":
                     n = ddb.sql(f"SELECT count(*) FROM '{path}' WHERE event = 'kvm_pio' "
                                 f"AND port = {port} AND pid = {pid}").fetchall()[0][0]
                     if n != a.writes:
@@ -154,18 +214,19 @@ def main():
                                  f"round {r}: DuckDB counts {n} kvm_pio rows for port "
                                  f"{a.port} in the capture, expected {a.writes}")
                     rows = ddb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
-                    last["virtlens"] = (path, rows)
+                    last["tracefs"] = (path, rows)
                 if m == "perf":
                     last["perf"] = path
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(
                 f"{m} {times[m][-1]:.1f} ms" for m in modes), file=sys.stderr, flush=True)
         perf_events = count_perf_events(last["perf"])
-        vl_rows = last["virtlens"][1]
+        vl_rows = last["tracefs"][1] if "tracefs" in last else 0
+        rss = rss_at_two_rates(virtlens, guest, a.port) if "bpf" in modes else None
 
     per_op = {m: [t * 1e6 / a.writes for t in times[m]] for m in modes}  # ns per write
     med = {m: statistics.median(per_op[m]) for m in modes}
     paired = {m: statistics.median([x - y for x, y in zip(per_op[m], per_op["none"])])
-              for m in ("perf", "virtlens")}
+              for m in modes if m != "none"}
     print(f"workload: pio_guest {a.writes} {a.port} (real-mode micro-VM, one KVM_EXIT_IO per "
           f"write), {a.rounds} interleaved rounds, events: kvm:* system-wide")
     print(f"{'mode':<10} {'median ns/write':>16} {'min':>9} {'max':>9} "
@@ -176,21 +237,53 @@ def main():
         print(f"{m:<10} {med[m]:>16.0f} {min(per_op[m]):>9.0f} {max(per_op[m]):>9.0f} "
               f"{added:>16} {pair:>15}")
     add_perf = med["perf"] - med["none"]
-    add_vl = med["virtlens"] - med["none"]
-    ratio = add_vl / add_perf if add_perf > 0 else float("nan")
-    pratio = paired["virtlens"] / paired["perf"] if paired["perf"] > 0 else float("nan")
-    print(f"added cost per guest exit: virtlens/perf = {ratio:.2f} (medians), "
-          f"{pratio:.2f} (paired)   target <= 0.50")
-    s_perf = statistics.median(sizes["perf"])
-    s_vl = statistics.median(sizes["virtlens"])
-    print(f"file size: perf.data {s_perf / 1e6:.2f} MB ({perf_events} events, "
-          f"{s_perf / max(perf_events, 1):.1f} B/event), capture {s_vl / 1e6:.3f} MB "
-          f"({vl_rows} events, {s_vl / max(vl_rows, 1):.1f} B/event): "
-          f"ratio {s_vl / s_perf:.3f}   target <= 0.50")
-    print(f"DuckDB: every capture holds exactly {a.writes} kvm_pio rows for port {a.port}")
-    ok = pratio <= 0.5 and s_vl <= 0.5 * s_perf
+    ok = True
+    for m, target in (("tracefs", 0.5), ("bpf", 0.25)):
+        if m not in modes:
+            continue
+        ratio = (med[m] - med["none"]) / add_perf if add_perf > 0 else float("nan")
+        pratio = paired[m] / paired["perf"] if paired["perf"] > 0 else float("nan")
+        print(f"added cost per guest exit: {m}/perf = {ratio:.2f} (medians), "
+              f"{pratio:.2f} (paired)   target <= {target:.2f}")
+        ok &= pratio <= target
+    if "tracefs" in modes:
+        s_perf = statistics.median(sizes["perf"])
+        s_vl = statistics.median(sizes["tracefs"])
+        print(f"file size: perf.data {s_perf / 1e6:.2f} MB ({perf_events} events, "
+              f"{s_perf / max(perf_events, 1):.1f} B/event), capture {s_vl / 1e6:.3f} MB "
+              f"({vl_rows} events, {s_vl / max(vl_rows, 1):.1f} B/event): "
+              f"ratio {s_vl / s_perf:.3f}   target <= 0.50")
+        print(f"DuckDB: every capture holds exactly {a.writes} kvm_pio rows for port {a.port}")
+        ok &= s_vl <= 0.5 * s_perf
+    if rss:
+        (lo_rate, lo_kb), (hi_rate, hi_kb) = rss
+        print(f"virtlens serve (BPF) peak RSS: {lo_kb / 1024:.1f} MiB at {lo_rate:,.0f} events/s, "
+              f"{hi_kb / 1024:.1f} MiB at {hi_rate:,.0f} events/s "
+              f"(ratio {hi_kb / max(lo_kb, 1):.2f}; flat memory: <= 1.10)")
+        ok &= hi_kb <= 1.10 * lo_kb
+    if "bpf" in modes:
+        print(f"BPF: the exporter counted exactly {a.writes} port writes of the guest every round")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
+
+
+def rss_at_two_rates(virtlens, guest, port, seconds=6.0):
+    """The exporter's peak RSS after `seconds` of a low and of a high event rate: guests run
+    one after the other with few writes each (low) or many (high)."""
+    out = []
+    for writes in (200, 200000):
+        srv, url = start_serve(virtlens)
+        t0 = time.time()
+        done = 0
+        while time.time() - t0 < seconds:
+            guest_ms(guest, writes, port)
+            done += writes
+        rate = 2 * done / (time.time() - t0)  # a port write and a userspace exit each
+        kb = peak_rss_kb(srv.pid)
+        srv.send_signal(signal.SIGINT)
+        srv.communicate(timeout=60)
+        out.append((rate, kb))
+    return out
 
 
 if __name__ == "__main__":

@@ -40,13 +40,16 @@ pub fn profile(
     let isa = origin.isa;
     let mut accs: BTreeMap<Slot, Acc> = BTreeMap::new();
     let mut pids = Vec::new();
-    let place = |ids: &mut Identities, tid: u32| -> Option<(Option<u32>, Option<u32>)> {
+    // The VMM is the thread's process, which the kernel gave with the key (kvm events come
+    // only from processes that use KVM), so a VM that ran and exited between two reads still
+    // counts; its vCPU is known while the thread lives.
+    let place = |ids: &mut Identities, tgid: u32, tid: u32| -> Option<(Option<u32>, Option<u32>)> {
         ids.see(tid);
-        let t = ids.get(tid)?;
-        t.pid.map(|p| (Some(p), t.vcpu))
+        let vcpu = ids.get(tid).filter(|t| t.pid == Some(tgid)).and_then(|t| t.vcpu);
+        Some((Some(tgid), vcpu))
     };
     for (k, n) in &delta.counts {
-        let Some((pid, vcpu)) = place(ids, k.tid) else {
+        let Some((pid, vcpu)) = place(ids, k.tgid, k.tid) else {
             continue;
         };
         pids.extend(pid);
@@ -67,7 +70,7 @@ pub fn profile(
         }
     }
     for (k, h) in &delta.hists {
-        let Some((pid, vcpu)) = place(ids, k.tid) else {
+        let Some((pid, vcpu)) = place(ids, k.tgid, k.tid) else {
             continue;
         };
         let Some(slot) = Pair::from_index(k.event).and_then(|p| timed_slot(p, k.detail, isa))

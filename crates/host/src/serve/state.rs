@@ -214,7 +214,7 @@ impl State {
                 continue;
             };
             for r in &t.rows {
-                let Some(pid) = r.pid.filter(|p| self.vms.contains_key(p)) else {
+                let Some(pid) = r.pid else {
                     continue;
                 };
                 let key = series_key(&r.key, decoder);
@@ -223,6 +223,20 @@ impl State {
                     .entry(key)
                     .or_default()
                     .add(r.count, r.time.total_ns);
+            }
+        }
+        // VMs that ran and exited between two collections: exported (under the name the
+        // profile knows, else their pid) until `keep_gone` after now.
+        for &(pid, _) in inc.keys() {
+            if !self.vms.contains_key(&pid) && self.vms.len() < self.max_vms {
+                let name = u.profile.origin.vm_names.get(&pid);
+                let mut vm = VmState::new(
+                    &name.cloned().unwrap_or_else(|| format!("pid {pid}")),
+                    "",
+                    "",
+                );
+                vm.gone_at = Some(u.now);
+                self.vms.insert(pid, vm);
             }
         }
         for ((pid, family), keys) in inc {
