@@ -483,6 +483,9 @@ pub struct ServeArgs {
     /// Use the tracefs capture even where in-kernel aggregation (BPF) is available
     #[arg(long)]
     pub no_bpf: bool,
+    /// A QEMU QMP socket to read the VM's KVM statistics from (`query-stats`); repeatable
+    #[arg(long, value_name = "PATH")]
+    pub qmp: Vec<PathBuf>,
     #[command(flatten)]
     pub live: LiveArgs,
     /// Print the start (address, source, notes) as JSON on stdout

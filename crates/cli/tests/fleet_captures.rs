@@ -23,7 +23,10 @@ impl Drop for TempDir {
 
 /// Waits until recorder `child` has its kvm events on (its tracefs instance says so).
 fn wait_recording(child: &mut Child) {
-    let dir = PathBuf::from(format!("/sys/kernel/tracing/instances/virtlens-{}", child.id()));
+    let dir = PathBuf::from(format!(
+        "/sys/kernel/tracing/instances/virtlens-{}",
+        child.id()
+    ));
     let end = Instant::now() + Duration::from_secs(60);
     loop {
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
@@ -33,7 +36,10 @@ fn wait_recording(child: &mut Child) {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("virtlens record exited early: {status}");
         }
-        assert!(Instant::now() < end, "virtlens record did not start capturing");
+        assert!(
+            Instant::now() < end,
+            "virtlens record did not start capturing"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -60,12 +66,14 @@ fn one_duckdb_query_reads_the_captures_of_two_hosts() {
     let (alpha, beta) = (root.0.join("host=alpha"), root.0.join("host=beta"));
     std::fs::create_dir_all(&alpha).unwrap();
     std::fs::create_dir_all(&beta).unwrap();
-    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/capture/pio-guest-2000.parquet");
+    let kept =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/capture/pio-guest-2000.parquet");
     std::fs::copy(&kept, alpha.join("capture.parquet")).unwrap();
 
     let me = std::process::id();
     let mut vm = MicroVm::new(1 << 20).unwrap();
-    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap()).unwrap();
+    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
+        .unwrap();
     let mut rec = Command::new(BIN)
         .args(["record", "--pid", &me.to_string(), "-o"])
         .arg(beta.join("capture.parquet"))
@@ -74,11 +82,24 @@ fn one_duckdb_query_reads_the_captures_of_two_hosts() {
         .spawn()
         .unwrap();
     wait_recording(&mut rec);
-    assert_eq!(vm.run(Duration::from_secs(30)).unwrap().pio_exits, u64::from(N));
+    assert_eq!(
+        vm.run(Duration::from_secs(30)).unwrap().pio_exits,
+        u64::from(N)
+    );
     // SIGINT ends the recording cleanly (the events already read are all in the file).
-    assert!(Command::new("kill").args(["-INT", &rec.id().to_string()]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &rec.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
     let out = rec.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let rows = duckdb(&format!(
         "SELECT host, port, count(*) FROM read_parquet('{}/*/*.parquet', hive_partitioning = true, \
@@ -86,6 +107,10 @@ fn one_duckdb_query_reads_the_captures_of_two_hosts() {
         root.0.display()
     ));
     let rows: Vec<&str> = rows.lines().collect();
-    assert_eq!(rows, ["alpha 128 2000", &format!("beta {PORT} {N}")], "{rows:?}");
+    assert_eq!(
+        rows,
+        ["alpha 128 2000", &format!("beta {PORT} {N}")],
+        "{rows:?}"
+    );
     drop(vm);
 }

@@ -42,6 +42,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         limits: Limits::default(),
         capture: options(&a.live)?,
         http_workers: 2,
+        qmp: a.qmp.clone(),
     };
     let signals = StopSignals::install().context("installing the SIGINT/SIGTERM handlers")?;
     let json = a.json;

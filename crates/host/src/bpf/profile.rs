@@ -45,7 +45,10 @@ pub fn profile(
     // counts; its vCPU is known while the thread lives.
     let place = |ids: &mut Identities, tgid: u32, tid: u32| -> Option<(Option<u32>, Option<u32>)> {
         ids.see(tid);
-        let vcpu = ids.get(tid).filter(|t| t.pid == Some(tgid)).and_then(|t| t.vcpu);
+        let vcpu = ids
+            .get(tid)
+            .filter(|t| t.pid == Some(tgid))
+            .and_then(|t| t.vcpu);
         Some((Some(tgid), vcpu))
     };
     for (k, n) in &delta.counts {

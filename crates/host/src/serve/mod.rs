@@ -9,6 +9,7 @@
 
 pub mod exposition;
 pub mod http;
+pub mod qmp;
 pub mod ready;
 pub mod source;
 pub mod state;
@@ -49,6 +50,8 @@ pub struct ServeOptions {
     /// `--pid`/`--vm`, the tracefs location and the fallback capture's events and buffer.
     pub capture: CaptureOptions,
     pub http_workers: usize,
+    /// QMP sockets of QEMU VMs to read KVM statistics from (`query-stats`).
+    pub qmp: Vec<std::path::PathBuf>,
 }
 
 /// What `serve` tells its caller once it listens.
@@ -120,8 +123,25 @@ fn collect_loop(
         host: crate::facts::probe(),
         ..diagnose::Options::default()
     };
+    // `--pid`/`--vm` choose the VMs once, at the start (as the capture does).
+    let selected: Option<Vec<u32>> = (opts.capture.pid.is_some() || opts.capture.vm.is_some())
+        .then(|| {
+            let all = discovery::scan();
+            discovery::select(&all, opts.capture.pid, opts.capture.vm.as_deref())
+                .map(|v| v.iter().map(|v| v.pid).collect())
+                .unwrap_or_default()
+        });
     let mut window = window::Window::new(opts.window);
     let mut stats: Stats = BTreeMap::new();
+    let mut qmps: Vec<QmpSource> = opts
+        .qmp
+        .iter()
+        .map(|p| QmpSource {
+            path: p.clone(),
+            conn: None,
+            last: None,
+        })
+        .collect();
     let mut sched_before = (Instant::now(), ready::sample(&discovery::scan()));
     let slice = Duration::from_millis(50).min(opts.interval);
     while !stop.load(Ordering::Relaxed) {
@@ -135,17 +155,32 @@ fn collect_loop(
         }
         let started = Instant::now();
         let (iv, extras) = source.take()?;
-        let vmms: Vec<Vmm> = match &opts.capture.pid {
-            Some(p) => discovery::scan()
+        let vmms: Vec<Vmm> = match &selected {
+            Some(pids) => discovery::scan()
                 .into_iter()
-                .filter(|v| v.pid == *p)
+                .filter(|v| pids.contains(&v.pid))
                 .collect(),
             None => discovery::scan(),
         };
         let now = Instant::now();
         let sched_now = (now, ready::sample(&vmms));
-        let stat_rows = kvm_stats(&mut stats, &vmms, iv.duration_ns);
-        window.push(now, iv.duration_ns, iv.profile.clone());
+        let mut stat_rows = qmp_stats(&mut qmps);
+        let by_qmp: Vec<u32> = qmps
+            .iter()
+            .filter_map(|q| q.conn.as_ref().map(|c| c.1))
+            .collect();
+        let fd_vmms: Vec<Vmm> = vmms
+            .iter()
+            .filter(|v| !by_qmp.contains(&v.pid))
+            .cloned()
+            .collect();
+        stat_rows.extend(kvm_stats(&mut stats, &fd_vmms, iv.duration_ns));
+        // The window keeps counts and summed times, not the per-row latency histograms.
+        let mut kept = iv.profile.clone();
+        for r in kept.tables.iter_mut().flat_map(|t| t.rows.iter_mut()) {
+            r.latency = None;
+        }
+        window.push(now, iv.duration_ns, kept);
         let Ok(mut st) = state.lock() else {
             break;
         };
@@ -220,6 +255,44 @@ fn kvm_stats(stats: &mut Stats, vmms: &[Vmm], window_ns: u64) -> Vec<(u32, Strin
             }
         }
         *before = after;
+    }
+    out
+}
+
+/// A QMP socket, its connection and owner once made, and its last answer.
+struct QmpSource {
+    path: std::path::PathBuf,
+    conn: Option<(qmp::Qmp, u32)>,
+    last: Option<BTreeMap<String, u64>>,
+}
+
+/// The KVM statistics QEMU reports through QMP that moved since the previous call, as
+/// (pid, stat, increment); a socket that fails is connected again at the next call.
+fn qmp_stats(sources: &mut [QmpSource]) -> Vec<(u32, String, u64)> {
+    let mut out = Vec::new();
+    for s in sources {
+        if s.conn.is_none() {
+            let owner = qmp::socket_owner(&s.path);
+            s.conn = owner.and_then(|pid| qmp::Qmp::connect(&s.path).ok().map(|q| (q, pid)));
+            s.last = None;
+        }
+        let Some((q, pid)) = s.conn.as_mut() else {
+            continue;
+        };
+        match q.kvm_stats() {
+            Ok(now) => {
+                if let Some(last) = &s.last {
+                    for (k, v) in &now {
+                        let d = v.saturating_sub(last.get(k).copied().unwrap_or(0));
+                        if d > 0 {
+                            out.push((*pid, k.clone(), d));
+                        }
+                    }
+                }
+                s.last = Some(now);
+            }
+            Err(_) => s.conn = None,
+        }
     }
     out
 }
