@@ -107,6 +107,60 @@ fn publish(registry: &prometheus_client::registry::Registry, texts: &RwLock<http
     }
 }
 
+/// How often every process is looked at for VMs (in between, only the processes the counts
+/// name are, and the known VMs' are checked to be alive).
+const SCAN_EVERY: Duration = Duration::from_secs(10);
+/// How often the findings are computed again.
+const FINDINGS_EVERY: Duration = Duration::from_secs(5);
+
+/// The VMs alive now, kept between collections so a collection does not walk every process.
+#[derive(Default)]
+struct Vms {
+    list: Vec<Vmm>,
+    scanned: Option<Instant>,
+}
+
+impl Vms {
+    /// The VMMs alive now (among `selected`, when given): a full scan every [`SCAN_EVERY`];
+    /// in between the known ones that still run, and the processes new in `profile`.
+    fn update(
+        &mut self,
+        profile: &virtlens_core::profile::Profile,
+        selected: Option<&[u32]>,
+    ) -> Vec<Vmm> {
+        let now = Instant::now();
+        if self
+            .scanned
+            .is_none_or(|t| now.duration_since(t) >= SCAN_EVERY)
+        {
+            self.scanned = Some(now);
+            self.list = discovery::scan();
+        } else {
+            self.list
+                .retain(|v| std::path::Path::new(&format!("/proc/{}", v.pid)).exists());
+            let mut new: Vec<u32> = profile
+                .tables
+                .iter()
+                .flat_map(|t| t.rows.iter().filter_map(|r| r.pid))
+                .filter(|p| !self.list.iter().any(|v| v.pid == *p))
+                .collect();
+            new.sort_unstable();
+            new.dedup();
+            self.list
+                .extend(new.into_iter().filter_map(discovery::probe));
+        }
+        match selected {
+            Some(pids) => self
+                .list
+                .iter()
+                .filter(|v| pids.contains(&v.pid))
+                .cloned()
+                .collect(),
+            None => self.list.clone(),
+        }
+    }
+}
+
 /// KVM statistics fds of each VM, opened when it is first seen.
 type Stats = BTreeMap<u32, Option<(StatsSet, Snapshots)>>;
 
@@ -132,6 +186,8 @@ fn collect_loop(
                 .unwrap_or_default()
         });
     let mut window = window::Window::new(opts.window);
+    let mut vms = Vms::default();
+    let mut findings_at: Option<Instant> = None;
     let mut stats: Stats = BTreeMap::new();
     let mut qmps: Vec<QmpSource> = opts
         .qmp
@@ -155,13 +211,7 @@ fn collect_loop(
         }
         let started = Instant::now();
         let (iv, extras) = source.take()?;
-        let vmms: Vec<Vmm> = match &selected {
-            Some(pids) => discovery::scan()
-                .into_iter()
-                .filter(|v| pids.contains(&v.pid))
-                .collect(),
-            None => discovery::scan(),
-        };
+        let vmms = vms.update(&iv.profile, selected.as_deref());
         let now = Instant::now();
         let sched_now = (now, ready::sample(&vmms));
         let mut stat_rows = qmp_stats(&mut qmps);
@@ -216,11 +266,14 @@ fn collect_loop(
                 *vm.kvm_stats.entry(stat).or_default() += n;
             }
         }
-        let pids: Vec<u32> = st.vms.keys().copied().collect();
-        for pid in pids {
-            let found = window::findings(&window, pid, &decoder, &diag);
-            if let Some(vm) = st.vms.get_mut(&pid) {
-                vm.findings = found;
+        if findings_at.is_none_or(|t| now.duration_since(t) >= FINDINGS_EVERY) {
+            findings_at = Some(now);
+            let pids: Vec<u32> = st.vms.keys().copied().collect();
+            for pid in pids {
+                let found = window::findings(&window, pid, &decoder, &diag);
+                if let Some(vm) = st.vms.get_mut(&pid) {
+                    vm.findings = found;
+                }
             }
         }
         st.host.collect_seconds = started.elapsed().as_secs_f64();
