@@ -269,13 +269,15 @@ def main():
 
 def rss_at_two_rates(virtlens, guest, port, guests=8):
     """The exporter's peak RSS after the same number of guests (VMs that come and go) with
-    few writes each (a low event rate) and with many (a high one)."""
+    few writes each and a pause after each (a low event rate), and with many writes and no
+    pause (a high one)."""
     out = []
-    for writes in (2000, 200000):
+    for writes, pause in ((2000, 0.5), (200000, 0.0)):
         srv, url = start_serve(virtlens)
         t0 = time.time()
         for _ in range(guests):
             guest_ms(guest, writes, port)
+            time.sleep(pause)
         rate = 2 * guests * writes / (time.time() - t0)  # a port write and a userspace exit
         time.sleep(2.5)  # two collections: the last guests' counts are read
         kb = peak_rss_kb(srv.pid)

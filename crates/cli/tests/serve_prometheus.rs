@@ -298,3 +298,94 @@ fn killing_the_exporter_at_any_point_leaves_no_bpf_object() {
         "the BPF path makes no tracefs instance"
     );
 }
+
+/// The exporter's count of port `port` exits of process `pid`, from its /metrics.
+fn exported_count(addr: SocketAddr, pid: u32, port: u16) -> u64 {
+    let (_, text) = http_get(addr, "/metrics").unwrap_or_default();
+    let (p, k) = (format!("pid=\"{pid}\""), format!("port=\"{port:#x}\""));
+    text.lines()
+        .filter(|l| l.starts_with("virtlens_pio_exits_total{") && l.contains(&p) && l.contains(&k))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    const N: u32 = 900;
+    const PORT: u16 = 0x5e7;
+    let mut vm = MicroVm::new(1 << 20).unwrap();
+    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
+        .unwrap();
+    // Root without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN: bpf(2) refuses, tracefs works.
+    let mut child = Command::new("setpriv")
+        .args(["--bounding-set", "-bpf,-perfmon,-sys_admin", "--"])
+        .arg(env!("CARGO_BIN_EXE_virtlens"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--interval",
+            "0.25",
+            "--json",
+        ])
+        .args(["--pid", &std::process::id().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+    assert_eq!(v["source"], "tracefs", "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("BPF") && notes.contains("falling back"),
+        "{notes}"
+    );
+    let addr: SocketAddr = v["listen"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        vm.run(Duration::from_secs(30)).unwrap().pio_exits,
+        u64::from(N)
+    );
+    let me = std::process::id();
+    let n = wait_for("the tracefs exporter to count the writes", || {
+        let n = exported_count(addr, me, PORT);
+        (n >= u64::from(N)).then_some(n)
+    });
+    assert_eq!(n, u64::from(N));
+
+    // SIGKILL leaves its tracefs instance; the next run removes it.
+    let pid = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let inst = std::path::PathBuf::from(format!("/sys/kernel/tracing/instances/virtlens-{pid}"));
+    assert!(
+        inst.exists(),
+        "a killed process cannot take its instance down"
+    );
+    let (mut next, _) = start_serve(&["--no-bpf"]);
+    assert!(!inst.exists(), "the next run removed the stale instance");
+    // A clean stop (SIGTERM) takes the exporter's own instance down.
+    let own = std::path::PathBuf::from(format!(
+        "/sys/kernel/tracing/instances/virtlens-{}",
+        next.id()
+    ));
+    assert!(own.exists());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &next.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(next.wait().unwrap().success());
+    assert!(!own.exists(), "a clean stop leaves no instance");
+    drop(vm);
+}
