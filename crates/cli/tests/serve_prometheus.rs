@@ -40,34 +40,42 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// `virtlens serve` on a free loopback port, collecting often, saying where as JSON.
+const SERVE: [&str; 6] = [
+    "serve",
+    "--listen",
+    "127.0.0.1:0",
+    "--interval",
+    "0.25",
+    "--json",
+];
+
+/// The JSON line `serve --json` prints once it answers.
+fn start_line(child: &mut Child) -> serde_json::Value {
+    let mut out = child.stdout.take().unwrap();
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    serde_json::from_slice(&line).unwrap_or_else(|e| {
+        panic!(
+            "serve's start line {:?}: {e}",
+            String::from_utf8_lossy(&line)
+        )
+    })
+}
+
 /// Starts `virtlens serve --json` and returns it with its address (read from its start line).
 fn start_serve(extra: &[&str]) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "0.25",
-            "--json",
-        ])
+        .args(SERVE)
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let mut line = Vec::new();
-    let mut out = child.stdout.take().unwrap();
-    let mut b = [0u8; 1];
-    while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
-        line.push(b[0]);
-    }
-    let v: serde_json::Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
-        panic!(
-            "serve's start line {:?}: {e}",
-            String::from_utf8_lossy(&line)
-        )
-    });
+    let v = start_line(&mut child);
     assert_eq!(v["schema"], "virtlens.serve/1");
     let addr = v["listen"].as_str().unwrap().parse().unwrap();
     (child, addr)
@@ -323,26 +331,13 @@ fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
     let mut child = Command::new("setpriv")
         .args(["--bounding-set", "-bpf,-perfmon,-sys_admin", "--"])
         .arg(env!("CARGO_BIN_EXE_virtlens"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--interval",
-            "0.25",
-            "--json",
-        ])
+        .args(SERVE)
         .args(["--pid", &std::process::id().to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let mut out = child.stdout.take().unwrap();
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
-        line.push(b[0]);
-    }
-    let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+    let v = start_line(&mut child);
     assert_eq!(v["source"], "tracefs", "{v}");
     let notes = v["notes"].to_string();
     assert!(

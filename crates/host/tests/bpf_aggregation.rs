@@ -121,7 +121,7 @@ fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
     vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
         .unwrap();
     vm.run(Duration::from_secs(30)).unwrap();
-    let (iv, hists) = live.take().unwrap();
+    let (iv, extras) = live.take().unwrap();
     let ports = iv
         .profile
         .tables
@@ -144,7 +144,8 @@ fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
     );
     assert!(iv.events >= 2 * u64::from(N), "pio + userspace exits");
     if live.events().contains(&"kvm_fpu") {
-        let vmm = hists
+        let vmm = extras
+            .hists
             .iter()
             .find(|h| h.pid == me && h.pair == Pair::Vmm)
             .unwrap();

@@ -6,7 +6,7 @@
 //! Stack layout (r10 = frame pointer):
 //! ```text
 //! fp-24 .. fp-0    counts/hists key: tgid u32, tid u32, event u32, sub u32, detail u64
-//! fp-32            u64 1 (the value of a new count)
+//! fp-32            u64 0 (the value of a new count)
 //! fp-36            u32 overflow slot / zero-template index
 //! fp-48            starts key: tid u32, pair u32
 //! fp-64 .. fp-48   starts value: start ns u64, detail u64
@@ -19,7 +19,7 @@ use super::maps::{HIST_FULL_SLOT, HIST_SUM_OFFSET};
 use super::plan::{FieldRef, Pair, Plan};
 
 const KEY: i16 = -24;
-const ONE: i16 = -32;
+const ZERO: i16 = -32;
 const SLOT: i16 = -36;
 const START_KEY: i16 = -48;
 const START_VAL: i16 = -64;
@@ -105,6 +105,19 @@ fn lookup(a: &mut Asm, map: i32, key: i16) {
     a.call(Helper::MapLookupElem);
 }
 
+/// `r0 = update(map, fp + key, value, flags)`; the value is at `fp + off`, or already in r3.
+fn update(a: &mut Asm, map: i32, key: i16, value: Option<i16>, flags: i32) {
+    if let Some(off) = value {
+        a.mov(R3, FP);
+        a.alu_imm(Alu::Add, R3, i32::from(off));
+    }
+    a.load_map_fd(R1, map);
+    a.mov(R2, FP);
+    a.alu_imm(Alu::Add, R2, i32::from(key));
+    a.mov_imm(R4, flags);
+    a.call(Helper::MapUpdateElem);
+}
+
 /// `*(u64 *)r0 += 1` (a per-CPU value: no other CPU writes it).
 fn increment_r0(a: &mut Asm) {
     a.load(Size::DW, R1, R0, 0);
@@ -120,34 +133,38 @@ fn overflow(a: &mut Asm, slot: u32, maps: &MapFds, done: Label) {
     increment_r0(a);
 }
 
-/// counts[key] += 1, inserting the key when new; a full map counts in `overflow[event]`.
+/// Inserts the key at `KEY` into `map` with the value at `fp + value` (or in r3), then
+/// looks it up into r0 (also when another CPU inserted it first); when the map is full,
+/// counts in `overflow[slot]` and goes to `done`.
+fn insert_then_lookup(
+    a: &mut Asm,
+    map: i32,
+    value: Option<i16>,
+    slot: u32,
+    maps: &MapFds,
+    done: Label,
+) {
+    let found = a.new_label();
+    update(a, map, KEY, value, BPF_NOEXIST);
+    a.jump_imm(Cond::Eq, R0, 0, found);
+    a.jump_imm(Cond::Eq, R0, EEXIST, found);
+    overflow(a, slot, maps, done);
+    a.jump(done);
+    a.label(found);
+    lookup(a, map, KEY);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+}
+
+/// counts[key] += 1, inserting the key (at 0) when new; a full map counts in
+/// `overflow[event]`.
 fn count(a: &mut Asm, event: u32, maps: &MapFds) {
-    let insert = a.new_label();
-    let retry = a.new_label();
+    let have = a.new_label();
     let done = a.new_label();
     lookup(a, maps.counts, KEY);
-    a.jump_imm(Cond::Eq, R0, 0, insert);
-    increment_r0(a);
-    a.jump(done);
-
-    a.label(insert);
-    a.store_imm(Size::DW, FP, ONE, 1);
-    a.load_map_fd(R1, maps.counts);
-    a.mov(R2, FP);
-    a.alu_imm(Alu::Add, R2, i32::from(KEY));
-    a.mov(R3, FP);
-    a.alu_imm(Alu::Add, R3, i32::from(ONE));
-    a.mov_imm(R4, BPF_NOEXIST);
-    a.call(Helper::MapUpdateElem);
-    a.jump_imm(Cond::Eq, R0, 0, done);
-    // Another CPU inserted the key meanwhile: add to it.
-    a.jump_imm(Cond::Eq, R0, EEXIST, retry);
-    overflow(a, event, maps, done);
-    a.jump(done);
-
-    a.label(retry);
-    lookup(a, maps.counts, KEY);
-    a.jump_imm(Cond::Eq, R0, 0, done);
+    a.jump_imm(Cond::Ne, R0, 0, have);
+    a.store_imm(Size::DW, FP, ZERO, 0);
+    insert_then_lookup(a, maps.counts, Some(ZERO), event, maps, done);
+    a.label(have);
     increment_r0(a);
     a.label(done);
 }
@@ -176,13 +193,7 @@ fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, maps: &MapFds) {
     a.call(Helper::KtimeGetNs);
     a.store(Size::DW, FP, START_VAL, R0);
     a.store(Size::DW, FP, START_VAL + 8, R8);
-    a.load_map_fd(R1, maps.starts);
-    a.mov(R2, FP);
-    a.alu_imm(Alu::Add, R2, i32::from(START_KEY));
-    a.mov(R3, FP);
-    a.alu_imm(Alu::Add, R3, i32::from(START_VAL));
-    a.mov_imm(R4, BPF_ANY);
-    a.call(Helper::MapUpdateElem);
+    update(a, maps.starts, START_KEY, Some(START_VAL), BPF_ANY);
     a.label(done);
 }
 
@@ -215,24 +226,11 @@ fn hist_add(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
     write_key(a, pair as u32, None, Some(Detail::Reg(R9)));
     lookup(a, maps.hists, KEY);
     a.jump_imm(Cond::Ne, R0, 0, have);
-
-    let inserted = a.new_label();
     a.store_imm(Size::W, FP, SLOT, 0);
     lookup(a, maps.zero, SLOT);
     a.jump_imm(Cond::Eq, R0, 0, done);
     a.mov(R3, R0);
-    a.load_map_fd(R1, maps.hists);
-    a.mov(R2, FP);
-    a.alu_imm(Alu::Add, R2, i32::from(KEY));
-    a.mov_imm(R4, BPF_NOEXIST);
-    a.call(Helper::MapUpdateElem);
-    a.jump_imm(Cond::Eq, R0, 0, inserted);
-    a.jump_imm(Cond::Eq, R0, EEXIST, inserted);
-    overflow(a, HIST_FULL_SLOT, maps, done);
-    a.jump(done);
-    a.label(inserted);
-    lookup(a, maps.hists, KEY);
-    a.jump_imm(Cond::Eq, R0, 0, done);
+    insert_then_lookup(a, maps.hists, None, HIST_FULL_SLOT, maps, done);
 
     a.label(have);
     // r2 = floor(log2(r8)) by halving: r1 = r8, and for s in 32, 16, …, 1: if r1 >> s then

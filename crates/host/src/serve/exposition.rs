@@ -477,34 +477,4 @@ mod tests {
         assert!(om.contains("virtlens_finding{vm="));
         assert!(om.ends_with("# EOF\n"));
     }
-
-    #[test]
-    fn promtool_accepts_the_classic_text() {
-        if !virtlens_testkit::require(&[virtlens_testkit::Need::Prometheus]) {
-            return;
-        }
-        use std::io::Write;
-        use std::process::{Command, Stdio};
-        let text = classic(&sample());
-        let mut child = Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool: {}{}\n{text}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
 }
