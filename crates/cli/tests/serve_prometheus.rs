@@ -384,3 +384,67 @@ fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
     assert!(!own.exists(), "a clean stop leaves no instance");
     drop(vm);
 }
+
+#[test]
+fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs, Need::Qemu]) {
+        return;
+    }
+    let dir = TempDir(std::env::temp_dir().join(format!("virtlens-qmp-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let (ours, control) = (dir.0.join("exporter.sock"), dir.0.join("control.sock"));
+    // A PC machine, paused before its first instruction; the firmware runs once `cont`inued.
+    let qmp = |p: &std::path::Path| format!("unix:{},server=on,wait=off", p.display());
+    let mut qemu = Command::new("qemu-system-x86_64")
+        .args([
+            "-accel",
+            "kvm",
+            "-M",
+            "pc",
+            "-m",
+            "64",
+            "-nodefaults",
+            "-display",
+            "none",
+        ])
+        .args([
+            "-S",
+            "-name",
+            "qmp-test",
+            "-qmp",
+            &qmp(&ours),
+            "-qmp",
+            &qmp(&control),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("QEMU's QMP sockets", || {
+        (ours.exists() && control.exists()).then_some(())
+    });
+    let (mut serve, addr) = start_serve(&["--qmp", ours.to_str().unwrap()]);
+    // Let the exporter read the paused VM's statistics once, then run the firmware.
+    wait_for("the exporter to see the QEMU VM", || {
+        let (_, text) = http_get(addr, "/metrics")?;
+        text.contains(&format!("pid=\"{}\"", qemu.id()))
+            .then_some(())
+    });
+    let mut c = virtlens_host::serve::qmp::Qmp::connect(&control).unwrap();
+    c.execute("cont", None).unwrap();
+    let stat = format!(
+        "virtlens_kvm_stat_total{{vm=\"qmp-test\",pid=\"{}\",stat=\"exits\"}}",
+        qemu.id()
+    );
+    let exits: u64 = wait_for("KVM's `exits` statistic through QMP", || {
+        let (_, text) = http_get(addr, "/metrics")?;
+        text.lines()
+            .find(|l| l.starts_with(&stat))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    });
+    assert!(exits > 0);
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    qemu.kill().unwrap();
+    qemu.wait().unwrap();
+}

@@ -49,6 +49,8 @@ pub enum Need {
     /// libvirt's XML → QEMU argv golden files in the directory `VIRTLENS_LIBVIRT_TESTDATA`
     /// names (`/work/shared/tools/libvirt-testdata.sh DIR` fetches them; `.ci/run` does).
     LibvirtTestdata,
+    /// `qemu-system-x86_64` on PATH (Debian's `qemu-system-x86`).
+    Qemu,
 }
 
 impl Need {
@@ -66,6 +68,7 @@ impl Need {
             Need::Bpf => "bpf",
             Need::Fio => "fio",
             Need::LibvirtTestdata => "libvirt-testdata",
+            Need::Qemu => "qemu",
         }
     }
 
@@ -102,6 +105,7 @@ impl Need {
             Need::Bpf => bpf_missing(),
             Need::Fio => runs("fio", &["--version"]),
             Need::LibvirtTestdata => libvirt_testdata_missing(),
+            Need::Qemu => runs("qemu-system-x86_64", &["--version"]),
         }
     }
 }
@@ -280,6 +284,7 @@ mod tests {
             Need::Bpf,
             Need::Fio,
             Need::LibvirtTestdata,
+            Need::Qemu,
         ];
         let mut names: Vec<_> = all.iter().map(|n| n.name()).collect();
         names.sort_unstable();

@@ -20,6 +20,8 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Qmp {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    /// The statistics that are plain cumulative counters (`query-stats-schemas`).
+    counters: Option<std::collections::BTreeSet<String>>,
 }
 
 impl Qmp {
@@ -33,6 +35,7 @@ impl Qmp {
         let mut q = Qmp {
             reader: BufReader::new(stream),
             writer,
+            counters: None,
         };
         let greeting = q.read()?;
         if greeting.get("QMP").is_none() {
@@ -42,6 +45,8 @@ impl Qmp {
             ));
         }
         q.execute("qmp_capabilities", None)?;
+        let schemas = q.execute("query-stats-schemas", Some(json!({ "provider": "kvm" })))?;
+        q.counters = Some(counters(&schemas));
         Ok(q)
     }
 
@@ -88,6 +93,9 @@ impl Qmp {
             )?;
             sum_stats(&r, &mut out);
         }
+        if let Some(c) = &self.counters {
+            out.retain(|name, _| c.contains(name));
+        }
         Ok(out)
     }
 }
@@ -103,6 +111,19 @@ pub fn sum_stats(answer: &Value, out: &mut BTreeMap<String, u64>) {
             }
         }
     }
+}
+
+/// The names of the statistics a `query-stats-schemas` answer says are cumulative counters
+/// without a unit (not times, instants, peaks or histograms).
+pub fn counters(schemas: &Value) -> std::collections::BTreeSet<String> {
+    schemas
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["stats"].as_array().into_iter().flatten())
+        .filter(|s| s["type"] == "cumulative" && s.get("unit").is_none())
+        .filter_map(|s| s["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// The process holding the listening end of unix socket `path`, if this process can see it.
@@ -153,5 +174,11 @@ mod tests {
         sum_stats(&answer, &mut out);
         assert_eq!(out.get("exits"), Some(&15));
         assert_eq!(out.len(), 1);
+        let schemas = json!([{ "provider": "kvm", "target": "vcpu", "stats": [
+            { "name": "exits", "type": "cumulative", "base": 10, "exponent": 0 },
+            { "name": "halt_wait_ns", "type": "cumulative", "unit": "seconds", "base": 10, "exponent": -9 },
+            { "name": "pages_4k", "type": "instant", "base": 10, "exponent": 0 } ] }]);
+        let c = counters(&schemas);
+        assert_eq!(c.into_iter().collect::<Vec<_>>(), ["exits"]);
     }
 }
