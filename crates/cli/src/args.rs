@@ -483,6 +483,9 @@ pub struct ServeArgs {
     /// Use the tracefs capture even where in-kernel aggregation (BPF) is available
     #[arg(long)]
     pub no_bpf: bool,
+    /// Have the kernel time the in-kernel programs (virtlens_bpf_program_run_seconds_total)
+    #[arg(long)]
+    pub bpf_stats: bool,
     /// A QEMU QMP socket to read the VM's KVM statistics from (`query-stats`); repeatable
     #[arg(long, value_name = "PATH")]
     pub qmp: Vec<PathBuf>,

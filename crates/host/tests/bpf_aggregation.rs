@@ -165,3 +165,24 @@ fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
     assert_eq!(again, 0);
     drop(vm);
 }
+
+#[test]
+fn the_kernel_times_each_program_while_asked_to() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    use virtlens_host::bpf::RunTimeStats;
+    const N: u32 = 400;
+    let agg = Aggregation::start(None, Limits::default()).unwrap();
+    let stats = RunTimeStats::enable().unwrap();
+    let mut vm = MicroVm::new(1 << 20).unwrap();
+    vm.load_real_mode(&guest::pio_loop(0x5d4, N).unwrap())
+        .unwrap();
+    vm.run(Duration::from_secs(30)).unwrap();
+    let runs = agg.program_runs();
+    let pio = runs.iter().find(|(e, _, _)| e == "kvm_pio").unwrap();
+    // At least this VM's writes (other VMs on the machine may add), each timed.
+    assert!(pio.2 >= u64::from(N), "{runs:?}");
+    assert!(pio.1 > 0, "{runs:?}");
+    drop(stats);
+}

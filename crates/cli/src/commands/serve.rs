@@ -43,6 +43,7 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         capture: options(&a.live)?,
         http_workers: 2,
         qmp: a.qmp.clone(),
+        bpf_stats: a.bpf_stats,
     };
     let signals = StopSignals::install().context("installing the SIGINT/SIGTERM handlers")?;
     let json = a.json;

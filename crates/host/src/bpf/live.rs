@@ -35,6 +35,9 @@ pub struct Extras {
     pub unkeyed: Vec<(String, u64)>,
     /// Latency samples dropped (the histogram map was full).
     pub dropped_latencies: u64,
+    /// Per event, its program's total run time (ns) and runs so far (see
+    /// [`Aggregation::program_runs`]).
+    pub programs: Vec<(String, u64, u64)>,
 }
 
 /// A running aggregation read as intervals.
@@ -108,6 +111,7 @@ impl BpfLive {
                 .map(|(e, n)| (e.to_string(), n))
                 .collect(),
             dropped_latencies: delta.dropped_latencies(),
+            programs: self.agg.program_runs(),
         };
         self.prev = now;
         if self.agg.prune_exited()? > 0 {

@@ -54,7 +54,7 @@ struct Attached {
     event: String,
     // Field order: the perf event is closed before the program.
     _perf: OwnedFd,
-    _prog: OwnedFd,
+    prog: OwnedFd,
 }
 
 /// A running aggregation; dropping it detaches and frees everything.
@@ -149,6 +149,19 @@ impl Aggregation {
         })
     }
 
+    /// Per event, how long its program has run in total (ns) and how often: the
+    /// aggregation's own cost, counted by the kernel while `kernel.bpf_stats_enabled` is 1
+    /// (0 otherwise).
+    pub fn program_runs(&self) -> Vec<(String, u64, u64)> {
+        self.attached
+            .iter()
+            .filter_map(|a| {
+                let (ns, n) = sys::program_runs(a.prog.as_fd()).ok()?;
+                Some((a.event.clone(), ns, n))
+            })
+            .collect()
+    }
+
     /// Forgets the keys of VMM processes that have exited (read them first: their last
     /// counts are in the maps until then).
     pub fn prune_exited(&self) -> std::io::Result<usize> {
@@ -190,8 +203,19 @@ fn finish(p: &plan::Plan, prog: OwnedFd) -> Result<Attached, String> {
     Ok(Attached {
         event: p.event.clone(),
         _perf: perf,
-        _prog: prog,
+        prog,
     })
+}
+
+/// Has the kernel count the run time of every BPF program while this lives (see
+/// [`Aggregation::program_runs`]); nothing outlives it.
+#[derive(Debug)]
+pub struct RunTimeStats(#[allow(dead_code)] OwnedFd);
+
+impl RunTimeStats {
+    pub fn enable() -> std::io::Result<RunTimeStats> {
+        sys::enable_run_time_stats().map(RunTimeStats)
+    }
 }
 
 /// What an errno of bpf(2)/perf_event_open(2) usually means here.

@@ -28,6 +28,7 @@ const BPF_MAP_GET_NEXT_ID: libc::c_long = 12;
 const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
 const BPF_MAP_GET_FD_BY_ID: libc::c_long = 14;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+const BPF_ENABLE_STATS: libc::c_long = 32;
 
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 /// `BPF_OBJ_NAME_LEN`: names are at most 15 bytes and a NUL.
@@ -286,6 +287,32 @@ pub fn objects(kind: ObjectKind) -> io::Result<Vec<(u32, String)>> {
         out.push((id, String::from_utf8_lossy(&raw[..end]).into_owned()));
     }
     Ok(out)
+}
+
+/// How long program `prog` has run and how often (`run_time_ns`, `run_cnt` of its
+/// `bpf_prog_info`); both stay 0 unless `kernel.bpf_stats_enabled` is 1.
+pub fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+    let mut info = [0u8; 256];
+    let mut a = Attr::new();
+    a.u32_at(0, prog.as_raw_fd() as u32);
+    // info_len: the kernel writes at most this many bytes at info.
+    a.u32_at(4, info.len() as u32);
+    a.u64_at(8, info.as_mut_ptr() as u64);
+    bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    let at = |off: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&info[off..off + 8]);
+        u64::from_ne_bytes(b)
+    };
+    Ok((at(192), at(200)))
+}
+
+/// Has the kernel count every BPF program's run time while the returned fd is open
+/// (`BPF_ENABLE_STATS`, Linux 5.8; closing the fd, by any exit, turns it off again).
+pub fn enable_run_time_stats() -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32_at(0, 0); // BPF_STATS_RUN_TIME
+    owned(bpf(BPF_ENABLE_STATS, &mut a)?)
 }
 
 /// Opens the tracepoint with id `id` (its `events/SYS/NAME/id`) as a perf event on CPU 0,

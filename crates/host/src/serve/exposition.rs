@@ -188,6 +188,27 @@ fn host(state: &State, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Erro
         h.dropped_latencies,
     )?;
     let mut m = enc.encode_descriptor(
+        "virtlens_bpf_program_run_seconds",
+        "Time the kernel spent in the aggregation's program of each tracepoint (counted only \
+         while sysctl kernel.bpf_stats_enabled is 1).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (event, ns, _) in &h.programs {
+        ConstCounter::new(*ns as f64 / 1e9)
+            .encode(m.encode_family(&vec![("event", event.clone())])?)?;
+    }
+    let mut m = enc.encode_descriptor(
+        "virtlens_bpf_program_runs",
+        "Runs of the aggregation's program of each tracepoint (counted only while sysctl \
+         kernel.bpf_stats_enabled is 1).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (event, _, n) in &h.programs {
+        ConstCounter::new(*n).encode(m.encode_family(&vec![("event", event.clone())])?)?;
+    }
+    let mut m = enc.encode_descriptor(
         "virtlens_unkeyed_events",
         "Events counted without their VM and key because the in-kernel count map was full.",
         None,

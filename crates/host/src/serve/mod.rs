@@ -52,6 +52,8 @@ pub struct ServeOptions {
     pub http_workers: usize,
     /// QMP sockets of QEMU VMs to read KVM statistics from (`query-stats`).
     pub qmp: Vec<std::path::PathBuf>,
+    /// Have the kernel time the BPF programs while serving.
+    pub bpf_stats: bool,
 }
 
 /// What `serve` tells its caller once it listens.
@@ -68,7 +70,13 @@ pub fn serve(
     stop: &AtomicBool,
     started: &mut dyn FnMut(&Started),
 ) -> Result<(), CaptureError> {
-    let (mut source, notes) = Source::start(&opts.capture, opts.limits, opts.bpf)?;
+    let (mut source, mut notes) = Source::start(&opts.capture, opts.limits, opts.bpf)?;
+    let _stats = match (&source, opts.bpf_stats) {
+        (Source::Bpf(_), true) => crate::bpf::RunTimeStats::enable()
+            .map_err(|e| notes.push(format!("the kernel cannot time BPF programs: {e}")))
+            .ok(),
+        _ => None,
+    };
     let state = Arc::new(Mutex::new(State::new(
         opts.top,
         opts.max_vms,

@@ -166,6 +166,8 @@ pub struct HostState {
     pub vms_over_limit: usize,
     pub collect_seconds: f64,
     pub collects: u64,
+    /// Per event, the BPF program's run time (ns) and runs so far.
+    pub programs: Vec<(String, u64, u64)>,
 }
 
 /// The exporter's state; see the module doc.
@@ -266,6 +268,7 @@ impl State {
             *self.host.unkeyed.entry(event.clone()).or_default() += n;
         }
         self.host.dropped_latencies += u.extras.dropped_latencies;
+        self.host.programs.clone_from(&u.extras.programs);
     }
 
     /// Adds VMs that appeared, marks those whose process is gone, and removes them after
