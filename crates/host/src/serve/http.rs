@@ -92,7 +92,8 @@ fn answer(req: Request, texts: &RwLock<Texts>) {
                 Ok(t) => (t.classic.clone(), TEXT),
                 Err(_) => (Arc::new(String::new()), TEXT),
             };
-            let r = Response::from_string(body.as_str());
+            // With its length, not chunked: the text is whole already.
+            let r = Response::from_string(body.as_str()).with_chunked_threshold(usize::MAX);
             match header("Content-Type", kind) {
                 Some(h) => r.with_header(h),
                 None => r,
