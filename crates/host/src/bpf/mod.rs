@@ -21,6 +21,7 @@ pub mod plan;
 pub mod profile;
 pub mod program;
 pub mod snapshot;
+pub mod source;
 #[allow(unsafe_code)]
 mod sys;
 

@@ -1,5 +1,5 @@
 //! `virtlens serve`: a read-only Prometheus exporter. Every interval it reads the in-kernel
-//! aggregation (or, where BPF is unavailable, the tracefs capture: [`source`]), the VMs alive
+//! aggregation (or, where BPF is unavailable, the tracefs capture: `bpf::source`), the VMs alive
 //! now (`discovery`), their vCPUs' scheduler times ([`ready`]) and KVM statistics, runs the
 //! diagnosis on a sliding window ([`window`]), folds it all into the bounded [`state`], and
 //! encodes it once ([`exposition`]); the HTTP workers ([`http`]) answer scrapes from that
@@ -11,7 +11,6 @@ pub mod exposition;
 pub mod http;
 pub mod qmp;
 pub mod ready;
-pub mod source;
 pub mod state;
 pub mod window;
 
@@ -25,10 +24,10 @@ use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose;
 
 use crate::bpf::Limits;
+use crate::bpf::source::Source;
 use crate::capture::vm_stats::{Snapshots, StatsSet};
 use crate::capture::{CaptureError, CaptureOptions};
 use crate::discovery::{self, Vmm};
-use source::Source;
 use state::{Sched, State, Update};
 
 /// How `serve` runs.

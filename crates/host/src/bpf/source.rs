@@ -1,5 +1,6 @@
-//! Where `serve` gets each interval: the in-kernel aggregation ([`BpfLive`]) when this host
-//! allows BPF, else the tracefs capture ([`Live`]), with the reason it fell back. Both give
+//! Where the live commands (`serve`, `top`) get each interval: the in-kernel aggregation
+//! ([`BpfLive`]) when this host allows BPF, else the tracefs capture ([`Live`]), with the
+//! reason it fell back. Both give
 //! the interval's [`Interval`] profile and per-VM log2 latency histograms; the tracefs capture
 //! has durations only for exit→entry pairs, and its histograms are re-binned from the rows'.
 
