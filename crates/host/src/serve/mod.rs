@@ -8,6 +8,7 @@
 //! by the next run after a SIGKILL).
 
 pub mod exposition;
+pub mod families;
 pub mod http;
 pub mod qmp;
 pub mod ready;
