@@ -232,7 +232,9 @@ fn collect_loop(
             .filter(|v| !by_qmp.contains(&v.pid))
             .cloned()
             .collect();
-        stat_rows.extend(kvm_stats(&mut stats, &fd_vmms, iv.duration_ns));
+        if opts.capture.kvm_stats {
+            stat_rows.extend(kvm_stats(&mut stats, &fd_vmms, iv.duration_ns));
+        }
         // The window keeps counts and summed times, not the per-row latency histograms.
         let mut kept = iv.profile.clone();
         for r in kept.tables.iter_mut().flat_map(|t| t.rows.iter_mut()) {
