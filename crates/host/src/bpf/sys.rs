@@ -13,7 +13,7 @@
 //! programs, their perf events and the maps when this process exits, however it exits.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use super::insn::Insn;
 
@@ -275,13 +275,7 @@ pub fn objects(kind: ObjectKind) -> io::Result<Vec<(u32, String)>> {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
             Err(e) => return Err(e),
         };
-        let mut info = [0u8; 256];
-        let mut a = Attr::new();
-        a.u32_at(0, fd.as_raw_fd() as u32);
-        // info_len: the kernel writes at most this many bytes at info.
-        a.u32_at(4, info.len() as u32);
-        a.u64_at(8, info.as_mut_ptr() as u64);
-        bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+        let info = info_of(fd.as_fd())?;
         let raw = &info[name_off..name_off + NAME_LEN];
         let end = raw.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
         out.push((id, String::from_utf8_lossy(&raw[..end]).into_owned()));
@@ -289,16 +283,23 @@ pub fn objects(kind: ObjectKind) -> io::Result<Vec<(u32, String)>> {
     Ok(out)
 }
 
-/// How long program `prog` has run and how often (`run_time_ns`, `run_cnt` of its
-/// `bpf_prog_info`); both stay 0 unless `kernel.bpf_stats_enabled` is 1.
-pub fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+/// The `bpf_prog_info` / `bpf_map_info` of an object, as bytes (the kernel fills what it
+/// knows of the first 256).
+fn info_of(fd: BorrowedFd<'_>) -> io::Result<[u8; 256]> {
     let mut info = [0u8; 256];
     let mut a = Attr::new();
-    a.u32_at(0, prog.as_raw_fd() as u32);
+    a.u32_at(0, fd.as_raw_fd() as u32);
     // info_len: the kernel writes at most this many bytes at info.
     a.u32_at(4, info.len() as u32);
     a.u64_at(8, info.as_mut_ptr() as u64);
     bpf(BPF_OBJ_GET_INFO_BY_FD, &mut a)?;
+    Ok(info)
+}
+
+/// How long program `prog` has run and how often (`run_time_ns`, `run_cnt` of its
+/// `bpf_prog_info`); both stay 0 unless `kernel.bpf_stats_enabled` is 1.
+pub fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+    let info = info_of(prog)?;
     let at = |off: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&info[off..off + 8]);
