@@ -255,17 +255,17 @@ fn collect_loop(
             &decoder,
         );
         let wall = now.duration_since(sched_before.0).as_nanos() as u64;
-        for (&(pid, vcpu), &(run, wait)) in &sched_now.1 {
+        for (&(pid, vcpu), now_stat) in &sched_now.1 {
             if let Some(vm) = st.vms.get_mut(&pid) {
                 let ready = sched_before
                     .1
                     .get(&(pid, vcpu))
-                    .and_then(|b| ready::ready_ratio(*b, (run, wait), wall));
+                    .and_then(|b| ready::ready_ratio(b, now_stat, wall));
                 vm.vcpus.insert(
                     vcpu,
                     Sched {
-                        run_ns: run,
-                        wait_ns: wait,
+                        run_ns: now_stat.run_ns,
+                        wait_ns: now_stat.wait_ns,
                         ready,
                     },
                 );
