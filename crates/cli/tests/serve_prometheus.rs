@@ -410,7 +410,7 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
         .args([
             "-S",
             "-name",
-            "qmp-test",
+            "qmp-test,debug-threads=on",
             "-qmp",
             &qmp(&ours),
             "-qmp",
@@ -443,6 +443,15 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
             .and_then(|l| l.rsplit(' ').next()?.parse().ok())
     });
     assert!(exits > 0);
+    // Its vCPU thread (`CPU 0/KVM`) has scheduler times.
+    let run = format!(
+        "virtlens_vcpu_run_seconds_total{{vm=\"qmp-test\",pid=\"{}\",vcpu=\"0\"}}",
+        qemu.id()
+    );
+    wait_for("vCPU 0's run time", || {
+        let (_, text) = http_get(addr, "/metrics")?;
+        text.lines().any(|l| l.starts_with(&run)).then_some(())
+    });
     serve.kill().unwrap();
     serve.wait().unwrap();
     qemu.kill().unwrap();
