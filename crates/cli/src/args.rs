@@ -453,6 +453,9 @@ pub struct TopArgs {
     /// Reasons shown per VM
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub rows: usize,
+    /// Use the tracefs capture even where in-kernel aggregation (BPF) is available
+    #[arg(long)]
+    pub no_bpf: bool,
     #[command(flatten)]
     pub live: LiveArgs,
     /// Print JSON (one object per interval) instead of text

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use virtlens_host::bpf::Limits;
-use virtlens_host::capture::StopSignals;
+use virtlens_host::capture::{ReadyFd, StopSignals};
 use virtlens_host::serve::{self, ServeOptions, Started};
 
 use super::record::options;
@@ -27,6 +27,7 @@ fn seconds(name: &str, s: f64) -> anyhow::Result<Duration> {
 }
 
 pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let mut ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
     let interval = seconds("interval", a.interval)?;
     if interval.is_zero() {
         anyhow::bail!("--interval must be more than 0 seconds");
@@ -48,6 +49,9 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let signals = StopSignals::install().context("installing the SIGINT/SIGTERM handlers")?;
     let json = a.json;
     let mut started = |s: &Started| {
+        if let Some(fd) = ready_fd.take() {
+            fd.signal();
+        }
         let url = format!("http://{}/metrics", s.addr);
         if json {
             let v = serde_json::json!({

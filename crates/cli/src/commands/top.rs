@@ -1,5 +1,6 @@
-//! `virtlens top [--vm …] [--interval S] [--once] [--json]`: per-VM rates of exit reasons
-//! and events, refreshed in place on a terminal (`q` quits; the terminal mode is restored on
+//! `virtlens top [--vm …] [--interval S] [--once] [--json] [--no-bpf]`: per-VM rates of exit
+//! reasons and events (counted in the kernel with BPF where it can be had, else from the trace
+//! buffer), refreshed in place on a terminal (`q` quits; the terminal mode is restored on
 //! every exit), one screen (or JSON object) per interval in pipes; `--once` prints one
 //! interval and exits.
 
@@ -10,7 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use virtlens_core::decode::Decoder;
 use virtlens_core::render::top_text;
-use virtlens_host::capture::live::Live;
+use virtlens_host::bpf::Limits;
+use virtlens_host::bpf::source::Source;
 use virtlens_host::capture::tty::RawTerminal;
 use virtlens_host::capture::{ReadyFd, StopSignals, top_view};
 
@@ -32,7 +34,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let interval = Duration::from_secs_f64(a.interval);
     let opts = options(&a.live)?;
     let signals = StopSignals::install().context("installing the signal handlers")?;
-    let mut live = Live::start(&opts)?;
+    // Counted in the kernel where BPF can be had, else from the trace buffer (the notes say).
+    let (mut live, mut notes) = Source::start(&opts, Limits::default(), !a.no_bpf)?;
     if let Some(fd) = ready_fd {
         fd.signal();
     }
@@ -61,7 +64,15 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             if quit || (signals.stopped() && !first) {
                 return Ok(());
             }
-            let iv = live.take()?;
+            let (mut iv, _) = live.take()?;
+            iv.profile
+                .warnings
+                .extend(std::mem::take(&mut notes).into_iter().map(|message| {
+                    virtlens_core::profile::Note {
+                        line: None,
+                        message,
+                    }
+                }));
             let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
             if a.json {
                 output::print(&format!(

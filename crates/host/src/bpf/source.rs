@@ -28,6 +28,9 @@ impl Source {
     ) -> Result<(Source, Vec<String>), CaptureError> {
         let mut notes = Vec::new();
         if bpf {
+            // What killed virtlens runs left (tracefs instances, spools, unfinished files):
+            // the tracefs capture's session removes it itself, the aggregation does it here.
+            notes.extend(crate::capture::leftovers::sweep());
             match BpfLive::start(opts, limits) {
                 Ok(live) => {
                     notes.extend(live.notes().iter().cloned());
