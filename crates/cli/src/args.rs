@@ -427,8 +427,12 @@ pub struct LiveArgs {
 #[derive(Debug, Args)]
 pub struct RecordArgs {
     /// The capture file to write (Parquet: raw events + the profile)
-    #[arg(short, long, value_name = "FILE")]
-    pub output: PathBuf,
+    #[arg(short, long, value_name = "FILE", required_unless_present = "summary")]
+    pub output: Option<PathBuf>,
+    /// Write no file: count in the kernel (BPF; else the trace buffer) and print the profile
+    /// as `report` does when the recording stops
+    #[arg(long, conflicts_with_all = ["output", "force"])]
+    pub summary: bool,
     /// Stop after this many seconds (default: at Ctrl-C)
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,

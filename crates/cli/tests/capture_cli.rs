@@ -334,3 +334,50 @@ fn which(name: &str) -> Option<PathBuf> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
+
+#[test]
+fn record_summary_counts_in_the_kernel_and_prints_the_report() {
+    if !require(&[Need::Root, Need::Tracefs, Need::Kvm, Need::Bpf]) {
+        return;
+    }
+    let _g = shared();
+    const N: u32 = 1100;
+    const PORT: u16 = 0x5e9;
+    let me = std::process::id();
+    let vcpu = Vcpu::new(PORT, N);
+    let rec = start_ready(&[
+        "record",
+        "--summary",
+        "--json",
+        "--duration",
+        "2",
+        "--pid",
+        &me.to_string(),
+    ]);
+    assert_eq!(vcpu.run(), u64::from(N));
+    let out = finish(rec);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report.to_string();
+    // report's JSON: the ioport rows of this VM count exactly the guest's writes.
+    let mut n = 0;
+    let mut stack = vec![&report];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if m.get("code") == Some(&Value::from(u64::from(PORT)))
+                    && m.get("access") == Some(&Value::from("out"))
+                {
+                    n += m.get("count").and_then(Value::as_u64).unwrap_or(0);
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    assert_eq!(n, u64::from(N), "{text}");
+    assert!(
+        text.contains("virtlens-bpf"),
+        "counted in the kernel: {text}"
+    );
+}

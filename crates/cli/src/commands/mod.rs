@@ -9,6 +9,7 @@ mod lint;
 mod load_bench;
 mod model;
 mod record;
+mod record_summary;
 mod report;
 mod serve;
 mod stretch;

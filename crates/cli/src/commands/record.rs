@@ -25,8 +25,11 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
         Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
         Some(s) => anyhow::bail!("--duration must be a positive number of seconds, not {s}"),
     };
+    let Some(path) = a.output.as_deref() else {
+        return super::record_summary::run(a, &opts, ready_fd);
+    };
     capture::preflight(&opts)?;
-    let out = OutputFile::prepare(&a.output, a.force)?;
+    let out = OutputFile::prepare(path, a.force)?;
     let signals = StopSignals::install().context("installing the signal handlers")?;
     let tty = std::io::stderr().is_terminal();
     let mut ready = |r: &Ready| {
