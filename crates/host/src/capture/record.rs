@@ -10,9 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use virtlens_core::decode::Isa;
-use virtlens_core::facts::{Backend, Vendor};
-use virtlens_core::profile::{Note, Origin, Profile, Window};
+use virtlens_core::profile::{Note, Profile, Window};
 use virtlens_core::sources::capture::decoder::{Hit, ProfileFeed};
 use virtlens_core::sources::capture::{self as capture_file, CaptureMeta};
 
@@ -202,7 +200,7 @@ pub(crate) fn profile_of<S: PageSource>(
     lost: (u64, &BTreeMap<u32, u64>),
     mut writer: Option<&mut RawWriter>,
 ) -> Result<Profile, CaptureError> {
-    let mut feed = ProfileFeed::new(origin(), &session.table);
+    let mut feed = ProfileFeed::new(crate::facts::origin(capture_file::FORMAT), &session.table);
     let vm_names: HashMap<u32, String> = session.identities.vm_names().into_iter().collect();
     let mut write_error = None;
     let mut kept_pids = BTreeSet::new();
@@ -311,29 +309,6 @@ pub(crate) fn profile_of<S: PageSource>(
             message,
         }));
     Ok(profile)
-}
-
-/// The origin of a live profile: this host's kernel, backend and CPU vendor.
-fn origin() -> Origin {
-    let facts = crate::facts::probe();
-    let mut origin = Origin::new(capture_file::FORMAT, None);
-    origin.kernel = facts.kernel.clone();
-    origin.backend = facts.backend.as_ref().map(ToString::to_string);
-    origin.vendor = facts.vendor.as_ref().map(|v| {
-        match v {
-            Vendor::Intel => "GenuineIntel",
-            Vendor::Amd => "AuthenticAMD",
-            Vendor::Hygon => "HygonGenuine",
-            Vendor::Other(s) => s.as_str(),
-        }
-        .to_string()
-    });
-    origin.isa = match facts.backend {
-        Some(Backend::Vmx) => Some(Isa::Vmx),
-        Some(Backend::Svm) => Some(Isa::Svm),
-        _ => None,
-    };
-    origin
 }
 
 /// The capture's description for the file's metadata.
