@@ -10,6 +10,7 @@ pub mod facts;
 pub mod kvm_stats;
 pub mod lab;
 pub mod microvm;
+pub mod sched;
 pub mod serve;
 
 /// Whether this host has a KVM device node.

@@ -1,8 +1,8 @@
 //! `virtlens top [--vm …] [--interval S] [--once] [--json] [--no-bpf]`: per-VM rates of exit
 //! reasons and events (counted in the kernel with BPF where it can be had, else from the trace
-//! buffer), refreshed in place on a terminal (`q` quits; the terminal mode is restored on
-//! every exit), one screen (or JSON object) per interval in pipes; `--once` prints one
-//! interval and exits.
+//! buffer), and per VM and vCPU the ready % (runnable, not running) of its threads, refreshed in
+//! place on a terminal (`q` quits; the terminal mode is restored on every exit), one screen (or
+//! JSON object) per interval in pipes; `--once` prints one interval and exits.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -15,6 +15,7 @@ use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::source::Source;
 use virtlens_host::capture::tty::RawTerminal;
 use virtlens_host::capture::{ReadyFd, StopSignals, top_view};
+use virtlens_host::sched::Sampler;
 
 use super::record::options;
 use crate::args::TopArgs;
@@ -36,6 +37,8 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let signals = StopSignals::install().context("installing the signal handlers")?;
     // Counted in the kernel where BPF can be had, else from the trace buffer (the notes say).
     let (mut live, mut notes) = Source::start(&opts, Limits::default(), !a.no_bpf)?;
+    let mut sched =
+        Sampler::for_selection(opts.pid, opts.vm.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
     if let Some(fd) = ready_fd {
         fd.signal();
     }
@@ -50,6 +53,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             let mut quit = false;
             while Instant::now() < until && !signals.stopped() {
                 live.poll()?;
+                sched.poll();
                 let slice = SLICE.min(until.saturating_duration_since(Instant::now()));
                 match &term {
                     Some(t) => {
@@ -73,6 +77,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                         message,
                     }
                 }));
+            iv.profile.sched = Some(sched.close_interval());
             let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
             if a.json {
                 output::print(&format!(

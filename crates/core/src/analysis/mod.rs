@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod filter;
 pub mod report;
+pub mod sched;
 pub mod stretch;
 mod totals;
 

@@ -46,8 +46,19 @@ pub struct Options {
 pub struct Report {
     pub schema: &'static str,
     pub tables: Vec<ReportTable>,
+    /// The vCPU threads' scheduling of the inputs that carry it (live captures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sched: Vec<SchedInput>,
     /// Remarks about the inputs, each prefixed with the input's name.
     pub notes: Vec<String>,
+}
+
+/// One input's vCPU scheduling.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchedInput {
+    pub input: String,
+    #[serde(flatten)]
+    pub summary: super::sched::SchedSummary,
 }
 
 /// One table of the report.
@@ -120,9 +131,19 @@ pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Repo
             tables.push(build_table(&input, p, &group, decoder, options));
         }
     }
+    let sched = profiles
+        .iter()
+        .filter_map(|p| {
+            Some(SchedInput {
+                input: input_name(p),
+                summary: super::sched::summarize(p.sched.as_ref()?),
+            })
+        })
+        .collect();
     Report {
         schema: SCHEMA,
         tables,
+        sched,
         notes: input_notes(profiles),
     }
 }

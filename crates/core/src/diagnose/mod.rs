@@ -27,7 +27,7 @@ pub use compare::{Change, Comparison};
 pub use evidence::{EvidenceSet, Input};
 pub use model::{
     Confidence, ConfigFact, Cost, CpuBasis, Effect, Fact, Finding, Fix, ForGuest, Grade, Measure,
-    Rival, Role, Severity, ShareOf, Source,
+    ModelEffect, Rival, Role, Scenario, Severity, ShareOf, Source,
 };
 
 use crate::analysis::{self, Totals};
@@ -117,8 +117,12 @@ pub struct EvidenceSummary {
     pub totals: Option<Totals>,
     /// The exit rows are counters (kvm_stat / binary stats), not exit reasons.
     pub from_counters: bool,
-    /// The tables the input held: `vmexit`, `ioport`, `mmio`, `msr`, `counters`, `events`.
+    /// The tables the input held: `vmexit`, `ioport`, `mmio`, `msr`, `counters`, `events`,
+    /// `sched` (the vCPU threads' scheduler samples).
     pub tables: Vec<&'static str>,
+    /// The vCPU threads' scheduler samples as shares, when the input has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched: Option<crate::analysis::sched::SchedSummary>,
 }
 
 /// The configuration a diagnosis used.
@@ -259,6 +263,7 @@ fn finding(h: Hypothesis, ev: &EvidenceSet) -> Option<Finding> {
         cpu_basis: c.cpu_basis,
         share_saved: part(c.share),
         share_of: c.share_of,
+        model: h.model.clone(),
         text: w.effect,
     };
     let confirm = w.confirm.or_else(|| {
@@ -306,7 +311,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
         Some(f) if f.severity >= Severity::Medium => Verdict::Problem,
         _ if unnamed => Verdict::NotDiagnosed,
         Some(_) => Verdict::WorthALook,
-        None if ev.size() < rank::SMALL_SAMPLE => Verdict::TooLittle,
+        None if ev.size() < rank::SMALL_SAMPLE && ev.sched.is_none() => Verdict::TooLittle,
         None if found.iter().any(Finding::is_idle) => Verdict::Idle,
         None => Verdict::NothingAlarming,
     };
@@ -321,6 +326,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
         (ev.msrs.is_some(), "msr"),
         (!ev.counters.is_empty(), "counters"),
         (!ev.events.is_empty(), "events"),
+        (ev.sched.is_some(), "sched"),
     ] {
         if present {
             tables.push(name);
@@ -338,6 +344,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
             totals: ev.exits.as_ref().map(|p| p.totals.clone()),
             from_counters: ev.exits.as_ref().is_some_and(|p| p.from_counters),
             tables,
+            sched: ev.sched.clone(),
         },
     }
 }

@@ -252,6 +252,8 @@ pub enum Measure {
     Config,
     /// Context: reported, never alarming.
     Context,
+    /// The share of wall time vCPUs were runnable but not running (ready %, %RDY).
+    ReadyShare,
 }
 
 /// Why a finding has its severity: the measure, its value and the thresholds it was held to.
@@ -317,8 +319,47 @@ pub struct Effect {
     pub cpu_basis: Option<CpuBasis>,
     pub share_saved: Option<f64>,
     pub share_of: Option<ShareOf>,
+    /// The over-commit model's prediction behind the effect, when one was made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelEffect>,
     /// What changes, in words.
     pub text: String,
+}
+
+/// What the over-commit model (`virtlens model overcommit`) predicts for this input: run with
+/// the host's CPUs, its vCPUs and what each wants of a CPU as measured, then with the change
+/// the fix makes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelEffect {
+    /// Which prediction applies: `erlang-c` (below saturation), `fair-share` (at or above it:
+    /// each runnable vCPU gets CPUs ÷ load of a CPU), `never-waits` (fewer runnables than CPUs).
+    pub model: &'static str,
+    pub pcpus: u32,
+    pub vcpus: u32,
+    /// The share of time each vCPU wants a CPU (measured: run + wait over wall).
+    pub demand: f64,
+    /// Other load on the host, in CPUs (its other work and its own steal).
+    pub background_cpus: f64,
+    /// Ready share the model predicts for the input as it is, beside the measured one.
+    pub ready_predicted: f64,
+    pub ready_measured: f64,
+    /// The change the prediction is for.
+    pub scenario: Scenario,
+    /// Ready share the model predicts after the change.
+    pub ready_after: f64,
+    /// How many times longer a vCPU's work takes, now and after the change.
+    pub stretch_predicted: f64,
+    pub stretch_after: f64,
+}
+
+/// A change the over-commit model is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "change")]
+pub enum Scenario {
+    /// The vCPUs cut to this many (the most that keep ready below the low threshold).
+    FewerVcpus { vcpus: u32 },
+    /// The host's other load gone (moved, or out-weighted by the VMs' CPU shares).
+    NoOtherLoad,
 }
 
 /// A public source a user can open.

@@ -72,6 +72,13 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
                 ),
             ));
         }
+        Grading::Measured {
+            measure,
+            value,
+            thresholds,
+            max,
+            why,
+        } => return measured(h, grade(measure, Some(value), Some(thresholds), why), max),
         Grading::Cost { max } => (max, None),
         Grading::Rate {
             thresholds,
@@ -191,6 +198,22 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
         && c.cpu_share.is_none_or(|x| x < CPU_SHARE[0] / 10.0)
     {
         return None;
+    }
+    Some((sev, g))
+}
+
+/// The severity of a measured value (not an exit cost): its level, raised to the floor, held
+/// to `max`; the exit-count caps do not apply (the rule judges its own sample size).
+fn measured(h: &Hypothesis, mut g: Grade, max: Severity) -> Option<(Severity, Grade)> {
+    let (value, thresholds) = (g.value?, g.thresholds?);
+    let mut sev = level(value, thresholds);
+    if h.floor > sev {
+        sev = h.floor;
+        g.why = format!("{}; raised to the least the evidence warrants", g.why);
+    }
+    if sev > max {
+        sev = max;
+        g.capped_at = Some(max);
     }
     Some((sev, g))
 }

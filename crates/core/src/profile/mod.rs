@@ -8,6 +8,7 @@
 mod histogram;
 mod key;
 mod row;
+pub mod sched;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 pub use histogram::Latency;
 pub use key::{Access, Key};
 pub use row::Row;
+pub use sched::SchedSamples;
 pub use stats::{TimeStats, Welford};
 
 use crate::decode::Isa;
@@ -33,6 +35,9 @@ pub struct Profile {
     pub tables: Vec<Table>,
     /// Things the source noticed but could live with (elided rows, totals that do not add up).
     pub warnings: Vec<Note>,
+    /// The vCPU threads' scheduler samples, when the host was watched (live capture).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched: Option<SchedSamples>,
 }
 
 impl Profile {
@@ -43,6 +48,7 @@ impl Profile {
             origin,
             tables: Vec::new(),
             warnings: Vec::new(),
+            sched: None,
         }
     }
 

@@ -4,10 +4,11 @@
 
 use super::format;
 use crate::analysis::compare::Measure as CompareMeasure;
+use crate::analysis::sched::SchedSummary;
 use crate::diagnose::evidence::{GuestBasis, VcpuBasis, VendorBasis, WindowBasis};
 use crate::diagnose::{
     Change, Comparison, Cost, CpuBasis, Diagnosis, Effect, Finding, Grade, InputReport, Measure,
-    ShareOf, Verdict, rank,
+    ModelEffect, Scenario, ShareOf, Verdict, rank,
 };
 use crate::facts::Vendor;
 
@@ -78,19 +79,96 @@ pub fn effect(e: &Effect) -> String {
         shares.push(format!("{} {}", format::share(s), cpu_of(b)));
     }
     let mut s = parts.join(", ");
-    if !shares.is_empty() {
-        s.push_str(&format!(" ({})", shares.join(", ")));
+    match (s.is_empty(), shares.is_empty()) {
+        (_, true) => {}
+        (true, false) => s = format!("−{}", shares.join(", −")),
+        (false, false) => s.push_str(&format!(" ({})", shares.join(", "))),
     }
+    let text = match &e.model {
+        Some(m) => format!("{} — {}", e.text, model(m)),
+        None => e.text.clone(),
+    };
     if s.is_empty() {
-        e.text.clone()
+        text
     } else {
-        format!("{s}: {}", e.text)
+        format!("{s}: {text}")
     }
+}
+
+/// The over-commit model's prediction: `model (fair-share): 6 vCPUs each wanting 97% of a CPU
+/// on 2 CPUs + 0.30 CPUs of other load: ready 67.8% (66.1% measured), work ×3.10; with 1 vCPU:
+/// ready 0.0%, work ×1.00`.
+pub fn model(m: &ModelEffect) -> String {
+    let after = match m.scenario {
+        Scenario::FewerVcpus { vcpus } => {
+            format!("with {vcpus} vCPU{}", if vcpus == 1 { "" } else { "s" })
+        }
+        Scenario::NoOtherLoad => "without the other load".to_string(),
+    };
+    format!(
+        "model ({}): {} vCPUs each wanting {} of a CPU on {} CPUs + {:.2} CPUs of other load: ready \
+         {} ({} measured), work ×{:.2}; {after}: ready {}, work ×{:.2}",
+        m.model,
+        m.vcpus,
+        format::share(m.demand),
+        m.pcpus,
+        m.background_cpus,
+        format::share(m.ready_predicted),
+        format::share(m.ready_measured),
+        m.stretch_predicted,
+        format::share(m.ready_after),
+        m.stretch_after
+    )
+}
+
+/// The vCPU threads' scheduling in one line: `vCPU scheduling: 6 vCPU threads on 2 CPUs ·
+/// ready 66.1% · runnable vCPUs per CPU 2.98 (above one in 100.0% of 3 intervals) · host busy
+/// 99.5%, other load 0.30 CPUs, steal 0.4%`.
+pub fn sched_line(s: &SchedSummary) -> String {
+    let n: usize = s.vms.iter().map(|v| v.vcpus.len()).sum();
+    let mut parts = vec![format!(
+        "vCPU scheduling over {}: {n} vCPU thread{} on {} CPUs",
+        format::duration(s.window_ns as f64),
+        if n == 1 { "" } else { "s" },
+        s.online_cpus
+    )];
+    if let Some(r) = s.ready_share {
+        parts.push(format!("ready {}", format::share(r)));
+    }
+    if let Some(r) = s.runnable_per_cpu {
+        let over = s
+            .intervals_over_one
+            .map(|o| {
+                format!(
+                    " (above one in {} of {} interval{})",
+                    format::share(o),
+                    s.intervals,
+                    if s.intervals == 1 { "" } else { "s" }
+                )
+            })
+            .unwrap_or_default();
+        parts.push(format!("runnable vCPUs per CPU {r:.2}{over}"));
+    }
+    let h = &s.host;
+    let mut host = Vec::new();
+    if let Some(b) = h.busy_share {
+        host.push(format!("host busy {}", format::share(b)));
+    }
+    if let Some(o) = h.other_load_cpus {
+        host.push(format!("other load {o:.2} CPUs"));
+    }
+    if let Some(st) = h.steal_share {
+        host.push(format!("steal {}", format::share(st)));
+    }
+    if !host.is_empty() {
+        parts.push(host.join(", "));
+    }
+    parts.join(" · ")
 }
 
 fn threshold(m: Measure, v: f64) -> String {
     match m {
-        Measure::CpuShare | Measure::OverheadShare => format::share(v),
+        Measure::CpuShare | Measure::OverheadShare | Measure::ReadyShare => format::share(v),
         _ => format::rate(v),
     }
 }
@@ -216,7 +294,12 @@ pub fn facts(r: &InputReport) -> Vec<String> {
         ),
         _ => {}
     }
-    out.push(base.join(" · "));
+    if e.totals.is_some() || e.sched.is_none() {
+        out.push(base.join(" · "));
+    }
+    if let Some(s) = &e.sched {
+        out.push(sched_line(s));
+    }
     out
 }
 

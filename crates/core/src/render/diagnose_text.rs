@@ -232,10 +232,12 @@ fn facts(out: &mut String, label: &str, rows: &[Fact]) {
             }
             let mut c: [String; N] = Default::default();
             c[0] = key;
-            if e.count == 0 && e.note.is_some() {
+            if e.count == 0 && e.note.is_some() && e.time_share.is_none() {
                 return c;
             }
-            c[1] = format::count(e.count);
+            if e.count > 0 || e.time_share.is_none() {
+                c[1] = format::count(e.count);
+            }
             c[2] = e.count_share.map(format::share).unwrap_or_default();
             c[3] = e
                 .time_ns

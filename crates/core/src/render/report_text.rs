@@ -18,7 +18,15 @@ pub fn render(report: &Report, style: &Style) -> String {
         }
         render_table(&mut out, t, style);
     }
-    if report.tables.is_empty() {
+    for sc in &report.sched {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&Style::paint(style.title, &sc.input));
+        out.push('\n');
+        out.push_str(&super::top_text::sched_table(&sc.summary, style));
+    }
+    if report.tables.is_empty() && report.sched.is_empty() {
         out.push_str("no table of the requested kind in the input\n");
     }
     for n in &report.notes {

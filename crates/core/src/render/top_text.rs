@@ -8,7 +8,9 @@ use comfy_table::{CellAlignment, Table as Grid, presets};
 use serde::Serialize;
 
 use super::Style;
+use super::diagnose_numbers::sched_line;
 use super::format;
+use crate::analysis::sched::SchedSummary;
 
 /// The version of the `top --json` schema.
 pub const SCHEMA: &str = "virtlens.top/1";
@@ -26,6 +28,9 @@ pub struct TopView {
     pub backend: Option<String>,
     pub notes: Vec<String>,
     pub vms: Vec<TopVm>,
+    /// The vCPU threads' scheduling over the interval (ready % per VM and vCPU), when sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sched: Option<SchedSummary>,
 }
 
 /// One VM (VMM process), or events of threads that belong to no VMM (`pid` empty).
@@ -143,8 +148,66 @@ pub fn render(view: &TopView, style: &Style, rows: usize) -> String {
             out.push_str(&format!("  KVM stats: {}\n", list.join(" · ")));
         }
     }
+    if let Some(sc) = &view.sched {
+        out.push('\n');
+        out.push_str(&sched_table(sc, style));
+    }
     for n in &view.notes {
         out.push_str(&Style::paint(style.note, &format!("note: {n}")));
+        out.push('\n');
+    }
+    out
+}
+
+/// Ready % per VM and per vCPU thread: run and ready shares of wall time, wait per dispatch
+/// (also what `report` shows of a capture).
+pub fn sched_table(s: &SchedSummary, style: &Style) -> String {
+    let mut out = String::new();
+    out.push_str(&Style::paint(style.title, &sched_line(s)));
+    out.push('\n');
+    if s.vms.is_empty() {
+        out.push_str("no vCPU threads seen\n");
+        return out;
+    }
+    let mut grid = Grid::new();
+    grid.load_style(presets::NOTHING);
+    grid.set_header(vec!["VM", "vCPU", "tid", "run", "ready", "wait/dispatch"]);
+    for vm in &s.vms {
+        let who = match &vm.name {
+            Some(n) => format!("{n} (pid {})", vm.pid),
+            None => format!("pid {}", vm.pid),
+        };
+        grid.add_row(vec![
+            who,
+            "all".into(),
+            String::new(),
+            format::share(vm.run_share),
+            format::share(vm.ready_share),
+            String::new(),
+        ]);
+        for v in &vm.vcpus {
+            grid.add_row(vec![
+                String::new(),
+                v.vcpu.map_or_else(|| v.comm.clone(), |n| n.to_string()),
+                v.tid.to_string(),
+                format::share(v.run_share),
+                format::share(v.ready_share),
+                format::opt_duration(v.wait_per_dispatch_ns),
+            ]);
+        }
+    }
+    for i in 2..6 {
+        if let Some(c) = grid.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    for (i, line) in grid.lines().enumerate() {
+        let line = line.trim_end();
+        if i == 0 {
+            out.push_str(&Style::paint(style.header, line));
+        } else {
+            out.push_str(line);
+        }
         out.push('\n');
     }
     out

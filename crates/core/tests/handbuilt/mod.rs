@@ -1,6 +1,6 @@
 //! Hand-built evidence for the per-rule tests: profiles made in code — exit tables with counts
 //! and mean times, port/MMIO/MSR tables, kvm_stat counters with printed rates, trace events,
-//! userspace exits, capture windows — and a diagnosis of them under given options, with the
+//! userspace exits, capture windows, vCPU scheduler samples — and a diagnosis of them under given options, with the
 //! lookups the tests use.
 
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
@@ -10,7 +10,7 @@ use virtlens_core::decode::{Decoder, Isa};
 use virtlens_core::diagnose::{self, Diagnosis, Finding, Options};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::{
-    Access, Key, Origin, Profile, Row, Table, TableKind, TimeStats, Window,
+    Access, Key, Origin, Profile, Row, SchedSamples, Table, TableKind, TimeStats, Window,
 };
 
 /// One profile under construction.
@@ -176,6 +176,12 @@ impl P {
     /// Exits to userspace by reason.
     pub fn userspace(self, rows: &[(&str, u64)]) -> P {
         self.named("userspace_exit", rows)
+    }
+
+    /// The vCPU threads' scheduler samples of a live capture.
+    pub fn sched(mut self, samples: SchedSamples) -> P {
+        self.profile.sched = Some(samples);
+        self
     }
 
     pub fn build(self) -> Profile {

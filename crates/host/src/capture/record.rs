@@ -1,7 +1,8 @@
 //! Recording: run a [`Session`] until the duration is over or a stop signal arrives, with
 //! the pages spooled as they come, then merge them in time order into the profile and, for
 //! `virtlens record`, into the capture file (raw events + the profile in its metadata),
-//! which appears at its path only once complete ([`OutputFile`]). The caller hears when
+//! which appears at its path only once complete ([`OutputFile`]); the vCPU threads'
+//! scheduling is sampled meanwhile and kept in the profile. The caller hears when
 //! tracing is on ([`Ready`], what `--ready-fd` reports) and how it goes ([`Progress`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use virtlens_core::profile::{Note, Profile, Window};
+use virtlens_core::profile::{Note, Profile, SchedSamples, Window};
 use virtlens_core::sources::capture::decoder::{Hit, ProfileFeed};
 use virtlens_core::sources::capture::{self as capture_file, CaptureMeta};
 
@@ -22,6 +23,7 @@ use super::output::OutputFile;
 use super::parquet_out::RawWriter;
 use super::session::{Session, Stopped};
 use super::spool::Spool;
+use crate::sched::Sampler;
 
 /// How often the capture loop reports progress and refreshes the kernel filter.
 const TICK: Duration = Duration::from_secs(1);
@@ -82,7 +84,7 @@ pub fn record_to_file(
     mut out: OutputFile,
     ctl: Control<'_>,
 ) -> Result<(Profile, RecordSummary), CaptureError> {
-    let (mut session, stopped, spool) = run(opts, &out.folder(), ctl)?;
+    let (mut session, stopped, spool, sched) = run(opts, &out.folder(), ctl)?;
     let file = out.take_file()?;
     let mut writer = RawWriter::create(file, out.path(), session.table.formats(), &session.seen)?;
     let columns = writer
@@ -90,7 +92,8 @@ pub fn record_to_file(
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let profile = build(&mut session, &stopped, spool, Some(&mut writer))?;
+    let mut profile = build(&mut session, &stopped, spool, Some(&mut writer))?;
+    profile.sched = Some(sched);
     let meta = meta(&session, &stopped, &profile, writer.rows());
     let metadata = vec![
         (
@@ -124,18 +127,21 @@ pub fn record_to_file(
 /// Records for `opts.duration` (until `ctl.stop` when unset), and returns the profile (no
 /// file is written; the spool goes to the temporary folder).
 pub fn record_profile(opts: &CaptureOptions, ctl: Control<'_>) -> Result<Profile, CaptureError> {
-    let (mut session, stopped, spool) = run(opts, &std::env::temp_dir(), ctl)?;
-    build(&mut session, &stopped, spool, None)
+    let (mut session, stopped, spool, sched) = run(opts, &std::env::temp_dir(), ctl)?;
+    let mut profile = build(&mut session, &stopped, spool, None)?;
+    profile.sched = Some(sched);
+    Ok(profile)
 }
 
-/// The capture loop.
+/// The capture loop; the vCPU threads' scheduling is sampled alongside ([`Sampler`]).
 fn run(
     opts: &CaptureOptions,
     spool_dir: &Path,
     ctl: Control<'_>,
-) -> Result<(Session, Stopped, Spool), CaptureError> {
+) -> Result<(Session, Stopped, Spool, SchedSamples), CaptureError> {
     let mut session = Session::start(opts)?;
     let mut spool = Spool::create(spool_dir, session.cpus().len())?;
+    let mut sched = Sampler::new(session.selected.clone());
     (ctl.ready)(&Ready {
         instance: session.instance_name().unwrap_or_default().to_string(),
         buffers: session.buffers,
@@ -149,7 +155,9 @@ fn run(
             break;
         }
         let (_, busy) = session.poll(&mut sink)?;
+        sched.poll();
         if now - last_tick.0 >= TICK {
+            sched.close_interval();
             let dt = (now - last_tick.0).as_secs_f64();
             (ctl.progress)(&Progress {
                 events: session.events,
@@ -168,7 +176,7 @@ fn run(
         }
     }
     let stopped = session.stop(&mut sink)?;
-    Ok((session, stopped, spool))
+    Ok((session, stopped, spool, sched.finish()))
 }
 
 /// Merges the spooled pages into the profile (and the raw-event writer).

@@ -1,10 +1,12 @@
 //! From an interval's profile to what `top` shows ([`TopView`]): per VM its rows merged over
 //! vCPUs (exit reasons, ports, MMIO addresses, MSRs, returns to the VMM, hypercalls, and the
 //! other events by name), busiest first, as rates over the interval; the share of the VM's
-//! handled time where durations exist (perf's Time%); and its KVM statistics per second.
+//! handled time where durations exist (perf's Time%); and its KVM statistics per second; and
+//! the vCPU threads' scheduling (ready % per VM and vCPU) when the interval has it.
 
 use std::collections::BTreeMap;
 
+use virtlens_core::analysis::sched::summarize;
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::{Key, TableKind};
 use virtlens_core::render::top_text::{SCHEMA, TopCounter, TopRow, TopView, TopVm};
@@ -161,5 +163,6 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
         backend: p.origin.backend.clone(),
         notes: p.warnings.iter().map(|n| n.message.clone()).collect(),
         vms: out,
+        sched: p.sched.as_ref().map(summarize),
     }
 }

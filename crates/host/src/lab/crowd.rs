@@ -3,9 +3,13 @@
 //! work in a thread of its own — for k = 1 … K, round after round, and records each vCPU
 //! thread's elapsed time and run-queue wait (schedstat), and the host's other load meanwhile.
 //! All vCPUs of a run start together at a barrier; all their VMs close before the next run.
+//!
+//! [`Busy`] crowds the host the same way for as long as it lives, in threads named like QEMU's
+//! vCPU threads: what `top`, `record` and `diagnose` see of an over-committed host.
 
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Condvar, Mutex, mpsc};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use virtlens_core::model::checked::CrowdRun;
@@ -171,4 +175,95 @@ pub fn run(
         }
     }
     Ok(out)
+}
+
+/// Solves per run of a [`Busy`] vCPU: about 20 ms alone, so the run loop (a watchdog thread
+/// per run) is a small part of the time and a stop is still heard quickly.
+const BUSY_REPS: u64 = 2048;
+
+/// The stop flag of a [`Busy`] crowd, and what idle vCPUs wait on.
+type Stop = Arc<(Mutex<bool>, Condvar)>;
+
+fn stopped(stop: &Stop) -> bool {
+    *stop.0.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// k micro-VM vCPUs, each in a thread named `CPU n/KVM` (as QEMU names its vCPU threads),
+/// running the ring-3 queens kernel in short runs until [`Busy::stop`] — or, with a run limit,
+/// that many runs and then blocked (a halted vCPU) until the stop.
+pub struct Busy {
+    stop: Stop,
+    threads: Vec<JoinHandle<Result<u64, Error>>>,
+}
+
+impl Busy {
+    /// Starts `k` vCPUs (at most `runs` runs each, when given); returns once every VM exists,
+    /// so a capture started afterwards sees all their threads.
+    pub fn start(k: u32, runs: Option<u64>) -> Result<Busy, Error> {
+        let code = Arc::new(assemble(Kernel::Queens, Ending::DonePort, CODE_ADDR)?);
+        let stop: Stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let (made, vms) = mpsc::channel();
+        let mut busy = Busy {
+            stop,
+            threads: Vec::new(),
+        };
+        for n in 0..k {
+            let (code, stop, made) = (Arc::clone(&code), Arc::clone(&busy.stop), made.clone());
+            let t = std::thread::Builder::new()
+                .name(format!("CPU {n}/KVM"))
+                .spawn(move || -> Result<u64, Error> {
+                    let vm = vcpu(&code);
+                    let _ = made.send(());
+                    let mut vm = vm?;
+                    let mut done = 0;
+                    while !stopped(&stop) && runs.is_none_or(|r| done < r) {
+                        solve(&mut vm, BUSY_REPS)?;
+                        done += 1;
+                    }
+                    let (lock, halted) = &*stop;
+                    let mut s = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    while !*s {
+                        s = halted.wait(s).unwrap_or_else(|e| e.into_inner());
+                    }
+                    Ok(done)
+                })
+                .map_err(|e| Error::Watchdog(format!("starting a vCPU thread: {e}")))?;
+            busy.threads.push(t);
+        }
+        drop(made);
+        // Every thread says when its VM exists (or could not be made: its error comes at stop).
+        for _ in 0..k {
+            if vms.recv().is_err() {
+                break;
+            }
+        }
+        Ok(busy)
+    }
+
+    /// Stops every vCPU; the runs each completed.
+    pub fn stop(mut self) -> Result<Vec<u64>, Error> {
+        self.halt();
+        std::mem::take(&mut self.threads)
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(Error::Watchdog("a vCPU thread panicked".into())))
+            })
+            .collect()
+    }
+
+    fn halt(&self) {
+        let (lock, halted) = &*self.stop;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        halted.notify_all();
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.halt();
+        for t in std::mem::take(&mut self.threads) {
+            let _ = t.join();
+        }
+    }
 }

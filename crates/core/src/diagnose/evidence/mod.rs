@@ -5,14 +5,16 @@
 //! events by name, the time base (window, printed rates, vCPUs), the guest (stated or inferred,
 //! with its basis), the host and the configuration. Rules read this, never a source's layout.
 //!
-//! A new kind of evidence (scheduler statistics, IO benchmarks, Hyper-V counters) is one more
-//! field here filled by one more file, read by one more hypotheses file.
+//! A new kind of evidence (like [`sched`]: the vCPU threads' scheduler samples; IO benchmarks,
+//! Hyper-V counters) is one more field here filled by one more file, read by one more
+//! hypotheses file.
 
 pub mod counters;
 pub mod guest;
 pub mod host;
 pub mod rate;
 pub mod rows;
+pub mod sched;
 
 use std::collections::BTreeMap;
 
@@ -72,6 +74,8 @@ pub struct EvidenceSet {
     pub guest: Guest,
     pub host: Host,
     pub config: Option<ConfigInfo>,
+    /// The vCPU threads' scheduler samples (live captures).
+    pub sched: Option<crate::analysis::sched::SchedSummary>,
 }
 
 impl EvidenceSet {
@@ -157,6 +161,7 @@ impl EvidenceSet {
             guest,
             host,
             config,
+            sched: sched::of(profile, tables),
         }
     }
 
@@ -168,6 +173,7 @@ impl EvidenceSet {
             && self.msrs.is_none()
             && self.counters.is_empty()
             && self.events.is_empty()
+            && self.sched.is_none()
     }
 
     /// How many events the input counts: the largest of its exit and breakdown tables.

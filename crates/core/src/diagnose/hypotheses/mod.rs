@@ -5,7 +5,7 @@
 //! applies). Rules hold logic only: their prose is in `words`, their severity in `rank`.
 //!
 //! Families run in a fixed order; a row is explained by one hypothesis only, so later families
-//! skip rows earlier ones claimed. Adding a family (`sched.*`, `io.*`, `hv.*`) is one file with
+//! skip rows earlier ones claimed. Adding a family (`io.*`, `hv.*`, like `sched.*`) is one file with
 //! a `check` and a `RULES` table, one line in [`run`] and one in [`rules`].
 
 pub mod apic;
@@ -20,6 +20,7 @@ pub mod mmio;
 pub mod mmu;
 pub mod msr;
 pub mod nested;
+pub mod sched;
 pub mod spin;
 pub mod synic;
 pub mod tick;
@@ -29,7 +30,7 @@ pub mod unknown;
 use std::collections::BTreeSet;
 
 use super::evidence::{EvidenceSet, Item, Part};
-use super::model::{Confidence, Cost, Fact, Severity};
+use super::model::{Confidence, Cost, Fact, Measure, ModelEffect, Severity};
 use crate::profile::{Key, TableKind};
 
 /// How a hypothesis's severity is read (see `rank`).
@@ -51,6 +52,15 @@ pub enum Grading {
     Fixed(Severity),
     /// Context (idle, host interrupts, the normal floor): at most this, never the main problem.
     Context(Severity),
+    /// A measured value that is not an exit cost (ready %) against `[low, medium, high]`; never
+    /// above `max`. The rule judges its own sample size (through `max` and `why`).
+    Measured {
+        measure: Measure,
+        value: f64,
+        thresholds: [f64; 3],
+        max: Severity,
+        why: &'static str,
+    },
 }
 
 /// A condition a rule established that the words need (which variant of a cause applies).
@@ -104,6 +114,12 @@ pub enum Hint {
     Idle,
     /// The backend emulates guest ring-0 code (PVM): emulation is its normal mode.
     PvmBackend,
+    /// The host's other load (not the vCPUs) takes a CPU's worth or more.
+    OtherLoad,
+    /// The host is itself a guest and loses CPU time to steal.
+    HostSteal,
+    /// The vCPUs wait long before each dispatch (latency), whatever their ready share.
+    DispatchWait,
     /// The exits are an L2 guest's, reflected through L1 (nested vmexits beside them).
     Reflected,
     /// The halts did not block: the vCPU was runnable again at once.
@@ -129,6 +145,8 @@ pub struct Hypothesis {
     /// The least severity the evidence warrants whatever its cost (definite, fixable evidence:
     /// APIC virtualization seen inactive).
     pub floor: Severity,
+    /// The over-commit model's prediction behind `removes`, when one was made.
+    pub model: Option<ModelEffect>,
 }
 
 impl Hypothesis {
@@ -153,6 +171,7 @@ impl Hypothesis {
             hints: Vec::new(),
             removes: 1.0,
             floor: Severity::Info,
+            model: None,
         }
     }
 
@@ -287,7 +306,7 @@ pub struct Threshold {
 /// Every family in order; each later one leaves alone the rows earlier ones explained.
 pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
     let mut ctx = Ctx::new(ev);
-    let families: [fn(&mut Ctx<'_>); 17] = [
+    let families: [fn(&mut Ctx<'_>); 18] = [
         unknown::check,
         emulation::check,
         nested::check,
@@ -305,6 +324,7 @@ pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
         spin::check,
         halt::check,
         calls::check,
+        sched::check,
     ];
     for family in families {
         family(&mut ctx);
@@ -333,6 +353,7 @@ pub fn rules() -> Vec<Rule> {
         halt::RULES,
         calls::RULES,
         irq::RULES,
+        sched::RULES,
     ]
     .concat()
 }

@@ -1,10 +1,10 @@
 //! The words of `mmu.*` and `spin.*`: fault storms, EPT violations, intercepted guest page
 //! faults, a hung vCPU spinning, and pause-loop exits from lock-holder preemption.
 
-use super::fixes::{F, hv_fix};
+use super::fixes::F;
+use super::overcommit;
 use super::sources::*;
 use super::{Description, W, Words};
-use crate::config::HvFlag;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::ForGuest;
 
@@ -175,7 +175,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                         "do not overcommit this VM's vCPUs (pin them: <cputune><vcpupin …/>), so a lock \
                          holder is not preempted while waiters spin and halt",
                     )
-                    .libvirt("<cputune><vcpupin vcpu='0' cpuset='2'/>…</cputune>")
+                    .libvirt(overcommit::PIN_XML)
                     .advice(&["advice.pin-vcpus"])
                     .done(),
             ],
@@ -188,27 +188,14 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                     overcommitted host or unpinned vCPUs (or heavy lock contention in the guest)."
                 .into(),
             fixes: {
-                let mut v = w.fixes_by_guest(|g| match g {
-                    ForGuest::Windows => vec![hv_fix(
-                        w.ev,
-                        "let Windows tell the hypervisor it spins (hv-spinlocks)",
-                        &[HvFlag::Spinlocks],
-                        &["advice.hv-spinlocks"],
-                    )],
-                    _ => vec![
-                        F::new(ForGuest::Linux, "let Linux yield instead of spinning (PV spinlocks)")
-                            .qemu("-cpu …,kvm-pv-unhalt=on")
-                            .advice(&["advice.pv-spinlocks"])
-                            .done(),
-                    ],
-                });
+                let mut v = overcommit::spin_fixes(w);
                 v.push(
                     F::new(ForGuest::Any, "reduce overcommit")
                         .host(
                             "fewer vCPUs than host CPUs, or pinned vCPUs (<cputune><vcpupin …/>); PLE tunables \
                              kvm_intel ple_gap/ple_window",
                         )
-                        .libvirt("<cputune><vcpupin vcpu='0' cpuset='2'/>…</cputune>")
+                        .libvirt(overcommit::PIN_XML)
                         .advice(&["advice.pin-vcpus"])
                         .done(),
                 );

@@ -13,6 +13,8 @@ mod io;
 mod misc;
 mod mmu;
 mod nested;
+pub mod overcommit;
+mod sched;
 pub mod sources;
 mod timer;
 
@@ -115,6 +117,7 @@ pub fn describe(id: &str) -> Option<Description> {
         .or_else(|| nested::describe(id))
         .or_else(|| emulation::describe(id))
         .or_else(|| misc::describe(id))
+        .or_else(|| sched::describe(id))
 }
 
 /// The words of `h` on `ev`.
@@ -129,6 +132,7 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
         "halt" | "idle" => halt::write(&w),
         "nested" => nested::write(&w),
         "emulation" => emulation::write(&w),
+        "sched" => sched::write(&w),
         _ => misc::write(&w),
     };
     let mut words = words.unwrap_or_default();
@@ -178,6 +182,9 @@ pub fn rival_why(id: &str) -> &'static str {
         "apic.hv-apic-msrs" => {
             "Windows steered to the Hyper-V EOI/ICR/TPR MSRs by hv-vapic without hv-avic, with APICv on"
         }
+        "sched.vcpu-ready" => {
+            "other load on the host, or its own steal, taking CPUs from the vCPUs besides their own number"
+        }
         _ => "another cause of the same exits",
     }
 }
@@ -207,6 +214,10 @@ pub fn check_for(id: &str) -> &'static str {
             "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \
              `/sys/module/kvm_amd/parameters/avic`) and trace why APICv is inhibited: `trace-cmd \
              record -e kvm:kvm_apicv_inhibit_changed`"
+        }
+        "sched" => {
+            "watch the ready share per vCPU live: `virtlens top --vm NAME`, or `perf sched latency` and \
+             `pidstat -t -p PID 1` on the host"
         }
         "halt" => {
             "trace the halts and wake-ups: `trace-cmd record -e kvm:kvm_vcpu_wakeup -e kvm:kvm_halt_poll_ns`"

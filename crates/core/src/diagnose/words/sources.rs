@@ -272,3 +272,62 @@ pub const KVM_API_DOC: Source = src(
     "KVM_EXIT_SHUTDOWN (triple fault) and the exit reasons userspace sees",
     Some("https://docs.kernel.org/virt/kvm/api.html"),
 );
+pub const SCHEDSTAT_DOC: Source = src(
+    "doc",
+    "Linux: Documentation/scheduler/sched-stats.rst",
+    "/proc/<pid>/schedstat: time spent on the CPU, time spent waiting on a run queue, timeslices run",
+    Some("https://docs.kernel.org/scheduler/sched-stats.html"),
+);
+pub const PROC_STAT_DOC: Source = src(
+    "doc",
+    "Linux: Documentation/filesystems/proc.rst, /proc/stat",
+    "the steal column: involuntary wait, time the hypervisor ran something else while this virtual CPU \
+     wanted to run",
+    Some("https://docs.kernel.org/filesystems/proc.html"),
+);
+pub const VMWARE_READY_KB: Source = src(
+    "doc",
+    "VMware KB 2002181",
+    "Converting between CPU summation and CPU % ready values: %RDY is the time a vCPU was ready to run \
+     but waited for a physical CPU",
+    Some("https://kb.vmware.com/s/article/2002181"),
+);
+pub const IBM_CPU_READY: Source = src(
+    "doc",
+    "IBM Support: Virtual machine CPU ready",
+    "RDY% should stay under 5% in normal operation; high ready time with no CPU limit means an \
+     over-subscribed host",
+    Some("https://www.ibm.com/support/pages/virtual-machine-cpu-ready"),
+);
+pub const HYPERV_DISPATCH_WAIT: Source = src(
+    "doc",
+    "Spotlight: Hyper-V CPU Wait Time Per Dispatch alarm",
+    "the average wait of a virtual processor for a logical processor should stay under 60 µs; above \
+     100 µs is high",
+    Some("https://help.spotlightessentials.com/hyperv_alarm_cpuwaittimedispatch"),
+);
+pub const USE_METHOD: Source = src(
+    "post",
+    "Brendan Gregg: USE Method, Linux Performance Checklist",
+    "CPU saturation: runnable threads above the CPU count (vmstat r); per process, schedstat's run_delay",
+    Some("https://www.brendangregg.com/USEmethod/use-linux.html"),
+);
+pub const LIBVIRT_CPUTUNE: Source = src(
+    "doc",
+    "libvirt: domain XML, CPU tuning",
+    "<cputune>: vcpupin, emulatorpin, shares (the cgroup CPU weight), period/quota",
+    Some("https://libvirt.org/formatdomain.html#cpu-tuning"),
+);
+pub const CGROUP_CPU_WEIGHT: Source = src(
+    "doc",
+    "Linux: Control Group v2, CPU controller",
+    "cpu.weight: a cgroup's proportional share of CPU time when the CPUs are contended (default 100)",
+    Some("https://docs.kernel.org/admin-guide/cgroup-v2.html#cpu"),
+);
+pub const FRIEDMAN_OVERPROVISIONED: Source = src(
+    "post",
+    "Mark Friedman: Understanding guest machine performance under Hyper-V, over-provisioned hosts",
+    "a virtual processor's dispatch waits only when every CPU is busy: the joint probability argument, \
+     and the stretch measured on over-committed hosts",
+    Some("https://performancebydesign.blogspot.com/"),
+);
