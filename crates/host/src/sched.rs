@@ -209,7 +209,14 @@ impl Sampler {
                 named
             };
             for t in threads {
-                if self.threads.contains_key(&t.tid) {
+                // A thread named like a vCPU another live thread of the VMM already is: a
+                // thread that vCPU thread started, still carrying its creator's name.
+                let twin = by_name
+                    && self
+                        .threads
+                        .values()
+                        .any(|w| w.pid == v.pid && !w.gone && w.vcpu == t.vcpu);
+                if twin || self.threads.contains_key(&t.tid) {
                     continue;
                 }
                 let path = format!("/proc/{}/task/{}/schedstat", v.pid, t.tid);

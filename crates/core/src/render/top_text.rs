@@ -246,6 +246,7 @@ mod tests {
                     per_s: 2000.0,
                 }],
             }],
+            sched: Some(crate::analysis::sched::summarize(&samples())),
         };
         let text = render(&view, &Style::default(), 10);
         let plain = String::from_utf8_lossy(&strip(text.as_bytes())).into_owned();
@@ -259,6 +260,51 @@ mod tests {
             "{plain}"
         );
         assert!(!plain.contains("time%"), "no durations, no time column");
+        // Ready % per VM and per vCPU thread.
+        assert!(plain.contains("runnable vCPUs per CPU 1.50"), "{plain}");
+        let vcpu = plain
+            .lines()
+            .find(|l| l.contains("4243"))
+            .unwrap_or_default();
+        assert!(
+            vcpu.contains("25.0%") && vcpu.contains("70.0%") && vcpu.contains("7.00 ms"),
+            "{plain}"
+        );
+        let vm = plain
+            .lines()
+            .find(|l| l.contains("win10 (pid 42)") && l.contains("all"));
+        assert!(vm.is_some_and(|l| l.contains("70.0%")), "{plain}");
+    }
+
+    fn samples() -> crate::profile::SchedSamples {
+        use crate::profile::sched::{SchedInterval, SchedSamples, VcpuSched};
+        let vcpu = |tid, vcpu| VcpuSched {
+            pid: 42,
+            tid,
+            vcpu: Some(vcpu),
+            comm: format!("CPU {vcpu}/KVM"),
+            wall_ns: 1_000_000_000,
+            run_ns: 250_000_000,
+            wait_ns: 700_000_000,
+            dispatches: 100,
+            samples: 20,
+            runnable_samples: 20,
+        };
+        let mut s = SchedSamples {
+            online_cpus: 2,
+            window_ns: 1_000_000_000,
+            state_samples: 20,
+            vcpus: vec![vcpu(4242, 0), vcpu(4243, 1), vcpu(4244, 2)],
+            ..SchedSamples::default()
+        };
+        s.vm_names.insert(42, "win10".into());
+        s.push_interval(SchedInterval {
+            duration_ns: 1_000_000_000,
+            state_samples: 20,
+            runnable: 60,
+            ..SchedInterval::default()
+        });
+        s
     }
 
     fn strip(b: &[u8]) -> Vec<u8> {

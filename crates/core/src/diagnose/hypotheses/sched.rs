@@ -310,7 +310,8 @@ pub fn model_effect(
     measured: f64,
     over: bool,
 ) -> Option<ModelEffect> {
-    if pcpus == 0 || vcpus == 0 || !(demand > 0.0) || !background.is_finite() {
+    let usable = demand > 0.0 && background.is_finite();
+    if pcpus == 0 || vcpus == 0 || !usable {
         return None;
     }
     let inputs = |vcpus, background: f64| Inputs {

@@ -1,0 +1,118 @@
+//! The over-commit view through the binary, on this machine crowded with three micro-VM vCPUs
+//! per online CPU (threads named `CPU n/KVM`, ring-3 compute): `virtlens record --pid` keeps
+//! the vCPU threads' scheduler samples in the capture file, `report` of the file shows every
+//! vCPU's ready share, `diagnose` of the file raises `sched.overcommit`, and `top --once
+//! --json` gives the ready share per VM and per vCPU thread. k spinning threads on c CPUs
+//! each wait most of the time, whatever else runs: the assertions are about evidence the test
+//! made, not timings. The crowd runs until each command is done. Needs root, tracefs, /dev/kvm.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{TempDir, finish, record_own, run, shared};
+use serde_json::Value;
+use virtlens_guest::procfs::online_cpus;
+use virtlens_host::lab::crowd::Busy;
+use virtlens_testkit::{Need, require};
+
+/// This process's vCPU rows in a `sched` summary (from `top --json` or `report --json`).
+fn my_vcpus(sched: &Value) -> Vec<Value> {
+    let me = u64::from(std::process::id());
+    sched["vms"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no VMs: {sched}"))
+        .iter()
+        .filter(|v| v["pid"] == me)
+        .flat_map(|v| v["vcpus"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn assert_each_vcpu_waits(vcpus: &[Value], k: u32, what: &str) {
+    assert_eq!(vcpus.len(), k as usize, "{what}: {vcpus:?}");
+    for v in vcpus {
+        let ready = v["ready_share"].as_f64().unwrap_or(0.0);
+        assert!(
+            ready > 0.0 && v["wall_ns"].as_u64().unwrap_or(0) > 0,
+            "{what}: {v}"
+        );
+    }
+}
+
+#[test]
+fn record_report_diagnose_and_top_show_ready_per_vcpu_on_a_crowded_host() {
+    if !require(&[Need::Root, Need::Tracefs, Need::Kvm]) {
+        return;
+    }
+    let _shared = shared();
+    let k = 3 * u32::try_from(online_cpus()).unwrap();
+    let busy = Busy::start(k, None).unwrap();
+    let dir = TempDir::new("sched");
+    let file = dir.0.join("crowded.parquet");
+    finish(record_own(&file, &["--duration", "3"]));
+    let me = std::process::id().to_string();
+    let top = run(&["top", "--once", "--json", "--pid", &me, "--interval", "2"]);
+    busy.stop().unwrap();
+
+    let path = file.to_string_lossy().into_owned();
+    let report = run(&["report", "--json", &path]);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let sched = &report["sched"][0];
+    assert_each_vcpu_waits(&my_vcpus(sched), k, "report");
+    assert!(
+        sched["runnable_per_cpu"].as_f64().unwrap_or(0.0) > 1.0,
+        "{sched}"
+    );
+    let text = run(&["report", &path]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("vCPU scheduling") && text.contains("CPU"),
+        "{text}"
+    );
+
+    let diag = run(&["diagnose", "--json", &path]);
+    let d: Value = serde_json::from_slice(&diag.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&diag.stderr)));
+    let found: Vec<(&str, &str)> = d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap_or(""),
+                f["severity"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert!(
+        found
+            .iter()
+            .any(|(id, sev)| *id == "sched.overcommit" && matches!(*sev, "medium" | "high")),
+        "{found:?}"
+    );
+    let f = d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "sched.overcommit")
+        .unwrap();
+    assert_eq!(f["effect"]["model"]["vcpus"], k, "{f}");
+    let tables = &d["inputs"][0]["evidence"]["tables"];
+    assert!(
+        tables.as_array().unwrap().iter().any(|t| t == "sched"),
+        "{tables}"
+    );
+
+    assert!(
+        top.status.success(),
+        "{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
+    let view: Value = serde_json::from_slice(&top.stdout).unwrap();
+    assert_each_vcpu_waits(&my_vcpus(&view["sched"]), k, "top");
+}
