@@ -98,15 +98,15 @@ fn a_crowded_host_shows_every_vcpus_ready_share_and_raises_overcommit() {
     );
     let vm = this_vm(&s);
     assert_eq!(vm.vcpus.len(), k as usize, "{vm:?}");
-    let mut indexes: Vec<Option<u32>> = vm.vcpus.iter().map(|v| v.vcpu).collect();
+    let mut indexes: Vec<Option<u32>> = vm.vcpus.iter().map(|v| v.sampled.vcpu).collect();
     indexes.dedup();
     assert_eq!(indexes, (0..k).map(Some).collect::<Vec<_>>());
     for v in &vm.vcpus {
         assert!(
-            v.wall_ns > 0 && v.run_ns > 0 && v.ready_share > 0.0,
+            v.sampled.wall_ns > 0 && v.sampled.run_ns > 0 && v.ready_share > 0.0,
             "vCPU {:?} (tid {}) has no ready share: {v:?}",
-            v.vcpu,
-            v.tid
+            v.sampled.vcpu,
+            v.sampled.tid
         );
     }
     assert!(
@@ -141,7 +141,7 @@ fn a_halted_vcpu_is_reported_and_raises_nothing_above_low() {
     );
     let vm = this_vm(&s);
     assert_eq!(vm.vcpus.len(), 1, "{vm:?}");
-    assert!(vm.vcpus[0].wall_ns > 0);
+    assert!(vm.vcpus[0].sampled.wall_ns > 0);
     let d = diagnosis(&p);
     let found = sched_findings(&d);
     assert!(

@@ -60,16 +60,11 @@ pub struct VmSched {
     pub vcpus: Vec<VcpuShare>,
 }
 
-/// One vCPU thread.
+/// One vCPU thread: what was sampled, and its shares.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct VcpuShare {
-    pub tid: u32,
-    pub vcpu: Option<u32>,
-    pub comm: String,
-    pub wall_ns: u64,
-    pub run_ns: u64,
-    pub wait_ns: u64,
-    pub dispatches: u64,
+    #[serde(flatten)]
+    pub sampled: VcpuSched,
     pub run_share: f64,
     /// Wait over wall time.
     pub ready_share: f64,
@@ -85,13 +80,7 @@ fn share(part: u64, whole: u64) -> Option<f64> {
 
 fn vcpu_share(v: &VcpuSched) -> VcpuShare {
     VcpuShare {
-        tid: v.tid,
-        vcpu: v.vcpu,
-        comm: v.comm.clone(),
-        wall_ns: v.wall_ns,
-        run_ns: v.run_ns,
-        wait_ns: v.wait_ns,
-        dispatches: v.dispatches,
+        sampled: v.clone(),
         run_share: share(v.run_ns, v.wall_ns).unwrap_or(0.0),
         ready_share: share(v.wait_ns, v.wall_ns).unwrap_or(0.0),
         wait_per_dispatch_ns: (v.dispatches > 0).then(|| v.wait_ns as f64 / v.dispatches as f64),
@@ -137,7 +126,7 @@ pub fn summarize(s: &SchedSamples) -> SchedSummary {
     let mut vms: Vec<VmSched> = by_vm
         .into_iter()
         .map(|(pid, mut vcpus)| {
-            vcpus.sort_by_key(|v| (v.vcpu, v.tid));
+            vcpus.sort_by_key(|v| (v.sampled.vcpu, v.sampled.tid));
             VmSched {
                 pid,
                 name: s.vm_names.get(&pid).cloned(),

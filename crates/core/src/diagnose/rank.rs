@@ -1,7 +1,8 @@
 //! Ranking: each hypothesis's severity from its absolute cost — the share of vCPU time it takes
 //! (from a window, printed rates, or the handled time including halts of a mostly halted
-//! guest), its rate per second where its rule judges rates, or, when no absolute cost can be
-//! known, its share of the exit handling — held to its rule's ceiling; then the order the user
+//! guest), its rate per second where its rule judges rates, a measured value that is no exit
+//! cost (a vCPU's ready share), or, when no absolute cost can be known, its share of the exit
+//! handling — held to its rule's ceiling; then the order the user
 //! reads: the main problem first (severity, then cost), the other problems, then context
 //! (idle, host interrupts), then configuration-only findings.
 
@@ -167,14 +168,7 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
             None => {}
         }
     }
-    if h.floor > sev {
-        sev = h.floor;
-        g.why = format!("{}; raised to the least the evidence warrants", g.why);
-    }
-    if sev > max {
-        sev = max;
-        g.capped_at = Some(max);
-    }
+    floor_and_ceiling(h, max, &mut sev, &mut g);
     let small = ev.size() < SMALL_SAMPLE
         && ev.rate.window_basis != Some(super::evidence::WindowBasis::Option);
     if small && sev > Severity::Low {
@@ -205,17 +199,21 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
 /// The severity of a measured value (not an exit cost): its level, raised to the floor, held
 /// to `max`; the exit-count caps do not apply (the rule judges its own sample size).
 fn measured(h: &Hypothesis, mut g: Grade, max: Severity) -> Option<(Severity, Grade)> {
-    let (value, thresholds) = (g.value?, g.thresholds?);
-    let mut sev = level(value, thresholds);
-    if h.floor > sev {
-        sev = h.floor;
+    let mut sev = level(g.value?, g.thresholds?);
+    floor_and_ceiling(h, max, &mut sev, &mut g);
+    Some((sev, g))
+}
+
+/// `sev` raised to the hypothesis's floor, then held to the rule's ceiling `max`.
+fn floor_and_ceiling(h: &Hypothesis, max: Severity, sev: &mut Severity, g: &mut Grade) {
+    if h.floor > *sev {
+        *sev = h.floor;
         g.why = format!("{}; raised to the least the evidence warrants", g.why);
     }
-    if sev > max {
-        sev = max;
+    if *sev > max {
+        *sev = max;
         g.capped_at = Some(max);
     }
-    Some((sev, g))
 }
 
 /// The costs a finding is ordered by: its vCPU share, then its share of the exit handling.

@@ -119,21 +119,8 @@ pub fn render(view: &TopView, style: &Style, rows: usize) -> String {
             }
             grid.add_row(cells);
         }
-        for i in 3..(if timed { 7 } else { 5 }) {
-            if let Some(c) = grid.column_mut(i) {
-                c.set_cell_alignment(CellAlignment::Right);
-            }
-        }
         if !vm.rows.is_empty() {
-            for (i, line) in grid.lines().enumerate() {
-                let line = line.trim_end();
-                if i == 0 {
-                    out.push_str(&Style::paint(style.header, line));
-                } else {
-                    out.push_str(line);
-                }
-                out.push('\n');
-            }
+            push_grid(&mut out, &mut grid, 3..(if timed { 7 } else { 5 }), style);
         }
         if vm.rows.len() > rows {
             out.push_str(&format!("  … {} more\n", vm.rows.len() - rows));
@@ -186,17 +173,24 @@ pub fn sched_table(s: &SchedSummary, style: &Style) -> String {
             String::new(),
         ]);
         for v in &vm.vcpus {
+            let t = &v.sampled;
             grid.add_row(vec![
                 String::new(),
-                v.vcpu.map_or_else(|| v.comm.clone(), |n| n.to_string()),
-                v.tid.to_string(),
+                t.vcpu.map_or_else(|| t.comm.clone(), |n| n.to_string()),
+                t.tid.to_string(),
                 format::share(v.run_share),
                 format::share(v.ready_share),
                 format::opt_duration(v.wait_per_dispatch_ns),
             ]);
         }
     }
-    for i in 2..6 {
+    push_grid(&mut out, &mut grid, 2..6, style);
+    out
+}
+
+/// `grid` with columns `right` right-aligned, its header painted, lines trimmed.
+fn push_grid(out: &mut String, grid: &mut Grid, right: std::ops::Range<usize>, style: &Style) {
+    for i in right {
         if let Some(c) = grid.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -210,7 +204,6 @@ pub fn sched_table(s: &SchedSummary, style: &Style) -> String {
         }
         out.push('\n');
     }
-    out
 }
 
 #[cfg(test)]

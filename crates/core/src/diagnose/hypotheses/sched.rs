@@ -143,7 +143,7 @@ fn dispatch_wait(s: &SchedSummary) -> Option<f64> {
     s.vms
         .iter()
         .flat_map(|vm| &vm.vcpus)
-        .filter(|v| v.dispatches >= MIN_DISPATCHES)
+        .filter(|v| v.sampled.dispatches >= MIN_DISPATCHES)
         .filter_map(|v| v.wait_per_dispatch_ns)
         .reduce(f64::max)
 }
@@ -232,18 +232,19 @@ fn rows(s: &SchedSummary) -> Vec<Fact> {
         .take(MAX_ROWS)
         .map(|(vm, v)| {
             let who = vm.name.clone().unwrap_or_else(|| format!("pid {}", vm.pid));
-            let key = match v.vcpu {
+            let t = &v.sampled;
+            let key = match t.vcpu {
                 Some(n) => format!("{who} vCPU {n}"),
-                None => format!("{who} {}", v.comm),
+                None => format!("{who} {}", t.comm),
             };
             Fact {
                 key,
                 table: TableKind::Event("sched".into()),
                 access: None,
-                name: Some(format!("tid {}", v.tid)),
-                count: v.dispatches,
+                name: Some(format!("tid {}", t.tid)),
+                count: t.dispatches,
                 count_share: None,
-                time_ns: Some(v.wait_ns),
+                time_ns: Some(t.wait_ns),
                 time_share: Some(v.ready_share),
                 mean_ns: v.wait_per_dispatch_ns,
                 per_second: None,
@@ -254,11 +255,8 @@ fn rows(s: &SchedSummary) -> Vec<Fact> {
         })
         .collect();
     if let Some(first) = out.first_mut() {
-        first.note = Some(
-            "(dispatches · time runnable but not running · its share of wall time: ready · wait \
-             per dispatch)"
-                .into(),
-        );
+        first.note =
+            Some("(dispatches · waiting runnable · ready share · wait per dispatch)".into());
     }
     out
 }
