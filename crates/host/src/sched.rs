@@ -20,8 +20,12 @@ use virtlens_guest::procfs::{CpuTicks, SchedStat, online_cpus};
 
 use crate::discovery::{self, Vmm, vcpus};
 
-/// How often the vCPU threads' states are read (the caller polls at least as often).
+/// How often the vCPU threads' states are read (the caller polls at least as often) — and
+/// at least [`PER_THREAD`] apart per watched thread, so a host with hundreds of vCPUs is read
+/// less often rather than at a higher cost: a reading costs about 17 µs per thread here (two
+/// small procfs files; 1.1 ms for 64 threads, release build), so about 1% of a CPU at most.
 pub const STATE_PERIOD: Duration = Duration::from_millis(50);
+pub const PER_THREAD: Duration = Duration::from_millis(2);
 /// How often new vCPU threads are looked for: in the selected VMMs, and among all processes.
 const RESCAN_SELECTED: Duration = Duration::from_secs(1);
 const RESCAN_ALL: Duration = Duration::from_secs(5);
@@ -175,7 +179,8 @@ impl Sampler {
         if now.duration_since(self.last_scan) >= rescan {
             self.scan();
         }
-        if now.duration_since(self.last_state) >= STATE_PERIOD {
+        let watched = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
+        if now.duration_since(self.last_state) >= STATE_PERIOD.max(PER_THREAD * watched) {
             self.sample_states();
         }
     }
