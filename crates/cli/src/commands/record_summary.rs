@@ -1,7 +1,8 @@
 //! `virtlens record --summary [--duration S] [--vm NAME|--pid PID] [--json]`: no file and no
 //! event leaves the kernel: the exits are counted there (BPF; the trace buffer where BPF is
 //! unavailable, and a note says why) until the duration ends or a signal stops it, then the
-//! profile is printed as `report` prints it (`--json`: report's JSON).
+//! profile is printed as `report` prints it (`--json`: report's JSON), with the vCPU threads'
+//! ready % sampled meanwhile.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use virtlens_core::render;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::source::Source;
 use virtlens_host::capture::{CaptureOptions, ReadyFd, StopSignals};
+use virtlens_host::sched::Sampler;
 
 use crate::args::RecordArgs;
 use crate::output;
@@ -28,6 +30,8 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let signals = StopSignals::install().context("installing the signal handlers")?;
     let (mut source, notes) = Source::start(opts, Limits::default(), true)?;
+    let mut sched =
+        Sampler::for_selection(opts.pid, opts.vm.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
     if let Some(fd) = ready_fd {
         fd.signal();
     }
@@ -35,6 +39,7 @@ pub fn run(
     let polled = (|| -> anyhow::Result<()> {
         while !signals.stopped() && opts.duration.is_none_or(|d| started.elapsed() < d) {
             source.poll()?;
+            sched.poll();
             std::thread::sleep(SLICE);
         }
         Ok(())
@@ -43,6 +48,7 @@ pub fn run(
     let stopped = source.stop();
     let (mut iv, _) = taken?;
     stopped?;
+    iv.profile.sched = Some(sched.finish());
     iv.profile
         .warnings
         .extend(notes.into_iter().map(|message| Note {
