@@ -278,7 +278,7 @@ pub struct DiagnoseArgs {
     #[arg(long, conflicts_with = "files")]
     pub live: bool,
     /// How long --live captures, in seconds
-    #[arg(long, value_name = "S", default_value_t = 10.0, requires = "live")]
+    #[arg(long, value_name = "S", default_value_t = 10.0, requires = "live", value_parser = seconds)]
     pub duration: f64,
     /// With --live: when tracing is on, write `ready` and a newline to this inherited file
     /// descriptor and close it
@@ -434,7 +434,7 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with_all = ["output", "force"])]
     pub summary: bool,
     /// Stop after this many seconds (default: at Ctrl-C)
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = seconds)]
     pub duration: Option<f64>,
     /// Replace FILE if it exists (the new capture is renamed over it only once complete)
     #[arg(long)]
@@ -449,7 +449,7 @@ pub struct RecordArgs {
 #[derive(Debug, Args)]
 pub struct TopArgs {
     /// Seconds between refreshes
-    #[arg(long, value_name = "S", default_value_t = 2.0)]
+    #[arg(long, value_name = "S", default_value_t = 2.0, value_parser = seconds)]
     pub interval: f64,
     /// Print one interval and exit
     #[arg(long)]
@@ -501,4 +501,24 @@ pub struct ServeArgs {
     /// Print the start (address, source, notes) as JSON on stdout
     #[arg(long)]
     pub json: bool,
+}
+
+/// The shortest and longest span `--duration`/`--interval` take, in seconds.
+const SECONDS: std::ops::RangeInclusive<f64> = 0.001..=86_400.0;
+
+/// A span in seconds for `diagnose --live --duration`, `record --duration` and `top
+/// --interval`: a finite number from 1 ms to one day (a longer capture runs until Ctrl-C).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    let s: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a number of seconds, not `{text}`"))?;
+    if !SECONDS.contains(&s) {
+        return Err(format!(
+            "expected seconds between {} and {} (one day), not {text}",
+            SECONDS.start(),
+            SECONDS.end()
+        ));
+    }
+    Ok(s)
 }

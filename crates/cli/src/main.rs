@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     let cli = args::Cli::parse();
     match commands::run(cli) {
         Ok(code) => code,
+        Err(e) if e.is::<output::StdoutClosed>() => ExitCode::SUCCESS,
         Err(e) => {
             output::error(&e);
             ExitCode::from(2)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
-use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
+use virtlens_core::config::{Format, GuestFamily, ReadOptions, Version, VmConfig};
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
 use virtlens_core::render;
@@ -33,12 +33,6 @@ pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
 /// `--vm`/`--pid` filtered in the kernel, and returns the profile (with the `--vcpu` filter).
 fn live(a: &DiagnoseArgs) -> anyhow::Result<Profile> {
     let mut ready_fd = a.ready_fd.map(ReadyFd::take).transpose()?;
-    if !(a.duration.is_finite() && a.duration > 0.0 && a.duration <= 86_400.0) {
-        anyhow::bail!(
-            "--duration must be between 0 and 86400 seconds, not {}",
-            a.duration
-        );
-    }
     let opts = CaptureOptions {
         duration: Some(Duration::from_secs_f64(a.duration)),
         pid: a.input.pid,
@@ -147,7 +141,7 @@ fn read_config(
         ConfigFormatArg::Qemu => Format::Qemu,
         ConfigFormatArg::Proxmox => Format::Proxmox,
     });
-    let configs = config::read_path(
+    let configs = inputs::configs(
         path,
         &ReadOptions {
             format,

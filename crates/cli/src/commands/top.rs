@@ -26,12 +26,6 @@ const SLICE: Duration = Duration::from_millis(50);
 
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
-    if !(a.interval.is_finite() && a.interval > 0.0) {
-        anyhow::bail!(
-            "--interval must be a positive number of seconds, not {}",
-            a.interval
-        );
-    }
     let interval = Duration::from_secs_f64(a.interval);
     let opts = options(&a.live)?;
     let signals = StopSignals::install().context("installing the signal handlers")?;
@@ -80,17 +74,17 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             iv.profile.sched = Some(sched.close_interval());
             let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
             if a.json {
-                output::print(&format!(
+                output::try_print(&format!(
                     "{}\n",
                     serde_json::to_string(&view).unwrap_or_default()
-                ));
+                ))?;
             } else {
                 let text = top_text::render(&view, &output::style(), a.rows);
                 if screen {
-                    output::print(&format!("\x1b[H\x1b[2J{text}(q quits)\n"));
+                    output::try_print(&format!("\x1b[H\x1b[2J{text}(q quits)\n"))?;
                 } else {
                     let sep = if first { "" } else { "\n" };
-                    output::print(&format!("{sep}{text}"));
+                    output::try_print(&format!("{sep}{text}"))?;
                 }
             }
             first = false;

@@ -195,6 +195,12 @@ pub struct Table {
     /// The counts are events per second (a rate column), not events.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub per_second: bool,
+    /// Rows that the source printed or measured are missing from this table: the author
+    /// elided some, the input was cut off inside it, a row could not be read, the rows add up
+    /// to less than the printed total, or the tracer lost events. The profile's notes say
+    /// which, with the line. Always in the JSON (`false` when complete as far as can be told).
+    #[serde(default)]
+    pub partial: bool,
 }
 
 impl Table {
@@ -211,12 +217,15 @@ impl Table {
             line: None,
             overlapping: false,
             per_second: false,
+            partial: false,
         }
     }
 
-    /// The sum of the row counts.
+    /// The sum of the row counts, saturating at `u64::MAX` (sources note when it does).
     pub fn count(&self) -> u64 {
-        self.rows.iter().map(|r| r.count).sum()
+        self.rows
+            .iter()
+            .fold(0u64, |acc, r| acc.saturating_add(r.count))
     }
 
     /// The sum of the row times, when every row's time is known.

@@ -1,11 +1,18 @@
-//! Streaming line reader for pasted text: one reused buffer, 1-based line numbers, and the
-//! clean-up every pasted report needs (CR, ANSI screen codes from live views, e-mail quoting,
-//! invalid UTF-8), so the format parsers see plain text.
+//! Streaming line reader for pasted text: one reused buffer, 1-based line numbers, a cap on
+//! the length of one line (so binary data or `/dev/zero` forced through a text format ends in a
+//! clear error instead of an allocation failure), and the clean-up every pasted report needs
+//! (CR, ANSI screen codes from live views, e-mail quoting, invalid UTF-8), so the format parsers
+//! see plain text. It also remembers whether the last line ended without a newline (a cut-off
+//! input) and recognises the marks authors use to say they cut rows out.
 
 use std::borrow::Cow;
-use std::io::BufRead;
+use std::io::{BufRead, ErrorKind};
 
 use crate::error::Error;
+
+/// The longest line a text format may have. Real report and trace lines are at most a few
+/// hundred bytes; a longer "line" is binary data or the wrong file.
+pub const MAX_LINE: usize = 1 << 20;
 
 /// Reads cleaned lines from `R` without allocating per line (except for lines that need
 /// repair: invalid UTF-8 or escape sequences).
@@ -14,6 +21,8 @@ pub struct Lines<R> {
     buf: Vec<u8>,
     line_no: usize,
     path: String,
+    /// The last line read had no newline after it.
+    unterminated: bool,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -24,20 +33,15 @@ impl<R: BufRead> Lines<R> {
             buf: Vec::with_capacity(256),
             line_no: 0,
             path: path.to_string(),
+            unterminated: false,
         }
     }
 
-    /// The next line, cleaned, with its 1-based number; `None` at the end of the input.
+    /// The next line, cleaned, with its 1-based number; `None` at the end of the input. A line
+    /// longer than [`MAX_LINE`] is an error naming it.
     pub fn next_line(&mut self) -> Result<Option<(usize, Cow<'_, str>)>, Error> {
         self.buf.clear();
-        let n = self
-            .reader
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| Error::Io {
-                path: self.path.clone(),
-                source: e,
-            })?;
-        if n == 0 {
+        if !self.read_raw_line()? {
             return Ok(None);
         }
         self.line_no += 1;
@@ -50,6 +54,73 @@ impl<R: BufRead> Lines<R> {
         };
         Ok(Some((self.line_no, clean(text))))
     }
+
+    /// The number of the last line when the input ended inside it (no newline after it): the
+    /// input may have been cut off there. Meaningful once [`Lines::next_line`] returned `None`.
+    pub fn cut_line(&self) -> Option<usize> {
+        (self.unterminated && self.line_no > 0).then_some(self.line_no)
+    }
+
+    /// `read_until(b'\n')` with the [`MAX_LINE`] cap; false at the end of the input.
+    fn read_raw_line(&mut self) -> Result<bool, Error> {
+        let mut read_any = false;
+        loop {
+            let available = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(Error::Io {
+                        path: self.path.clone(),
+                        source: e,
+                    });
+                }
+            };
+            if available.is_empty() {
+                if read_any {
+                    self.unterminated = true;
+                }
+                return Ok(read_any);
+            }
+            read_any = true;
+            let (take, done) = match memchr::memchr(b'\n', available) {
+                Some(i) => (i + 1, true),
+                None => (available.len(), false),
+            };
+            if self.buf.len() + take > MAX_LINE + 2 {
+                return Err(Error::Parse {
+                    path: self.path.clone(),
+                    line: self.line_no + 1,
+                    message: format!(
+                        "expected a line of text; found more than {} MiB without a line break \
+                         (binary data, or the wrong --format?)",
+                        MAX_LINE >> 20
+                    ),
+                });
+            }
+            self.buf.extend_from_slice(&available[..take]);
+            self.reader.consume(take);
+            if done {
+                self.unterminated = false;
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// An author's mark that rows were cut out here: `...`, `.....`, `…`, `[..]`, `[...]`, `[…]`,
+/// `<snip>`, `[snip]`, `(snip)`, `<...>`, `-- snip --`.
+pub fn elision(line: &str) -> bool {
+    let t = line.trim_ascii();
+    let inner = t
+        .strip_prefix(['[', '<', '('])
+        .and_then(|r| r.strip_suffix([']', '>', ')']))
+        .unwrap_or(t)
+        .trim_ascii()
+        .trim_matches('-')
+        .trim_ascii();
+    let dots =
+        inner.chars().all(|c| c == '.' || c == '…') && (inner.contains('…') || inner.len() >= 2);
+    dots || inner.eq_ignore_ascii_case("snip") || inner.eq_ignore_ascii_case("snipped")
 }
 
 /// Removes ANSI escape sequences and e-mail quote markers (`> `, `>> `, `> > `), and turns
@@ -139,6 +210,45 @@ mod tests {
                 (4, "plain".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn long_lines_are_refused_and_cut_lines_remembered() {
+        let zeros = vec![0u8; MAX_LINE + 10];
+        let mut lines = Lines::new(zeros.as_slice(), "t");
+        assert!(matches!(
+            lines.next_line(),
+            Err(Error::Parse { line: 1, .. })
+        ));
+        let mut lines = Lines::new(&b"a\nb"[..], "t");
+        while let Ok(Some(_)) = lines.next_line() {}
+        assert_eq!(lines.cut_line(), Some(2));
+        let mut lines = Lines::new(&b"a\nb\n"[..], "t");
+        while let Ok(Some(_)) = lines.next_line() {}
+        assert_eq!(lines.cut_line(), None);
+    }
+
+    #[test]
+    fn elisions() {
+        for e in [
+            "...",
+            ".....",
+            "…",
+            "[..]",
+            "[...]",
+            "[…]",
+            "<snip>",
+            "[snip]",
+            "(snip)",
+            "<...>",
+            "-- snip --",
+            "  [ ... ]",
+        ] {
+            assert!(elision(e), "{e}");
+        }
+        for t in [".", "snip this", "[1]", "0.5", "..x"] {
+            assert!(!elision(t), "{t}");
+        }
     }
 
     #[test]

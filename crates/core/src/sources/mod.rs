@@ -1,9 +1,11 @@
 //! File sources: each input format is one module that reads a file (streaming) into a
 //! [`Profile`]. This module picks the format (auto-detected from the first bytes, or forced
-//! with `--format`) and opens files and standard input.
+//! with `--format`); [`input`] opens files, standard input and pipes.
 
 pub mod bcc_kvmexit;
 pub mod capture;
+mod checks;
+pub mod input;
 pub mod kvm_stat;
 pub mod lines;
 pub mod numbers;
@@ -12,8 +14,7 @@ pub mod perf_kvm_stat;
 pub mod perf_prof;
 pub mod trace_text;
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Cursor, Read, Seek};
+use std::io::{BufRead, Cursor, Seek};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -80,16 +81,35 @@ impl Format {
         }
     }
 
+    /// Whether reading needs to seek (binary formats whose headers point further on); the
+    /// text formats read straight through.
+    fn needs_seek(self) -> bool {
+        matches!(self, Format::PerfData | Format::Capture)
+    }
+
     fn read<R: BufRead + Seek>(self, reader: R, path: &str) -> Result<Profile> {
         match self {
+            Format::PerfData => perf_data::read(reader, path).map(checks::settle),
+            Format::Capture => capture::read(reader, path).map(checks::settle),
+            text => text.read_text(reader, path),
+        }
+    }
+
+    /// Reads a text format from a stream; the binary formats are refused (they need
+    /// [`Format::read`]).
+    fn read_text<R: BufRead>(self, reader: R, path: &str) -> Result<Profile> {
+        let profile = match self {
             Format::PerfKvmStat => perf_kvm_stat::read(reader, path),
-            Format::PerfData => perf_data::read(reader, path),
             Format::KvmStat => kvm_stat::read(reader, path),
             Format::BccKvmexit => bcc_kvmexit::read(reader, path),
             Format::PerfProf => perf_prof::read(reader, path),
             Format::TraceText => trace_text::read(reader, path),
-            Format::Capture => capture::read(reader, path),
-        }
+            Format::PerfData | Format::Capture => Err(Error::Input {
+                path: path.to_string(),
+                message: format!("a {} cannot be read from a stream", self.name()),
+            }),
+        };
+        profile.map(checks::settle)
     }
 }
 
@@ -103,24 +123,7 @@ pub fn detect(head: &[u8]) -> Option<Format> {
 
 /// Reads `path` (`-` for standard input) as `format`, or as the detected format.
 pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
-    let name = path.display().to_string();
-    if name == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| Error::io(path, e))?;
-        return read_bytes(&bytes, "<stdin>", format);
-    }
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let format = match format {
-        Some(f) => f,
-        None => {
-            let head = fill_head(&mut reader).map_err(|e| Error::io(path, e))?;
-            detect(head).ok_or_else(|| unknown_format(&name))?
-        }
-    };
-    format.read(reader, &name)
+    input::read_path(path, format)
 }
 
 /// Reads an in-memory input (tests, fuzzing, standard input).
@@ -132,12 +135,6 @@ pub fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Pr
         }
     };
     format.read(Cursor::new(bytes), name)
-}
-
-/// The first bytes of `reader`, without consuming them.
-fn fill_head<R: Read>(reader: &mut BufReader<R>) -> std::io::Result<&[u8]> {
-    let buf = reader.fill_buf()?;
-    Ok(&buf[..buf.len().min(DETECT_BYTES)])
 }
 
 fn unknown_format(name: &str) -> Error {

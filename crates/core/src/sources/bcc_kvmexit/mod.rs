@@ -10,7 +10,7 @@
 mod layout;
 mod table;
 
-use std::io::{BufRead, Seek};
+use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
@@ -32,7 +32,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
+pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
     let mut state = Reader::new(path);
     while let Some((n, text)) = lines.next_line()? {

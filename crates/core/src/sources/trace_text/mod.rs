@@ -47,7 +47,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads the whole input into a profile; `path` names it in notes and errors.
-pub fn read<R: BufRead + std::io::Seek>(reader: R, path: &str) -> Result<Profile> {
+pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
     let mut state = Reader::new(path);
     while let Some((n, text)) = lines.next_line()? {
