@@ -36,7 +36,10 @@ pub struct Input {
     pub number: usize,
     pub name: String,
     pub path: Option<String>,
+    /// The label the input gave its table (`baseline`, `with the patch`), part of `name`.
     pub label: Option<String>,
+    /// Rows of this input are missing (elided, unreadable, cut off, lost): see the notes.
+    pub partial: bool,
 }
 
 /// What input `input` changed against input 1, for one kind.
@@ -156,12 +159,11 @@ fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
             }
             by_label.entry(label).or_default().push(t);
         }
-        let several = order.len() > 1;
         for label in order {
             let tables = by_label.remove(&label).unwrap_or_default();
-            let name = match (&label, several) {
-                (Some(l), true) => format!("{stem}: {l}"),
-                _ => stem.clone(),
+            let name = match &label {
+                Some(l) => format!("{stem}: {l}"),
+                None => stem.clone(),
             };
             let isa = tables.iter().find_map(|t| t.isa).or(p.origin.isa);
             sides.push(Side {
@@ -170,6 +172,7 @@ fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
                     name,
                     path: path.clone(),
                     label,
+                    partial: tables.iter().any(|t| t.partial),
                 },
                 tables,
                 isa,

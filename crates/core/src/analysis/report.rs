@@ -78,6 +78,8 @@ pub struct ReportTable {
     pub overlapping: bool,
     /// Counts are events per second.
     pub per_second: bool,
+    /// Rows of the input are missing (elided, unreadable, cut off, lost): the notes say which.
+    pub partial: bool,
     pub rows: Vec<ReportRow>,
     /// Rows beyond `--top`, summed.
     pub other: Option<Other>,
@@ -256,7 +258,9 @@ fn build_table(
         let rest = rows.split_off(n);
         Other {
             rows: rest.len(),
-            count: rest.iter().map(|r| r.count).sum(),
+            count: rest
+                .iter()
+                .fold(0u64, |acc, r| acc.saturating_add(r.count)),
             time_ns: rest.iter().try_fold(0u64, |a, r| Some(a + r.time_ns?)),
         }
     });
@@ -277,6 +281,7 @@ fn build_table(
         window_ns,
         timed,
         overlapping,
+        partial: tables.iter().any(|t| t.partial),
         per_second: tables.iter().any(|t| t.per_second),
         rows,
         other,
@@ -297,6 +302,7 @@ fn empty_table(input: &str) -> ReportTable {
         window_ns: None,
         timed: false,
         overlapping: false,
+        partial: false,
         per_second: false,
         rows: Vec::new(),
         other: None,

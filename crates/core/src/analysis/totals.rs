@@ -31,13 +31,13 @@ impl Totals {
     /// Adds one row of `count` events taking `time_ns`.
     pub fn add(&mut self, count: u64, time_ns: Option<u64>, idle: bool) {
         let plus = |a: Option<u64>| a.zip(time_ns).map(|(a, b)| a.saturating_add(b));
-        self.count += count;
+        self.count = self.count.saturating_add(count);
         self.time_ns = plus(self.time_ns);
         if idle {
-            self.idle_count += count;
+            self.idle_count = self.idle_count.saturating_add(count);
             self.idle_time_ns = plus(self.idle_time_ns);
         } else {
-            self.overhead_count += count;
+            self.overhead_count = self.overhead_count.saturating_add(count);
             self.overhead_time_ns = plus(self.overhead_time_ns);
         }
     }

@@ -13,7 +13,12 @@ use crate::analysis::compare::{CompareRow, CompareTable, Comparison, Measure, Ve
 pub fn render(c: &Comparison, style: &Style) -> String {
     let mut out = String::new();
     for i in &c.inputs {
-        out.push_str(&format!("{}  {}\n", i.number, i.name));
+        let partial = if i.partial {
+            " (partial: rows missing, see the notes)"
+        } else {
+            ""
+        };
+        out.push_str(&format!("{}  {}{partial}\n", i.number, i.name));
     }
     for t in &c.tables {
         out.push('\n');

@@ -43,6 +43,9 @@ fn title(t: &ReportTable) -> String {
     }
     parts.extend(t.label.clone());
     parts.extend(t.scope.clone());
+    if t.partial {
+        parts.push("partial: rows missing, see the notes".to_string());
+    }
     parts.join(" · ")
 }
 

@@ -1,5 +1,6 @@
 //! The lines of a `perf kvm stat` table that are not rows: the column header (which fixes the
-//! layout: 2012, 20/40-column stdio, or hists), the `Analyze events for …` scope line, the
+//! layout: 2012, 20/40-column stdio, hists, or any subset of the stdio columns an author kept,
+//! in any order, even wrapped onto a second line), the `Analyze events for …` scope line, the
 //! totals line, live-mode timestamps, the stderr note about unknown exit codes, and elisions.
 
 use crate::decode::Isa;
@@ -10,11 +11,35 @@ use crate::sources::numbers;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Layout {
     /// perf's stdio layout: `Samples Samples% Time% [Min Time Max Time] Avg time ( +-x% )`,
-    /// times suffixed `us`; `timed` is how many `us` columns a full row has (1 in 2012, else 3).
-    Stdio { timed: usize },
+    /// times suffixed `us`, or the subset of those columns the header names (an author's trim).
+    Stdio { columns: Vec<StdioColumn> },
     /// The hists layout: cells named by the header, times in plain ns.
     Hists { columns: Vec<HistsColumn> },
 }
+
+/// A column of perf's stdio layout, as the header names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdioColumn {
+    Samples,
+    SamplesPct,
+    TimePct,
+    Min,
+    Max,
+    Avg,
+}
+
+impl StdioColumn {
+    /// Whether the column holds a percentage.
+    pub fn percent(self) -> bool {
+        matches!(self, StdioColumn::SamplesPct | StdioColumn::TimePct)
+    }
+
+    /// Whether the column holds a time in µs.
+    pub fn time(self) -> bool {
+        matches!(self, StdioColumn::Min | StdioColumn::Max | StdioColumn::Avg)
+    }
+}
+
 
 /// A column of the hists layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,15 +98,47 @@ pub fn header(line: &str) -> Option<Header> {
     if kind.is_none() && first != "Event" && !first.is_empty() {
         return None;
     }
-    let timed = if rest.contains("Min Time") || rest.contains("Max Time") {
-        3
-    } else {
-        1
-    };
+    let columns = stdio_columns(rest);
+    if !columns.contains(&StdioColumn::Samples) {
+        return None;
+    }
     Some(Header {
         kind,
-        layout: Layout::Stdio { timed },
+        layout: Layout::Stdio { columns },
     })
+}
+
+/// The stdio columns named in `text`, in order: `Samples`, `Samples%`, `Time%`, `Min Time`,
+/// `Max Time`, `Avg time`. A time column's name may be cut after its first word (`… Max` with
+/// `Time` on the next line); other words (`# ti...`) are passed over.
+fn stdio_columns(text: &str) -> Vec<StdioColumn> {
+    let mut columns = Vec::new();
+    for word in text.split_ascii_whitespace() {
+        let column = match word {
+            "Samples" => StdioColumn::Samples,
+            "Samples%" | "Sample%" => StdioColumn::SamplesPct,
+            "Time%" => StdioColumn::TimePct,
+            w if w.eq_ignore_ascii_case("min") => StdioColumn::Min,
+            w if w.eq_ignore_ascii_case("max") => StdioColumn::Max,
+            w if w.eq_ignore_ascii_case("avg") => StdioColumn::Avg,
+            _ => continue,
+        };
+        if !columns.contains(&column) {
+            columns.push(column);
+        }
+    }
+    columns
+}
+
+/// The rest of a header that a mailer wrapped onto the next line (`Time         Avg time`,
+/// `    Avg time`): the stdio columns it adds, when every word of it is a column word.
+pub fn header_continuation(line: &str) -> Option<Vec<StdioColumn>> {
+    let words = |w: &str| {
+        matches!(w, "Time" | "time" | "Samples%" | "Sample%" | "Time%")
+            || ["min", "max", "avg"].iter().any(|c| w.eq_ignore_ascii_case(c))
+    };
+    let t = line.trim_ascii();
+    (!t.is_empty() && t.split_ascii_whitespace().all(words)).then(|| stdio_columns(t))
 }
 
 fn hists_column(cell: &str) -> HistsColumn {
@@ -175,14 +232,6 @@ pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
     Some((code, isa))
 }
 
-/// An author's elision mark: `[..]`, `[...]`, `...`, `…`, `<snip>`.
-pub fn elision(line: &str) -> bool {
-    matches!(
-        line.trim_ascii(),
-        "[..]" | "[...]" | "..." | "…" | "<snip>" | "[snip]" | "<...>"
-    )
-}
-
 /// A line that carries no content: a Markdown fence or a dashed rule.
 pub fn decoration(line: &str) -> bool {
     let t = line.trim_ascii();
@@ -207,8 +256,13 @@ pub fn command_event(line: &str) -> Option<Option<TableKind>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    use StdioColumn::*;
+
+    /// perf's 2012 layout (`Avg time` only).
+    pub const FULL_2012: [StdioColumn; 4] = [Samples, SamplesPct, TimePct, Avg];
 
     #[test]
     fn headers_of_every_era() {
@@ -217,7 +271,9 @@ mod tests {
             header(modern),
             Some(Header {
                 kind: Some(TableKind::Vmexit),
-                layout: Layout::Stdio { timed: 3 }
+                layout: Layout::Stdio {
+                    columns: vec![Samples, SamplesPct, TimePct, Min, Max, Avg]
+                }
             })
         );
         let old = "      IO Port Access    Samples  Samples%     Time%         Avg time";
@@ -225,9 +281,28 @@ mod tests {
             header(old),
             Some(Header {
                 kind: Some(TableKind::Ioport),
-                layout: Layout::Stdio { timed: 1 }
+                layout: Layout::Stdio {
+                    columns: FULL_2012.to_vec()
+                }
             })
         );
+        let trimmed = "VM-EXIT    Samples  Samples%     Time%";
+        assert_eq!(
+            header(trimmed).map(|h| h.layout),
+            Some(Layout::Stdio {
+                columns: vec![Samples, SamplesPct, TimePct]
+            })
+        );
+        let wrapped = "             VM-EXIT    Samples  Samples%     Time%    Min Time    Max";
+        assert_eq!(
+            header(wrapped).map(|h| h.layout),
+            Some(Layout::Stdio {
+                columns: vec![Samples, SamplesPct, TimePct, Min, Max]
+            })
+        );
+        assert_eq!(header_continuation("Time         Avg time"), Some(vec![Avg]));
+        assert_eq!(header_continuation("    Avg time "), Some(vec![Avg]));
+        assert_eq!(header_continuation("HLT 12"), None);
         let hists = "Event name                    Samples  Sample%       Time(ns)";
         assert_eq!(
             header(hists).map(|h| h.layout),

@@ -1,8 +1,14 @@
 //! Source for `perf kvm stat report` and `perf kvm stat live` text, in every layout perf has
-//! printed since 2012 and in the shapes people paste it: e-mail quoting and wrapping, Markdown
-//! indentation and fences, tab-separated slide transcriptions, interleaved stderr notes,
-//! elisions, several labelled tables in one file, and live screens of many intervals (summed
-//! into one table with its window).
+//! printed since 2012 and in the shapes people paste it: e-mail quoting and wrapping (rows and
+//! headers), Markdown indentation and fences, tab-separated slide transcriptions, columns an
+//! author trimmed, interleaved stderr notes, elisions, several tables in one file each named by
+//! the label line above it (`baseline:`, `with the patch:`), and live screens of many intervals
+//! (summed into one table with its window).
+//!
+//! No row is lost without a word: a line that has a row's shape but cannot be read is noted
+//! with its line and the reason, and the table goes on with the rows after it; elided rows,
+//! a row cut off by the end of the input, and rows that add up to less than the printed total
+//! mark the table `partial`.
 //!
 //! Reading streams line by line: memory grows with the number of distinct tables and keys,
 //! not with the length of the input.
@@ -15,7 +21,7 @@ use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
-use crate::sources::lines::Lines;
+use crate::sources::lines::{self, Lines};
 use layout::Scope;
 use row::Parsed;
 use table::Building;
@@ -38,7 +44,7 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     while let Some((n, text)) = lines.next_line()? {
         state.line(n, &text);
     }
-    state.end()
+    state.end(lines.cut_line())
 }
 
 /// A row that a mailer wrapped: its text so far, where it started, and how many lines joined.
@@ -61,6 +67,11 @@ struct Reader {
     live_first: f64,
     first_unrecognised: Option<(usize, String)>,
     names: table::NameCache,
+    /// The last line, when the input ends inside it (set once the input has been read).
+    cut: Option<usize>,
+    /// The last unreadable row: its line and its note's index, reworded if the input was cut
+    /// there.
+    last_bad: Option<(usize, usize)>,
 }
 
 impl Reader {
@@ -78,6 +89,8 @@ impl Reader {
             live_first: 0.0,
             first_unrecognised: None,
             names: table::NameCache::default(),
+            cut: None,
+            last_bad: None,
         }
     }
 
@@ -123,12 +136,19 @@ impl Reader {
         {
             self.first_unrecognised = Some((n, t.chars().take(80).collect()));
         }
-        let label = t
-            .trim_start_matches('#')
-            .trim()
-            .trim_end_matches(':')
-            .trim();
-        self.label = (!label.is_empty()).then(|| label.chars().take(120).collect());
+        self.label = label(t);
+    }
+
+    /// A row that cannot be read: noted, the table marked partial, the table going on.
+    fn bad_row(&mut self, n: usize, t: &str, why: &str) {
+        if let Some(b) = &mut self.table {
+            b.partial = true;
+        }
+        self.last_bad = Some((n, self.profile.warnings.len()));
+        self.note(
+            n,
+            format!("could not read this row ({why}), so it is left out: `{}`", excerpt(t)),
+        );
     }
 
     /// Lines that shape tables: timestamps, scopes, totals, stderr notes, headers.
@@ -154,15 +174,17 @@ impl Reader {
             }
         } else if let Some(lost) = layout::lost(t) {
             let total = match &mut self.table {
-                Some(b) => b.total.as_mut(),
-                None => self
-                    .profile
-                    .tables
-                    .last_mut()
-                    .and_then(|t| t.printed_total.as_mut()),
+                Some(b) => {
+                    b.partial = true;
+                    b.total.as_mut()
+                }
+                None => self.profile.tables.last_mut().and_then(|t| {
+                    t.partial = true;
+                    t.printed_total.as_mut()
+                }),
             };
             if let Some(total) = total {
-                total.lost_events = Some(total.lost_events.unwrap_or(0) + lost);
+                total.lost_events = Some(total.lost_events.unwrap_or(0).saturating_add(lost));
             }
             self.note(
                 n,
@@ -170,10 +192,16 @@ impl Reader {
             );
         } else if let Some(unknown) = layout::unknown_exit_code(t) {
             self.unknown = Some(unknown);
-        } else if layout::elision(t) {
-            if let Some(b) = &mut self.table {
-                b.elided = true;
-            }
+        } else if lines::elision(t) {
+            let message = match &mut self.table {
+                Some(b) => {
+                    b.elided = true;
+                    b.partial = true;
+                    "the author elided rows here (`{t}`): the table is partial"
+                }
+                None => "the author elided lines here (`{t}`)",
+            };
+            self.note(n, message.replace("{t}", t));
         } else if let Some(header) = layout::header(t) {
             self.finish();
             self.table = Some(Building {
@@ -189,6 +217,7 @@ impl Reader {
                 rows: Vec::new(),
                 total: None,
                 elided: false,
+                partial: false,
             });
         } else {
             return false;
@@ -205,6 +234,17 @@ impl Reader {
             && let Some(kind) = layout::kind_name(t)
         {
             b.kind = kind;
+            return true;
+        }
+        if b.rows.is_empty()
+            && let layout::Layout::Stdio { columns } = &mut b.layout
+            && let Some(more) = layout::header_continuation(t)
+        {
+            for c in more {
+                if !columns.contains(&c) {
+                    columns.push(c);
+                }
+            }
             return true;
         }
         match row::parse(t, &b.layout, n) {
@@ -225,6 +265,10 @@ impl Reader {
                 });
                 true
             }
+            Parsed::Bad(why) => {
+                self.bad_row(n, t, &why);
+                true
+            }
             Parsed::NotARow => match (row::spread_only(t), b.rows.last_mut()) {
                 (Some(spread), Some((last, _))) => {
                     if let Some(mean) = last.time.mean_ns(last.count) {
@@ -238,19 +282,47 @@ impl Reader {
     }
 
     /// A started row that the next line did not complete: a one-word line was prose (a label
-    /// such as `Before`), anything longer an unreadable row.
+    /// such as `Before`), anything longer an unreadable row; the last line of an input cut
+    /// off inside a row is said to be so (and read when only its spread is missing).
     fn unfinished(&mut self, carry: Carry) {
-        if carry.joins == 0 && !carry.text.contains(char::is_whitespace) {
+        let cut = self.cut == Some(carry.line + usize::from(carry.joins));
+        if cut {
+            self.cut_row(carry);
+        } else if carry.joins == 0 && !carry.text.contains(char::is_whitespace) {
             self.prose(carry.line, &carry.text);
         } else {
-            self.note(
+            self.bad_row(
                 carry.line,
-                format!(
-                    "could not read this row, even joined with the next line: `{}`",
-                    carry.text
-                ),
+                &carry.text,
+                "even joined with the next line, it does not fill the header's columns",
             );
         }
+    }
+
+    /// The row the input ends in.
+    fn cut_row(&mut self, carry: Carry) {
+        let Some(b) = &mut self.table else {
+            return;
+        };
+        b.partial = true;
+        let whole = row::without_cut_spread(&carry.text)
+            .map(|text| row::parse(text, &b.layout, carry.line));
+        if let Some(Parsed::Row(r)) = whole {
+            b.rows.push((r, None));
+            self.note(
+                carry.line,
+                "the input ends inside this row's spread `( +- …`: the row is read without it"
+                    .into(),
+            );
+            return;
+        }
+        self.note(
+            carry.line,
+            format!(
+                "the input ends inside this row (cut off?), so it is left out: `{}`",
+                excerpt(&carry.text)
+            ),
+        );
     }
 
     /// Joins a wrapped row with its continuation; false when `t` does not continue it.
@@ -319,7 +391,18 @@ impl Reader {
         }
     }
 
-    fn end(mut self) -> Result<Profile> {
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        self.cut = cut;
+        if let Some((line, at)) = self.last_bad
+            && cut == Some(line)
+            && let Some(note) = self.profile.warnings.get_mut(at)
+        {
+            note.message = note.message.replacen(
+                "could not read this row (",
+                "the input ends inside this row (cut off?; ",
+                1,
+            );
+        }
         self.finish();
         if self.profile.tables.is_empty() {
             let expected = "expected a `perf kvm stat` table: a column header such as \
@@ -334,6 +417,29 @@ impl Reader {
         self.profile.settle_isa();
         Ok(self.profile)
     }
+}
+
+/// The label a prose line gives the table under it: the line without Markdown heading marks,
+/// list bullets and the closing colon (`### with the patch:` → `with the patch`).
+fn label(t: &str) -> Option<String> {
+    let label = t
+        .trim_start_matches('#')
+        .trim()
+        .trim_start_matches(['-', '*', '•'])
+        .trim()
+        .trim_end_matches(':')
+        .trim();
+    (!label.is_empty()).then(|| label.chars().take(120).collect())
+}
+
+/// The start of a line for a note (at most 100 characters).
+fn excerpt(t: &str) -> String {
+    let t = t.trim_ascii();
+    let mut s: String = t.chars().take(100).collect();
+    if s.len() < t.len() {
+        s.push('…');
+    }
+    s
 }
 
 /// Lines that always stand on their own and so never continue a wrapped row.

@@ -1,8 +1,9 @@
 //! The rows of a `perf kvm stat` table: splitting off perf's `( +-x% )` spread, telling the
-//! columns apart by their units, and knowing when a row is incomplete because a mailer wrapped
-//! it onto the next line.
+//! columns apart by their units and placing them by the header's order, knowing when a row is
+//! incomplete because a mailer wrapped it onto the next line, and saying what is wrong with a
+//! line that has a row's shape but cannot be read (so it is noted, never silently dropped).
 
-use super::layout::{HistsColumn, Layout};
+use super::layout::{HistsColumn, Layout, StdioColumn};
 use crate::profile::TimeStats;
 use crate::sources::numbers;
 
@@ -22,6 +23,8 @@ pub enum Parsed {
     Row(RawRow),
     /// The start of a row whose remaining columns are on the next line.
     Incomplete,
+    /// A row that cannot be read, and why.
+    Bad(String),
     /// Not a row at all.
     NotARow,
 }
@@ -36,7 +39,7 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
     let mut n = 0;
     for cell in body.split_ascii_whitespace() {
         if n == MAX_CELLS {
-            return Parsed::NotARow;
+            return damaged(text, layout);
         }
         cells[n] = cell;
         n += 1;
@@ -48,14 +51,12 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
     if numbers::count(key).is_some()
         || key.ends_with('%')
         || key.ends_with("us") && looks_numeric(key)
+        || !key_shaped(key)
     {
-        return Parsed::NotARow;
-    }
-    if !key_shaped(key) {
-        return Parsed::NotARow;
+        return damaged(text, layout);
     }
     let parsed = match layout {
-        Layout::Stdio { timed } => stdio(values, *timed, spread),
+        Layout::Stdio { columns } => stdio(values, columns, spread),
         Layout::Hists { columns } => hists(values, columns),
     };
     match parsed {
@@ -68,8 +69,56 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
         _ if values.is_empty() || open || values.iter().all(|v| value_shaped(v)) => {
             Parsed::Incomplete
         }
-        _ => Parsed::NotARow,
+        _ => damaged(text, layout),
     }
+}
+
+/// A line that failed to read as a row: a bad row (with the reason) when it has a row's
+/// shape, a name or address followed by values, at most one of them a stray word; prose
+/// otherwise (`testing with patch:`, `after 10 minutes`).
+fn damaged(text: &str, layout: &Layout) -> Parsed {
+    let (body, _, _) = split_spread(text);
+    let mut cells = body.split_ascii_whitespace();
+    let Some(key) = cells.next() else {
+        return Parsed::NotARow;
+    };
+    let values: Vec<&str> = cells.collect();
+    let numeric = values.iter().filter(|v| starts_numeric(v)).count();
+    let shaped = values.iter().any(|v| value_shaped(v));
+    let row_like = numeric >= 2 && values.len() - numeric <= 1 && shaped;
+    if text.trim_ascii_end().ends_with(':') || !(row_like || starts_numeric(key) && shaped) {
+        return Parsed::NotARow;
+    }
+    Parsed::Bad(why(text, key, &values, layout))
+}
+
+/// What is wrong with a row-shaped line.
+fn why(text: &str, key: &str, values: &[&str], layout: &Layout) -> String {
+    if text.contains('\0') {
+        return "a NUL byte in it".into();
+    }
+    if text.contains('\u{fffd}') {
+        return "bytes that are not UTF-8 in it".into();
+    }
+    if !key_shaped(key) {
+        return format!("`{key}` is not an exit reason, port, address or MSR");
+    }
+    for v in values {
+        if v.bytes().all(|b| b.is_ascii_digit()) && numbers::count(v).is_none() {
+            return format!("the count `{v}` is larger than 2^64−1");
+        }
+        if !value_shaped(v) {
+            return format!("`{v}` is not a count, a percentage or a time in µs");
+        }
+    }
+    let expected = match layout {
+        Layout::Stdio { columns } => columns.len(),
+        Layout::Hists { columns } => columns.len(),
+    };
+    format!(
+        "{} values where the header names {expected} columns",
+        values.len()
+    )
 }
 
 /// A line holding only a spread, `( +- 7.34% )`, as a mailer leaves it after wrapping.
@@ -78,6 +127,14 @@ pub fn spread_only(text: &str) -> Option<f64> {
     (body.trim_ascii().is_empty() && !open)
         .then_some(spread)
         .flatten()
+}
+
+/// `text` without a spread that the input cut off (`… 2273.31us ( +-   1.8`), for a row cut
+/// at the end of the input whose numbers are all there.
+pub fn without_cut_spread(text: &str) -> Option<&str> {
+    let (_, _, open) = split_spread(text);
+    let at = text.rfind('(')?;
+    open.then(|| &text[..at])
 }
 
 /// Splits `… ( +-  0.10% )` into the part before it, the percentage, and whether the
@@ -97,34 +154,52 @@ fn split_spread(text: &str) -> (&str, Option<f64>, bool) {
     (body, spread, !closed && spread.is_none())
 }
 
-fn stdio(values: &[&str], timed: usize, spread: Option<f64>) -> Option<(u64, TimeStats)> {
-    let (&count, rest) = values.split_first()?;
-    let count = numbers::count(count)?;
+/// A stdio row: one count, the percentages and times the header names (placed in its order;
+/// a row that kept all of perf's columns under a trimmed header is read as perf prints them).
+fn stdio(
+    values: &[&str],
+    columns: &[StdioColumn],
+    spread: Option<f64>,
+) -> Option<(u64, TimeStats)> {
+    let mut count = None;
     let mut percents = 0;
     let mut times = [0u64; 3];
     let mut n_times = 0;
-    for v in rest {
-        if numbers::percent(v).is_some() {
-            percents += 1;
-        } else if let Some(ns) = numbers::micros_as_ns(v) {
-            if n_times == times.len() {
+    for v in values {
+        if let Some(c) = numbers::count(v) {
+            if count.replace(c).is_some() {
                 return None;
             }
-            times[n_times] = ns;
+        } else if numbers::percent(v).is_some() {
+            percents += 1;
+        } else if let Some(ns) = numbers::micros_as_ns(v) {
+            *times.get_mut(n_times)? = ns;
             n_times += 1;
         } else {
             return None;
         }
     }
-    if percents < 2 || n_times < timed {
+    let want_percents = columns.iter().filter(|c| c.percent()).count();
+    if !(percents == want_percents || want_percents < 2 && percents == 2) {
         return None;
     }
-    let (min, max, avg) = match n_times {
-        3 => (Some(times[0]), Some(times[1]), times[2]),
-        1 => (None, None, times[0]),
+    let named: Vec<StdioColumn> = columns.iter().copied().filter(|c| c.time()).collect();
+    let order: &[StdioColumn] = match n_times {
+        n if n == named.len() => &named,
+        3 => &[StdioColumn::Min, StdioColumn::Max, StdioColumn::Avg],
+        1 if named.is_empty() => &[StdioColumn::Avg],
         _ => return None,
     };
-    Some((count, stats(count, min, max, Some(avg), spread)))
+    let (mut min, mut max, mut avg) = (None, None, None);
+    for (column, ns) in order.iter().zip(times) {
+        match column {
+            StdioColumn::Min => min = Some(ns),
+            StdioColumn::Max => max = Some(ns),
+            _ => avg = Some(ns),
+        }
+    }
+    let count = count?;
+    Some((count, stats(count, min, max, avg, spread)))
 }
 
 fn hists(values: &[&str], columns: &[HistsColumn]) -> Option<(u64, TimeStats)> {
@@ -173,6 +248,12 @@ fn stats(
     }
 }
 
+fn starts_numeric(cell: &str) -> bool {
+    cell.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+'))
+}
+
 fn looks_numeric(cell: &str) -> bool {
     cell.bytes()
         .next()
@@ -201,8 +282,20 @@ fn value_shaped(cell: &str) -> bool {
 mod tests {
     use super::*;
 
-    const MODERN: Layout = Layout::Stdio { timed: 3 };
-    const OLD: Layout = Layout::Stdio { timed: 1 };
+    use super::super::layout::tests::FULL_2012;
+    use StdioColumn::*;
+
+    fn modern() -> Layout {
+        Layout::Stdio {
+            columns: vec![Samples, SamplesPct, TimePct, Min, Max, Avg],
+        }
+    }
+
+    fn old() -> Layout {
+        Layout::Stdio {
+            columns: FULL_2012.to_vec(),
+        }
+    }
 
     fn row(text: &str, layout: &Layout) -> Option<RawRow> {
         match parse(text, layout, 1) {
@@ -215,7 +308,7 @@ mod tests {
     fn modern_row() {
         let r = row(
             "           MSR_WRITE      42521    53.32%     0.06%      0.50us     52.94us      1.71us ( +-   0.48% )",
-            &MODERN,
+            &modern(),
         );
         let r = r.unwrap_or_else(|| RawRow {
             key: String::new(),
@@ -234,11 +327,11 @@ mod tests {
     fn tabbed_rows_with_spread_in_either_cell() {
         let a = row(
             "EPT_MISCONFIG\t893519\t72.16%\t88.46%\t4.38us\t662.31us\t6.50us\t(+- 0.05%)",
-            &MODERN,
+            &modern(),
         );
         let b = row(
             "APIC_WRITE\t185817\t56.97%\t37.07%\t0.57us\t78.45us\t1.43us (+- 0.18%)",
-            &MODERN,
+            &modern(),
         );
         assert_eq!(a.map(|r| r.count), Some(893_519));
         assert_eq!(b.map(|r| r.time.total_ns), Some(Some(185_817 * 1_430)));
@@ -248,7 +341,7 @@ mod tests {
     fn old_layout_has_no_min_max() {
         let r = row(
             "           APIC_ACCESS      65381    66.58%     5.95%     37.72us ( +-   6.54% )",
-            &OLD,
+            &old(),
         );
         assert_eq!(
             r.map(|r| (r.time.min_ns, r.time.total_ns)),
@@ -261,14 +354,14 @@ mod tests {
         assert_eq!(
             parse(
                 "  EXTERNAL_INTERRUPT      16031    16.32%     3.06%     79.11us ( +-",
-                &OLD,
+                &old(),
                 1
             ),
             Parsed::Incomplete
         );
-        assert_eq!(parse("  EXTERNAL_INTERRUPT", &OLD, 1), Parsed::Incomplete);
+        assert_eq!(parse("  EXTERNAL_INTERRUPT", &old(), 1), Parsed::Incomplete);
         assert_eq!(
-            parse("  HLT  15885    19.92%    99.89%      0.63us", &MODERN, 1),
+            parse("  HLT  15885    19.92%    99.89%      0.63us", &modern(), 1),
             Parsed::Incomplete
         );
         assert_eq!(spread_only("   7.34% )"), None);
@@ -277,11 +370,60 @@ mod tests {
 
     #[test]
     fn prose_is_not_a_row() {
-        assert_eq!(parse("testing with patch:", &MODERN, 1), Parsed::NotARow);
+        for prose in [
+            "testing with patch:",
+            "The guest was idle for a while",
+            "after 10 minutes",
+            "run 2 with 4 vCPUs",
+            "between 10.00 and 12.00",
+            "after applying 4 patches: 12.5% fewer exits:",
+        ] {
+            assert_eq!(parse(prose, &modern(), 1), Parsed::NotARow, "{prose}");
+        }
+    }
+
+    #[test]
+    fn bad_rows_say_why() {
+        let bad = |t: &str| match parse(t, &modern(), 1) {
+            Parsed::Bad(why) => why,
+            other => format!("{other:?}"),
+        };
+        let typo = bad("HLT      1588x    19.92%    99.89%      0.63us  20072.05us   2273.31us ( +-   1.82% )");
+        assert!(typo.contains("`1588x` is not a count"), "{typo}");
+        let big = bad("HLT 99999999999999999999 19.92% 99.89% 0.63us 20072.05us 2273.31us ( +- 1.82% )");
+        assert!(big.contains("larger than 2^64"), "{big}");
+        let nul = bad("MSR_WRITE\u{0}42521 53.32% 0.06% 0.50us 52.94us 1.71us ( +- 0.48% )");
+        assert!(nul.contains("NUL"), "{nul}");
+        let utf = bad("HL\u{fffd}T 15885 19.92% 99.89% 0.63us 20072.05us 2273.31us ( +- 1.82% )");
+        assert!(utf.contains("UTF-8"), "{utf}");
+        let cut = bad("HLT      15885    19.92%    99.89%      0.63us  20072.05us   2273.3");
+        assert!(cut.contains("`2273.3`"), "{cut}");
+    }
+
+    #[test]
+    fn trimmed_columns_in_any_order() {
+        let trimmed = Layout::Stdio {
+            columns: vec![Samples, SamplesPct, TimePct],
+        };
+        let r = row("MSR_WRITE   42521    53.32%     0.06%", &trimmed);
+        assert_eq!(r.map(|r| (r.count, r.time.total_ns)), Some((42_521, None)));
+        let avg_first = Layout::Stdio {
+            columns: vec![Avg, Samples, TimePct],
+        };
+        let r = row("HLT  2273.31us  15885  99.89%", &avg_first);
         assert_eq!(
-            parse("The guest was idle for a while", &MODERN, 1),
-            Parsed::NotARow
+            r.map(|r| (r.count, r.time.total_ns)),
+            Some((15_885, Some(15_885 * 2_273_310)))
         );
+        let max_only = Layout::Stdio {
+            columns: vec![Samples, Max],
+        };
+        let r = row("HLT 15885 20072.05us", &max_only);
+        assert_eq!(
+            r.map(|r| (r.time.max_ns, r.time.total_ns)),
+            Some((Some(20_072_050), None))
+        );
+        assert_eq!(parse("HLT 15885", &trimmed, 1), Parsed::Incomplete);
     }
 
     #[test]

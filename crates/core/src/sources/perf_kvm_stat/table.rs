@@ -71,6 +71,8 @@ pub struct Building {
     pub rows: Vec<(RawRow, Option<UnknownCode>)>,
     pub total: Option<PrintedTotal>,
     pub elided: bool,
+    /// Rows are missing: elided, unreadable, or cut off by the end of the input.
+    pub partial: bool,
 }
 
 impl Building {
@@ -106,7 +108,7 @@ impl Building {
                 message: "min times of 0.00us in a --vcpu table are a perf artefact (zero-filled per-vCPU stats); shown as unknown".into(),
             });
         }
-        self.check_totals(&table, notes);
+        table.partial = self.partial | self.check_totals(&table, notes);
         table.printed_total = self.total;
         if let Some((text, _)) = &self.timestamp {
             table.window = Some(Window {
@@ -189,11 +191,14 @@ impl Building {
         }
     }
 
-    fn check_totals(&self, table: &Table, notes: &mut Vec<Note>) {
+    /// Checks the rows against the printed total; true when rows are missing (or events
+    /// were lost).
+    fn check_totals(&self, table: &Table, notes: &mut Vec<Note>) -> bool {
         let Some(total) = &self.total else {
-            return;
+            return false;
         };
         let rows = table.count();
+        let lost = total.lost_events.is_some_and(|l| l > 0);
         if rows != total.count {
             let why = if self.elided {
                 "the author elided rows"
@@ -210,6 +215,7 @@ impl Building {
                 ),
             });
         }
+        rows < total.count || lost
     }
 }
 
@@ -225,12 +231,13 @@ pub fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
             None => into.rows.push(row),
         }
     }
+    into.partial |= next.partial;
     if let (Some(a), Some(b)) = (&mut into.printed_total, next.printed_total) {
-        a.count += b.count;
-        a.time_ns = a.time_ns.zip(b.time_ns).map(|(x, y)| x + y);
+        a.count = a.count.saturating_add(b.count);
+        a.time_ns = a.time_ns.zip(b.time_ns).map(|(x, y)| x.saturating_add(y));
         a.lost_events = match (a.lost_events, b.lost_events) {
             (None, None) => None,
-            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+            (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
         };
     }
     if let (Some(w), Some(nw)) = (&mut into.window, next.window) {

@@ -6,7 +6,13 @@
 //!   (`CPU 0/KVM`), TID may be `PID/TID`, and `-F` may drop any column (`[001] SECS: EVENT:`);
 //! - `trace-cmd report`: `COMM-PID [CPU] SECS: kvm_exit: TEXT` (split at the last `-`);
 //! - raw ftrace (`trace`, `trace_pipe`): the same plus the latency flags (`d..2.`) after the
-//!   CPU and, with `record-tgid`, a `(TGID)` column (`(-------)` when unknown).
+//!   CPU and, with `record-tgid`, a `(TGID)` column (`(-------)` when unknown);
+//! - bare event lines as patch mails paste them: `kvm_exit: reason EXIT_RSM rip 0x… info 0 0`,
+//!   with no task, CPU or timestamp (only for `kvm_*` events, so prose is not taken for one).
+//!
+//! [`prefix_only`] recognises the first half of a line a mailer wrapped right after the
+//! timestamp (`qemu-system-x86-5665  [000] ....   280.971121:`), so the reader can join it
+//! with the event on the next line.
 
 use super::fields::{all_digits, dec32, is_ident};
 use crate::sources::numbers::decimal_scaled;
@@ -20,10 +26,17 @@ pub enum Dialect {
     TraceCmd,
     /// Raw ftrace text: latency flags after the CPU, or a TGID column.
     Ftrace,
+    /// A bare `kvm_*:` event line without task, CPU or timestamp (pasted in mails).
+    Bare,
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 3] = [Dialect::PerfScript, Dialect::TraceCmd, Dialect::Ftrace];
+    pub const ALL: [Dialect; 4] = [
+        Dialect::PerfScript,
+        Dialect::TraceCmd,
+        Dialect::Ftrace,
+        Dialect::Bare,
+    ];
 
     /// How notes name the dialect.
     pub fn describe(self) -> &'static str {
@@ -31,6 +44,11 @@ impl Dialect {
             Dialect::PerfScript => "`perf script` lines",
             Dialect::TraceCmd => "`trace-cmd report` lines",
             Dialect::Ftrace => "raw ftrace lines (`trace`/`trace_pipe`, latency flags or TGID)",
+            Dialect::Bare => {
+                "bare event lines without task, CPU or timestamp (as pasted in mails): events \
+                 are counted, but without timestamps exits cannot be paired with entries, so \
+                 there are no durations"
+            }
         }
     }
 
@@ -39,6 +57,7 @@ impl Dialect {
             Dialect::PerfScript => 0,
             Dialect::TraceCmd => 1,
             Dialect::Ftrace => 2,
+            Dialect::Bare => 3,
         }
     }
 }
@@ -101,9 +120,21 @@ pub fn split(line: &str) -> Option<Line<'_>> {
             None => (None, token),
         };
         if is_ident(event) && subsystem.is_none_or(is_ident) {
-            let prefix = prefix(&line[..stamp.map_or(start, |(s, _)| s)]);
+            let before = &line[..stamp.map_or(start, |(s, _)| s)];
+            let prefix = prefix(before);
             if stamp.is_none() && subsystem.is_none() && prefix.cpu.is_none() {
-                return None;
+                let bare = before.trim_ascii().is_empty() && event.starts_with("kvm_");
+                return bare.then(|| Line {
+                    comm: None,
+                    pid: None,
+                    tid: None,
+                    cpu: None,
+                    stamp: Stamp::Missing,
+                    subsystem: None,
+                    event,
+                    text: line[from..].trim_ascii_start(),
+                    dialect: Dialect::Bare,
+                });
             }
             let dialect = if subsystem.is_some() {
                 Dialect::PerfScript
@@ -131,6 +162,21 @@ pub fn split(line: &str) -> Option<Line<'_>> {
         }
     }
     None
+}
+
+/// Whether `line` is the first half of an event line that a mailer wrapped after the
+/// timestamp: it ends with `SECONDS:` and has a `[cpu]` or a thread before it.
+pub fn prefix_only(line: &str) -> bool {
+    let t = line.trim_ascii_end();
+    let Some(body) = t.strip_suffix(':') else {
+        return false;
+    };
+    let start = token_start(body.as_bytes(), body.len());
+    if !matches!(timestamp(&body[start..]), Some(Stamp::Ns(_))) {
+        return false;
+    }
+    let p = prefix(&body[..start]);
+    p.cpu.is_some() || p.tid.is_some()
 }
 
 /// Where the token that ends at `end` starts: after the last blank before it.
@@ -293,6 +339,27 @@ mod tests {
             split("kvm:kvm_exit: reason HLT").map(|l| l.event),
             Some("kvm_exit")
         );
+    }
+
+    #[test]
+    fn bare_lines_and_wrapped_prefixes() {
+        let l = split("  kvm_exit:             reason EXIT_RSM rip 0x7ffbb280 info 0 0").unwrap();
+        assert_eq!(
+            (l.dialect, l.event, l.text, l.tid, l.stamp),
+            (
+                Dialect::Bare,
+                "kvm_exit",
+                "reason EXIT_RSM rip 0x7ffbb280 info 0 0",
+                None,
+                Stamp::Missing
+            )
+        );
+        assert_eq!(split("    nrip: 0xffffffffffbbe119 int_ctl: 0x01020000"), None);
+        assert_eq!(split("Note: kvm_exit: is an event"), None);
+        assert!(prefix_only("qemu-system-x86-5665  [000] ....   280.971121:"));
+        assert!(prefix_only("     CPU 0/KVM  699876 [020] 18136.763622:"));
+        assert!(!prefix_only("Samples: 887K of event"));
+        assert!(!prefix_only("with the patch:"));
     }
 
     #[test]

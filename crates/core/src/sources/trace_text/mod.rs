@@ -9,9 +9,14 @@
 //! grows with the number of distinct keys, threads and vCPUs, never with the input.
 //!
 //! Lines that are not events (headers, prompts, `^C` echoes, elisions, lost-event markers)
-//! are skipped; the noteworthy ones become warnings with their line number. Only an input
-//! with no event line at all is an error. Files: `line` splits the columns, `kinds` and
-//! `exit` read the event texts, `perf_top` the percentage view, `skip` the other lines.
+//! are skipped; the noteworthy ones become warnings with their line number. Lines a mailer
+//! wrapped are joined back: a line ending with its timestamp takes the event on the next line,
+//! an event whose text went to the next line takes that line, and indented continuation lines
+//! under an event are passed over (its reason and rip are on the first line). Bare event lines
+//! pasted without task, CPU or timestamp are counted (no durations without timestamps). Elided,
+//! lost or cut-off events mark the tables partial. Only an input with no event line at all is
+//! an error. Files: `line` splits the columns, `kinds` and `exit` read the event texts,
+//! `perf_top` the percentage view, `skip` the other lines.
 
 mod exit;
 mod fields;
@@ -53,7 +58,7 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     while let Some((n, text)) = lines.next_line()? {
         state.line(n, &text);
     }
-    state.finish()
+    state.finish(lines.cut_line())
 }
 
 /// Lines noted one by one before the rest of their kind is only counted.
@@ -80,11 +85,20 @@ impl Tally {
     }
 }
 
+/// A line that needs the next one: an event whose text a mailer moved to the next line, or a
+/// line that ends with its timestamp (the event is on the next line).
+struct Wrapped {
+    line: usize,
+    text: String,
+    /// The event name is there and only its text is missing.
+    event: bool,
+}
+
 struct Reader {
     path: String,
     builder: ProfileBuilder,
     top: perf_top::View,
-    dialects: [Tally; 3],
+    dialects: [Tally; 4],
     first_line: Option<(usize, String)>,
     line_notes: Vec<Note>,
     unknown: Tally,
@@ -96,6 +110,12 @@ struct Reader {
     raw_stamps: Tally,
     per_cpu: Tally,
     unthreaded: Tally,
+    joined: Tally,
+    continued: Tally,
+    annotated: Tally,
+    wrapped: Option<Wrapped>,
+    /// The line of the last event read, while the lines after it may continue it.
+    last_event: Option<usize>,
 }
 
 impl Reader {
@@ -104,7 +124,7 @@ impl Reader {
             path: path.to_string(),
             builder: ProfileBuilder::new(Origin::new(FORMAT, Some(path))),
             top: perf_top::View::default(),
-            dialects: [Tally::default(); 3],
+            dialects: [Tally::default(); 4],
             first_line: None,
             line_notes: Vec::new(),
             unknown: Tally::default(),
@@ -116,24 +136,70 @@ impl Reader {
             raw_stamps: Tally::default(),
             per_cpu: Tally::default(),
             unthreaded: Tally::default(),
+            joined: Tally::default(),
+            continued: Tally::default(),
+            annotated: Tally::default(),
+            wrapped: None,
+            last_event: None,
         }
     }
 
     fn line(&mut self, n: usize, text: &str) {
         let t = text.trim_ascii();
         if t.is_empty() {
+            self.last_event = None;
             return;
         }
         if self.first_line.is_none() {
             self.first_line = Some((n, excerpt(t)));
         }
+        if let Some(w) = self.wrapped.take()
+            && self.join(w, t)
+        {
+            return;
+        }
         if !t.starts_with('#')
             && let Some(l) = line::split(t)
         {
-            self.event(n, l);
+            if l.text.is_empty() && l.dialect != line::Dialect::Bare {
+                self.wrapped = Some(Wrapped {
+                    line: n,
+                    text: t.to_string(),
+                    event: true,
+                });
+            } else {
+                self.event(n, l);
+            }
             return;
         }
+        self.not_an_event(n, text, t);
+    }
+
+    /// Joins a wrapped line with the line after it; false when `t` does not continue it (the
+    /// wrapped line is then dealt with on its own).
+    fn join(&mut self, w: Wrapped, t: &str) -> bool {
+        let next_is_event = line::split(t).is_some_and(|l| l.dialect != line::Dialect::Bare);
+        if !next_is_event {
+            let joined = format!("{} {t}", w.text);
+            if let Some(l) = line::split(&joined).filter(|l| !l.text.is_empty()) {
+                self.joined.add(w.line);
+                self.event(w.line, l);
+                return true;
+            }
+        }
+        match line::split(&w.text) {
+            Some(l) if w.event => self.event(w.line, l),
+            _ => self.unknown_line(w.line, &w.text),
+        }
+        false
+    }
+
+    /// A line that does not split as an event: perf top's view, one of the lines `skip`
+    /// knows, the first half of a wrapped line, the continuation of the event above, or an
+    /// event behind an author's `A:` mark.
+    fn not_an_event(&mut self, n: usize, text: &str, t: &str) {
         if self.top.line(n, t) {
+            self.last_event = None;
             return;
         }
         match skip::classify(t) {
@@ -152,14 +218,36 @@ impl Reader {
                 self.lost.sum = self.lost.sum.saturating_add(k.unwrap_or(0));
             }
             Skip::Unknown => {
-                self.unknown.add(n);
-                if self.unknown.count <= MAX_LINE_NOTES as u64 {
-                    self.line_notes.push(Note {
-                        line: Some(n),
-                        message: format!("not an event line, skipped: `{}`", excerpt(t)),
+                if line::prefix_only(t) {
+                    self.wrapped = Some(Wrapped {
+                        line: n,
+                        text: t.to_string(),
+                        event: false,
                     });
+                } else if self.last_event.is_some() && continuation(text, t) {
+                    self.continued.add(n);
+                    return;
+                } else if let Some(rest) = annotation(t)
+                    && let Some(l) = line::split(rest).filter(|l| l.dialect != line::Dialect::Bare)
+                {
+                    self.annotated.add(n);
+                    self.event(n, l);
+                    return;
+                } else {
+                    self.unknown_line(n, t);
                 }
             }
+        }
+        self.last_event = None;
+    }
+
+    fn unknown_line(&mut self, n: usize, t: &str) {
+        self.unknown.add(n);
+        if self.unknown.count <= MAX_LINE_NOTES as u64 {
+            self.line_notes.push(Note {
+                line: Some(n),
+                message: format!("not an event line, skipped: `{}`", excerpt(t)),
+            });
         }
     }
 
@@ -167,6 +255,11 @@ impl Reader {
         if l.event.starts_with("PERF_RECORD_") {
             return; // perf's side-band records (`--show-task-events`), not trace events
         }
+        if l.dialect == line::Dialect::Bare && !bare_event(&l) {
+            self.unknown_line(n, l.text);
+            return;
+        }
+        self.last_event = Some(n);
         self.dialects[l.dialect.index()].add(n);
         let kind = match kinds::decode(l.event, l.text) {
             Some(d) => {
@@ -211,7 +304,9 @@ impl Reader {
                 Some(CPU_THREAD - cpu)
             }
             (None, None) => {
-                self.unthreaded.add(n);
+                if l.dialect != line::Dialect::Bare {
+                    self.unthreaded.add(n);
+                }
                 None
             }
         };
@@ -225,7 +320,13 @@ impl Reader {
         });
     }
 
-    fn finish(self) -> Result<Profile> {
+    fn finish(mut self, cut: Option<usize>) -> Result<Profile> {
+        if let Some(w) = self.wrapped.take() {
+            match line::split(&w.text) {
+                Some(l) if w.event => self.event(w.line, l),
+                _ => self.unknown_line(w.line, &w.text),
+            }
+        }
         if self.builder.events() == 0 && !self.top.has_rows() {
             let expected = "expected trace event lines such as `qemu-system-x86 1234 [002] \
                             770.850287: kvm:kvm_exit: …` (perf script), `CPU 0/KVM-1234 [002] \
@@ -268,6 +369,9 @@ impl Reader {
             (self.per_cpu, Self::PER_CPU),
             (self.unthreaded, Self::UNTHREADED),
             (self.elided, Self::ELIDED),
+            (self.joined, Self::JOINED),
+            (self.continued, Self::CONTINUED),
+            (self.annotated, Self::ANNOTATED),
         ];
         for (t, message) in tallies {
             if t.count > 0 {
@@ -275,6 +379,20 @@ impl Reader {
                     line: Some(t.first),
                     message: format!("{} line(s): {message}", t.count),
                 });
+            }
+        }
+        let cut_event = cut.is_some() && cut == self.last_event;
+        if cut_event {
+            notes.push(Note {
+                line: cut,
+                message: "the input ends inside this line (no newline after it): if it was cut \
+                          off, the event read from it may be incomplete"
+                    .into(),
+            });
+        }
+        if self.elided.count > 0 || self.lost.count > 0 || cut_event {
+            for t in &mut profile.tables {
+                t.partial = true;
             }
         }
         if self.lost.count > 0 {
@@ -318,8 +436,41 @@ impl Reader {
         per host CPU (a vCPU thread seldom changes CPU between an exit and its entry)";
     const UNTHREADED: &'static str =
         "neither thread id nor CPU: events counted, no durations computed for them";
-    const ELIDED: &'static str =
-        "elided (`...`), first at this line: the counts cover only the lines shown";
+    const ELIDED: &'static str = "elided (`...`), first at this line: the counts cover only \
+        the lines shown, and the tables are partial";
+    const JOINED: &'static str = "wrapped by a mailer (the event's text on the next line), \
+        first at this line: joined and read as one event line";
+    const CONTINUED: &'static str = "wrapped continuations of the event line above them, \
+        first at this line: passed over (the event is read from its first line)";
+    const ANNOTATED: &'static str = "event lines behind an author's mark (`A:`), first at \
+        this line: read without the mark";
+}
+
+/// A line continuing the event line above it: indented (mail and ftrace wrap with an
+/// indent), or starting with a number (`200000006 1ab000`).
+fn continuation(raw: &str, t: &str) -> bool {
+    raw.starts_with([' ', '\t']) && !t.starts_with('#')
+        || t.bytes().next().is_some_and(|b| b.is_ascii_digit())
+}
+
+/// The rest of a line after an author's short mark (`A:`, `B:`, `1:`), when it has one.
+fn annotation(t: &str) -> Option<&str> {
+    let (mark, rest) = t.split_once(':')?;
+    (!mark.is_empty() && mark.len() <= 3 && mark.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| rest.trim_ascii_start())
+}
+
+/// Whether a bare `kvm_*:` line is an event and not prose that starts with an event's name:
+/// its text reads as that event's, and for events virtlens only counts by name, has a number
+/// in it or is one word (`kvm_fpu: load`).
+fn bare_event(l: &line::Line<'_>) -> bool {
+    match kinds::decode(l.event, l.text).map(|d| d.kind) {
+        None => false,
+        Some(EventKind::Other { .. }) => {
+            l.text.bytes().any(|b| b.is_ascii_digit()) || !l.text.contains(' ')
+        }
+        Some(_) => true,
+    }
 }
 
 /// The start of a line for a note (at most 100 characters).

@@ -28,9 +28,7 @@ pub fn classify(t: &str) -> Skip {
     if t.starts_with('#') {
         return Skip::Quiet;
     }
-    if matches!(t, "..." | "…" | "[...]" | "[…]" | "<snip>" | "[snip]")
-        || t.bytes().all(|b| b == b'.')
-    {
+    if crate::sources::lines::elision(t) {
         return Skip::Elision;
     }
     if let Some(at) = t.find("[LOST ") {
