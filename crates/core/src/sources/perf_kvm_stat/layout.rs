@@ -130,6 +130,43 @@ fn stdio_columns(text: &str) -> Vec<StdioColumn> {
     columns
 }
 
+/// A line of a table an author redrew in a box (`| msr | 524213 | 49.00% | … | 64.00 % |`),
+/// as the plain line perf printed: bars become blanks and `64.00 %` becomes `64.00%`.
+/// Other lines are returned as they are.
+pub fn unbox(line: &str) -> std::borrow::Cow<'_, str> {
+    if !line.trim_start().starts_with('|') {
+        return std::borrow::Cow::Borrowed(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if c == '%' && out.ends_with(' ') && out.trim_end().ends_with(|d: char| d.is_ascii_digit())
+        {
+            out.truncate(out.trim_end().len());
+        }
+        out.push(if c == '|' { ' ' } else { c });
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The layout of a row printed without a header above it: perf's full layout, when the line
+/// reads as a complete row of it (count, two percentages, three times).
+pub fn implied(line: &str) -> Option<Layout> {
+    let layout = Layout::Stdio {
+        columns: vec![
+            StdioColumn::Samples,
+            StdioColumn::SamplesPct,
+            StdioColumn::TimePct,
+            StdioColumn::Min,
+            StdioColumn::Max,
+            StdioColumn::Avg,
+        ],
+    };
+    let text = line.trim_ascii();
+    let full = matches!(super::row::parse(text, &layout, 0), super::row::Parsed::Row(_))
+        && text.split_ascii_whitespace().filter(|c| c.ends_with("us")).count() >= 3;
+    full.then_some(layout)
+}
+
 /// The rest of a header that a mailer wrapped onto the next line (`Time         Avg time`,
 /// `    Avg time`): the stdio columns it adds, when every word of it is a column word.
 pub fn header_continuation(line: &str) -> Option<Vec<StdioColumn>> {
@@ -303,6 +340,17 @@ pub(super) mod tests {
         assert_eq!(header_continuation("Time         Avg time"), Some(vec![Avg]));
         assert_eq!(header_continuation("    Avg time "), Some(vec![Avg]));
         assert_eq!(header_continuation("HLT 12"), None);
+        let boxed = "|    Event name      |    Samples        |     Sample%      |      Time (ns)     |     Time%    |";
+        assert!(matches!(
+            header(&unbox(boxed)).map(|h| h.layout),
+            Some(Layout::Hists { columns }) if columns.len() == 4
+        ));
+        assert_eq!(
+            unbox("|  msr  |  524213  |  49.00%  |  592573933  |    64.00 %   |").split_whitespace().collect::<Vec<_>>(),
+            ["msr", "524213", "49.00%", "592573933", "64.00%"]
+        );
+        assert!(implied("           MSR_WRITE     338793    56.54%     5.51%      0.33us     34.44us      0.44us ( +-   0.20% )").is_some());
+        assert!(implied("MSR_WRITE 42521 53.32% 0.06%").is_none());
         let hists = "Event name                    Samples  Sample%       Time(ns)";
         assert_eq!(
             header(hists).map(|h| h.layout),

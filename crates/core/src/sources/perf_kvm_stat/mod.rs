@@ -31,10 +31,19 @@ pub const FORMAT: &str = "perf-kvm-stat";
 
 /// Whether `head` (the start of an input) looks like `perf kvm stat` output.
 pub fn looks_like(head: &[u8]) -> bool {
-    String::from_utf8_lossy(head)
-        .lines()
-        .map(super::lines::unquote)
-        .any(|l| l.trim_start().starts_with("Analyze events for") || layout::header(l).is_some())
+    let text = String::from_utf8_lossy(head);
+    let mut bare_rows = 0;
+    text.lines().map(super::lines::unquote).any(|l| {
+        let l = layout::unbox(l);
+        bare_rows = if layout::implied(&l).is_some() {
+            bare_rows + 1
+        } else {
+            0
+        };
+        l.trim_start().starts_with("Analyze events for")
+            || layout::header(&l).is_some()
+            || bare_rows >= 2
+    })
 }
 
 /// Reads every table of `reader`; `path` names the input in notes and errors.
@@ -102,7 +111,8 @@ impl Reader {
     }
 
     fn line(&mut self, n: usize, text: &str) {
-        let t = text.trim_ascii();
+        let unboxed = layout::unbox(text);
+        let t = unboxed.trim_ascii();
         if let Some(carry) = self.carry.take() {
             if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
                 return;
@@ -120,6 +130,19 @@ impl Reader {
             if event.is_some() {
                 self.kind_hint = event;
             }
+            return;
+        }
+        if self.table.is_none()
+            && let Some(layout) = layout::implied(t)
+        {
+            self.note(
+                n,
+                "rows without a column header above them: read in perf's full layout \
+                 (Samples, Samples%, Time%, Min, Max and Avg time)"
+                    .into(),
+            );
+            self.start_table(n, None, layout);
+            self.table_line(n, t);
             return;
         }
         self.prose(n, t);
@@ -203,26 +226,30 @@ impl Reader {
             };
             self.note(n, message.replace("{t}", t));
         } else if let Some(header) = layout::header(t) {
-            self.finish();
-            self.table = Some(Building {
-                kind: header
-                    .kind
-                    .or_else(|| self.kind_hint.clone())
-                    .unwrap_or(TableKind::Vmexit),
-                layout: header.layout,
-                label: self.label.take(),
-                scope: self.scope.take(),
-                timestamp: self.timestamp.take(),
-                line: n,
-                rows: Vec::new(),
-                total: None,
-                elided: false,
-                partial: false,
-            });
+            self.start_table(n, header.kind, header.layout);
         } else {
             return false;
         }
         true
+    }
+
+    /// Starts the table whose header (or first row) is on line `n`.
+    fn start_table(&mut self, n: usize, kind: Option<TableKind>, layout: layout::Layout) {
+        self.finish();
+        self.table = Some(Building {
+            kind: kind
+                .or_else(|| self.kind_hint.clone())
+                .unwrap_or(TableKind::Vmexit),
+            layout,
+            label: self.label.take(),
+            scope: self.scope.take(),
+            timestamp: self.timestamp.take(),
+            line: n,
+            rows: Vec::new(),
+            total: None,
+            elided: false,
+            partial: false,
+        });
     }
 
     /// Lines inside a table: a kind line, a wrapped spread, a row, or a wrapped row's start.

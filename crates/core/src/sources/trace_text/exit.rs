@@ -59,7 +59,7 @@ pub fn parse(text: &str) -> Option<ExitText<'_>> {
     };
     let (reason_text, rip) = match rip_at(body) {
         Some(i) => (&body[..i], hex(&body[i + 5..])),
-        None => (body, None),
+        None => (before_fields(body), None),
     };
     let reason_text = reason_text.trim_ascii();
     if reason_text.is_empty() {
@@ -74,6 +74,18 @@ pub fn parse(text: &str) -> Option<ExitText<'_>> {
         failed_entry,
         noise,
     })
+}
+
+/// The reason of a text without ` rip ` (kernels and debugging patches that leave it out:
+/// `DR_ACCESS info1 0x0000000000000216`): everything before the first field name.
+fn before_fields(body: &str) -> &str {
+    const FIELDS: [&str; 5] = [" info1 ", " info ", " info2 ", " intr_info ", " error_code "];
+    let end = FIELDS
+        .iter()
+        .filter_map(|f| body.find(f))
+        .min()
+        .unwrap_or(body.len());
+    &body[..end]
 }
 
 /// Where ` rip ` starts in `body`: usually at the first space (one-word reasons).
@@ -214,6 +226,10 @@ mod tests {
         assert_eq!(
             r("TRAP: HSR_EC: 0x0016 (HVC64), PC: 0xffff800010"),
             Some((Reason::Name("HVC64"), None, Some(0xffff800010)))
+        );
+        assert_eq!(
+            r("vcpu 23 reason DR_ACCESS info1 0x0000000000000216"),
+            Some((Reason::Name("DR_ACCESS"), Some(23), None))
         );
         assert_eq!(r("garbage"), None);
         assert_eq!(r("vcpu 0 reason  rip 0x1"), None);
