@@ -258,9 +258,7 @@ fn build_table(
         let rest = rows.split_off(n);
         Other {
             rows: rest.len(),
-            count: rest
-                .iter()
-                .fold(0u64, |acc, r| acc.saturating_add(r.count)),
+            count: rest.iter().fold(0u64, |acc, r| acc.saturating_add(r.count)),
             time_ns: rest.iter().try_fold(0u64, |a, r| Some(a + r.time_ns?)),
         }
     });

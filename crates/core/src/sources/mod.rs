@@ -13,6 +13,7 @@ pub mod perf_data;
 pub mod perf_kvm_stat;
 pub mod perf_prof;
 pub mod trace_text;
+pub mod unread;
 
 use std::io::{BufRead, Cursor, Seek};
 use std::path::Path;

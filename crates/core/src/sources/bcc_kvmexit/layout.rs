@@ -193,6 +193,37 @@ pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
     })
 }
 
+/// Why a line that has a row's shape (a number in it, about as many words as `layout` has
+/// columns) cannot be read as a row of `layout`; `None` when it is not row-shaped at all.
+pub fn damage(t: &str, layout: Layout) -> Option<String> {
+    let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    let numeric = |w: &&str| w.bytes().next().is_some_and(|b| b.is_ascii_digit());
+    let anchor = match layout {
+        Layout::Reason => words.last(),
+        Layout::PidTid | Layout::Tid => words.first(),
+    };
+    if words.len() < 2 || !anchor.is_some_and(numeric) || words.len() > layout.ids() + 3 {
+        return None;
+    }
+    if let Some(why) = crate::sources::unread::damage(t) {
+        return Some(why.into());
+    }
+    let (count, rest) = words.split_last()?;
+    if count.parse::<u64>().is_err() {
+        return Some(crate::sources::unread::not_a_count(count));
+    }
+    let Some((ids, middle)) = rest.split_at_checked(layout.ids()) else {
+        return Some(format!(
+            "expected {} id column(s) before the exit reason",
+            layout.ids()
+        ));
+    };
+    if let Some(bad) = ids.iter().find(|w| w.parse::<u32>().is_err()) {
+        return Some(format!("`{bad}` is not a process or thread id"));
+    }
+    (!middle.iter().any(|w| is_reason(w))).then(|| "no exit reason in it".to_string())
+}
+
 /// A word that can be an exit-reason name: `EXIT_REASON_HLT`, `MSR_WRITE`, `N/A`,
 /// `TPAUSEN/A` (a missing comma in bcc's table), `npf`.
 fn is_reason(w: &str) -> bool {

@@ -5,6 +5,10 @@
 //! several runs in one file, each introduced by its `# ./kvmexit.py …` command line, which
 //! become tables labelled by that command line (so `compare` sets them side by side).
 //!
+//! A line with a row's shape that cannot be read is noted with its line and the reason (the
+//! run goes on), as are elisions and a last row the input may have cut off; rows of known exit
+//! reasons pasted without the header (`MSR_WRITE  11416`) are read as the `-p` layout.
+//!
 //! Reading streams line by line; memory grows with the number of runs and rows only.
 
 mod layout;
@@ -12,9 +16,11 @@ mod table;
 
 use std::io::BufRead;
 
+use crate::decode::exit_reason;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
-use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
+use crate::sources::lines::{self, Lines, strip_ctrl_c, unquote};
+use crate::sources::unread::{self, Unread};
 use layout::Layout;
 use table::Run;
 
@@ -24,11 +30,22 @@ pub const FORMAT: &str = "bcc-kvmexit";
 /// Whether `head` (the first bytes of an input) looks like kvmexit output: its column header
 /// or its `Display kvm exit reasons and statistics for …` line.
 pub fn looks_like(head: &[u8]) -> bool {
+    let mut bare_rows = 0;
     String::from_utf8_lossy(head)
         .lines()
         .map(unquote)
         .map(|l| strip_ctrl_c(l).trim_start())
-        .any(|l| layout::header(l).is_some() || layout::display(l).is_some())
+        .any(|l| {
+            bare_rows = if bare_row(l) { bare_rows + 1 } else { 0 };
+            layout::header(l).is_some() || layout::display(l).is_some() || bare_rows >= 2
+        })
+}
+
+/// `MSR_WRITE  11416`: a `-p` row of a known exit reason, pasted without kvmexit's header.
+fn bare_row(t: &str) -> bool {
+    layout::guess_layout(t) == Some(Layout::Reason)
+        && layout::row(t, Layout::Reason)
+            .is_some_and(|r| exit_reason::lookup_name(None, &r.reason).is_some())
 }
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
@@ -38,7 +55,7 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     while let Some((n, text)) = lines.next_line()? {
         state.line(n, &text);
     }
-    state.end()
+    state.end(lines.cut_line())
 }
 
 struct Reader {
@@ -48,6 +65,9 @@ struct Reader {
     current: Option<Run>,
     layout: Option<Layout>,
     first_unrecognised: Option<(usize, String)>,
+    unread: Unread,
+    /// The line of the last row read.
+    last_row: Option<usize>,
 }
 
 impl Reader {
@@ -59,6 +79,8 @@ impl Reader {
             current: None,
             layout: None,
             first_unrecognised: None,
+            unread: Unread::default(),
+            last_row: None,
         }
     }
 
@@ -95,6 +117,15 @@ impl Reader {
             self.layout = Some(layout);
             return;
         }
+        if self.current.is_none() && bare_row(t) {
+            self.profile.warnings.push(Note {
+                line: Some(n),
+                message: "rows without kvmexit's header: read as `KVM_EXIT_REASON  COUNT` (the \
+                          `-p` layout)"
+                    .into(),
+            });
+            self.run(n);
+        }
         if let Some(current) = &mut self.current {
             if let Some((_, why)) = t.split_once("Exception: ") {
                 current.failure = Some((n, why.trim().to_string()));
@@ -103,7 +134,21 @@ impl Reader {
             let layout = self.layout.or_else(|| layout::guess_layout(t));
             if let Some(row) = layout.and_then(|l| layout::row(t, l)) {
                 self.layout = layout;
+                self.last_row = Some(n);
                 current.add(n, row);
+                return;
+            }
+            if lines::elision(t) {
+                current.partial = true;
+                self.profile.warnings.push(Note {
+                    line: Some(n),
+                    message: format!("the author elided rows here (`{t}`): the run is partial"),
+                });
+                return;
+            }
+            if let Some(why) = self.layout.and_then(|l| layout::damage(t, l)) {
+                current.partial = true;
+                self.unread.row(n, t, &why);
                 return;
             }
         }
@@ -140,8 +185,16 @@ impl Reader {
         });
     }
 
-    fn end(mut self) -> Result<Profile> {
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        if cut.is_some()
+            && cut == self.last_row
+            && let Some(run) = &mut self.current
+        {
+            run.partial = true;
+            self.profile.warnings.extend(cut.map(unread::cut_row));
+        }
         self.finish();
+        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
         if self.runs.is_empty() {
             let expected = "expected bcc kvmexit output: a `KVM_EXIT_REASON  COUNT` header \
                             (after `PID TID`, `TID` or `TIDS` columns) followed by rows";

@@ -31,6 +31,8 @@ pub struct Run {
     /// Thread ids seen, by pid column.
     threads: BTreeMap<Option<u32>, BTreeSet<u32>>,
     notes: Vec<Note>,
+    /// Rows are missing: unreadable, elided, or cut off by the end of the input.
+    pub partial: bool,
 }
 
 impl Run {
@@ -95,6 +97,7 @@ impl Run {
         let ctx = self.context();
         notes.extend(self.notes);
         let mut table = Table::new(TableKind::Vmexit);
+        table.partial = self.partial;
         table.label = self.label;
         table.scope = ctx.text.clone();
         table.line = Some(self.line);

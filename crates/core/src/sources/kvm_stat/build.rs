@@ -81,6 +81,8 @@ pub struct Run {
     pub window: Option<Window>,
     /// What the rate column means, for the rate table's scope.
     pub rate_meaning: &'static str,
+    /// Rows or intervals are missing: unreadable, elided, below the screen's edge, cut off.
+    pub partial: bool,
 }
 
 impl Run {
@@ -98,6 +100,7 @@ impl Run {
             printed_rate: None,
             window: None,
             rate_meaning: "",
+            partial: false,
         }
     }
 }
@@ -176,8 +179,9 @@ pub fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
             add(&mut rates, row(run, key, rate));
         }
     }
-    check_children(run, &mut exits, notes);
-    check_total(run, &counters, notes);
+    exits.partial = run.partial | check_children(run, &mut exits, notes);
+    counters.partial = run.partial | check_total(run, &counters, notes);
+    rates.partial = counters.partial;
     [exits, counters, rates]
         .into_iter()
         .filter(|t| !t.rows.is_empty())
@@ -237,17 +241,17 @@ fn exit_key(isa: Option<crate::decode::Isa>, reason: &str) -> Key {
     }
 }
 
-/// The children of `kvm_exit` against `kvm_exit`'s own count.
-fn check_children(run: &Run, exits: &mut Table, notes: &mut Vec<Note>) {
+/// The children of `kvm_exit` against `kvm_exit`'s own count; true when rows are missing.
+fn check_children(run: &Run, exits: &mut Table, notes: &mut Vec<Note>) -> bool {
     let parent = run
         .counters
         .iter()
         .find(|c| c.exit.is_none() && c.name == EXIT_PARENT);
     let Some(parent) = parent else {
-        return;
+        return false;
     };
     if exits.rows.is_empty() {
-        return;
+        return false;
     }
     exits.printed_total = Some(printed(parent.total));
     let sum = exits.count();
@@ -267,12 +271,13 @@ fn check_children(run: &Run, exits: &mut Table, notes: &mut Vec<Note>) {
             ),
         });
     }
+    sum < parent.total
 }
 
-/// The `Total` row against the top-level rows.
-fn check_total(run: &Run, counters: &Table, notes: &mut Vec<Note>) {
+/// The `Total` row against the top-level rows; true when rows are missing.
+fn check_total(run: &Run, counters: &Table, notes: &mut Vec<Note>) -> bool {
     let Some(total) = &counters.printed_total else {
-        return;
+        return false;
     };
     let top = run
         .counters
@@ -288,4 +293,5 @@ fn check_total(run: &Run, counters: &Table, notes: &mut Vec<Note>) {
             ),
         });
     }
+    top < total.count
 }

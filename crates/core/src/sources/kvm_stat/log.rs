@@ -75,6 +75,36 @@ pub fn plain_data(t: &str) -> Option<Sample> {
     (!values.is_empty()).then_some(Sample { stamp, values })
 }
 
+/// Why a line under a log's banner, with numbers in it, is not one of its data lines.
+pub fn damage(t: &str, csv: bool, fields: usize) -> Option<String> {
+    if !t.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if let Some(why) = crate::sources::unread::damage(t) {
+        return Some(why.into());
+    }
+    let cells: Vec<&str> = if csv {
+        t.trim()
+            .trim_end_matches(',')
+            .split(',')
+            .skip(1)
+            .map(str::trim)
+            .collect()
+    } else {
+        let toks: Vec<&str> = t.split_ascii_whitespace().collect();
+        let stamped = toks
+            .first()
+            .is_some_and(|d| d.len() == 10 && d.contains('-'));
+        toks.into_iter().skip(if stamped { 2 } else { 0 }).collect()
+    };
+    if let Some(bad) = cells.iter().find(|c| c.parse::<i64>().is_err()) {
+        return Some(format!("`{bad}` is not a whole number of events"));
+    }
+    Some(format!(
+        "expected a timestamp and {fields} values as the banner names"
+    ))
+}
+
 /// A log being summed.
 #[derive(Debug)]
 pub struct Log {
@@ -95,6 +125,8 @@ pub struct Log {
     /// how many.
     mismatch: Option<(usize, usize)>,
     mismatches: usize,
+    /// Intervals are missing: lines skipped, unreadable, elided, or cut off.
+    pub partial: bool,
 }
 
 impl Log {
@@ -116,6 +148,7 @@ impl Log {
             label: None,
             mismatch: None,
             mismatches: 0,
+            partial: false,
         }
     }
 
@@ -123,6 +156,7 @@ impl Log {
     /// as skipped.
     pub fn add(&mut self, line: usize, s: Sample) {
         if s.values.len() != self.fields.len() {
+            self.partial = true;
             self.mismatches += 1;
             self.mismatch.get_or_insert((line, s.values.len()));
             return;
@@ -151,6 +185,7 @@ impl Log {
     /// The run: counts summed over the intervals, with their window.
     pub fn finish(self, notes: &mut Vec<Note>) -> Run {
         let mut run = Run::new(RunKind::Log, self.line);
+        run.partial = self.partial;
         run.label = self.label;
         run.scope = Some(format!(
             "{} intervals of kvm_stat {}",

@@ -10,6 +10,11 @@
 //! [`build::RATE_KIND`] for why rates get a table of their own). Logs sum their intervals and
 //! carry the window their timestamps span, so rates follow from counts.
 //!
+//! A line with a row's shape that cannot be read (a screen row whose numbers are damaged, a log
+//! line whose values are not integers) is noted with its line and the reason; elisions, a last
+//! line the input may have cut off, and rows missing against a printed total mark the tables
+//! partial.
+//!
 //! Reading streams line by line; memory grows with the number of runs and fields only.
 
 mod board;
@@ -23,7 +28,8 @@ use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
-use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
+use crate::sources::lines::{self, Lines, strip_ctrl_c, unquote};
+use crate::sources::unread::{self, Unread};
 use board::Board;
 use build::{Run, RunKind};
 use log::Log;
@@ -78,7 +84,7 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     while let Some((n, text)) = lines.next_line()? {
         state.line(n, &text);
     }
-    state.end()
+    state.end(lines.cut_line())
 }
 
 /// What a `kvm_stat …` command line says about the output under it.
@@ -142,6 +148,9 @@ struct Reader {
     hint: Option<Hint>,
     delay: Option<f64>,
     first_unrecognised: Option<(usize, String)>,
+    unread: Unread,
+    /// The line of the last row or log line read.
+    last_row: Option<usize>,
 }
 
 impl Reader {
@@ -155,6 +164,8 @@ impl Reader {
             hint: None,
             delay: None,
             first_unrecognised: None,
+            unread: Unread::default(),
+            last_row: None,
         }
     }
 
@@ -207,7 +218,11 @@ impl Reader {
             }
             return;
         }
-        if self.log_line(n, t) || self.header(n, raw) {
+        if self.log_line(n, t) {
+            self.last_row = Some(n);
+            return;
+        }
+        if self.header(n, raw) {
             return;
         }
         if let Some(fields) = log::plain_banner(t) {
@@ -218,17 +233,51 @@ impl Reader {
         }
         if let Current::Board(b) = &mut self.current {
             if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.last_row = Some(n);
                 return;
             }
         } else if screen::row(raw, Columns::TotalRate, false).is_some() {
             self.finish();
             let mut b = Board::batch(n);
             if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.last_row = Some(n);
                 self.start(Current::Board(b));
                 return;
             }
         }
-        self.unrecognised(n, t);
+        if !self.damaged(n, raw, t) {
+            self.unrecognised(n, t);
+        }
+    }
+
+    /// An elision or a damaged row inside a screen or log: noted, the run marked partial.
+    fn damaged(&mut self, n: usize, raw: &str, t: &str) -> bool {
+        let why = match &self.current {
+            Current::None => return false,
+            _ if lines::elision(t) => None,
+            Current::Board(_) => screen::damage(raw),
+            Current::Log(l) => log::damage(t, l.csv, l.fields.len()),
+        };
+        if why.is_none() && !lines::elision(t) {
+            return false;
+        }
+        self.mark_partial();
+        match why {
+            Some(why) => self.unread.row(n, t, &why),
+            None => self.note(
+                n,
+                format!("the author elided rows here (`{t}`): the run is partial"),
+            ),
+        }
+        true
+    }
+
+    fn mark_partial(&mut self) {
+        match &mut self.current {
+            Current::Board(b) => b.run.partial = true,
+            Current::Log(l) => l.partial = true,
+            Current::None => {}
+        }
     }
 
     /// Remembers the first line that is not kvm_stat output, for the error when nothing is.
@@ -320,8 +369,13 @@ impl Reader {
         }
     }
 
-    fn end(mut self) -> Result<Profile> {
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        if cut.is_some() && cut == self.last_row && !matches!(self.current, Current::None) {
+            self.mark_partial();
+            self.profile.warnings.extend(cut.map(unread::cut_row));
+        }
         self.finish();
+        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
         if let Some((at, fields)) = self.pending.take() {
             self.unrecognised(at, &fields.join(" "));
         }

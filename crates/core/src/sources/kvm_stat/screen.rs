@@ -166,6 +166,14 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
     };
     let total = u64::try_from(total).ok()?;
     let words = toks.get(..split)?;
+    if words.iter().any(|w| {
+        w.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_digit() || b == b'-')
+    }) {
+        // A number that did not read as one (`2047x9`) is a damaged cell, not a stray.
+        return None;
+    }
     let (name, strays) = if by_guest {
         (words.join(" "), Vec::new())
     } else {
@@ -192,6 +200,31 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
         negative: rate.is_some_and(|r| r < 0),
         indent,
     })
+}
+
+/// Why a line with a row's shape (a name, then numbers, the last cell a number) cannot be read
+/// as a row; `None` when it is not row-shaped or nothing in it is damaged.
+pub fn damage(raw: &str) -> Option<String> {
+    let toks: Vec<&str> = raw.split_ascii_whitespace().collect();
+    let numeric = |w: &str| {
+        w.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_digit() || b == b'-')
+    };
+    let (first, rest) = toks.split_first()?;
+    let last = rest.last()?;
+    if numeric(first) || !numeric(last) || toks.len() > 6 {
+        return None;
+    }
+    if let Some(why) = crate::sources::unread::damage(raw) {
+        return Some(why.into());
+    }
+    if let Some(bad) = rest.iter().find(|w| numeric(w) && num(w).is_none()) {
+        return Some(crate::sources::unread::not_a_count(bad));
+    }
+    rest.iter()
+        .find(|w| matches!(num(w), Some(Num::Int(v)) if v > i128::from(u64::MAX)))
+        .map(|big| format!("the count `{big}` is larger than 2^64−1"))
 }
 
 /// A status line of the TUI, and what it means for the screen.
@@ -262,6 +295,13 @@ mod tests {
         let r = row(" kvm_exit   1234   12.5", Columns::TotalPercentRate, false);
         assert_eq!(r.map(|r| r.rate), Some(None));
         assert!(row(" 1 2 3", Columns::TotalRate, false).is_none());
+        assert!(row(" halt_exits 2047x9 0", Columns::TotalRate, false).is_none());
+        assert_eq!(
+            damage(" halt_exits 2047x9 0").as_deref(),
+            Some("`2047x9` is not a count")
+        );
+        assert!(damage(" halt_exits 99999999999999999999 0").is_some_and(|w| w.contains("2^64")));
+        assert_eq!(damage("Collecting data..."), None);
         assert!(row(" kvm_exit -3 1", Columns::TotalRate, false).is_none());
     }
 }

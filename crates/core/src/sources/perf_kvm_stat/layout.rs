@@ -40,7 +40,6 @@ impl StdioColumn {
     }
 }
 
-
 /// A column of the hists layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HistsColumn {
@@ -162,8 +161,14 @@ pub fn implied(line: &str) -> Option<Layout> {
         ],
     };
     let text = line.trim_ascii();
-    let full = matches!(super::row::parse(text, &layout, 0), super::row::Parsed::Row(_))
-        && text.split_ascii_whitespace().filter(|c| c.ends_with("us")).count() >= 3;
+    let full = matches!(
+        super::row::parse(text, &layout, 0),
+        super::row::Parsed::Row(_)
+    ) && text
+        .split_ascii_whitespace()
+        .filter(|c| c.ends_with("us"))
+        .count()
+        >= 3;
     full.then_some(layout)
 }
 
@@ -172,7 +177,9 @@ pub fn implied(line: &str) -> Option<Layout> {
 pub fn header_continuation(line: &str) -> Option<Vec<StdioColumn>> {
     let words = |w: &str| {
         matches!(w, "Time" | "time" | "Samples%" | "Sample%" | "Time%")
-            || ["min", "max", "avg"].iter().any(|c| w.eq_ignore_ascii_case(c))
+            || ["min", "max", "avg"]
+                .iter()
+                .any(|c| w.eq_ignore_ascii_case(c))
     };
     let t = line.trim_ascii();
     (!t.is_empty() && t.split_ascii_whitespace().all(words)).then(|| stdio_columns(t))
@@ -337,7 +344,10 @@ pub(super) mod tests {
                 columns: vec![Samples, SamplesPct, TimePct, Min, Max]
             })
         );
-        assert_eq!(header_continuation("Time         Avg time"), Some(vec![Avg]));
+        assert_eq!(
+            header_continuation("Time         Avg time"),
+            Some(vec![Avg])
+        );
         assert_eq!(header_continuation("    Avg time "), Some(vec![Avg]));
         assert_eq!(header_continuation("HLT 12"), None);
         let boxed = "|    Event name      |    Samples        |     Sample%      |      Time (ns)     |     Time%    |";
@@ -346,7 +356,9 @@ pub(super) mod tests {
             Some(Layout::Hists { columns }) if columns.len() == 4
         ));
         assert_eq!(
-            unbox("|  msr  |  524213  |  49.00%  |  592573933  |    64.00 %   |").split_whitespace().collect::<Vec<_>>(),
+            unbox("|  msr  |  524213  |  49.00%  |  592573933  |    64.00 %   |")
+                .split_whitespace()
+                .collect::<Vec<_>>(),
             ["msr", "524213", "49.00%", "592573933", "64.00%"]
         );
         assert!(implied("           MSR_WRITE     338793    56.54%     5.51%      0.33us     34.44us      0.44us ( +-   0.20% )").is_some());

@@ -22,6 +22,7 @@ use std::io::BufRead;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
 use crate::sources::lines::{self, Lines};
+use crate::sources::unread::{Unread, excerpt};
 use layout::Scope;
 use row::Parsed;
 use table::Building;
@@ -78,9 +79,7 @@ struct Reader {
     names: table::NameCache,
     /// The last line, when the input ends inside it (set once the input has been read).
     cut: Option<usize>,
-    /// The last unreadable row: its line and its note's index, reworded if the input was cut
-    /// there.
-    last_bad: Option<(usize, usize)>,
+    unread: Unread,
 }
 
 impl Reader {
@@ -99,7 +98,7 @@ impl Reader {
             first_unrecognised: None,
             names: table::NameCache::default(),
             cut: None,
-            last_bad: None,
+            unread: Unread::default(),
         }
     }
 
@@ -167,11 +166,7 @@ impl Reader {
         if let Some(b) = &mut self.table {
             b.partial = true;
         }
-        self.last_bad = Some((n, self.profile.warnings.len()));
-        self.note(
-            n,
-            format!("could not read this row ({why}), so it is left out: `{}`", excerpt(t)),
-        );
+        self.unread.row(n, t, why);
     }
 
     /// Lines that shape tables: timestamps, scopes, totals, stderr notes, headers.
@@ -420,17 +415,8 @@ impl Reader {
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
         self.cut = cut;
-        if let Some((line, at)) = self.last_bad
-            && cut == Some(line)
-            && let Some(note) = self.profile.warnings.get_mut(at)
-        {
-            note.message = note.message.replacen(
-                "could not read this row (",
-                "the input ends inside this row (cut off?; ",
-                1,
-            );
-        }
         self.finish();
+        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
         if self.profile.tables.is_empty() {
             let expected = "expected a `perf kvm stat` table: a column header such as \
                             `VM-EXIT  Samples  Samples%  Time%  Min Time  Max Time  Avg time` \
@@ -457,16 +443,6 @@ fn label(t: &str) -> Option<String> {
         .trim_end_matches(':')
         .trim();
     (!label.is_empty()).then(|| label.chars().take(120).collect())
-}
-
-/// The start of a line for a note (at most 100 characters).
-fn excerpt(t: &str) -> String {
-    let t = t.trim_ascii();
-    let mut s: String = t.chars().take(100).collect();
-    if s.len() < t.len() {
-        s.push('…');
-    }
-    s
 }
 
 /// Lines that always stand on their own and so never continue a wrapped row.

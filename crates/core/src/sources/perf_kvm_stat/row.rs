@@ -388,9 +388,12 @@ mod tests {
             Parsed::Bad(why) => why,
             other => format!("{other:?}"),
         };
-        let typo = bad("HLT      1588x    19.92%    99.89%      0.63us  20072.05us   2273.31us ( +-   1.82% )");
+        let typo = bad(
+            "HLT      1588x    19.92%    99.89%      0.63us  20072.05us   2273.31us ( +-   1.82% )",
+        );
         assert!(typo.contains("`1588x` is not a count"), "{typo}");
-        let big = bad("HLT 99999999999999999999 19.92% 99.89% 0.63us 20072.05us 2273.31us ( +- 1.82% )");
+        let big =
+            bad("HLT 99999999999999999999 19.92% 99.89% 0.63us 20072.05us 2273.31us ( +- 1.82% )");
         assert!(big.contains("larger than 2^64"), "{big}");
         let nul = bad("MSR_WRITE\u{0}42521 53.32% 0.06% 0.50us 52.94us 1.71us ( +- 0.48% )");
         assert!(nul.contains("NUL"), "{nul}");

@@ -9,6 +9,9 @@
 //! table: its intervals summed, with the window they cover. See [`table`] for what is kept of
 //! `avg`, `p99` and `%gsys`.
 //!
+//! A row-shaped line that cannot be read is noted with its line and the reason; elisions and a
+//! last row the input may have cut off mark the table partial.
+//!
 //! Reading streams line by line; memory grows with the number of runs and exit reasons only.
 
 mod layout;
@@ -18,8 +21,9 @@ mod table;
 use std::io::BufRead;
 
 use crate::error::{Error, Result};
-use crate::profile::{Origin, Profile};
-use crate::sources::lines::{Lines, strip_ctrl_c, unquote};
+use crate::profile::{Note, Origin, Profile};
+use crate::sources::lines::{self, Lines, strip_ctrl_c, unquote};
+use crate::sources::unread::{self, Unread};
 use layout::{Header, Instance};
 use table::Acc;
 
@@ -43,7 +47,7 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     while let Some((n, text)) = lines.next_line()? {
         state.line(n, &text);
     }
-    state.end()
+    state.end(lines.cut_line())
 }
 
 struct Reader {
@@ -54,6 +58,9 @@ struct Reader {
     /// The instance a 2022 `kvm-exit latency THREAD N` title names.
     instance: Option<(Instance, u32)>,
     first_unrecognised: Option<(usize, String)>,
+    unread: Unread,
+    /// The line of the last row read.
+    last_row: Option<usize>,
 }
 
 impl Reader {
@@ -65,6 +72,8 @@ impl Reader {
             header: None,
             instance: None,
             first_unrecognised: None,
+            unread: Unread::default(),
+            last_row: None,
         }
     }
 
@@ -123,6 +132,20 @@ impl Reader {
             self.current
                 .get_or_insert_with(|| Acc::new(n))
                 .row(n, r, instance);
+            self.last_row = Some(n);
+            return;
+        }
+        if self.header.is_some() && lines::elision(t) {
+            self.acc(n).partial = true;
+            self.profile.warnings.push(Note {
+                line: Some(n),
+                message: format!("the author elided rows here (`{t}`): the run is partial"),
+            });
+            return;
+        }
+        if let Some(why) = self.header.as_ref().and_then(|h| row::damage(t, h)) {
+            self.acc(n).partial = true;
+            self.unread.row(n, t, &why);
             return;
         }
         if self.profile.tables.is_empty()
@@ -143,8 +166,16 @@ impl Reader {
         }
     }
 
-    fn end(mut self) -> Result<Profile> {
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        if cut.is_some()
+            && cut == self.last_row
+            && let Some(acc) = &mut self.current
+        {
+            acc.partial = true;
+            self.profile.warnings.extend(cut.map(unread::cut_row));
+        }
         self.finish();
+        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
         if self.profile.tables.is_empty() {
             let expected = "expected perf-prof kvm-exit output: an `exit_reason  calls  \
                             total(us) …` header followed by rows";

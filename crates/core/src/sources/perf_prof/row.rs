@@ -59,6 +59,40 @@ pub fn row(t: &str, header: &Header) -> Option<RawRow> {
     Some(out)
 }
 
+/// Why a line with a row's shape (a name, then about as many numbers as the header has
+/// columns) cannot be read as a row under `header`; `None` when it is not row-shaped.
+pub fn damage(t: &str, header: &Header) -> Option<String> {
+    let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    let n = header.columns.len();
+    let numeric = |w: &&str| w.bytes().next().is_some_and(|b| b.is_ascii_digit());
+    let digits = words.iter().filter(|w| numeric(w)).count();
+    if digits < 2 || digits + 2 < n || words.len() > n + 3 {
+        return None;
+    }
+    if let Some(why) = crate::sources::unread::damage(t) {
+        return Some(why.into());
+    }
+    if words.len() <= n {
+        return Some(format!(
+            "{} cells where the header names an exit reason and {n} columns",
+            words.len()
+        ));
+    }
+    let cells = &words[words.len() - n..];
+    for (col, cell) in header.columns.iter().zip(cells) {
+        if matches!(col, Column::Gsys | Column::Other) {
+            continue;
+        }
+        if *col == Column::Calls && numbers::count(cell).is_none() {
+            return Some(crate::sources::unread::not_a_count(cell));
+        }
+        if numbers::decimal_scaled(cell, 3).is_none() {
+            return Some(format!("`{cell}` is not a number of µs"));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +126,11 @@ mod tests {
             Some((Some(3), "HLT".into()))
         );
         assert!(row("HLT 5 x 1 2 4 100", &h).is_none());
+        assert_eq!(
+            damage("HLT 5 x 1 2 4 100", &h).as_deref(),
+            Some("`x` is not a number of µs")
+        );
+        assert!(damage("HLT 5x 1.0 1 2 4 100", &h).is_some_and(|w| w.contains("not a count")));
+        assert_eq!(damage("see the 2 tables below", &h), None);
     }
 }

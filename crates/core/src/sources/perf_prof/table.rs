@@ -41,6 +41,8 @@ pub struct Acc {
     pub cycles: bool,
     /// `--than` event lines passed over.
     pub events: usize,
+    /// Rows are missing: unreadable, elided, or cut off by the end of the input.
+    pub partial: bool,
 }
 
 impl Acc {
@@ -121,6 +123,7 @@ impl Acc {
             return None;
         }
         let mut table = Table::new(TableKind::Vmexit);
+        table.partial = self.partial;
         table.label.clone_from(&self.label);
         table.line = Some(self.line);
         table.isa = exit_reason::guess_isa(self.rows.iter().map(|(n, _)| n.as_str()));

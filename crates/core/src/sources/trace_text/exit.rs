@@ -79,7 +79,13 @@ pub fn parse(text: &str) -> Option<ExitText<'_>> {
 /// The reason of a text without ` rip ` (kernels and debugging patches that leave it out:
 /// `DR_ACCESS info1 0x0000000000000216`): everything before the first field name.
 fn before_fields(body: &str) -> &str {
-    const FIELDS: [&str; 5] = [" info1 ", " info ", " info2 ", " intr_info ", " error_code "];
+    const FIELDS: [&str; 5] = [
+        " info1 ",
+        " info ",
+        " info2 ",
+        " intr_info ",
+        " error_code ",
+    ];
     let end = FIELDS
         .iter()
         .filter_map(|f| body.find(f))

@@ -354,9 +354,14 @@ mod tests {
                 Stamp::Missing
             )
         );
-        assert_eq!(split("    nrip: 0xffffffffffbbe119 int_ctl: 0x01020000"), None);
+        assert_eq!(
+            split("    nrip: 0xffffffffffbbe119 int_ctl: 0x01020000"),
+            None
+        );
         assert_eq!(split("Note: kvm_exit: is an event"), None);
-        assert!(prefix_only("qemu-system-x86-5665  [000] ....   280.971121:"));
+        assert!(prefix_only(
+            "qemu-system-x86-5665  [000] ....   280.971121:"
+        ));
         assert!(prefix_only("     CPU 0/KVM  699876 [020] 18136.763622:"));
         assert!(!prefix_only("Samples: 887K of event"));
         assert!(!prefix_only("with the patch:"));

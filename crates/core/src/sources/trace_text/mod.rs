@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, EventKind, ProfileBuilder};
 use crate::profile::{Note, Origin, Profile};
 use crate::sources::lines::{Lines, unquote};
+use crate::sources::unread::excerpt;
 use line::{Dialect, Stamp};
 use skip::Skip;
 
@@ -471,13 +472,4 @@ fn bare_event(l: &line::Line<'_>) -> bool {
         }
         Some(_) => true,
     }
-}
-
-/// The start of a line for a note (at most 100 characters).
-fn excerpt(t: &str) -> String {
-    let mut s: String = t.chars().take(100).collect();
-    if s.len() < t.len() {
-        s.push('…');
-    }
-    s
 }
