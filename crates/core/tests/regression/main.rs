@@ -4,3 +4,4 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod lint;
+mod readers;

@@ -71,13 +71,17 @@ pub fn kind_name(cell: &str) -> Option<TableKind> {
     }
 }
 
-/// Recognises a column header line.
+/// Recognises a column header line: a kind (`VM-EXIT`, `IO Port Access`, …), `Event` or
+/// nothing, then column names, `Samples` among them and at least one more.
 pub fn header(line: &str) -> Option<Header> {
-    let at = line.find("Samples")?;
+    line.find("Samples")?;
+    let at = [
+        "Samples", "Sample%", "Time%", "Min ", "Max ", "Avg ", "Time(",
+    ]
+    .iter()
+    .filter_map(|w| line.find(w))
+    .min()?;
     let rest = &line[at..];
-    if !(rest.contains("Samples%") || rest.contains("Sample%") || rest.contains("Time")) {
-        return None;
-    }
     let first = line[..at].trim_ascii();
     if first == "Event name" {
         let columns = line
@@ -98,7 +102,7 @@ pub fn header(line: &str) -> Option<Header> {
         return None;
     }
     let columns = stdio_columns(rest);
-    if !columns.contains(&StdioColumn::Samples) {
+    if !columns.contains(&StdioColumn::Samples) || columns.len() < 2 {
         return None;
     }
     Some(Header {
@@ -377,6 +381,13 @@ pub(super) mod tests {
         let tabbed = "Event\tSamples\tSamples%\tTime%\tMin Time\tMax Time\tAvg time";
         assert_eq!(header(tabbed).map(|h| h.kind), Some(None));
         assert_eq!(header("Total Samples:5"), None);
+        assert_eq!(
+            header("VM-EXIT    Avg time    Samples").map(|h| h.layout),
+            Some(Layout::Stdio {
+                columns: vec![Avg, Samples]
+            })
+        );
+        assert_eq!(header("VM-EXIT    Samples"), None);
         assert_eq!(header("some prose about Samples and Time"), None);
     }
 

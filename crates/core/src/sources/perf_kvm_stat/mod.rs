@@ -22,7 +22,7 @@ use std::io::BufRead;
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
 use crate::sources::lines::{self, Lines};
-use crate::sources::unread::{Unread, excerpt};
+use crate::sources::unread::{self, Unread, excerpt};
 use layout::Scope;
 use row::Parsed;
 use table::Building;
@@ -80,6 +80,8 @@ struct Reader {
     /// The last line, when the input ends inside it (set once the input has been read).
     cut: Option<usize>,
     unread: Unread,
+    /// The header line of a table the input ended in, for the error when it had no rows.
+    started: Option<usize>,
 }
 
 impl Reader {
@@ -99,6 +101,7 @@ impl Reader {
             names: table::NameCache::default(),
             cut: None,
             unread: Unread::default(),
+            started: None,
         }
     }
 
@@ -415,12 +418,45 @@ impl Reader {
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
         self.cut = cut;
+        if let Some(line) = cut
+            && self.carry.is_none()
+            && let Some(b) = &mut self.table
+        {
+            // The input ends inside a line of a table that has no totals line yet: rows after it
+            // may be missing, and a row read from that line may be cut short.
+            b.partial = true;
+            self.started = Some(b.line);
+            self.profile.warnings.push(unread::cut_row(line));
+        }
         self.finish();
         std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
         if self.profile.tables.is_empty() {
             let expected = "expected a `perf kvm stat` table: a column header such as \
                             `VM-EXIT  Samples  Samples%  Time%  Min Time  Max Time  Avg time` \
                             followed by rows";
+            // A table whose rows were all unreadable or cut off: say that, at that row.
+            if let (Some(header), Some(line)) = (self.started, cut) {
+                return Err(Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!(
+                        "{expected}; the input ends on this line, before any row of the table \
+                         whose header is on line {header} (cut off?)"
+                    ),
+                });
+            }
+            if let Some(note) = self
+                .profile
+                .warnings
+                .iter()
+                .find(|w| w.line.is_some() && w.message.contains("left out"))
+            {
+                return Err(Error::Parse {
+                    path: self.path,
+                    line: note.line.unwrap_or(1),
+                    message: format!("{expected}; {}", note.message),
+                });
+            }
             return Err(Error::nothing_found(
                 &self.path,
                 self.first_unrecognised,
