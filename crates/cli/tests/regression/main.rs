@@ -8,3 +8,4 @@ mod common;
 
 mod capture;
 mod lab;
+mod readers;
