@@ -117,7 +117,44 @@ fn edit() -> impl Strategy<Value = Edit> {
                 b"9999-12-31 23:59:59.999999999 \n".to_vec(),
                 b"18446744073709551615".to_vec(),
                 b"-9223372036854775808".to_vec(),
+                b"[...]\n".to_vec(),
+                b"..........\n".to_vec(),
+                b"MSR_WRITE            11416\nHLT   12\n".to_vec(),
+                b"\0".to_vec(),
+                b"\xff".to_vec(),
             ])
+}
+
+/// Real samples whose rows end with their count, with the lines of those rows.
+fn counted_rows() -> Vec<(Format, &'static str, Vec<usize>)> {
+    SAMPLES
+        .iter()
+        .filter(|(f, _)| *f != Format::PerfProf)
+        .map(|&(format, text)| {
+            let rows = text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| {
+                    let words: Vec<&str> = l.split_whitespace().collect();
+                    words.len() >= 2
+                        && words.last().is_some_and(|w| w.parse::<u64>().is_ok())
+                        && !words[0].starts_with(|c: char| c.is_ascii_digit() || c == '#')
+                        && !l.contains("Total")
+                })
+                .map(|(i, _)| i)
+                .collect();
+            (format, text, rows)
+        })
+        .filter(|(_, _, rows): &(Format, &str, Vec<usize>)| rows.len() >= 2)
+        .collect()
+}
+
+/// Every count of the profile's tables, summed, saturating.
+fn total(p: &virtlens_core::profile::Profile) -> u64 {
+    p.tables
+        .iter()
+        .filter(|t| !t.per_second)
+        .fold(0u64, |a, t| a.saturating_add(t.count()))
 }
 
 fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
@@ -185,6 +222,60 @@ proptest! {
         let (format, text) = SAMPLES[which];
         let bytes = apply(text.as_bytes().to_vec(), &edits);
         check(&bytes, forced.then_some(format))?;
+    }
+
+    /// Damage one row of a kvm_stat or kvmexit sample (a stretch of it replaced by typo
+    /// bytes): the other rows keep their counts (the total falls by at most the damaged row's
+    /// count) and the damaged row is either read or noted at its line.
+    #[test]
+    fn one_bad_row_never_takes_the_others(
+        which in any::<prop::sample::Index>(),
+        pick in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        cut in 0usize..6,
+        bytes in prop::collection::vec(prop::sample::select(b"aZx09.%_- \t\0\xff".to_vec()), 0..4),
+    ) {
+        let samples = counted_rows();
+        let (format, text, rows) = &samples[which.index(samples.len())];
+        let line = rows[pick.index(rows.len())];
+        let lines: Vec<&str> = text.lines().collect();
+        let original = lines[line].as_bytes();
+        // kvm_stat prints the total first (the rate after it), kvmexit the count last.
+        let mut numbers = lines[line].split_whitespace().filter_map(|w| w.parse::<u64>().ok());
+        let count = match format {
+            Format::KvmStat => numbers.next(),
+            _ => numbers.next_back(),
+        }
+        .unwrap_or(0);
+        let start = at.index(original.len());
+        let end = (start + cut).min(original.len());
+        let mut input = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if i == line {
+                input.extend_from_slice(&original[..start]);
+                input.extend_from_slice(&bytes);
+                input.extend_from_slice(&original[end..]);
+            } else {
+                input.extend_from_slice(l.as_bytes());
+            }
+            input.push(b'\n');
+        }
+        let full = sources::read_bytes(text.as_bytes(), "full.txt", Some(*format))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let p = match sources::read_bytes(&input, "one-bad-row.txt", Some(*format)) {
+            Ok(p) => p,
+            Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+        };
+        let (before, after) = (total(&full), total(&p));
+        prop_assert!(after.saturating_add(count) >= before, "{} of {}: {:?}", after, before, p.warnings);
+        let rows = |p: &virtlens_core::profile::Profile| -> usize {
+            p.tables.iter().filter(|t| !t.per_second).map(|t| t.rows.len()).sum()
+        };
+        let read = rows(&p) >= rows(&full) || after.saturating_add(count) != before;
+        let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
+        let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
+        prop_assert!(read || noted, "line {} `{}` neither read nor noted: {:?}",
+            line + 1, String::from_utf8_lossy(damaged), p.warnings);
     }
 
     #[test]

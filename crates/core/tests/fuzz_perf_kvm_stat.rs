@@ -1,6 +1,8 @@
 //! Fuzzing the perf kvm stat source (proptest, bounded so it runs in every `cargo test`):
-//! mutated real samples and random text never panic, and every error names the input and,
-//! where a line is at fault, the line.
+//! mutated real samples and random text never panic, every error names the input and, where a
+//! line is at fault, the line; and one damaged row of a real table (a typo, a NUL, invalid
+//! UTF-8, a lost cell) never takes the other rows with it. Mutations also insert the shapes
+//! authors paste: label lines, elisions, headers cut to a few columns.
 //!
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_perf_kvm_stat --release`
 //! runs a longer campaign.
@@ -45,7 +47,50 @@ fn edit() -> impl Strategy<Value = Edit> {
         b"19:49:57.094070\n".to_vec(),
         b"\t".to_vec(),
         b"18446744073709551615".to_vec(),
+        b"baseline:\n".to_vec(),
+        b"- with the patch\n".to_vec(),
+        b"[..]\n".to_vec(),
+        b".....\n".to_vec(),
+        b"<snip>\n".to_vec(),
+        b"VM-EXIT    Samples  Samples%     Time%\n".to_vec(),
+        b"\0".to_vec(),
+        b"\xff\xfe".to_vec(),
+        b"| ".to_vec(),
     ])
+}
+
+/// Bytes a typo or a damaged copy puts into a row: never a line break, a colon or a `#`,
+/// which would make the line another kind of line (a label, a comment) rather than a bad row.
+fn typo() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop::sample::select(b"aZx09.%_-+ \t\0\xff()/".to_vec()),
+        0..4,
+    )
+}
+
+/// The lines of `text` that are rows of a table, with the count they print.
+fn row_lines(text: &str) -> Vec<(usize, u64)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains('%') && !l.contains("Sample") && !l.contains("Total"))
+        .filter_map(|(i, l)| {
+            let mut cells = l.split_whitespace();
+            let key = cells.next()?;
+            let count = cells.next()?.parse().ok()?;
+            (!key.starts_with(|c: char| c.is_ascii_digit())).then_some((i, count))
+        })
+        .collect()
+}
+
+/// Every row count of the profile, sorted.
+fn counts(p: &virtlens_core::profile::Profile) -> Vec<u64> {
+    let mut c: Vec<u64> = p
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().map(|r| r.count))
+        .collect();
+    c.sort_unstable();
+    c
 }
 
 fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
@@ -75,6 +120,53 @@ proptest! {
     ) {
         let bytes = apply(SAMPLES[which].as_bytes().to_vec(), &edits);
         check(&bytes, forced)?;
+    }
+
+    /// Damage one row of a real table (replace a stretch of it with typo bytes): every other
+    /// row is still read with its own count, and the damaged row is either read or noted at its
+    /// line.
+    #[test]
+    fn one_bad_row_never_takes_the_others(
+        which in any::<prop::sample::Index>(),
+        pick in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        cut in 0usize..8,
+        bytes in typo(),
+    ) {
+        let tables: Vec<&str> = SAMPLES.into_iter().filter(|s| row_lines(s).len() >= 2).collect();
+        let text = tables[which.index(tables.len())];
+        let rows = row_lines(text);
+        let (line, count) = rows[pick.index(rows.len())];
+        let original = text.lines().nth(line).unwrap_or_default().as_bytes();
+        let start = at.index(original.len());
+        let end = (start + cut).min(original.len());
+        let mut damaged = original[..start].to_vec();
+        damaged.extend_from_slice(&bytes);
+        damaged.extend_from_slice(&original[end..]);
+        let mut input = Vec::new();
+        for (i, l) in text.lines().enumerate() {
+            input.extend_from_slice(if i == line { &damaged } else { l.as_bytes() });
+            input.push(b'\n');
+        }
+        let full = sources::read_bytes(text.as_bytes(), "full.txt", Some(Format::PerfKvmStat))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let p = sources::read_bytes(&input, "one-bad-row.txt", Some(Format::PerfKvmStat))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut others = counts(&full);
+        if let Some(i) = others.iter().position(|c| *c == count) {
+            others.remove(i);
+        }
+        let mut got = counts(&p);
+        for c in &others {
+            let i = got.iter().position(|g| g == c);
+            prop_assert!(i.is_some(), "row count {} lost: {:?}", c, p.warnings);
+            if let Some(i) = i {
+                got.remove(i);
+            }
+        }
+        let read_whole = got.len() == 1;
+        let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
+        prop_assert!(read_whole || noted, "line {} neither read nor noted: {:?}", line + 1, p.warnings);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Fuzzing the trace-text source (proptest, bounded so it runs in every `cargo test`): mutated
-//! real samples and hand-written traces of every dialect, and random text and bytes, never
-//! panic; every error names the input and, where a line is at fault, the line; every warning
-//! points at a line that exists.
+//! real samples and hand-written traces of every dialect (bare event lines and mailer-wrapped
+//! lines among them), and random text and bytes, never panic; every error names the input and,
+//! where a line is at fault, the line; every warning points at a line that exists; and one
+//! damaged event line never takes the other events with it.
 //!
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_trace_text --release`
 //! runs a longer campaign.
@@ -15,7 +16,9 @@ use common::{Edit, apply};
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
 
-const SAMPLES: [&str; 6] = [
+const SAMPLES: [&str; 8] = [
+    include_str!("../../../testdata/readers/bare-events-nsvm-smm-kuznetsov.txt"),
+    include_str!("../../../testdata/readers/wrapped-trace-pckbd-ruemelin.txt"),
     include_str!("../../../testdata/exit-reports/21-perf-top-kvm_exit-trace-output-timer-off.txt"),
     include_str!(
         "../../../testdata/exit-reports/24-perf-script-kvm-events-nested-triple-fault.txt"
@@ -90,7 +93,31 @@ fn edit() -> impl Strategy<Value = Edit> {
         b"(-------) ".to_vec(),
         b"\t".to_vec(),
         "\u{a0}".as_bytes().to_vec(),
+        b"  kvm_exit:             reason EXIT_RSM rip 0x7ffbb280 info 0 0\n".to_vec(),
+        b"qemu-system-x86-5665  [000] ....   280.971121:\n".to_vec(),
+        b"\n    200000006 1ab000\n".to_vec(),
+        b".....\n".to_vec(),
+        b"B: ".to_vec(),
     ])
+}
+
+/// Samples with one event per line, and that line's events.
+const ONE_EVENT_PER_LINE: [&str; 4] = [
+    include_str!(
+        "../../../testdata/exit-reports/24-perf-script-kvm-events-nested-triple-fault.txt"
+    ),
+    include_str!("../../../testdata/exit-reports/30-trace-cmd-report-kvm_exit-amd-sev-snp-npf.txt"),
+    PERF_SCRIPT,
+    FTRACE,
+];
+
+/// How many events a profile counted (its every-event table).
+fn events(p: &virtlens_core::profile::Profile) -> u64 {
+    p.tables
+        .iter()
+        .filter(|t| t.kind.as_str() == "events")
+        .map(|t| t.count())
+        .sum()
 }
 
 fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
@@ -126,6 +153,47 @@ proptest! {
     ) {
         let bytes = apply(SAMPLES[which].as_bytes().to_vec(), &edits);
         check(&bytes, forced)?;
+    }
+
+    /// Damage one event line of a real trace (a stretch of it replaced by typo bytes, never a
+    /// line break, a colon or a `#`): every other event is still counted, and the damaged line
+    /// is either counted or noted at its line.
+    #[test]
+    fn one_bad_event_line_never_takes_the_others(
+        which in 0..ONE_EVENT_PER_LINE.len(),
+        pick in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        cut in 0usize..8,
+        bytes in prop::collection::vec(prop::sample::select(b"aZx09.%_-+ \t\0\xff()/[]".to_vec()), 0..4),
+    ) {
+        let text = ONE_EVENT_PER_LINE[which];
+        let full = sources::read_bytes(text.as_bytes(), "full.txt", Some(Format::TraceText))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let lines: Vec<&str> = text.lines().collect();
+        let event_lines: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].contains("kvm_") && lines[i].contains(": ") && !lines[i].starts_with('#'))
+            .collect();
+        let line = event_lines[pick.index(event_lines.len())];
+        let original = lines[line].as_bytes();
+        let start = at.index(original.len());
+        let end = (start + cut).min(original.len());
+        let mut input = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if i == line {
+                input.extend_from_slice(&original[..start]);
+                input.extend_from_slice(&bytes);
+                input.extend_from_slice(&original[end..]);
+            } else {
+                input.extend_from_slice(l.as_bytes());
+            }
+            input.push(b'\n');
+        }
+        let p = sources::read_bytes(&input, "one-bad-line.txt", Some(Format::TraceText))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let (before, after) = (events(&full), events(&p));
+        prop_assert!(after + 1 >= before, "{} events of {} left: {:?}", after, before, p.warnings);
+        let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
+        prop_assert!(after >= before || noted, "line {} neither counted nor noted: {:?}", line + 1, p.warnings);
     }
 
     #[test]

@@ -193,22 +193,28 @@ pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
     })
 }
 
-/// Why a line that has a row's shape (a number in it, about as many words as `layout` has
-/// columns) cannot be read as a row of `layout`; `None` when it is not row-shaped at all.
+/// Why a line that has a row's shape (an exit reason or a number in it, about as many words as
+/// `layout` has columns) cannot be read as a row of `layout`; `None` when it is not row-shaped.
 pub fn damage(t: &str, layout: Layout) -> Option<String> {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
-    let numeric = |w: &&str| w.bytes().next().is_some_and(|b| b.is_ascii_digit());
-    let anchor = match layout {
-        Layout::Reason => words.last(),
-        Layout::PidTid | Layout::Tid => words.first(),
-    };
-    if words.len() < 2 || !anchor.is_some_and(numeric) || words.len() > layout.ids() + 3 {
+    // A count or id with a typo in it still has a digit.
+    let numeric = |w: &&str| w.bytes().any(|b| b.is_ascii_digit());
+    let known = |w: &&str| crate::decode::exit_reason::lookup_name(None, w).is_some();
+    let shaped = words.iter().any(numeric) || words.iter().any(known);
+    if !shaped || words.len() > layout.ids() + 5 {
         return None;
     }
     if let Some(why) = crate::sources::unread::damage(t) {
         return Some(why.into());
     }
     let (count, rest) = words.split_last()?;
+    if rest.is_empty() {
+        return Some(if known(count) {
+            "no count after the exit reason".into()
+        } else {
+            "no exit reason in it".into()
+        });
+    }
     if count.parse::<u64>().is_err() {
         return Some(crate::sources::unread::not_a_count(count));
     }

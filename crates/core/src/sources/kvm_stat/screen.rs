@@ -166,14 +166,6 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
     };
     let total = u64::try_from(total).ok()?;
     let words = toks.get(..split)?;
-    if words.iter().any(|w| {
-        w.bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_digit() || b == b'-')
-    }) {
-        // A number that did not read as one (`2047x9`) is a damaged cell, not a stray.
-        return None;
-    }
     let (name, strays) = if by_guest {
         (words.join(" "), Vec::new())
     } else {
@@ -182,6 +174,15 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
             .copied()
             .filter(|w| super::names::is_field(w))
             .fold("", |best, w| if w.len() > best.len() { w } else { best });
+        let after_name = words.iter().skip_while(|w| **w != name).skip(1);
+        if after_name.clone().any(|w| {
+            w.bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+        }) {
+            // A number after the name that did not read as one (`2047x9`) is a damaged cell.
+            return None;
+        }
         let strays = words
             .iter()
             .filter(|w| **w != name)
@@ -202,29 +203,39 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
     })
 }
 
-/// Why a line with a row's shape (a name, then numbers, the last cell a number) cannot be read
-/// as a row; `None` when it is not row-shaped or nothing in it is damaged.
+/// Why a line with a row's shape (a counter name, then numbers) cannot be read as a row;
+/// `None` when it is not row-shaped (no number after a word, or only numbers).
 pub fn damage(raw: &str) -> Option<String> {
     let toks: Vec<&str> = raw.split_ascii_whitespace().collect();
     let numeric = |w: &str| {
         w.bytes()
             .next()
-            .is_some_and(|b| b.is_ascii_digit() || b == b'-')
+            .is_some_and(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
     };
     let (first, rest) = toks.split_first()?;
-    let last = rest.last()?;
-    if numeric(first) || !numeric(last) || toks.len() > 6 {
+    if toks.iter().all(|w| num(w).is_some()) {
+        return rest.first().map(|_| "no counter name in it".to_string());
+    }
+    if !rest.iter().any(|w| numeric(w)) || toks.len() > 6 {
         return None;
     }
     if let Some(why) = crate::sources::unread::damage(raw) {
         return Some(why.into());
     }
-    if let Some(bad) = rest.iter().find(|w| numeric(w) && num(w).is_none()) {
+    if !toks.iter().any(|w| super::names::is_field(w)) {
+        return Some(format!("`{first}` is not a counter name"));
+    }
+    let numbers = rest.iter().skip_while(|w| !numeric(w));
+    if let Some(bad) = numbers.clone().find(|w| num(w).is_none()) {
         return Some(crate::sources::unread::not_a_count(bad));
     }
-    rest.iter()
+    if let Some(big) = numbers
+        .clone()
         .find(|w| matches!(num(w), Some(Num::Int(v)) if v > i128::from(u64::MAX)))
-        .map(|big| format!("the count `{big}` is larger than 2^64−1"))
+    {
+        return Some(format!("the count `{big}` is larger than 2^64−1"));
+    }
+    Some("its numbers do not fit the columns of the header".into())
 }
 
 /// A status line of the TUI, and what it means for the screen.

@@ -17,6 +17,16 @@ pub enum Layout {
     Hists { columns: Vec<HistsColumn> },
 }
 
+impl Layout {
+    /// How many values (cells after the key, spread aside) a full row has.
+    pub fn columns(&self) -> usize {
+        match self {
+            Layout::Stdio { columns } => columns.len(),
+            Layout::Hists { columns } => columns.len(),
+        }
+    }
+}
+
 /// A column of perf's stdio layout, as the header names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StdioColumn {

@@ -355,6 +355,10 @@ impl Reader {
         let Some(b) = &mut self.table else {
             return false;
         };
+        if matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)) {
+            // A whole row is never the rest of the one above it.
+            return false;
+        }
         let joined = format!("{} {t}", carry.text);
         match row::parse(&joined, &b.layout, carry.line) {
             Parsed::Row(r) => {

@@ -77,16 +77,24 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
 /// shape, a name or address followed by values, at most one of them a stray word; prose
 /// otherwise (`testing with patch:`, `after 10 minutes`).
 fn damaged(text: &str, layout: &Layout) -> Parsed {
-    let (body, _, _) = split_spread(text);
-    let mut cells = body.split_ascii_whitespace();
+    // The whole line, spread included: a stray `+-` must not hide the cells after it.
+    let mut cells = text
+        .split_ascii_whitespace()
+        .filter(|c| !matches!(*c, "(" | ")" | "+-" | "(+-"));
     let Some(key) = cells.next() else {
         return Parsed::NotARow;
     };
     let values: Vec<&str> = cells.collect();
     let numeric = values.iter().filter(|v| starts_numeric(v)).count();
-    let shaped = values.iter().any(|v| value_shaped(v));
-    let row_like = numeric >= 2 && values.len() - numeric <= 1 && shaped;
-    if text.trim_ascii_end().ends_with(':') || !(row_like || starts_numeric(key) && shaped) {
+    let shaped = values.iter().filter(|v| value_shaped(v)).count();
+    let words = values.len() - numeric;
+    let fits = values.len().abs_diff(layout.columns()) <= 1;
+    let row_like = shaped >= 3
+        || shaped >= 2 && fits && words <= 2
+        || numeric >= 2 && words <= 1 && shaped >= 1
+        || shaped >= 1 && crate::sources::unread::damage(text).is_some()
+        || shaped >= 1 && name_like(key);
+    if text.trim_ascii_end().ends_with(':') || !(row_like || starts_numeric(key) && shaped >= 1) {
         return Parsed::NotARow;
     }
     Parsed::Bad(why(text, key, &values, layout))
@@ -94,11 +102,8 @@ fn damaged(text: &str, layout: &Layout) -> Parsed {
 
 /// What is wrong with a row-shaped line.
 fn why(text: &str, key: &str, values: &[&str], layout: &Layout) -> String {
-    if text.contains('\0') {
-        return "a NUL byte in it".into();
-    }
-    if text.contains('\u{fffd}') {
-        return "bytes that are not UTF-8 in it".into();
+    if let Some(why) = crate::sources::unread::damage(text) {
+        return why.into();
     }
     if !key_shaped(key) {
         return format!("`{key}` is not an exit reason, port, address or MSR");
@@ -111,13 +116,10 @@ fn why(text: &str, key: &str, values: &[&str], layout: &Layout) -> String {
             return format!("`{v}` is not a count, a percentage or a time in µs");
         }
     }
-    let expected = match layout {
-        Layout::Stdio { columns } => columns.len(),
-        Layout::Hists { columns } => columns.len(),
-    };
     format!(
-        "{} values where the header names {expected} columns",
-        values.len()
+        "{} values where the header names {} columns",
+        values.len(),
+        layout.columns()
     )
 }
 
@@ -140,8 +142,9 @@ pub fn without_cut_spread(text: &str) -> Option<&str> {
 /// Splits `… ( +-  0.10% )` into the part before it, the percentage, and whether the
 /// parenthesis is left open (the row continues on the next line).
 fn split_spread(text: &str) -> (&str, Option<f64>, bool) {
+    // perf prints the spread last: the last `+-` of the line is the one.
     let bytes = text.as_bytes();
-    let plus_minus = memchr::memchr_iter(b'+', bytes).find(|&i| bytes.get(i + 1) == Some(&b'-'));
+    let plus_minus = memchr::memrchr_iter(b'+', bytes).find(|&i| bytes.get(i + 1) == Some(&b'-'));
     let Some(at) = plus_minus else {
         return (text, None, text.trim_ascii_end().ends_with('('));
     };
@@ -269,6 +272,18 @@ fn key_shaped(key: &str) -> bool {
         && key.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'(' | b')')
         })
+}
+
+/// A first cell that names an exit reason, port, address or MSR the way perf prints them
+/// (`EPT_MISCONFIG`, `0x6e0:W`, `HLT`, `hlt`), and not a word of prose.
+fn name_like(key: &str) -> bool {
+    key.contains('_')
+        || key.starts_with("0x")
+        || key.len() >= 3
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        || crate::decode::exit_reason::lookup_name(None, key).is_some()
 }
 
 /// A cell that could be one of a row's values (so a short row is a wrapped row, not prose).
