@@ -6,7 +6,10 @@ Runs are interleaved (wc, virtlens, wc, virtlens, ...) because these machines ar
 the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS
 (from /usr/bin/time -v or, without it, resource.getrusage of the child).
 
-Usage: bench/parse_throughput.py [--size-mb 1024] [--runs 5] [--keep]
+With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
+ratio of the medians is printed (A/B on the same file in the same run).
+
+Usage: bench/parse_throughput.py [--size-mb 1024] [--runs 5] [--baseline PATH] [--keep]
 """
 import argparse
 import os
@@ -45,6 +48,7 @@ def main():
     ap.add_argument("--size-mb", type=float, default=1024)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--baseline", help="another virtlens binary, run interleaved (A/B)")
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
     exe = os.path.join(ROOT, "target", "release", "virtlens")
@@ -53,10 +57,12 @@ def main():
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
                     path, str(a.size_mb)], check=True)
     size = os.path.getsize(path)
-    anchor, ours = [], []
+    anchor, ours, base = [], [], []
     for _ in range(a.runs):
         anchor.append(timed(["wc", "-l", path])[0])
         ours.append(timed([exe, "report", path])[0])
+        if a.baseline:
+            base.append(timed([a.baseline, "report", path])[0])
     rss_small_path = os.path.join(tmp, "small.txt")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
                     rss_small_path, str(a.size_mb / 16)], check=True)
@@ -70,6 +76,10 @@ def main():
     print(f"wc -l (anchor):  median {med_a:.3f} s (min {min(anchor):.3f}, max {max(anchor):.3f})"
           f" = {mb / med_a:.0f} MB/s")
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    if base:
+        med_b = statistics.median(base)
+        print(f"baseline report: median {med_b:.3f} s (min {min(base):.3f}, max {max(base):.3f})"
+              f" = {mb / med_b:.0f} MB/s; ratio virtlens/baseline: {med / med_b:.2f}")
     print(f"peak RSS: {rss_big / 1024:.1f} MiB on {mb:.0f} MB, {rss_small / 1024:.1f} MiB on "
           f"{mb / 16:.0f} MB (memory does not grow with the input when these match)")
     if not a.keep:

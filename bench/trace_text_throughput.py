@@ -7,7 +7,10 @@ the script prints medians, min-max spread, MB/s, the ratio to the anchor and pea
 measured in a fresh child (/usr/bin/time -v when present, else resource.getrusage of a
 Python child), on the big file and on one 1/16 its size (memory must not grow with input).
 
-Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--keep]
+With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
+ratio of the medians is printed (A/B on the same file in the same run).
+
+Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--baseline PATH] [--keep]
 """
 import argparse
 import os
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("--size-mb", type=float, default=2048)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--baseline", help="another virtlens binary, run interleaved (A/B)")
     a = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
     exe = os.path.join(ROOT, "target", "release", "virtlens")
@@ -71,10 +75,12 @@ def main():
     with open(path, "rb") as f:
         lines = sum(buf.count(b"\n") for buf in iter(lambda: f.read(1 << 24), b""))
     timed([exe, "report", path])  # warm the page cache and the binary once
-    anchor, ours = [], []
+    anchor, ours, base = [], [], []
     for _ in range(a.runs):
         anchor.append(timed(["wc", "-l", path]))
         ours.append(timed([exe, "report", path]))
+        if a.baseline:
+            base.append(timed([a.baseline, "report", path]))
     rss_big, how = peak_rss_kib([exe, "report", path])
     rss_small, _ = peak_rss_kib([exe, "report", small])
     mb = size / 1e6
@@ -85,6 +91,10 @@ def main():
           f"(best {mb / min(ours):.0f} MB/s, {lines / med / 1e6:.1f} M lines/s)")
     print(f"wc -l (anchor):  median {med_a:.3f} s ({spread(anchor)}) = {mb / med_a:.0f} MB/s")
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    if base:
+        med_b = statistics.median(base)
+        print(f"baseline report: median {med_b:.3f} s ({spread(base)}) = {mb / med_b:.0f} MB/s; "
+              f"ratio virtlens/baseline: {med / med_b:.2f}")
     print(f"peak RSS ({how}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
           f"{rss_small / 1024:.1f} MiB on {mb / 16:.0f} MB "
           f"(memory does not grow with the input when these match)")

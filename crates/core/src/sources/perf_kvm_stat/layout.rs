@@ -12,7 +12,7 @@ use crate::sources::numbers;
 pub enum Layout {
     /// perf's stdio layout: `Samples Samples% Time% [Min Time Max Time] Avg time ( +-x% )`,
     /// times suffixed `us`, or the subset of those columns the header names (an author's trim).
-    Stdio { columns: Vec<StdioColumn> },
+    Stdio { columns: StdioColumns },
     /// The hists layout: cells named by the header, times in plain ns.
     Hists { columns: Vec<HistsColumn> },
 }
@@ -24,6 +24,48 @@ impl Layout {
             Layout::Stdio { columns } => columns.len(),
             Layout::Hists { columns } => columns.len(),
         }
+    }
+}
+
+/// The stdio columns a header names, in order (at most the six perf prints; no allocation, as
+/// a live session repeats its header every interval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StdioColumns {
+    cols: [StdioColumn; 6],
+    len: usize,
+}
+
+impl StdioColumns {
+    /// The columns `of`, each once.
+    pub fn of(columns: &[StdioColumn]) -> Self {
+        let mut c = Self {
+            cols: [StdioColumn::Samples; 6],
+            len: 0,
+        };
+        for &col in columns {
+            c.push(col);
+        }
+        c
+    }
+
+    /// Adds `col` unless it is there.
+    pub fn push(&mut self, col: StdioColumn) {
+        if !self.contains(col) && self.len < self.cols.len() {
+            self.cols[self.len] = col;
+            self.len += 1;
+        }
+    }
+
+    pub fn contains(&self, col: StdioColumn) -> bool {
+        self.as_slice().contains(&col)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn as_slice(&self) -> &[StdioColumn] {
+        &self.cols[..self.len]
     }
 }
 
@@ -85,12 +127,7 @@ pub fn kind_name(cell: &str) -> Option<TableKind> {
 /// nothing, then column names, `Samples` among them and at least one more.
 pub fn header(line: &str) -> Option<Header> {
     line.find("Samples")?;
-    let at = [
-        "Samples", "Sample%", "Time%", "Min ", "Max ", "Avg ", "Time(",
-    ]
-    .iter()
-    .filter_map(|w| line.find(w))
-    .min()?;
+    let at = first_column(line)?;
     let rest = &line[at..];
     let first = line[..at].trim_ascii();
     if first == "Event name" {
@@ -112,7 +149,7 @@ pub fn header(line: &str) -> Option<Header> {
         return None;
     }
     let columns = stdio_columns(rest);
-    if !columns.contains(&StdioColumn::Samples) || columns.len() < 2 {
+    if !columns.contains(StdioColumn::Samples) || columns.len() < 2 {
         return None;
     }
     Some(Header {
@@ -121,11 +158,37 @@ pub fn header(line: &str) -> Option<Header> {
     })
 }
 
+/// Where the first column name of a header starts (the cells before it name the table).
+fn first_column(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let end = b[i..]
+            .iter()
+            .position(u8::is_ascii_whitespace)
+            .map_or(b.len(), |e| i + e);
+        let word = &line[i..end];
+        if matches!(
+            word,
+            "Samples" | "Samples%" | "Sample%" | "Time%" | "Min" | "Max" | "Avg"
+        ) || word.starts_with("Time(")
+        {
+            return Some(i);
+        }
+        i = end;
+    }
+    None
+}
+
 /// The stdio columns named in `text`, in order: `Samples`, `Samples%`, `Time%`, `Min Time`,
 /// `Max Time`, `Avg time`. A time column's name may be cut after its first word (`… Max` with
 /// `Time` on the next line); other words (`# ti...`) are passed over.
-fn stdio_columns(text: &str) -> Vec<StdioColumn> {
-    let mut columns = Vec::new();
+fn stdio_columns(text: &str) -> StdioColumns {
+    let mut columns = StdioColumns::of(&[]);
     for word in text.split_ascii_whitespace() {
         let column = match word {
             "Samples" => StdioColumn::Samples,
@@ -136,9 +199,7 @@ fn stdio_columns(text: &str) -> Vec<StdioColumn> {
             w if w.eq_ignore_ascii_case("avg") => StdioColumn::Avg,
             _ => continue,
         };
-        if !columns.contains(&column) {
-            columns.push(column);
-        }
+        columns.push(column);
     }
     columns
 }
@@ -147,7 +208,7 @@ fn stdio_columns(text: &str) -> Vec<StdioColumn> {
 /// as the plain line perf printed: bars become blanks and `64.00 %` becomes `64.00%`.
 /// Other lines are returned as they are.
 pub fn unbox(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.trim_start().starts_with('|') {
+    if !line.trim_ascii_start().starts_with('|') {
         return std::borrow::Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len());
@@ -165,14 +226,14 @@ pub fn unbox(line: &str) -> std::borrow::Cow<'_, str> {
 /// reads as a complete row of it (count, two percentages, three times).
 pub fn implied(line: &str) -> Option<Layout> {
     let layout = Layout::Stdio {
-        columns: vec![
+        columns: StdioColumns::of(&[
             StdioColumn::Samples,
             StdioColumn::SamplesPct,
             StdioColumn::TimePct,
             StdioColumn::Min,
             StdioColumn::Max,
             StdioColumn::Avg,
-        ],
+        ]),
     };
     let text = line.trim_ascii();
     let full = matches!(
@@ -188,7 +249,7 @@ pub fn implied(line: &str) -> Option<Layout> {
 
 /// The rest of a header that a mailer wrapped onto the next line (`Time         Avg time`,
 /// `    Avg time`): the stdio columns it adds, when every word of it is a column word.
-pub fn header_continuation(line: &str) -> Option<Vec<StdioColumn>> {
+pub fn header_continuation(line: &str) -> Option<StdioColumns> {
     let words = |w: &str| {
         matches!(w, "Time" | "time" | "Samples%" | "Sample%" | "Time%")
             || ["min", "max", "avg"]
@@ -330,7 +391,7 @@ pub(super) mod tests {
             Some(Header {
                 kind: Some(TableKind::Vmexit),
                 layout: Layout::Stdio {
-                    columns: vec![Samples, SamplesPct, TimePct, Min, Max, Avg]
+                    columns: StdioColumns::of(&[Samples, SamplesPct, TimePct, Min, Max, Avg])
                 }
             })
         );
@@ -340,7 +401,7 @@ pub(super) mod tests {
             Some(Header {
                 kind: Some(TableKind::Ioport),
                 layout: Layout::Stdio {
-                    columns: FULL_2012.to_vec()
+                    columns: StdioColumns::of(&FULL_2012)
                 }
             })
         );
@@ -348,21 +409,24 @@ pub(super) mod tests {
         assert_eq!(
             header(trimmed).map(|h| h.layout),
             Some(Layout::Stdio {
-                columns: vec![Samples, SamplesPct, TimePct]
+                columns: StdioColumns::of(&[Samples, SamplesPct, TimePct])
             })
         );
         let wrapped = "             VM-EXIT    Samples  Samples%     Time%    Min Time    Max";
         assert_eq!(
             header(wrapped).map(|h| h.layout),
             Some(Layout::Stdio {
-                columns: vec![Samples, SamplesPct, TimePct, Min, Max]
+                columns: StdioColumns::of(&[Samples, SamplesPct, TimePct, Min, Max])
             })
         );
         assert_eq!(
             header_continuation("Time         Avg time"),
-            Some(vec![Avg])
+            Some(StdioColumns::of(&[Avg]))
         );
-        assert_eq!(header_continuation("    Avg time "), Some(vec![Avg]));
+        assert_eq!(
+            header_continuation("    Avg time "),
+            Some(StdioColumns::of(&[Avg]))
+        );
         assert_eq!(header_continuation("HLT 12"), None);
         let boxed = "|    Event name      |    Samples        |     Sample%      |      Time (ns)     |     Time%    |";
         assert!(matches!(
@@ -394,7 +458,7 @@ pub(super) mod tests {
         assert_eq!(
             header("VM-EXIT    Avg time    Samples").map(|h| h.layout),
             Some(Layout::Stdio {
-                columns: vec![Avg, Samples]
+                columns: StdioColumns::of(&[Avg, Samples])
             })
         );
         assert_eq!(header("VM-EXIT    Samples"), None);

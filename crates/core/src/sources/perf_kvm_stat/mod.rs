@@ -82,6 +82,7 @@ struct Reader {
     unread: Unread,
     /// The header line of a table the input ended in, for the error when it had no rows.
     started: Option<usize>,
+    last_header: Option<(String, layout::Header)>,
 }
 
 impl Reader {
@@ -102,6 +103,7 @@ impl Reader {
             cut: None,
             unread: Unread::default(),
             started: None,
+            last_header: None,
         }
     }
 
@@ -113,8 +115,14 @@ impl Reader {
     }
 
     fn line(&mut self, n: usize, text: &str) {
-        let unboxed = layout::unbox(text);
-        let t = unboxed.trim_ascii();
+        let t = text.trim_ascii();
+        let unboxed;
+        let t = if t.starts_with('|') {
+            unboxed = layout::unbox(t);
+            unboxed.trim_ascii()
+        } else {
+            t
+        };
         if let Some(carry) = self.carry.take() {
             if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
                 return;
@@ -223,12 +231,25 @@ impl Reader {
                 None => "the author elided lines here (`{t}`)",
             };
             self.note(n, message.replace("{t}", t));
-        } else if let Some(header) = layout::header(t) {
+        } else if let Some(header) = self.header(t) {
             self.start_table(n, header.kind, header.layout);
         } else {
             return false;
         }
         true
+    }
+
+    /// The header `t` is, if it is one; a live session repeats one header every interval, so
+    /// the last one is kept and reused when the line is the same.
+    fn header(&mut self, t: &str) -> Option<layout::Header> {
+        if let Some((text, header)) = &self.last_header
+            && text == t
+        {
+            return Some(header.clone());
+        }
+        let header = layout::header(t)?;
+        self.last_header = Some((t.to_string(), header.clone()));
+        Some(header)
     }
 
     /// Starts the table whose header (or first row) is on line `n`.
@@ -265,10 +286,8 @@ impl Reader {
             && let layout::Layout::Stdio { columns } = &mut b.layout
             && let Some(more) = layout::header_continuation(t)
         {
-            for c in more {
-                if !columns.contains(&c) {
-                    columns.push(c);
-                }
+            for &c in more.as_slice() {
+                columns.push(c);
             }
             return true;
         }

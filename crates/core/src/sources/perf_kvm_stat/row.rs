@@ -3,6 +3,8 @@
 //! incomplete because a mailer wrapped it onto the next line, and saying what is wrong with a
 //! line that has a row's shape but cannot be read (so it is noted, never silently dropped).
 
+#[cfg(test)]
+use super::layout::StdioColumns;
 use super::layout::{HistsColumn, Layout, StdioColumn};
 use crate::profile::TimeStats;
 use crate::sources::numbers;
@@ -56,7 +58,7 @@ pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
         return damaged(text, layout);
     }
     let parsed = match layout {
-        Layout::Stdio { columns } => stdio(values, columns, spread),
+        Layout::Stdio { columns } => stdio(values, columns.as_slice(), spread),
         Layout::Hists { columns } => hists(values, columns),
     };
     match parsed {
@@ -169,16 +171,14 @@ fn stdio(
     let mut times = [0u64; 3];
     let mut n_times = 0;
     for v in values {
-        if let Some(c) = numbers::count(v) {
-            if count.replace(c).is_some() {
-                return None;
-            }
-        } else if numbers::percent(v).is_some() {
+        // By unit first: `%`, `us`, else a count.
+        if v.ends_with('%') {
+            numbers::percent(v)?;
             percents += 1;
-        } else if let Some(ns) = numbers::micros_as_ns(v) {
-            *times.get_mut(n_times)? = ns;
+        } else if v.ends_with("us") {
+            *times.get_mut(n_times)? = numbers::micros_as_ns(v)?;
             n_times += 1;
-        } else {
+        } else if count.replace(numbers::count(v)?).is_some() {
             return None;
         }
     }
@@ -186,11 +186,16 @@ fn stdio(
     if !(percents == want_percents || want_percents < 2 && percents == 2) {
         return None;
     }
-    let named: Vec<StdioColumn> = columns.iter().copied().filter(|c| c.time()).collect();
+    let mut named = [StdioColumn::Avg; 3];
+    let mut n_named = 0;
+    for c in columns.iter().filter(|c| c.time()).take(3) {
+        named[n_named] = *c;
+        n_named += 1;
+    }
     let order: &[StdioColumn] = match n_times {
-        n if n == named.len() => &named,
+        n if n == n_named => &named[..n_named],
         3 => &[StdioColumn::Min, StdioColumn::Max, StdioColumn::Avg],
-        1 if named.is_empty() => &[StdioColumn::Avg],
+        1 if n_named == 0 => &[StdioColumn::Avg],
         _ => return None,
     };
     let (mut min, mut max, mut avg) = (None, None, None);
@@ -302,13 +307,13 @@ mod tests {
 
     fn modern() -> Layout {
         Layout::Stdio {
-            columns: vec![Samples, SamplesPct, TimePct, Min, Max, Avg],
+            columns: StdioColumns::of(&[Samples, SamplesPct, TimePct, Min, Max, Avg]),
         }
     }
 
     fn old() -> Layout {
         Layout::Stdio {
-            columns: FULL_2012.to_vec(),
+            columns: StdioColumns::of(&FULL_2012),
         }
     }
 
@@ -421,12 +426,12 @@ mod tests {
     #[test]
     fn trimmed_columns_in_any_order() {
         let trimmed = Layout::Stdio {
-            columns: vec![Samples, SamplesPct, TimePct],
+            columns: StdioColumns::of(&[Samples, SamplesPct, TimePct]),
         };
         let r = row("MSR_WRITE   42521    53.32%     0.06%", &trimmed);
         assert_eq!(r.map(|r| (r.count, r.time.total_ns)), Some((42_521, None)));
         let avg_first = Layout::Stdio {
-            columns: vec![Avg, Samples, TimePct],
+            columns: StdioColumns::of(&[Avg, Samples, TimePct]),
         };
         let r = row("HLT  2273.31us  15885  99.89%", &avg_first);
         assert_eq!(
@@ -434,7 +439,7 @@ mod tests {
             Some((15_885, Some(15_885 * 2_273_310)))
         );
         let max_only = Layout::Stdio {
-            columns: vec![Samples, Max],
+            columns: StdioColumns::of(&[Samples, Max]),
         };
         let r = row("HLT 15885 20072.05us", &max_only);
         assert_eq!(
