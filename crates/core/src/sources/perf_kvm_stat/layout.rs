@@ -187,7 +187,7 @@ fn first_column(line: &str) -> Option<usize> {
 /// The stdio columns named in `text`, in order: `Samples`, `Samples%`, `Time%`, `Min Time`,
 /// `Max Time`, `Avg time`. A time column's name may be cut after its first word (`… Max` with
 /// `Time` on the next line); other words (`# ti...`) are passed over.
-fn stdio_columns(text: &str) -> StdioColumns {
+pub(super) fn stdio_columns(text: &str) -> StdioColumns {
     let mut columns = StdioColumns::of(&[]);
     for word in text.split_ascii_whitespace() {
         let column = match word {
@@ -202,62 +202,6 @@ fn stdio_columns(text: &str) -> StdioColumns {
         columns.push(column);
     }
     columns
-}
-
-/// A line of a table an author redrew in a box (`| msr | 524213 | 49.00% | … | 64.00 % |`),
-/// as the plain line perf printed: bars become blanks and `64.00 %` becomes `64.00%`.
-/// Other lines are returned as they are.
-pub fn unbox(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.trim_ascii_start().starts_with('|') {
-        return std::borrow::Cow::Borrowed(line);
-    }
-    let mut out = String::with_capacity(line.len());
-    for c in line.chars() {
-        if c == '%' && out.ends_with(' ') && out.trim_end().ends_with(|d: char| d.is_ascii_digit())
-        {
-            out.truncate(out.trim_end().len());
-        }
-        out.push(if c == '|' { ' ' } else { c });
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// The layout of a row printed without a header above it: perf's full layout, when the line
-/// reads as a complete row of it (count, two percentages, three times).
-pub fn implied(line: &str) -> Option<Layout> {
-    let layout = Layout::Stdio {
-        columns: StdioColumns::of(&[
-            StdioColumn::Samples,
-            StdioColumn::SamplesPct,
-            StdioColumn::TimePct,
-            StdioColumn::Min,
-            StdioColumn::Max,
-            StdioColumn::Avg,
-        ]),
-    };
-    let text = line.trim_ascii();
-    let full = matches!(
-        super::row::parse(text, &layout, 0),
-        super::row::Parsed::Row(_)
-    ) && text
-        .split_ascii_whitespace()
-        .filter(|c| c.ends_with("us"))
-        .count()
-        >= 3;
-    full.then_some(layout)
-}
-
-/// The rest of a header that a mailer wrapped onto the next line (`Time         Avg time`,
-/// `    Avg time`): the stdio columns it adds, when every word of it is a column word.
-pub fn header_continuation(line: &str) -> Option<StdioColumns> {
-    let words = |w: &str| {
-        matches!(w, "Time" | "time" | "Samples%" | "Sample%" | "Time%")
-            || ["min", "max", "avg"]
-                .iter()
-                .any(|c| w.eq_ignore_ascii_case(c))
-    };
-    let t = line.trim_ascii();
-    (!t.is_empty() && t.split_ascii_whitespace().all(words)).then(|| stdio_columns(t))
 }
 
 fn hists_column(cell: &str) -> HistsColumn {
@@ -376,6 +320,7 @@ pub fn command_event(line: &str) -> Option<Option<TableKind>> {
 
 #[cfg(test)]
 pub(super) mod tests {
+    use super::super::pasted::{header_continuation, implied, unbox};
     use super::*;
 
     use StdioColumn::*;

@@ -14,6 +14,7 @@
 //! not with the length of the input.
 
 mod layout;
+mod pasted;
 mod row;
 mod table;
 
@@ -35,8 +36,8 @@ pub fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut bare_rows = 0;
     text.lines().map(super::lines::unquote).any(|l| {
-        let l = layout::unbox(l);
-        bare_rows = if layout::implied(&l).is_some() {
+        let l = pasted::unbox(l);
+        bare_rows = if pasted::implied(&l).is_some() {
             bare_rows + 1
         } else {
             0
@@ -118,7 +119,7 @@ impl Reader {
         let t = text.trim_ascii();
         let unboxed;
         let t = if t.starts_with('|') {
-            unboxed = layout::unbox(t);
+            unboxed = pasted::unbox(t);
             unboxed.trim_ascii()
         } else {
             t
@@ -143,7 +144,7 @@ impl Reader {
             return;
         }
         if self.table.is_none()
-            && let Some(layout) = layout::implied(t)
+            && let Some(layout) = pasted::implied(t)
         {
             self.note(
                 n,
@@ -169,7 +170,7 @@ impl Reader {
         {
             self.first_unrecognised = Some((n, t.chars().take(80).collect()));
         }
-        self.label = label(t);
+        self.label = pasted::label(t);
     }
 
     /// A row that cannot be read: noted, the table marked partial, the table going on.
@@ -284,7 +285,7 @@ impl Reader {
         }
         if b.rows.is_empty()
             && let layout::Layout::Stdio { columns } = &mut b.layout
-            && let Some(more) = layout::header_continuation(t)
+            && let Some(more) = pasted::header_continuation(t)
         {
             for &c in more.as_slice() {
                 columns.push(c);
@@ -489,19 +490,6 @@ impl Reader {
         self.profile.settle_isa();
         Ok(self.profile)
     }
-}
-
-/// The label a prose line gives the table under it: the line without Markdown heading marks,
-/// list bullets and the closing colon (`### with the patch:` → `with the patch`).
-fn label(t: &str) -> Option<String> {
-    let label = t
-        .trim_start_matches('#')
-        .trim()
-        .trim_start_matches(['-', '*', '•'])
-        .trim()
-        .trim_end_matches(':')
-        .trim();
-    (!label.is_empty()).then(|| label.chars().take(120).collect())
 }
 
 /// Lines that always stand on their own and so never continue a wrapped row.
