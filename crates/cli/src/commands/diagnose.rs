@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
-use virtlens_core::config::{Format, GuestFamily, ReadOptions, Version, VmConfig};
+use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
 use virtlens_core::render;
@@ -141,7 +141,7 @@ fn read_config(
         ConfigFormatArg::Qemu => Format::Qemu,
         ConfigFormatArg::Proxmox => Format::Proxmox,
     });
-    let configs = inputs::configs(
+    let configs = config::read_path(
         path,
         &ReadOptions {
             format,

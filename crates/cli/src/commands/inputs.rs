@@ -1,13 +1,10 @@
-//! Reading what commands are given: the exit profiles (`report`, `compare`, `diagnose`), the
-//! `--mtree` map, and VM configurations (`lint`, `diagnose --config`). Profiles stream (from
-//! files, pipes or standard input); configurations and mtree dumps are small and read whole,
-//! through the one capped read every command shares.
-
-use std::path::Path;
+//! Reading what commands are given: the exit profiles (`report`, `compare`, `diagnose`) and the
+//! `--mtree` map. Profiles stream (from files, pipes or standard input); mtree dumps, like the
+//! configurations `config::read_path` reads, are small and read whole through the one capped
+//! read they share (`sources::input::read_capped`).
 
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
-use virtlens_core::config::{self, ReadOptions, VmConfig};
 use virtlens_core::decode::{AddressMap, Decoder};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::input::{CONFIG_CAP, display_name, read_capped};
@@ -43,10 +40,4 @@ pub fn decoder(args: &InputArgs) -> anyhow::Result<Decoder> {
         .with_context(|| format!("{name}: an mtree dump is text, and this is not UTF-8"))?;
     let map = AddressMap::parse(&text, &name)?;
     Ok(Decoder::with_map(map))
-}
-
-/// The VM configurations in `path` (`-` for standard input), read with the configuration cap.
-pub fn configs(path: &Path, options: &ReadOptions) -> anyhow::Result<Vec<VmConfig>> {
-    let bytes = read_capped(path, CONFIG_CAP, "VM configuration")?;
-    Ok(config::read_bytes(&bytes, &display_name(path), options)?)
 }

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use virtlens_core::config::{Format, GuestFamily, ReadOptions, Version};
+use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Preset, Severity, presets};
 use virtlens_core::render;
@@ -46,7 +46,7 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
         (None, false) => None,
     };
     let configs = match &a.file {
-        Some(path) => super::inputs::configs(
+        Some(path) => config::read_path(
             path,
             &ReadOptions {
                 format,

@@ -1,5 +1,6 @@
-//! The bytes of a configuration input, before any format: read with a size cap (configurations
-//! are small; `/dev/zero` must end with an error, not an allocation failure), then decoded —
+//! The bytes of a configuration input, before any format: read with the size cap every small
+//! input shares ([`crate::sources::input::read_capped`]: configurations are small; `/dev/zero`
+//! must end with an error, not an allocation failure), then decoded —
 //! UTF-8 (a BOM dropped), UTF-16 with a BOM or an XML declaration (decoded), a QEMU process's
 //! `/proc/PID/cmdline` (NUL-separated printable arguments whose first is a QEMU emulator) —
 //! or refused with what the bytes are: compressed data (gzip, zstd, xz, bzip2 — refused with
@@ -7,41 +8,10 @@
 //! data.
 
 use std::borrow::Cow;
-use std::io::Read;
-use std::path::Path;
 
 use super::Format;
 use super::shell;
 use crate::error::{Error, Result};
-
-/// The most bytes a configuration input may have: the largest real domain XML or launch script
-/// is a few hundred KiB.
-pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
-
-/// Reads `path` (`-`: standard input) whole, failing once it holds more than `cap` bytes.
-pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>> {
-    let name = path.display().to_string();
-    let mut bytes = Vec::new();
-    let read = if name == "-" {
-        std::io::stdin()
-            .lock()
-            .take(cap + 1)
-            .read_to_end(&mut bytes)
-    } else {
-        std::fs::File::open(path).and_then(|f| f.take(cap + 1).read_to_end(&mut bytes))
-    };
-    read.map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > cap {
-        return Err(Error::Input {
-            path: name,
-            message: format!(
-                "more than {} MiB; expected a configuration file (they are small)",
-                cap >> 20
-            ),
-        });
-    }
-    Ok(bytes)
-}
 
 /// What the bytes hold.
 #[derive(Debug, Clone, PartialEq, Eq)]

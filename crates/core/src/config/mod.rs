@@ -401,9 +401,13 @@ pub fn read_str(text: &str, input: &str, options: &ReadOptions) -> Result<Vec<Vm
 }
 
 /// Reads the file at `path` (`-` for standard input), refusing more than
-/// [`input::MAX_CONFIG_BYTES`].
+/// [`crate::sources::input::CONFIG_CAP`].
 pub fn read_path(path: &Path, options: &ReadOptions) -> Result<Vec<VmConfig>> {
     let name = path.display().to_string();
-    let bytes = input::read_capped(path, input::MAX_CONFIG_BYTES)?;
+    let bytes = crate::sources::input::read_capped(
+        path,
+        crate::sources::input::CONFIG_CAP,
+        "VM configuration",
+    )?;
     read_bytes(&bytes, &name, options)
 }
