@@ -239,7 +239,6 @@ proptest! {
         let (format, text, rows) = &samples[which.index(samples.len())];
         let line = rows[pick.index(rows.len())];
         let lines: Vec<&str> = text.lines().collect();
-        let original = lines[line].as_bytes();
         // kvm_stat prints the total first (the rate after it), kvmexit the count last.
         let mut numbers = lines[line].split_whitespace().filter_map(|w| w.parse::<u64>().ok());
         let count = match format {
@@ -247,19 +246,7 @@ proptest! {
             _ => numbers.next_back(),
         }
         .unwrap_or(0);
-        let start = at.index(original.len());
-        let end = (start + cut).min(original.len());
-        let mut input = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if i == line {
-                input.extend_from_slice(&original[..start]);
-                input.extend_from_slice(&bytes);
-                input.extend_from_slice(&original[end..]);
-            } else {
-                input.extend_from_slice(l.as_bytes());
-            }
-            input.push(b'\n');
-        }
+        let input = common::damage_line(text, line, at, cut, &bytes);
         let full = sources::read_bytes(text.as_bytes(), "full.txt", Some(*format))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let p = match sources::read_bytes(&input, "one-bad-row.txt", Some(*format)) {

@@ -137,17 +137,7 @@ proptest! {
         let text = tables[which.index(tables.len())];
         let rows = row_lines(text);
         let (line, count) = rows[pick.index(rows.len())];
-        let original = text.lines().nth(line).unwrap_or_default().as_bytes();
-        let start = at.index(original.len());
-        let end = (start + cut).min(original.len());
-        let mut damaged = original[..start].to_vec();
-        damaged.extend_from_slice(&bytes);
-        damaged.extend_from_slice(&original[end..]);
-        let mut input = Vec::new();
-        for (i, l) in text.lines().enumerate() {
-            input.extend_from_slice(if i == line { &damaged } else { l.as_bytes() });
-            input.push(b'\n');
-        }
+        let input = common::damage_line(text, line, at, cut, &bytes);
         let full = sources::read_bytes(text.as_bytes(), "full.txt", Some(Format::PerfKvmStat))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let p = sources::read_bytes(&input, "one-bad-row.txt", Some(Format::PerfKvmStat))

@@ -174,20 +174,7 @@ proptest! {
             .filter(|&i| lines[i].contains("kvm_") && lines[i].contains(": ") && !lines[i].starts_with('#'))
             .collect();
         let line = event_lines[pick.index(event_lines.len())];
-        let original = lines[line].as_bytes();
-        let start = at.index(original.len());
-        let end = (start + cut).min(original.len());
-        let mut input = Vec::new();
-        for (i, l) in lines.iter().enumerate() {
-            if i == line {
-                input.extend_from_slice(&original[..start]);
-                input.extend_from_slice(&bytes);
-                input.extend_from_slice(&original[end..]);
-            } else {
-                input.extend_from_slice(l.as_bytes());
-            }
-            input.push(b'\n');
-        }
+        let input = common::damage_line(text, line, at, cut, &bytes);
         let p = sources::read_bytes(&input, "one-bad-line.txt", Some(Format::TraceText))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let (before, after) = (events(&full), events(&p));

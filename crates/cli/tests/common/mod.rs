@@ -16,6 +16,15 @@ use virtlens_testkit::ready::{Ready, with_ready_fd};
 pub const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
+/// The path of `rel` under the repository's `testdata/`.
+pub fn data(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
 /// Every virtlens run removes what killed virtlens processes left; a test that kills one and
 /// looks at what it left holds this for writing, every other test that runs virtlens for
 /// reading.

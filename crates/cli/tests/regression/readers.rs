@@ -8,26 +8,17 @@
 //! yes/no outcome, not a timing or a size threshold.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use virtlens_testkit::Need;
 
-const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
+use super::common::{BIN, data, shared};
 
 /// The address-space limit (KiB) commands run under here: far above what streaming needs,
 /// far below what reading 256 MiB whole needs.
 const LIMIT_KIB: u64 = 192 * 1024;
-
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
-}
 
 /// `virtlens ARGS` under the address-space limit, with `stdin` written to it from a thread.
 fn limited(args: &[&str], stdin: Option<Box<dyn Read + Send>>) -> Output {
@@ -181,6 +172,7 @@ fn top_ends_quietly_when_its_reader_goes_away() {
     if !virtlens_testkit::require(&[Need::Root, Need::Tracefs]) {
         return;
     }
+    let _leftovers = shared();
     let mut child = Command::new(BIN)
         .args(["top", "--interval", "0.05"])
         .stdout(Stdio::piped())

@@ -94,3 +94,29 @@ pub fn check_error(e: Error, path: &str, bytes: &[u8]) -> Result<(), TestCaseErr
     }
     Ok(())
 }
+
+/// `text` with one line damaged: `cut` bytes from `at` (a position in line `line`, 0-based)
+/// replaced by `bytes`; every line ends with a newline.
+pub fn damage_line(
+    text: &str,
+    line: usize,
+    at: prop::sample::Index,
+    cut: usize,
+    bytes: &[u8],
+) -> Vec<u8> {
+    let mut input = Vec::with_capacity(text.len() + bytes.len() + 1);
+    for (i, l) in text.lines().enumerate() {
+        let l = l.as_bytes();
+        if i == line {
+            let start = at.index(l.len().max(1)).min(l.len());
+            let end = (start + cut).min(l.len());
+            input.extend_from_slice(&l[..start]);
+            input.extend_from_slice(bytes);
+            input.extend_from_slice(&l[end..]);
+        } else {
+            input.extend_from_slice(l);
+        }
+        input.push(b'\n');
+    }
+    input
+}
