@@ -64,6 +64,18 @@ impl Unread {
     }
 }
 
+/// When the input ended inside line `cut` and that line gave the last row (`last_row`): notes
+/// it ([`cut_row`]) and says so, so the caller marks its table partial.
+pub fn row_was_cut(cut: Option<usize>, last_row: Option<usize>, notes: &mut Vec<Note>) -> bool {
+    match cut {
+        Some(line) if last_row == Some(line) => {
+            notes.push(cut_row(line));
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The note for a row taken from the last line of an input that has no newline after it.
 pub fn cut_row(line: usize) -> Note {
     Note {

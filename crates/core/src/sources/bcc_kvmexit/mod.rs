@@ -186,12 +186,10 @@ impl Reader {
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
-        if cut.is_some()
-            && cut == self.last_row
-            && let Some(run) = &mut self.current
+        if let Some(run) = &mut self.current
+            && unread::row_was_cut(cut, self.last_row, &mut self.profile.warnings)
         {
             run.partial = true;
-            self.profile.warnings.extend(cut.map(unread::cut_row));
         }
         self.finish();
         std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);

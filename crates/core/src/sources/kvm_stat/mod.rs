@@ -370,9 +370,10 @@ impl Reader {
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
-        if cut.is_some() && cut == self.last_row && !matches!(self.current, Current::None) {
+        if !matches!(self.current, Current::None)
+            && unread::row_was_cut(cut, self.last_row, &mut self.profile.warnings)
+        {
             self.mark_partial();
-            self.profile.warnings.extend(cut.map(unread::cut_row));
         }
         self.finish();
         std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
