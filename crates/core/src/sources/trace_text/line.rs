@@ -8,7 +8,8 @@
 //! - raw ftrace (`trace`, `trace_pipe`): the same plus the latency flags (`d..2.`) after the
 //!   CPU and, with `record-tgid`, a `(TGID)` column (`(-------)` when unknown);
 //! - bare event lines as patch mails paste them: `kvm_exit: reason EXIT_RSM rip 0x… info 0 0`,
-//!   with no task, CPU or timestamp (only for `kvm_*` events, so prose is not taken for one).
+//!   with no task, CPU or timestamp, or only the `comm-pid` (only for `kvm_*` events, so prose
+//!   is not taken for one).
 //!
 //! [`prefix_only`] recognises the first half of a line a mailer wrapped right after the
 //! timestamp (`qemu-system-x86-5665  [000] ....   280.971121:`), so the reader can join it
@@ -45,9 +46,9 @@ impl Dialect {
             Dialect::TraceCmd => "`trace-cmd report` lines",
             Dialect::Ftrace => "raw ftrace lines (`trace`/`trace_pipe`, latency flags or TGID)",
             Dialect::Bare => {
-                "bare event lines without task, CPU or timestamp (as pasted in mails): events \
-                 are counted, but without timestamps exits cannot be paired with entries, so \
-                 there are no durations"
+                "bare event lines without CPU or timestamp, some without the task too (as \
+                 pasted in mails): events are counted, but without timestamps exits cannot be \
+                 paired with entries, so there are no durations"
             }
         }
     }
@@ -123,11 +124,14 @@ pub fn split(line: &str) -> Option<Line<'_>> {
             let before = &line[..stamp.map_or(start, |(s, _)| s)];
             let prefix = prefix(before);
             if stamp.is_none() && subsystem.is_none() && prefix.cpu.is_none() {
-                let bare = before.trim_ascii().is_empty() && event.starts_with("kvm_");
+                // Bare: nothing before the event, or only the `comm-pid` an author kept.
+                let lone_task = prefix.tid.is_some() && !before.trim_ascii().contains([' ', '\t']);
+                let bare =
+                    (before.trim_ascii().is_empty() || lone_task) && event.starts_with("kvm_");
                 return bare.then(|| Line {
-                    comm: None,
-                    pid: None,
-                    tid: None,
+                    comm: prefix.comm,
+                    pid: prefix.pid,
+                    tid: prefix.tid,
                     cpu: None,
                     stamp: Stamp::Missing,
                     subsystem: None,
