@@ -390,3 +390,23 @@ fn trace_lines_a_mailer_wrapped_are_joined() {
     assert_eq!(exits.count(), 10);
     assert!(exits.time_ns().is_some_and(|t| t > 0));
 }
+
+/// CI's fuzzer found it: two `kvm_exit(REASON)` children whose counts add past 2^64-1 made the
+/// check of the children against their parent overflow (a panic in debug builds).
+#[test]
+fn kvm_stat_children_summing_past_u64_do_not_overflow() {
+    let rel = "cases/ml-07-kvm-stat-host-mm-bug-page-fault-loop/input-2.txt";
+    let max = b"> >>   kvm_exit(EXCEPTION_NMI)       18446744073709551615  330604";
+    let text = replace_line(&data(rel), 6, max);
+    let text = replace_line(
+        &text,
+        7,
+        b"> >>   kvm_exit(EXTERNAL_INTERRUPT)  18446744073709551615     105",
+    );
+    let p = read(&text, "max.txt", Format::KvmStat);
+    assert!(
+        p.tables.iter().any(|t| t.count() == u64::MAX),
+        "the children's sum saturates: {:?}",
+        p.tables.iter().map(|t| t.count()).collect::<Vec<_>>()
+    );
+}
