@@ -137,49 +137,22 @@ pub fn build(profiles: &[Profile], decoder: &Decoder) -> Comparison {
     }
 }
 
-/// One input per (file, table label).
+/// One side per input (see [`super::inputs`]), with the ISA its tables were read under.
 fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
-    let mut sides = Vec::new();
-    for p in profiles {
-        let path = p.origin.path.clone();
-        let stem = path
-            .as_deref()
-            .map(|s| {
-                std::path::Path::new(s)
-                    .file_stem()
-                    .map_or_else(|| s.to_string(), |f| f.to_string_lossy().into_owned())
-            })
-            .unwrap_or_else(|| p.origin.format.clone());
-        let mut by_label: BTreeMap<Option<String>, Vec<&Table>> = BTreeMap::new();
-        let mut order: Vec<Option<String>> = Vec::new();
-        for t in &p.tables {
-            let label = t.label.clone();
-            if !order.contains(&label) {
-                order.push(label.clone());
-            }
-            by_label.entry(label).or_default().push(t);
-        }
-        for label in order {
-            let tables = by_label.remove(&label).unwrap_or_default();
-            let name = match &label {
-                Some(l) => format!("{stem}: {l}"),
-                None => stem.clone(),
-            };
-            let isa = tables.iter().find_map(|t| t.isa).or(p.origin.isa);
-            sides.push(Side {
-                input: Input {
-                    number: sides.len() + 1,
-                    name,
-                    path: path.clone(),
-                    label,
-                    partial: tables.iter().any(|t| t.partial),
-                },
-                tables,
-                isa,
-            });
-        }
-    }
-    sides
+    super::inputs::split(profiles)
+        .into_iter()
+        .map(|i| Side {
+            isa: i.tables.iter().find_map(|t| t.isa).or(i.profile.origin.isa),
+            input: Input {
+                number: i.number,
+                name: i.name,
+                path: i.path,
+                label: i.label,
+                partial: i.tables.iter().any(|t| t.partial),
+            },
+            tables: i.tables,
+        })
+        .collect()
 }
 
 fn compare_kind(kind: &TableKind, sides: &[Side<'_>], decoder: &Decoder) -> CompareTable {

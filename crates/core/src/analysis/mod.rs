@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod filter;
+pub mod inputs;
 pub mod report;
 pub mod sched;
 pub mod stretch;

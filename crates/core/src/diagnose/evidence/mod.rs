@@ -270,45 +270,19 @@ impl EvidenceSet {
     }
 }
 
-/// Splits profiles into inputs the way `compare` does: one per (file, table label), in order;
-/// a file without tables is one input with none.
+/// Splits profiles into inputs as `compare` does (see [`crate::analysis::inputs`]).
 pub fn split(profiles: &[Profile]) -> Vec<(Input, &Profile, Vec<&Table>)> {
-    let mut out = Vec::new();
-    for p in profiles {
-        let path = p.origin.path.clone();
-        let stem = path
-            .as_deref()
-            .map(|s| {
-                std::path::Path::new(s)
-                    .file_stem()
-                    .map_or_else(|| s.to_string(), |f| f.to_string_lossy().into_owned())
-            })
-            .unwrap_or_else(|| p.origin.format.clone());
-        let mut order: Vec<Option<String>> = Vec::new();
-        for t in &p.tables {
-            if !order.contains(&t.label) {
-                order.push(t.label.clone());
-            }
-        }
-        if order.is_empty() {
-            order.push(None);
-        }
-        let several = order.len() > 1;
-        for label in order {
-            let tables: Vec<&Table> = p.tables.iter().filter(|t| t.label == label).collect();
-            let name = match (&label, several) {
-                (Some(l), true) => format!("{stem}: {l}"),
-                _ => stem.clone(),
-            };
+    crate::analysis::inputs::split(profiles)
+        .into_iter()
+        .map(|i| {
             let input = Input {
-                number: out.len() + 1,
-                name,
-                path: path.clone(),
-                label,
-                format: p.origin.format.clone(),
+                number: i.number,
+                name: i.name,
+                path: i.path,
+                label: i.label,
+                format: i.profile.origin.format.clone(),
             };
-            out.push((input, p, tables));
-        }
-    }
-    out
+            (input, i.profile, i.tables)
+        })
+        .collect()
 }
