@@ -176,20 +176,6 @@ pub fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// Adds one row to `t` like [`Totals::add`], but saturating.
-pub fn add(t: &mut Totals, count: u64, time_ns: Option<u64>, idle: bool) {
-    let plus = |a: Option<u64>| a.zip(time_ns).map(|(a, b)| a.saturating_add(b));
-    t.count = t.count.saturating_add(count);
-    t.time_ns = plus(t.time_ns);
-    if idle {
-        t.idle_count = t.idle_count.saturating_add(count);
-        t.idle_time_ns = plus(t.idle_time_ns);
-    } else {
-        t.overhead_count = t.overhead_count.saturating_add(count);
-        t.overhead_time_ns = plus(t.overhead_time_ns);
-    }
-}
-
 /// Events per second of `count` over `window_ns`.
 pub fn rate(count: u64, window_ns: Option<u64>) -> Option<f64> {
     window_ns
@@ -233,7 +219,7 @@ pub fn part(
         .into_iter()
         .map(|(r, class, vcpus)| {
             let idle = class == Some(ExitClass::Idle);
-            add(&mut totals, r.count, r.time.total_ns, idle);
+            totals.add(r.count, r.time.total_ns, idle);
             Item {
                 table: kind.clone(),
                 name: match &r.key {
