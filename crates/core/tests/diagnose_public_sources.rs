@@ -2,7 +2,8 @@
 //! and no finding's words on any real input (samples, seeds, the case corpus) under any guest,
 //! name the project's reference notes, its design file or its test data — they are not in the
 //! binary and mean nothing to a user. Every source is a Message-ID, a commit, a bug, a document
-//! or a talk, and every URL is https.
+//! or a talk, and every URL is https. The lint rules' sources and the generated finding
+//! catalogue (docs/findings.md) are held to the same.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -11,6 +12,8 @@ use std::path::{Path, PathBuf};
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Diagnosis, Options, Source, catalogue};
+use virtlens_core::lint::rules;
+use virtlens_core::render::findings_md;
 use virtlens_core::sources;
 
 /// What a user cannot open.
@@ -62,6 +65,44 @@ fn the_catalogue_cites_public_material() {
         for s in &e.sources {
             check_source(e.id, s);
         }
+    }
+}
+
+/// The reference notes' short names for their sources, which mean nothing outside them.
+const SHORTHAND: [&str; 9] = [
+    "QEMU-DOC",
+    "QEMU-KVM.C",
+    "LIBVIRT-DOC",
+    "LINUX-GUEST",
+    "NOVA",
+    "DOCKUR",
+    "VIRTINST",
+    "PVE ",
+    "PVE/",
+];
+
+#[test]
+fn the_lint_rules_cite_public_material() {
+    for r in rules::all() {
+        for text in [r.checks, r.needs, r.source] {
+            check(r.id, text);
+            for s in SHORTHAND {
+                assert!(!text.contains(s), "{} names `{s}`: {text}", r.id);
+            }
+        }
+        assert!(!r.source.is_empty(), "{}: no source", r.id);
+    }
+}
+
+#[test]
+fn the_generated_finding_catalogue_cites_public_material() {
+    let page = findings_md::render(
+        &catalogue::entries(),
+        &catalogue::shared_thresholds(),
+        &rules::RULES,
+    );
+    for (n, line) in page.lines().enumerate() {
+        check(&format!("docs/findings.md line {}", n + 1), line);
     }
 }
 

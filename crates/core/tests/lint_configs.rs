@@ -168,7 +168,7 @@ fn libvirt_01_findings_point_at_the_element() {
         Some("<timer name='hypervclock' present='yes'/>")
     );
     assert_eq!(dep.fix.qemu.as_deref(), Some("-cpu …,hv-time=on"));
-    assert!(dep.source.contains("QEMU-KVM.C"));
+    assert!(dep.source.contains("QEMU target/i386/kvm/kvm.c"));
     let r = lint::lint(&read("01-libvirt-test-hyperv.args"), &NONE);
     let dep = r.findings.iter().find(|f| f.rule == "HV-DEP-002").unwrap();
     assert_eq!(dep.element.path, "-cpu hv-stimer=on");

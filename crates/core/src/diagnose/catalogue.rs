@@ -1,13 +1,17 @@
 //! The rule catalogue, listable from code: every hypothesis id with its title, what it means,
 //! its cause tag, whether it is context, its thresholds (its own and the shared severity
-//! thresholds) and its public sources — the logic half from `hypotheses`, the prose half from
-//! `words`, joined by id. docs/findings.md is generated from [`entries`].
+//! thresholds) its public sources and its general fixes — the logic half from `hypotheses`, the
+//! prose half from `words`, joined by id. docs/findings.md is generated from [`entries`]
+//! (`render::findings_md`).
 
 use serde::Serialize;
 
-use super::hypotheses::{self, Threshold};
-use super::model::Source;
+use super::evidence::{EvidenceSet, Given, Input};
+use super::hypotheses::{self, Hypothesis, Threshold};
+use super::model::{Cost, Fix, Source};
 use super::{rank, words};
+use crate::decode::Decoder;
+use crate::profile::{Origin, Profile};
 
 /// One rule of the catalogue.
 #[derive(Debug, Clone, Serialize)]
@@ -20,6 +24,9 @@ pub struct Entry {
     pub context: bool,
     pub thresholds: Vec<Threshold>,
     pub sources: Vec<Source>,
+    /// The fixes it gives when nothing is known about the input (both guests' variants, each
+    /// labelled); on a real input the words adapt them to the guest, host and configuration.
+    pub fixes: Vec<Fix>,
 }
 
 /// The severity thresholds every rule graded by cost shares.
@@ -67,9 +74,30 @@ pub fn entries() -> Vec<Entry> {
                 context: r.context,
                 thresholds: r.thresholds.to_vec(),
                 sources: d.sources.to_vec(),
+                fixes: general_fixes(r.id),
             })
         })
         .collect()
+}
+
+/// The fixes of rule `id` on an input of which nothing is known: no rows, no guest, no host.
+pub fn general_fixes(id: &'static str) -> Vec<Fix> {
+    let input = Input {
+        number: 1,
+        name: String::new(),
+        path: None,
+        label: None,
+        format: String::new(),
+    };
+    let profile = Profile::new(Origin::new("catalogue", None));
+    let ev = EvidenceSet::gather(
+        input,
+        &profile,
+        &[],
+        &Decoder::builtin(),
+        &Given::default(),
+    );
+    words::write(&Hypothesis::with_cost(id, Cost::default(), Vec::new()), &ev).fixes
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub mod compare_text;
 pub mod diagnose_numbers;
 pub mod diagnose_text;
+pub mod findings_md;
 pub mod format;
 pub mod lab_text;
 pub mod lint_text;

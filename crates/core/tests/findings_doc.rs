@@ -1,0 +1,54 @@
+//! docs/findings.md is what the rule catalogues say today: it is generated (see its header) and
+//! this test fails, without rewriting it, when the checked-in page differs from what the
+//! generator writes. It also holds the page to what a user can open: no project notes, design
+//! file or test data named anywhere in it.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use virtlens_core::diagnose::catalogue;
+use virtlens_core::lint::rules;
+use virtlens_core::render::findings_md;
+
+fn generated() -> String {
+    findings_md::render(
+        &catalogue::entries(),
+        &catalogue::shared_thresholds(),
+        &rules::RULES,
+    )
+}
+
+#[test]
+fn docs_findings_md_is_what_the_catalogue_generates() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/findings.md");
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    let now = generated();
+    if on_disk != now {
+        let line = on_disk
+            .lines()
+            .zip(now.lines())
+            .position(|(a, b)| a != b)
+            .map_or_else(|| on_disk.lines().count().min(now.lines().count()), |n| n)
+            + 1;
+        panic!(
+            "docs/findings.md differs from the catalogue (first at line {line}); regenerate it \
+             with `{}` and review the diff",
+            findings_md::REGENERATE
+        );
+    }
+}
+
+#[test]
+fn every_rule_id_is_in_the_page_with_its_sources() {
+    let page = generated();
+    for e in catalogue::entries() {
+        assert!(page.contains(&format!("### `{}`", e.id)), "{}", e.id);
+        for s in &e.sources {
+            assert!(page.contains(s.reference), "{}: {}", e.id, s.reference);
+        }
+    }
+    for r in rules::all() {
+        assert!(page.contains(&format!("| {} |", r.id)), "{}", r.id);
+    }
+}
