@@ -49,7 +49,9 @@ use tracefs::Tracefs;
 pub use error::CaptureError;
 pub use output::OutputFile;
 pub use ready_fd::ReadyFd;
-pub use record::{Control, Progress, Ready, RecordSummary, record_profile, record_to_file};
+pub use record::{
+    Control, Progress, RECORD_SCHEMA, Ready, RecordSummary, record_profile, record_to_file,
+};
 pub use signals::StopSignals;
 
 /// What can be checked before anything is set up: root, tracefs, the ring buffers' size.

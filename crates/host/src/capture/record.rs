@@ -60,9 +60,14 @@ pub struct Control<'a> {
     pub progress: &'a mut dyn FnMut(&Progress),
 }
 
+/// The version of `record --json`'s summary (docs/schemas/virtlens.record/1.json).
+pub const RECORD_SCHEMA: &str = "virtlens.record/1";
+
 /// What `record` wrote.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecordSummary {
+    /// [`RECORD_SCHEMA`].
+    pub schema: &'static str,
     pub path: String,
     pub events: u64,
     pub lost: u64,
@@ -110,6 +115,7 @@ pub fn record_to_file(
     let path = out.path().display().to_string();
     out.commit()?;
     let summary = RecordSummary {
+        schema: RECORD_SCHEMA,
         path,
         events: rows,
         lost: stopped.lost,
