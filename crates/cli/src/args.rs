@@ -4,12 +4,15 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::help;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "virtlens",
     version,
     about = "Measure, explain and fix the overhead a hypervisor adds to a guest",
     long_about = None,
+    after_long_help = help::VIRTLENS,
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -19,31 +22,43 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Read exit profiles (perf kvm stat text, …) and print them decoded, ranked, idle apart
+    #[command(after_long_help = help::REPORT)]
     Report(ReportArgs),
     /// Put several inputs side by side: deltas per key, totals without idle, a verdict
+    #[command(after_long_help = help::COMPARE)]
     Compare(CompareArgs),
     /// Explain a profile: findings ranked by cost, with evidence, cause, fix and expected effect
+    #[command(after_long_help = help::DIAGNOSE)]
     Diagnose(DiagnoseArgs),
     /// Measure what each kind of VM exit costs on this host (micro-VMs on /dev/kvm)
+    #[command(after_long_help = help::EXITCOST)]
     Exitcost(ExitcostArgs),
     /// Measure exit costs and replay classic traps against their fixes (micro-VMs on /dev/kvm)
+    #[command(after_long_help = help::LAB)]
     Lab(LabArgs),
     /// Check a VM configuration (libvirt XML, QEMU command line, Proxmox config) for Hyper-V traps
+    #[command(after_long_help = help::LINT)]
     Lint(LintArgs),
     /// Capture KVM events live (own tracefs instance) into a file report/compare/diagnose read
+    #[command(after_long_help = help::RECORD)]
     Record(RecordArgs),
     /// Live per-VM view of exit reasons and events, like kvm_stat with names (`q` quits)
+    #[command(after_long_help = help::TOP)]
     Top(TopArgs),
     /// Run the load generator: fixed work on worker threads, elapsed time is the measure
+    #[command(after_long_help = help::LOAD)]
     Load(virtlens_guest::cli::LoadArgs),
     /// Run the guest-side benchmark suite (one JSON per layer, for `virtlens stretch`)
+    #[command(after_long_help = help::BENCH)]
     Bench(virtlens_guest::cli::BenchArgs),
     /// How much slower the same work runs from layer to layer, with noise bounds and causes
+    #[command(after_long_help = help::STRETCH)]
     Stretch(StretchArgs),
     /// Capacity models (over-commit: joint probability and Erlang C), checked against measurement
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = help::MODEL)]
     Model(ModelCommand),
     /// Export per-VM exit counts, latencies, ready time and findings for Prometheus (read-only)
+    #[command(after_long_help = help::SERVE)]
     Serve(ServeArgs),
 }
 
@@ -71,6 +86,7 @@ pub struct StretchArgs {
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
     /// vCPUs sharing too few pCPUs: predicted stretch and ready %; --measure checks it here
+    #[command(after_long_help = help::OVERCOMMIT)]
     Overcommit(OvercommitArgs),
 }
 
