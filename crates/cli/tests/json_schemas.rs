@@ -246,7 +246,10 @@ fn outputs_on_every_input_file_validate() {
         &[0],
     );
     check(&["lab", "--offline", "--json"], &[3]);
-    check(&["load", "--json", "--tasks", "4", "--iterations", "2"], &[0]);
+    check(
+        &["load", "--json", "--tasks", "4", "--iterations", "2"],
+        &[0],
+    );
     check(&["bench", "--json", "--quick", "--runs", "1"], &[0]);
     let want = [
         "virtlens.report/1",
@@ -260,7 +263,10 @@ fn outputs_on_every_input_file_validate() {
         "virtlens.bench/1",
     ];
     for w in want {
-        assert!(seen.contains(w), "no output validated against {w}: {seen:?}");
+        assert!(
+            seen.contains(w),
+            "no output validated against {w}: {seen:?}"
+        );
     }
 }
 
@@ -408,15 +414,24 @@ fn a_renamed_missing_or_retyped_field_fails() {
     let finding = renamed["findings"][0].as_object_mut().unwrap();
     let severity = finding.remove("severity").unwrap();
     finding.insert("level".into(), severity);
-    assert!(schemas.check("renamed", &renamed).is_err(), "a renamed field");
+    assert!(
+        schemas.check("renamed", &renamed).is_err(),
+        "a renamed field"
+    );
 
     let mut missing = good.clone();
     missing.as_object_mut().unwrap().remove("findings");
-    assert!(schemas.check("missing", &missing).is_err(), "a missing field");
+    assert!(
+        schemas.check("missing", &missing).is_err(),
+        "a missing field"
+    );
 
     let mut retyped = good.clone();
     retyped["findings"][0]["cost"]["exits"] = Value::String("many".into());
-    assert!(schemas.check("retyped", &retyped).is_err(), "a retyped field");
+    assert!(
+        schemas.check("retyped", &retyped).is_err(),
+        "a retyped field"
+    );
 
     let mut other = good.clone();
     other["schema"] = Value::String("virtlens.diagnose/999".into());

@@ -85,7 +85,11 @@ fn visible<'a>(shown: &'a str, actual: &'a str) -> (&'a str, String) {
 /// Checks every example of `page`; returns how many it has and the stale ones.
 fn check(page: &Path, stale: &mut Vec<String>) -> usize {
     let text = std::fs::read_to_string(page).unwrap();
-    let name = page.strip_prefix(root()).unwrap_or(page).display().to_string();
+    let name = page
+        .strip_prefix(root())
+        .unwrap_or(page)
+        .display()
+        .to_string();
     let mut rest = text.as_str();
     let mut checked = 0;
     while let Some(start) = rest.find("```console\n$ virtlens ") {
@@ -139,7 +143,10 @@ fn a_cut_example_compares_only_the_lines_it_shows() {
     let actual = "a\nb\nc\n";
     assert_eq!(visible("a\nb\n…", actual), ("a\nb", "a\nb".to_string()));
     assert_eq!(visible("a\nx\n…", actual).1, "a\nb");
-    assert_eq!(visible("a\nb\nc", actual), ("a\nb\nc", "a\nb\nc".to_string()));
+    assert_eq!(
+        visible("a\nb\nc", actual),
+        ("a\nb\nc", "a\nb\nc".to_string())
+    );
     // A `…` inside a line is output, not a cut.
     assert_eq!(visible("a …", "a …\n").0, "a …");
 }

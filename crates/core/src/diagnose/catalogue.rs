@@ -90,13 +90,7 @@ pub fn general_fixes(id: &'static str) -> Vec<Fix> {
         format: String::new(),
     };
     let profile = Profile::new(Origin::new("catalogue", None));
-    let ev = EvidenceSet::gather(
-        input,
-        &profile,
-        &[],
-        &Decoder::builtin(),
-        &Given::default(),
-    );
+    let ev = EvidenceSet::gather(input, &profile, &[], &Decoder::builtin(), &Given::default());
     words::write(&Hypothesis::with_cost(id, Cost::default(), Vec::new()), &ev).fixes
 }
 

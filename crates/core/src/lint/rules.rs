@@ -224,7 +224,13 @@ pub const RULES: [Rule; 38] = [
         "",
         "QEMU docs/system/i386/hyperv.rst",
     ),
-    r("HV-OPS-004", "medium", "hv-syndbg on", "", "QEMU docs/system/i386/hyperv.rst"),
+    r(
+        "HV-OPS-004",
+        "medium",
+        "hv-syndbg on",
+        "",
+        "QEMU docs/system/i386/hyperv.rst",
+    ),
     r(
         "HV-OPS-005",
         "high/medium",
@@ -232,7 +238,13 @@ pub const RULES: [Rule; 38] = [
         "",
         "QEMU docs/system/i386/hyperv.rst",
     ),
-    r("HV-OPS-006", "info", "hv-enforce-cpuid", "", "QEMU docs/system/i386/hyperv.rst"),
+    r(
+        "HV-OPS-006",
+        "info",
+        "hv-enforce-cpuid",
+        "",
+        "QEMU docs/system/i386/hyperv.rst",
+    ),
     r(
         "HV-OPS-007",
         "info",

@@ -102,7 +102,10 @@ fn entry(out: &mut String, e: &Entry) {
         let _ = writeln!(out);
     }
     if e.fixes.is_empty() {
-        let _ = writeln!(out, "Fix: none (it explains, it does not ask for a change).\n");
+        let _ = writeln!(
+            out,
+            "Fix: none (it explains, it does not ask for a change).\n"
+        );
     } else {
         let _ = writeln!(out, "Fix:\n");
         for f in &e.fixes {
