@@ -29,7 +29,7 @@ fn docs_findings_md_is_what_the_catalogue_generates() {
             .lines()
             .zip(now.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(|| on_disk.lines().count().min(now.lines().count()), |n| n)
+            .unwrap_or_else(|| on_disk.lines().count().min(now.lines().count()))
             + 1;
         panic!(
             "docs/findings.md differs from the catalogue (first at line {line}); regenerate it \
