@@ -81,6 +81,8 @@ pub struct StretchArgs {
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -147,6 +149,17 @@ pub struct InputArgs {
     pub json: bool,
 }
 
+/// `--html FILE [--force]`, on the commands that have a page.
+#[derive(Debug, Args)]
+pub struct HtmlArgs {
+    /// Also write the result as one self-contained HTML page (charts, tables; opens offline)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Replace the --html FILE if it exists (the new page is renamed over it once complete)
+    #[arg(long, requires = "html")]
+    pub force: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Input files (`-` for standard input)
@@ -160,6 +173,8 @@ pub struct ReportArgs {
     pub top: Option<usize>,
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 #[derive(Debug, Args)]
@@ -169,6 +184,8 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -326,6 +343,8 @@ pub struct DiagnoseArgs {
     pub fail_on: DiagnoseSeverityArg,
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 /// The host a profile was captured on, for commands that diagnose it.
@@ -381,6 +400,8 @@ pub struct ExitcostArgs {
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -411,6 +432,8 @@ pub struct LabArgs {
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 /// Options shared by the live-capture commands.

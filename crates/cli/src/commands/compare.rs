@@ -3,13 +3,13 @@
 use std::process::ExitCode;
 
 use virtlens_core::analysis::compare;
-use virtlens_core::render;
 
 use super::inputs;
 use crate::args::CompareArgs;
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let out = OutputOptions::with_html(a.input.json, &a.page)?;
     let profiles = inputs::profiles(&a.files, &a.input)?;
     let decoder = inputs::decoder(&a.input)?;
     let comparison = compare::build(&profiles, &decoder);
@@ -19,10 +19,6 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             comparison.inputs.len()
         );
     }
-    if a.input.json {
-        output::print(&format!("{}\n", render::json(&comparison)));
-    } else {
-        output::print(&render::compare_text::render(&comparison, &output::style()));
-    }
+    output::emit(&comparison, out)?;
     Ok(ExitCode::SUCCESS)
 }

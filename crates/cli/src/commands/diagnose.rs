@@ -13,20 +13,21 @@ use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
-use virtlens_core::render;
 use virtlens_host::capture::{self, CaptureOptions, Control, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
 use crate::args::{ConfigFormatArg, DiagnoseArgs, DiagnoseSeverityArg, GuestArg};
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
+    // The page's file is checked before a live capture starts.
+    let out = OutputOptions::with_html(a.input.json, &a.page)?;
     let profiles = if a.live {
         vec![live(a)?]
     } else {
         inputs::profiles(&a.files, &a.input)?
     };
-    finish(profiles, a)
+    finish(profiles, a, out)
 }
 
 /// `--live`: records this host's KVM events for `--duration` seconds, the VM chosen by
@@ -63,7 +64,11 @@ fn live(a: &DiagnoseArgs) -> anyhow::Result<Profile> {
 
 /// Diagnoses `profiles` (read from files, or captured live) with the options of `a`, prints
 /// the result and returns the exit code.
-pub fn finish(profiles: Vec<Profile>, a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
+pub fn finish(
+    profiles: Vec<Profile>,
+    a: &DiagnoseArgs,
+    out: OutputOptions,
+) -> anyhow::Result<ExitCode> {
     let decoder = inputs::decoder(&a.input)?;
     let h = &a.host;
     let mut host = lint::host_facts_from(
@@ -110,11 +115,7 @@ pub fn finish(profiles: Vec<Profile>, a: &DiagnoseArgs) -> anyhow::Result<ExitCo
             configs.len()
         ));
     }
-    if a.input.json {
-        output::print(&format!("{}\n", render::json(&d)));
-    } else {
-        output::print(&render::diagnose_text::render(&d, &output::style()));
-    }
+    output::emit(&d, out)?;
     let at = match a.fail_on {
         DiagnoseSeverityArg::Critical => Severity::Critical,
         DiagnoseSeverityArg::High => Severity::High,

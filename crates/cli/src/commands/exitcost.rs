@@ -6,12 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use virtlens_core::measure::Mode;
-use virtlens_core::render::{self, lab_text};
 use virtlens_host::lab;
 
 use super::lab::with_progress;
 use crate::args::{ExitcostArgs, ModeArg};
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
     if let Err(e) = lab::kvm_usable() {
@@ -26,6 +25,7 @@ pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
             a.budget
         );
     }
+    let out = OutputOptions::with_html(a.json, &a.page)?;
     let mut opts = lab::Options::exitcost();
     opts.budget = Duration::from_secs_f64(a.budget);
     opts.rounds = usize::try_from(a.runs).unwrap_or(usize::MAX);
@@ -43,9 +43,7 @@ pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
         for n in &report.notes {
             eprintln!("virtlens exitcost: {n}");
         }
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&lab_text::exitcost(&report, &output::style()));
     }
+    output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }

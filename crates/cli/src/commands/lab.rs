@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use virtlens_core::measure::{LAB_SCHEMA, LabReport, diagnosed, resolution};
-use virtlens_core::render::{self, lab_text};
+use virtlens_core::render::LabRecording;
 use virtlens_host::lab::{self, Tick};
 
 use crate::args::LabArgs;
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 /// The exit status of `lab --json` when it printed the bundled recording, not a measurement.
 pub const NOT_MEASURED: u8 = 3;
@@ -23,6 +23,7 @@ pub const NOT_MEASURED: u8 = 3;
 const RECORDING: &str = include_str!("../../../../testdata/lab/pvm-dev-machine.json");
 
 pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    let out = OutputOptions::with_html(a.json, &a.page)?;
     let why = if a.offline {
         Some("--offline was given".to_string())
     } else {
@@ -31,20 +32,16 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
             .map(|e| format!("cannot measure here ({e})"))
     };
     if let Some(why) = why {
-        return offline(&why, a.json);
+        return offline(&why, out);
     }
     let opts = lab::Options::lab(a.quick);
     let mut report = with_progress(|tick| lab::run_lab(&opts, tick));
     diagnosed::diagnose_scenarios(&mut report);
-    if a.json {
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&lab_text::lab(&report, &output::style()));
-    }
+    output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn offline(why: &str, json: bool) -> anyhow::Result<ExitCode> {
+fn offline(why: &str, out: OutputOptions) -> anyhow::Result<ExitCode> {
     let mut report: LabReport = serde_json::from_str(RECORDING)
         .map_err(|e| anyhow::anyhow!("the bundled lab recording is unreadable: {e}"))?;
     // Shown by this virtlens: in its schema, labelled by its rules, and never as measured.
@@ -52,20 +49,25 @@ fn offline(why: &str, json: bool) -> anyhow::Result<ExitCode> {
     report.measured = false;
     resolution::label_lab(&mut report);
     diagnosed::diagnose_scenarios(&mut report);
+    let json = out.json;
     if json {
         eprintln!(
             "virtlens lab: {why}; printing the bundled recording (\"measured\": false, exit \
              status {NOT_MEASURED})"
         );
-        output::print(&format!("{}\n", render::json(&report)));
-        return Ok(ExitCode::from(NOT_MEASURED));
-    } else {
-        let style = output::style();
-        let mut text = lab_text::recording_banner(&report, why, &style);
-        text.push_str(&lab_text::lab(&report, &style));
-        output::print(&text);
     }
-    Ok(ExitCode::SUCCESS)
+    output::emit(
+        &LabRecording {
+            report: &report,
+            why,
+        },
+        out,
+    )?;
+    Ok(if json {
+        ExitCode::from(NOT_MEASURED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Runs `work` with a progress bar on stderr when it is a terminal, and none otherwise.

@@ -9,12 +9,11 @@ use anyhow::Context;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Preset, Severity, presets};
-use virtlens_core::render;
 
 use crate::args::{
     ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, SeverityArg, VendorArg,
 };
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
     let host = host_facts(a);
@@ -64,11 +63,7 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
             options.libvirt_version,
         ));
     }
-    if a.json {
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&render::lint_text::render(&report, &output::style()));
-    }
+    output::emit(&report, OutputOptions::stdout(a.json))?;
     Ok(if report.fails(severity(a.fail_on)) {
         ExitCode::from(1)
     } else {

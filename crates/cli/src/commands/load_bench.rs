@@ -3,18 +3,37 @@
 
 use std::process::ExitCode;
 
+use serde::Serialize;
+use virtlens_core::render::{Export, Style, json};
 use virtlens_guest::cli::{BenchArgs, LoadArgs};
 use virtlens_guest::render;
+use virtlens_guest::schema::{BenchReport, LoadReport};
 
-use crate::output;
+use crate::output::{self, OutputOptions};
+
+/// A guest-side result shown through the one export path (the guest crate renders its own
+/// text: it is built without virtlens-core).
+struct Guest<'a, T> {
+    result: &'a T,
+    text: fn(&T) -> String,
+}
+
+impl<T: Serialize> Export for Guest<'_, T> {
+    fn json(&self) -> String {
+        json(self.result)
+    }
+    fn text(&self, _style: &Style) -> String {
+        (self.text)(self.result)
+    }
+}
 
 pub fn load(a: &LoadArgs) -> anyhow::Result<ExitCode> {
     let r = a.run().map_err(anyhow::Error::msg)?;
-    if a.json {
-        output::print(&format!("{}\n", virtlens_core::render::json(&r)));
-    } else {
-        output::print(&render::load(&r));
-    }
+    let shown = Guest::<LoadReport> {
+        result: &r,
+        text: render::load,
+    };
+    output::emit(&shown, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -29,10 +48,10 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         })
     })
     .map_err(anyhow::Error::msg)?;
-    if a.json {
-        output::print(&format!("{}\n", virtlens_core::render::json(&r)));
-    } else {
-        output::print(&render::bench(&r));
-    }
+    let shown = Guest::<BenchReport> {
+        result: &r,
+        text: render::bench,
+    };
+    output::emit(&shown, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -4,10 +4,9 @@
 use std::process::ExitCode;
 
 use virtlens_core::model::overcommit::{self, Inputs};
-use virtlens_core::render::{self, model_text};
 
 use crate::args::OvercommitArgs;
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
     let pcpus = a
@@ -23,11 +22,7 @@ pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
         background: a.background,
     })
     .map_err(anyhow::Error::msg)?;
-    if a.json {
-        output::print(&format!("{}\n", render::json(&m)));
-    } else {
-        output::print(&model_text::overcommit(&m, &output::style()));
-    }
+    output::emit(&m, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -38,10 +33,6 @@ fn measure(a: &OvercommitArgs, pcpus: u32) -> anyhow::Result<ExitCode> {
     })?;
     let table =
         virtlens_core::model::checked::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
-    if a.json {
-        output::print(&format!("{}\n", render::json(&table)));
-    } else {
-        output::print(&model_text::checked(&table, &output::style()));
-    }
+    output::emit(&table, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,7 @@ use virtlens_host::capture::{
 };
 
 use crate::args::{LiveArgs, RecordArgs};
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
@@ -65,33 +65,7 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     }
     let (_profile, mut summary) = result?;
     summary.stopped_by = signals.which();
-    if a.json {
-        output::print(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&summary).unwrap_or_default()
-        ));
-    } else {
-        let stopped = summary
-            .stopped_by
-            .as_ref()
-            .map(|s| format!(", stopped by {s}"))
-            .unwrap_or_default();
-        let mut text = format!(
-            "recorded {} events in {:.2} s ({} lost{stopped}) to {} ({} bytes, {} event columns)\n",
-            format::count(summary.events),
-            summary.duration_ns as f64 / 1e9,
-            format::count(summary.lost),
-            summary.path,
-            format::count(summary.bytes),
-            summary.columns.len()
-        );
-        text.push_str(&format!("{}\n", summary.buffers.describe()));
-        for n in &summary.notes {
-            text.push_str(&format!("note: {n}\n"));
-        }
-        text.push_str(&format!("read it with: virtlens report {}\n", summary.path));
-        output::print(&text);
-    }
+    output::emit(&summary, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -11,14 +11,13 @@ use anyhow::Context;
 use virtlens_core::analysis::report::{self, By, Options};
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::Note;
-use virtlens_core::render;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::source::Source;
 use virtlens_host::capture::{CaptureOptions, ReadyFd, StopSignals};
 use virtlens_host::sched::Sampler;
 
 use crate::args::RecordArgs;
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 /// How often the trace buffer is drained (the BPF maps need nothing) and the stop looked at.
 const SLICE: Duration = Duration::from_millis(50);
@@ -60,10 +59,6 @@ pub fn run(
         top: None,
     };
     let report = report::build(&[iv.profile], &Decoder::builtin(), &options);
-    if a.json {
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&render::report_text::render(&report, &output::style()));
-    }
+    output::emit(&report, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

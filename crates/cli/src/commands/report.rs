@@ -3,13 +3,13 @@
 use std::process::ExitCode;
 
 use virtlens_core::analysis::report::{self, By, Options};
-use virtlens_core::render;
 
 use super::inputs;
 use crate::args::{ByArg, ReportArgs};
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let out = OutputOptions::with_html(a.input.json, &a.page)?;
     let profiles = inputs::profiles(&a.files, &a.input)?;
     let decoder = inputs::decoder(&a.input)?;
     let options = Options {
@@ -25,10 +25,6 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         top: a.top,
     };
     let report = report::build(&profiles, &decoder, &options);
-    if a.input.json {
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&render::report_text::render(&report, &output::style()));
-    }
+    output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,12 +7,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use virtlens_core::analysis::stretch::{self, Layer};
-use virtlens_core::render::{self, stretch_text};
+use virtlens_core::render;
 
 use crate::args::StretchArgs;
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
+    let out = OutputOptions::with_html(a.json, &a.page)?;
     let layers = if a.lab {
         lab_layers(a)?
     } else {
@@ -30,11 +31,7 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let report = stretch::analyse(&layers);
-    if a.json {
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&stretch_text::render(&report, &output::style()));
-    }
+    output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use virtlens_core::decode::Decoder;
-use virtlens_core::render::top_text;
+use virtlens_core::render::TopScreen;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::source::Source;
 use virtlens_host::capture::tty::RawTerminal;
@@ -73,13 +73,14 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                 }));
             iv.profile.sched = Some(sched.close_interval());
             let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
+            let shown = TopScreen {
+                view: &view,
+                rows: a.rows,
+            };
             if a.json {
-                output::try_print(&format!(
-                    "{}\n",
-                    serde_json::to_string(&view).unwrap_or_default()
-                ))?;
+                output::try_print(&output::rendered(&shown, true))?;
             } else {
-                let text = top_text::render(&view, &output::style(), a.rows);
+                let text = output::rendered(&shown, false);
                 if screen {
                     output::try_print(&format!("\x1b[H\x1b[2J{text}(q quits)\n"))?;
                 } else {

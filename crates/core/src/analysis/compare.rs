@@ -40,6 +40,10 @@ pub struct Input {
     pub label: Option<String>,
     /// Rows of this input are missing (elided, unreadable, cut off, lost): see the notes.
     pub partial: bool,
+    /// The KVM backend (`vmx`, `svm`, `pvm`) when the input names it, for labelling figures
+    /// (not part of the JSON schema).
+    #[serde(skip)]
+    pub backend: Option<String>,
 }
 
 /// What input `input` changed against input 1, for one kind.
@@ -149,6 +153,7 @@ fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
                 path: i.path,
                 label: i.label,
                 partial: i.tables.iter().any(|t| t.partial),
+                backend: i.profile.origin.backend.clone(),
             },
             tables: i.tables,
         })

@@ -3,6 +3,7 @@
 //! what changed. Both produce plain data that the renderers print.
 
 pub mod compare;
+pub mod distribution;
 pub mod filter;
 pub mod inputs;
 pub mod report;

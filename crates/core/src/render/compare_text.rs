@@ -164,7 +164,7 @@ fn total_cells(
 }
 
 /// "2 spends 80% less time handling exits than 1 (idle excluded); EPT_MISCONFIG exits −100%, …"
-fn sentence(v: &Verdict) -> String {
+pub(crate) fn sentence(v: &Verdict) -> String {
     let (verb, what, idle) = match v.measure {
         Measure::Time => ("spends", "time handling exits", " (idle excluded)"),
         Measure::Exits => ("makes", "exits", " (idle excluded)"),

@@ -102,7 +102,7 @@ fn header(out: &mut String, d: &Diagnosis, r: &InputReport, style: &Style) {
     out.push_str(&Style::paint(paint, &format::wrap(&num::answer(d, r), 0)));
 }
 
-fn flags(e: &crate::config::Effective) -> String {
+pub(crate) fn flags(e: &crate::config::Effective) -> String {
     let mut parts: Vec<String> = Vec::new();
     if e.passthrough {
         parts.push("hv-passthrough".into());
@@ -275,7 +275,7 @@ fn facts(out: &mut String, label: &str, rows: &[Fact]) {
     }
 }
 
-fn counts(d: &Diagnosis) -> String {
+pub(crate) fn counts(d: &Diagnosis) -> String {
     let parts: Vec<String> = Severity::WORST_FIRST
         .iter()
         .map(|&s| (s, d.findings.iter().filter(|f| f.severity == s).count()))

@@ -81,7 +81,8 @@ pub fn recording_banner(r: &LabReport, why: &str, style: &Style) -> String {
     out
 }
 
-fn mode_kind(backend: &BackendLabel, mode: Mode) -> &'static str {
+/// Whether guest code of `mode` ran natively or was emulated on this backend, in words.
+pub(crate) fn mode_kind(backend: &BackendLabel, mode: Mode) -> &'static str {
     let emulated = if mode.is_user() {
         backend.ring3_emulations_per_insn.map(|r| r > 0.5)
     } else {
@@ -151,7 +152,8 @@ fn header(
     out.push('\n');
 }
 
-fn summary(out: &mut String, r: &LabReport, style: &Style) {
+/// The summary lines of a lab report (ports, clock, the backend's caveat).
+pub(crate) fn summary(out: &mut String, r: &LabReport, style: &Style) {
     out.push_str(&Style::paint(style.title, "Summary"));
     out.push('\n');
     let h = &r.headline;
@@ -198,7 +200,7 @@ fn summary(out: &mut String, r: &LabReport, style: &Style) {
 }
 
 /// A ratio with the digits that mean something: `0.9`, `4.7`, `24`, `2761`.
-fn times(x: f64) -> String {
+pub(crate) fn times(x: f64) -> String {
     if x.abs() >= 20.0 {
         format!("{x:.0}")
     } else {
@@ -206,7 +208,8 @@ fn times(x: f64) -> String {
     }
 }
 
-fn ns(v: Option<f64>) -> String {
+/// A cost per operation, with a decimal below 10 ns; `-` when unknown.
+pub(crate) fn ns(v: Option<f64>) -> String {
     v.map_or_else(
         || "-".into(),
         |v| {

@@ -36,7 +36,8 @@ pub fn render(report: &Report, style: &Style) -> String {
     out
 }
 
-fn title(t: &ReportTable) -> String {
+/// The table's title: input, kind, grouping, label and scope.
+pub(crate) fn title(t: &ReportTable) -> String {
     let mut parts = vec![t.input.clone(), format::kind_title(&t.kind, t.isa)];
     if t.grouped_by != "key" {
         parts.push(format!("by {}", t.grouped_by));
@@ -213,7 +214,8 @@ fn cells(t: &ReportTable, r: &ReportRow, cols: &Columns) -> Vec<String> {
     c
 }
 
-fn summary(t: &ReportTable) -> String {
+/// The totals line of a table (idle apart), indented by two spaces.
+pub(crate) fn summary(t: &ReportTable) -> String {
     let tot = &t.total;
     if t.overlapping {
         return format!(

@@ -16,7 +16,7 @@ fn pct(v: f64) -> String {
     format!("{v:+.2} %")
 }
 
-fn verdict(s: &Stretch) -> &'static str {
+pub(crate) fn verdict(s: &Stretch) -> &'static str {
     match s.verdict {
         Verdict::Slower => "slower",
         Verdict::Faster => "faster",
@@ -173,7 +173,7 @@ fn summary_table(r: &StretchReport) -> String {
     format!("{grid}\n")
 }
 
-fn stated_line(s: &StatedCheck, style: &Style) -> (String, anstyle::Style) {
+pub(crate) fn stated_line(s: &StatedCheck, style: &Style) -> (String, anstyle::Style) {
     let st = &s.stated;
     let what = format!("{} vs {} on {}", st.layer, st.base, st.measure);
     let computed = s.computed.map(|c| {

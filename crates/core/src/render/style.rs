@@ -29,6 +29,19 @@ impl Default for Style {
 }
 
 impl Style {
+    /// No styling at all (for text that goes into another format, e.g. an HTML page).
+    pub fn plain() -> Self {
+        let none = anstyle::Style::new();
+        Self {
+            title: none,
+            header: none,
+            idle: none,
+            good: none,
+            bad: none,
+            note: none,
+        }
+    }
+
     /// `text` wrapped in `style`.
     pub fn paint(style: anstyle::Style, text: &str) -> String {
         format!("{style}{text}{style:#}")

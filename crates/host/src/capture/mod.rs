@@ -35,6 +35,7 @@ pub mod record;
 pub mod session;
 pub mod signals;
 pub mod spool;
+mod summary_text;
 pub mod top_view;
 pub mod tracefs;
 pub mod tty;

@@ -6,6 +6,7 @@
 //! place only when complete. So a reader never sees a half-written file, and two captures
 //! to one path cannot interleave: without `--force` the second to finish finds the first's
 //! file there, leaves it alone and keeps its own next to it under a name it reports.
+//! Other outputs written the same way (`--html FILE`) use [`OutputFile::prepare_for`].
 
 use std::fs::File;
 use std::io::ErrorKind;
@@ -27,15 +28,29 @@ pub struct OutputFile {
     file: Option<File>,
     force: bool,
     done: bool,
+    /// What is written, for messages: `capture`, `page`.
+    what: &'static str,
     _registration: Registration,
 }
 
 impl OutputFile {
-    /// Checks `path` and creates the temporary file next to it; see the module doc.
+    /// Checks `path` (given with `-o`) and creates the temporary file next to it; see the
+    /// module doc.
     pub fn prepare(path: &Path, force: bool) -> Result<OutputFile, CaptureError> {
-        let usage = |m: String| CaptureError::Usage(format!("-o {}: {m}", path.display()));
+        Self::prepare_for("-o", "capture", path, force)
+    }
+
+    /// [`OutputFile::prepare`] for a file given with option `flag` (`--html`), holding a
+    /// `what` (`page`), as messages name them.
+    pub fn prepare_for(
+        flag: &str,
+        what: &'static str,
+        path: &Path,
+        force: bool,
+    ) -> Result<OutputFile, CaptureError> {
+        let usage = |m: String| CaptureError::Usage(format!("{flag} {}: {m}", path.display()));
         if path.as_os_str().is_empty() {
-            return Err(CaptureError::Usage("-o needs a file path".into()));
+            return Err(CaptureError::Usage(format!("{flag} needs a file path")));
         }
         let mut target = path.to_path_buf();
         match std::fs::symlink_metadata(path) {
@@ -76,7 +91,7 @@ impl OutputFile {
             .open(&temp)
             .map_err(|e| {
                 CaptureError::Usage(format!(
-                    "-o {}: cannot write in {}: {e}",
+                    "{flag} {}: cannot write in {}: {e}",
                     path.display(),
                     dir.display()
                 ))
@@ -88,6 +103,7 @@ impl OutputFile {
             file: Some(file),
             force,
             done: false,
+            what,
             _registration: registration,
         })
     }
@@ -132,7 +148,11 @@ impl OutputFile {
         self.file = None;
         if self.force {
             std::fs::rename(&self.temp, &self.target).map_err(|e| {
-                CaptureError::io("renaming the capture into place", &self.target, e)
+                CaptureError::io(
+                    format!("renaming the {} into place", self.what),
+                    &self.target,
+                    e,
+                )
             })?;
             self.done = true;
             return Ok(());
@@ -145,14 +165,15 @@ impl OutputFile {
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
                 let kept = self.keep_aside()?;
                 Err(CaptureError::Usage(format!(
-                    "{} was created by something else while this capture ran, and is left as \
-                     it is (no --force); this capture is in {}",
+                    "{} was created by something else while this {what} was made, and is left \
+                     as it is (no --force); this {what} is in {}",
                     self.shown.display(),
-                    kept.display()
+                    kept.display(),
+                    what = self.what
                 )))
             }
             Err(e) => Err(CaptureError::io(
-                "renaming the capture into place",
+                format!("renaming the {} into place", self.what),
                 &self.target,
                 e,
             )),
