@@ -79,7 +79,11 @@ pub struct Figure {
     pub height: f64,
     pub plot_x: f64,
     pub plot_w: f64,
+    /// Where the plot starts below the legend, and where the axis is.
+    pub top: f64,
     pub axis_y: f64,
+    pub bar_h: f64,
+    /// The legend (empty for one series).
     pub series: Vec<SeriesView>,
     pub groups: Vec<GroupView>,
     pub ticks: Vec<Tick>,
@@ -90,8 +94,9 @@ pub struct Figure {
 pub struct SeriesView {
     pub index: usize,
     pub name: String,
-    /// Legend position.
+    /// Legend position (top left of the swatch).
     pub x: f64,
+    pub y: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,10 +132,14 @@ pub fn layout(c: Chart) -> Figure {
         .map(|g| g.label.chars().count().min(LABEL_CHARS))
         .max()
         .unwrap_or(4);
-    let plot_x = (longest as f64 * 7.0 + 16.0).clamp(70.0, 260.0);
+    let plot_x = (longest as f64 * 7.6 + 18.0).clamp(70.0, 290.0);
     let plot_w = WIDTH - plot_x - VALUE_W;
-    let legend = c.series.len() > 1;
-    let top = if legend { LEGEND_H } else { 6.0 };
+    let (series, legend_rows) = legend(&c.series);
+    let top = if legend_rows > 0 {
+        legend_rows as f64 * LEGEND_H + 4.0
+    } else {
+        6.0
+    };
     let values = c.groups.iter().flat_map(|g| g.bars.iter().map(|b| b.value));
     let axis = Axis::new(c.scale, values);
     let mut y = top;
@@ -171,17 +180,6 @@ pub fn layout(c: Chart) -> Figure {
             label: (c.tick)(v),
         })
         .collect();
-    let step = (WIDTH - plot_x) / c.series.len().max(1) as f64;
-    let series = c
-        .series
-        .iter()
-        .enumerate()
-        .map(|(index, name)| SeriesView {
-            index,
-            name: name.clone(),
-            x: plot_x + index as f64 * step.min(190.0),
-        })
-        .collect();
     Figure {
         id: c.id,
         title: c.title,
@@ -192,12 +190,38 @@ pub fn layout(c: Chart) -> Figure {
         height: axis_y + AXIS_H,
         plot_x,
         plot_w,
+        top,
         axis_y,
+        bar_h: BAR_H,
         series,
         groups,
         ticks,
         table: c.table,
     }
+}
+
+/// The legend's entries, left to right and wrapped to the width; no legend for one series.
+fn legend(names: &[String]) -> (Vec<SeriesView>, usize) {
+    if names.len() < 2 {
+        return (Vec::new(), 0);
+    }
+    let mut out = Vec::new();
+    let (mut x, mut row) = (10.0, 0usize);
+    for (index, name) in names.iter().enumerate() {
+        let w = 30.0 + name.chars().count() as f64 * 6.8;
+        if x + w > WIDTH && x > 10.0 {
+            x = 10.0;
+            row += 1;
+        }
+        out.push(SeriesView {
+            index,
+            name: name.clone(),
+            x,
+            y: 5.0 + row as f64 * LEGEND_H,
+        });
+        x += w;
+    }
+    (out, row + 1)
 }
 
 fn shorten(label: &str) -> String {

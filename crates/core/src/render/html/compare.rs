@@ -13,15 +13,22 @@ const CHART_ROWS: usize = 12;
 
 pub fn page(c: &Comparison) -> Page {
     let names: Vec<String> = c.inputs.iter().map(input_name).collect();
-    let backends: Vec<String> = c
-        .inputs
-        .iter()
-        .map(|i| format!("{}: {}", i.number, measured_on(i.backend.as_deref())))
-        .collect();
+    let same = c.inputs.windows(2).all(|w| w[0].backend == w[1].backend);
+    let measured = if same {
+        let first = c.inputs.first().and_then(|i| i.backend.as_deref());
+        format!("every input: {}", measured_on(first))
+    } else {
+        let each: Vec<String> = c
+            .inputs
+            .iter()
+            .map(|i| format!("{}: {}", i.number, measured_on(i.backend.as_deref())))
+            .collect();
+        each.join("; ")
+    };
     let mut page = Page::new(
         "virtlens compare",
         format!("{} inputs: {}", c.inputs.len(), names.join(" · ")),
-        backends.join("; "),
+        measured,
     );
     page.summary = c.verdicts.iter().map(compare_text::sentence).collect();
     if c.ranking.len() > 1 {
@@ -112,20 +119,22 @@ fn totals(k: usize, t: &CompareTable, names: &[String], timed: bool, measured: &
             table
                 .rows
                 .push(vec![name.clone(), fmt(over), fmt(idle), fmt(all)]);
+            let mut bars = vec![Bar {
+                series: 0,
+                value: over,
+                shown: fmt(over),
+            }];
+            // No idle bar where there was no idle: the table says 0.
+            if idle > 0.0 {
+                bars.push(Bar {
+                    series: 1,
+                    value: idle,
+                    shown: fmt(idle),
+                });
+            }
             Group {
                 label: name.clone(),
-                bars: vec![
-                    Bar {
-                        series: 0,
-                        value: over,
-                        shown: fmt(over),
-                    },
-                    Bar {
-                        series: 1,
-                        value: idle,
-                        shown: fmt(idle),
-                    },
-                ],
+                bars,
             }
         })
         .collect();

@@ -78,7 +78,6 @@ fn input_section(d: &Diagnosis, r: &InputReport) -> Section {
             diagnose_text::flags(&c.effective)
         ));
     }
-    s.intro.push(num::answer(d, r));
     let findings: Vec<&Finding> = d.of_input(n).collect();
     if findings.is_empty() {
         s.blocks.push(Block::Para {

@@ -97,16 +97,7 @@ fn header(
         if rec.quick { " (--quick)" } else { "" },
         rec.wall_s
     );
-    let kind = if b.hardware {
-        "hardware virtualization"
-    } else {
-        "not hardware exit costs"
-    };
-    Page::new(
-        title,
-        subtitle,
-        format!("backend {} ({kind}): {}", b.name, b.caveat),
-    )
+    Page::new(title, subtitle, format!("backend {}: {}", b.name, b.caveat))
 }
 
 fn scenarios(list: &[ScenarioResult], measured: &str) -> Chart {

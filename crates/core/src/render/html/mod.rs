@@ -60,10 +60,7 @@ pub fn stretch(r: &StretchReport) -> Result<String, Error> {
 fn measured_on(backend: Option<&str>) -> String {
     match backend {
         Some(b) => format!("KVM backend {b}, as the input states"),
-        None => {
-            "a KVM host the input does not name the backend of (figures as the input recorded them)"
-                .into()
-        }
+        None => "a KVM host whose backend the input does not state (figures as recorded)".into(),
     }
 }
 

@@ -1,0 +1,198 @@
+//! Headless Chromium for the page tests: loads a page with the network made unusable (no
+//! proxy reachable, no name resolves, background networking off), returns the DOM Chromium
+//! built, the console messages it logged and the requests the page made (from Chromium's net
+//! log: requests whose network isolation key is the page's file:// site), and takes
+//! screenshots. One Chromium at a time: the machine is small.
+
+#![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("virtlens-html-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+
+    /// The names in the folder, hidden ones included, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What Chromium made of a page.
+pub struct Loaded {
+    /// The DOM after loading, serialised by Chromium (`--dump-dom`).
+    pub dom: String,
+    /// Console messages (errors, CSP violations, logs).
+    pub console: Vec<String>,
+    /// URLs the page asked the network for.
+    pub requests: Vec<String>,
+}
+
+/// One `<figure class="chart">` of the DOM.
+pub struct ChartDom {
+    pub id: String,
+    pub title: String,
+    pub desc: String,
+    pub html: String,
+}
+
+impl Loaded {
+    /// The charts, in page order.
+    pub fn charts(&self) -> Vec<ChartDom> {
+        let mut out = Vec::new();
+        let mut rest = self.dom.as_str();
+        while let Some(at) = rest.find("<figure class=\"chart\"") {
+            let fig = &rest[at..];
+            let end = fig.find("</figure>").map_or(fig.len(), |e| e + 9);
+            let html = &fig[..end];
+            let id = between(html, "data-chart=\"", "\"");
+            out.push(ChartDom {
+                title: between(html, &format!("<title id=\"{id}-title\">"), "</title>"),
+                desc: between(html, &format!("<desc id=\"{id}-desc\">"), "</desc>"),
+                id,
+                html: html.to_string(),
+            });
+            rest = &fig[end..];
+        }
+        out
+    }
+}
+
+fn between(s: &str, start: &str, end: &str) -> String {
+    s.find(start)
+        .map(|i| &s[i + start.len()..])
+        .and_then(|r| r.find(end).map(|j| r[..j].to_string()))
+        .unwrap_or_default()
+}
+
+/// The flags that keep Chromium headless, quiet and off the network.
+fn chromium(profile: &Path) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--hide-scrollbars",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--disable-extensions",
+        "--no-pings",
+        "--disable-domain-reliability",
+        "--disable-client-side-phishing-detection",
+        "--disable-features=Translate,OptimizationHints,MediaRouter,SpellCheck",
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--enable-logging=stderr",
+        "--v=0",
+    ]);
+    c.arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+fn url(page: &Path) -> String {
+    let abs = std::fs::canonicalize(page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+    format!("file://{}", abs.display())
+}
+
+/// Loads `page` and returns its DOM, console messages and network requests.
+pub fn load(page: &Path) -> Loaded {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let work = TempDir::new(&format!(
+        "chromium-{}",
+        page.file_stem().unwrap().to_string_lossy()
+    ));
+    let net = work.0.join("net.json");
+    let out = chromium(&work.0.join("profile"))
+        .arg(format!("--log-net-log={}", net.display()))
+        .arg("--dump-dom")
+        .arg(url(page))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    let console = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    let log: Value = serde_json::from_slice(&std::fs::read(&net).unwrap())
+        .unwrap_or_else(|e| panic!("chromium's net log: {e}"));
+    Loaded {
+        dom: String::from_utf8_lossy(&out.stdout).into_owned(),
+        console,
+        requests: page_requests(&log),
+    }
+}
+
+/// The URLs of requests the page (a file:// document) started.
+fn page_requests(log: &Value) -> Vec<String> {
+    let start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].as_u64();
+    let mut out: Vec<String> = log["events"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|e| e["type"].as_u64() == start)
+        .filter(|e| {
+            e["params"]["network_isolation_key"]
+                .as_str()
+                .is_some_and(|k| k.contains("file://"))
+        })
+        .filter_map(|e| e["params"]["url"].as_str().map(str::to_string))
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Where the screenshots go: `target/ci-artifacts/html/` (CARGO_TARGET_DIR honoured).
+pub fn artifacts() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        PathBuf::from,
+    );
+    target.join("ci-artifacts/html")
+}
+
+/// Saves a screenshot of `page` (1280 px wide, the top 4000 px) as `NAME.png`.
+pub fn screenshot(page: &Path, name: &str) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = artifacts();
+    std::fs::create_dir_all(&dir).unwrap();
+    let png = dir.join(format!("{name}.png"));
+    let work = TempDir::new(&format!("shot-{name}"));
+    let out = chromium(&work.0.join("profile"))
+        .arg("--window-size=1280,4000")
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(url(page))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
+    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(png.is_file(), "no screenshot at {}", png.display());
+}

@@ -1,0 +1,311 @@
+//! `--html FILE` pages, checked in a real browser: each page is made by the binary from real
+//! inputs (the four seed tables' compare, a diagnose of seed table 2, a report of a trace with
+//! latencies, a lab run and an exit-cost run on /dev/kvm, the offline lab, a stretch), loaded by
+//! headless Chromium with the network made unusable, and the DOM Chromium built is checked:
+//! every finding of the JSON, the totals, every chart with its title, description, bars and
+//! data table, the backend label. The browser's console must stay silent and the page must ask
+//! for nothing over the network (Chromium's net log). A screenshot of each page is saved under
+//! `target/ci-artifacts/html/` (CI keeps it). `a_bad_page_is_caught` proves the checks can fail.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+mod browser;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use virtlens_core::render::format;
+use virtlens_testkit::{Need, require};
+
+use browser::{Loaded, TempDir};
+
+fn data(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn seeds() -> Vec<String> {
+    [
+        "1-no-hyperv-features.txt",
+        "2-all-hyperv-features.txt",
+        "3-hypervisor-cpuid-hidden.txt",
+        "4-all-hyperv-features-stimer-optimized.txt",
+    ]
+    .iter()
+    .map(|n| data(&format!("seed-kvm-hyperv-traps/{n}")))
+    .collect()
+}
+
+fn virtlens(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_virtlens"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+}
+
+/// Runs `virtlens ARGS --html PAGE` (exit status `code`), then the same with `--json`.
+fn page_and_json(dir: &TempDir, name: &str, args: &[&str], code: i32) -> (PathBuf, Value) {
+    let page = dir.0.join(format!("{name}.html"));
+    let mut with_page: Vec<&str> = args.to_vec();
+    let shown = page.display().to_string();
+    with_page.extend(["--html", &shown]);
+    let out = virtlens(&with_page);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "virtlens {with_page:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty(), "the text still goes to stdout");
+    let mut json_args: Vec<&str> = args.to_vec();
+    json_args.push("--json");
+    let out = virtlens(&json_args);
+    let json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("virtlens {json_args:?}: not JSON: {e}"));
+    (page, json)
+}
+
+/// Loads the page, checks what every page must have, saves the screenshot.
+fn load(page: &Path, name: &str) -> Loaded {
+    let l = browser::load(page);
+    assert!(l.console.is_empty(), "{name}: console: {:#?}", l.console);
+    assert!(
+        l.requests.is_empty(),
+        "{name}: the page asked the network for {:#?}",
+        l.requests
+    );
+    assert!(l.dom.contains("</main>"), "{name}: no main in the DOM");
+    assert!(l.dom.contains("id=\"measured\""), "{name}: no backend label");
+    let charts = l.charts();
+    assert!(!charts.is_empty(), "{name}: no chart");
+    for c in &charts {
+        for part in [
+            "<svg",
+            &format!("<title id=\"{}-title\">", c.id),
+            &format!("<desc id=\"{}-desc\">", c.id),
+            "class=\"bar ",
+            "<details class=\"data\">",
+            "<table>",
+            "Measured on:",
+        ] {
+            assert!(c.html.contains(part), "{name}: chart {} lacks {part}", c.id);
+        }
+        assert!(
+            !c.title.is_empty() && !c.desc.is_empty(),
+            "{name}: chart {} has an empty title or description",
+            c.id
+        );
+    }
+    browser::screenshot(page, name);
+    l
+}
+
+fn chart_ids(l: &Loaded) -> Vec<String> {
+    l.charts().into_iter().map(|c| c.id).collect()
+}
+
+#[test]
+fn compare_of_the_four_seed_tables() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("compare");
+    let mut args = vec!["compare"];
+    let files = seeds();
+    args.extend(files.iter().map(String::as_str));
+    let (page, json) = page_and_json(&dir, "compare-seed-tables", &args, 0);
+    let l = load(&page, "compare-seed-tables");
+    assert_eq!(
+        chart_ids(&l),
+        ["kind-1-totals", "kind-1-keys"],
+        "the totals and the per-key bars of the exit table"
+    );
+    for v in json["verdicts"].as_array().unwrap() {
+        let name = v["name"].as_str().unwrap();
+        assert!(l.dom.contains(name), "verdict of {name}");
+    }
+    // Every input's handled time without idle, as the JSON has it, is on the page.
+    for t in json["tables"][0]["totals"].as_array().unwrap() {
+        let ns = t["overhead_time_ns"].as_u64().unwrap();
+        let shown = format::duration(ns as f64);
+        assert!(l.dom.contains(&shown), "total without idle {shown}");
+    }
+    assert!(l.dom.contains("EPT_MISCONFIG"));
+}
+
+#[test]
+fn diagnose_of_seed_table_2() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("diagnose");
+    let seed2 = &seeds()[1];
+    let (page, json) = page_and_json(&dir, "diagnose-seed-2", &["diagnose", seed2], 1);
+    let l = load(&page, "diagnose-seed-2");
+    assert_eq!(chart_ids(&l), ["input-1-costs"]);
+    let findings = json["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        let id = f["id"].as_str().unwrap();
+        assert!(
+            l.dom.contains(&format!("data-finding=\"{id}\"")),
+            "finding {id} on the page"
+        );
+        for fix in f["fixes"].as_array().unwrap() {
+            if let Some(q) = fix["qemu"].as_str() {
+                let escaped = q.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+                assert!(l.dom.contains(&escaped), "QEMU snippet of {id}: {q}");
+            }
+        }
+    }
+    assert!(l.dom.contains("<pre><code class=\"language-xml\">"));
+    let exits = json["inputs"][0]["evidence"]["totals"]["count"]
+        .as_u64()
+        .unwrap();
+    assert!(l.dom.contains(&format::count(exits)), "the input's exits");
+}
+
+#[test]
+fn report_of_a_trace_with_latencies() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("report");
+    let input = data("cases/ml-06-nested-vmx-dr6-preemption-timer-trace/input.txt");
+    let (page, json) = page_and_json(&dir, "report-trace", &["report", &input], 0);
+    let l = load(&page, "report-trace");
+    let ids = chart_ids(&l);
+    assert!(ids.contains(&"table-1-breakdown".to_string()), "{ids:?}");
+    assert!(
+        ids.iter().any(|i| i.starts_with("table-1-latency-")),
+        "a latency distribution where single events were timed: {ids:?}"
+    );
+    for row in json["tables"][0]["rows"].as_array().unwrap() {
+        let key = row["key"].as_str().unwrap();
+        assert!(l.dom.contains(key), "row {key}");
+    }
+}
+
+#[test]
+fn lab_measured_on_dev_kvm() {
+    if !require(&[Need::Chromium, Need::Kvm]) {
+        return;
+    }
+    let dir = TempDir::new("lab");
+    let page = dir.0.join("lab.html");
+    let out = virtlens(&["lab", "--quick", "--html", &page.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let l = load(&page, "lab-quick");
+    let ids = chart_ids(&l);
+    assert_eq!(ids.first().map(String::as_str), Some("scenarios-trap-fix"));
+    assert!(ids.iter().any(|i| i.starts_with("exit-costs-")), "{ids:?}");
+    assert!(!l.dom.contains("id=\"banner\""), "a measurement has no recording banner");
+    let trap_fix = &l.charts()[0];
+    assert!(trap_fix.html.contains("the fix)"), "trap bars say their ratio to the fix");
+}
+
+#[test]
+fn lab_offline_says_it_is_a_recording() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("lab-offline");
+    let page = dir.0.join("lab-offline.html");
+    let out = virtlens(&["lab", "--offline", "--html", &page.display().to_string()]);
+    assert_eq!(out.status.code(), Some(0));
+    let l = load(&page, "lab-offline");
+    assert!(l.dom.contains("id=\"banner\""));
+    assert!(l.dom.contains("RECORDED, not measured here"));
+    assert!(l.dom.contains("backend pvm"), "the recording's backend is named");
+}
+
+#[test]
+fn exitcost_measured_on_dev_kvm() {
+    if !require(&[Need::Chromium, Need::Kvm]) {
+        return;
+    }
+    let dir = TempDir::new("exitcost");
+    let (page, json) = page_and_json(
+        &dir,
+        "exitcost",
+        &["exitcost", "--runs", "3", "--mode", "long64", "--budget", "30"],
+        0,
+    );
+    let l = load(&page, "exitcost");
+    assert_eq!(chart_ids(&l), ["exit-costs-long64"]);
+    let backend = json["backend"]["name"].as_str().unwrap();
+    assert!(l.dom.contains(&format!("backend {backend}")), "backend {backend}");
+    for t in json["tests"].as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        assert!(l.dom.contains(name), "test {name}");
+    }
+}
+
+#[test]
+fn stretch_of_published_figures() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("stretch");
+    let figures = data("stretch/nested-hyperv-2016tp4.json");
+    let (page, json) = page_and_json(&dir, "stretch", &["stretch", &figures], 0);
+    let l = load(&page, "stretch");
+    assert_eq!(chart_ids(&l), ["stretch-factors"]);
+    for row in json["rows"].as_array().unwrap() {
+        let m = row["measure"].as_str().unwrap();
+        assert!(l.dom.contains(m), "measure {m}");
+    }
+}
+
+#[test]
+fn html_file_is_checked_before_the_work_and_replaced_only_with_force() {
+    let dir = TempDir::new("html-force");
+    let page = dir.0.join("p.html");
+    std::fs::write(&page, "old").unwrap();
+    let seed = &seeds()[0];
+    let shown = page.display().to_string();
+    let out = virtlens(&["report", seed, "--html", &shown]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--html") && err.contains("--force"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing printed before the refusal");
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "old");
+    let out = virtlens(&["report", seed, "--html", &shown, "--force"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::read_to_string(&page).unwrap().starts_with("<!DOCTYPE html>"));
+    let missing = dir.0.join("no/such/p.html").display().to_string();
+    let out = virtlens(&["lab", "--offline", "--html", &missing]);
+    assert_eq!(out.status.code(), Some(2), "a folder that does not exist");
+    assert_eq!(dir.names(), ["p.html"], "no temporary file is left");
+}
+
+#[test]
+fn a_bad_page_is_caught() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("bad");
+    let page = dir.0.join("bad.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><html><body><img src=\"http://192.0.2.1/x.png\">\
+         <script>console.error('boom')</script></body></html>",
+    )
+    .unwrap();
+    let l = browser::load(&page);
+    assert!(
+        l.console.iter().any(|c| c.contains("boom")),
+        "{:?}",
+        l.console
+    );
+    assert!(
+        l.requests.iter().any(|r| r.contains("192.0.2.1")),
+        "{:?}",
+        l.requests
+    );
+}
