@@ -80,7 +80,10 @@ fn load(page: &Path, name: &str) -> Loaded {
         l.requests
     );
     assert!(l.dom.contains("</main>"), "{name}: no main in the DOM");
-    assert!(l.dom.contains("id=\"measured\""), "{name}: no backend label");
+    assert!(
+        l.dom.contains("id=\"measured\""),
+        "{name}: no backend label"
+    );
     let charts = l.charts();
     assert!(!charts.is_empty(), "{name}: no chart");
     for c in &charts {
@@ -158,7 +161,10 @@ fn diagnose_of_seed_table_2() {
         );
         for fix in f["fixes"].as_array().unwrap() {
             if let Some(q) = fix["qemu"].as_str() {
-                let escaped = q.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+                let escaped = q
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;");
                 assert!(l.dom.contains(&escaped), "QEMU snippet of {id}: {q}");
             }
         }
@@ -199,14 +205,25 @@ fn lab_measured_on_dev_kvm() {
     let dir = TempDir::new("lab");
     let page = dir.0.join("lab.html");
     let out = virtlens(&["lab", "--quick", "--html", &page.display().to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let l = load(&page, "lab-quick");
     let ids = chart_ids(&l);
     assert_eq!(ids.first().map(String::as_str), Some("scenarios-trap-fix"));
     assert!(ids.iter().any(|i| i.starts_with("exit-costs-")), "{ids:?}");
-    assert!(!l.dom.contains("id=\"banner\""), "a measurement has no recording banner");
+    assert!(
+        !l.dom.contains("id=\"banner\""),
+        "a measurement has no recording banner"
+    );
     let trap_fix = &l.charts()[0];
-    assert!(trap_fix.html.contains("the fix)"), "trap bars say their ratio to the fix");
+    assert!(
+        trap_fix.html.contains("the fix)"),
+        "trap bars say their ratio to the fix"
+    );
 }
 
 #[test]
@@ -221,7 +238,10 @@ fn lab_offline_says_it_is_a_recording() {
     let l = load(&page, "lab-offline");
     assert!(l.dom.contains("id=\"banner\""));
     assert!(l.dom.contains("RECORDED, not measured here"));
-    assert!(l.dom.contains("backend pvm"), "the recording's backend is named");
+    assert!(
+        l.dom.contains("backend pvm"),
+        "the recording's backend is named"
+    );
 }
 
 #[test]
@@ -233,13 +253,18 @@ fn exitcost_measured_on_dev_kvm() {
     let (page, json) = page_and_json(
         &dir,
         "exitcost",
-        &["exitcost", "--runs", "3", "--mode", "long64", "--budget", "30"],
+        &[
+            "exitcost", "--runs", "3", "--mode", "long64", "--budget", "30",
+        ],
         0,
     );
     let l = load(&page, "exitcost");
     assert_eq!(chart_ids(&l), ["exit-costs-long64"]);
     let backend = json["backend"]["name"].as_str().unwrap();
-    assert!(l.dom.contains(&format!("backend {backend}")), "backend {backend}");
+    assert!(
+        l.dom.contains(&format!("backend {backend}")),
+        "backend {backend}"
+    );
     for t in json["tests"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
         assert!(l.dom.contains(name), "test {name}");
@@ -256,10 +281,26 @@ fn stretch_of_published_figures() {
     let (page, json) = page_and_json(&dir, "stretch", &["stretch", &figures], 0);
     let l = load(&page, "stretch");
     assert_eq!(chart_ids(&l), ["stretch-factors"]);
+    let mut factors = 0;
     for row in json["rows"].as_array().unwrap() {
         let m = row["measure"].as_str().unwrap();
         assert!(l.dom.contains(m), "measure {m}");
+        factors += row["vs_first"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| !v.is_null())
+            .count();
     }
+    let chart = &l.charts()[0];
+    assert_eq!(
+        chart.html.matches("class=\"bar ").count(),
+        factors,
+        "one bar per later layer and measure"
+    );
+    // The last layer's bars are drawn in its own series, named in the legend.
+    let last = json["layers"].as_array().unwrap().len() - 2;
+    assert!(chart.html.contains(&format!("class=\"bar s{last}\"")));
 }
 
 #[test]
@@ -277,7 +318,11 @@ fn html_file_is_checked_before_the_work_and_replaced_only_with_force() {
     assert_eq!(std::fs::read_to_string(&page).unwrap(), "old");
     let out = virtlens(&["report", seed, "--html", &shown, "--force"]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(std::fs::read_to_string(&page).unwrap().starts_with("<!DOCTYPE html>"));
+    assert!(
+        std::fs::read_to_string(&page)
+            .unwrap()
+            .starts_with("<!DOCTYPE html>")
+    );
     let missing = dir.0.join("no/such/p.html").display().to_string();
     let out = virtlens(&["lab", "--offline", "--html", &missing]);
     assert_eq!(out.status.code(), Some(2), "a folder that does not exist");

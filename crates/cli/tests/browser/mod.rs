@@ -136,7 +136,11 @@ pub fn load(page: &Path) -> Loaded {
         .arg(url(page))
         .output()
         .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let console = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter(|l| l.contains(":CONSOLE"))
@@ -193,6 +197,10 @@ pub fn screenshot(page: &Path, name: &str) {
         .arg(url(page))
         .output()
         .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(png.is_file(), "no screenshot at {}", png.display());
 }

@@ -17,21 +17,26 @@ pub fn page(r: &StretchReport) -> Page {
         .enumerate()
         .map(|(i, l)| format!("{} {}", i + 1, l.name))
         .collect();
-    let measured: Vec<String> = r
-        .layers
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let hv = l
-                .fingerprint
-                .as_ref()
-                .and_then(|f| f.hypervisor_vendor.clone())
-                .map_or_else(
-                    || "no hypervisor named".to_string(),
-                    |h| format!("hypervisor {h}"),
-                );
-            format!("{} {} ({}, {hv})", i + 1, l.name, l.source)
-        })
+    // Each distinct source once, with the layers it gave and what they ran on.
+    let mut sources: Vec<(String, Vec<String>)> = Vec::new();
+    for (i, l) in r.layers.iter().enumerate() {
+        let hv = l
+            .fingerprint
+            .as_ref()
+            .and_then(|f| f.hypervisor_vendor.clone())
+            .map_or_else(
+                || "no hypervisor named".to_string(),
+                |h| format!("hypervisor {h}"),
+            );
+        let layer = format!("{} {} ({hv})", i + 1, l.name);
+        match sources.iter_mut().find(|(src, _)| *src == l.source) {
+            Some((_, layers)) => layers.push(layer),
+            None => sources.push((l.source.clone(), vec![layer])),
+        }
+    }
+    let measured: Vec<String> = sources
+        .into_iter()
+        .map(|(src, layers)| format!("{}: {src}", layers.join(", ")))
         .collect();
     let mut page = Page::new(
         "virtlens stretch",
@@ -83,7 +88,8 @@ fn factors(r: &StretchReport, names: &[String], measured: &str) -> Chart {
         .map(|row| {
             let mut cells = vec![format!("{} ({})", row.measure, row.unit)];
             let mut bars = Vec::new();
-            for (i, s) in row.vs_first.iter().enumerate().skip(1) {
+            // vs_first holds one entry per layer after the first.
+            for (i, s) in row.vs_first.iter().enumerate() {
                 let Some(s) = s else {
                     cells.push("-".into());
                     continue;
@@ -95,7 +101,7 @@ fn factors(r: &StretchReport, names: &[String], measured: &str) -> Chart {
                 let shown = format!("×{}{bounds} {}", num(s.factor), verdict(s));
                 cells.push(shown.clone());
                 bars.push(Bar {
-                    series: i - 1,
+                    series: i,
                     value: s.factor,
                     shown,
                 });
