@@ -10,6 +10,7 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 mod browser;
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,15 +19,8 @@ use serde_json::Value;
 use virtlens_core::render::format;
 use virtlens_testkit::{Need, require};
 
-use browser::{Loaded, TempDir};
-
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use browser::Loaded;
+use common::{TempDir, data};
 
 fn seeds() -> Vec<String> {
     [
@@ -41,7 +35,7 @@ fn seeds() -> Vec<String> {
 }
 
 fn virtlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_virtlens"))
+    Command::new(common::BIN)
         .args(args)
         .env("NO_COLOR", "1")
         .output()

@@ -12,35 +12,9 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use crate::common::TempDir;
+
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("virtlens-html-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Self(d)
-    }
-
-    /// The names in the folder, hidden ones included, sorted.
-    pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// What Chromium made of a page.
 pub struct Loaded {
@@ -115,6 +89,19 @@ fn chromium(profile: &Path) -> Command {
     ]);
     c.arg(format!("--user-data-dir={}", profile.display()));
     c
+}
+
+/// Runs Chromium to its end; it must succeed.
+fn run(c: &mut Command) -> std::process::Output {
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 fn url(page: &Path) -> String {

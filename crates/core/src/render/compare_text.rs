@@ -95,7 +95,8 @@ fn render_table(out: &mut String, t: &CompareTable, style: &Style) {
     }
 }
 
-fn row_cells(r: &CompareRow, timed: bool) -> Vec<String> {
+/// A row's key as shown: `0x608 read ACPI PM timer`, `HLT (idle)`.
+pub(crate) fn key_label(r: &CompareRow) -> String {
     let mut key = match r.access {
         Some(a) => format!("{} {}", r.key, a.word()),
         None => r.key.clone(),
@@ -106,7 +107,11 @@ fn row_cells(r: &CompareRow, timed: bool) -> Vec<String> {
     if r.idle {
         key.push_str(" (idle)");
     }
-    let mut c = vec![key];
+    key
+}
+
+fn row_cells(r: &CompareRow, timed: bool) -> Vec<String> {
+    let mut c = vec![key_label(r)];
     for i in 0..r.counts.len() {
         c.push(r.counts[i].map_or_else(|| "-".into(), format::count));
         if timed {

@@ -10,7 +10,7 @@ use super::Style;
 use super::format::wrap;
 use virtlens_guest::stats::num;
 
-use crate::analysis::stretch::{Row, StatedCheck, Stretch, StretchReport, Verdict};
+use crate::analysis::stretch::{Row, StatedCheck, Stretch, StretchReport, Value, Verdict};
 
 fn pct(v: f64) -> String {
     format!("{v:+.2} %")
@@ -102,6 +102,17 @@ pub fn render(r: &StretchReport, style: &Style) -> String {
     out
 }
 
+/// A layer's value with its noise band: `33.55 [33.1–34.0]`; `-` where the layer lacks it.
+pub(crate) fn value_cell(v: Option<&Value>) -> String {
+    v.map_or("-".into(), |v| match v.spread {
+        Some(s) if s.n > 1 => {
+            let (lo, hi) = s.band();
+            format!("{} [{}–{}]", num(v.value), num(lo), num(hi))
+        }
+        _ => num(v.value),
+    })
+}
+
 fn stretch_table(r: &StretchReport) -> String {
     let n = r.layers.len();
     let mut header = vec!["measure".to_string(), "unit".to_string()];
@@ -119,13 +130,7 @@ fn stretch_table(r: &StretchReport) -> String {
     for row in &r.rows {
         let mut cells = vec![row.measure.clone(), row.unit.clone()];
         for v in &row.values {
-            cells.push(v.as_ref().map_or("-".into(), |v| match v.spread {
-                Some(s) if s.n > 1 => {
-                    let (lo, hi) = s.band();
-                    format!("{} [{}–{}]", num(v.value), num(lo), num(hi))
-                }
-                _ => num(v.value),
-            }));
+            cells.push(value_cell(v.as_ref()));
         }
         for s in &row.vs_first {
             match s {

@@ -3,10 +3,11 @@
 //! aligned table.
 
 use super::chart::{self, Bar, Chart, Group, Scale};
-use super::measured_on;
 use super::page::{Block, DataTable, Page, Section};
+use super::{amount, measured_on};
 use crate::analysis::compare::{CompareRow, CompareTable, Comparison};
-use crate::render::{compare_text, format};
+use crate::render::compare_text::{self, key_label};
+use crate::render::format;
 
 /// Keys drawn per chart; the rest are in the table.
 const CHART_ROWS: usize = 12;
@@ -109,13 +110,7 @@ fn totals(k: usize, t: &CompareTable, names: &[String], timed: bool, measured: &
                     tot.count as f64,
                 )
             };
-            let fmt = |v: f64| {
-                if timed {
-                    format::duration(v)
-                } else {
-                    format::count(v as u64)
-                }
-            };
+            let fmt = amount(timed);
             table
                 .rows
                 .push(vec![name.clone(), fmt(over), fmt(idle), fmt(all)]);
@@ -150,11 +145,7 @@ fn totals(k: usize, t: &CompareTable, names: &[String], timed: bool, measured: &
         series: vec!["without idle".into(), "idle".into()],
         groups,
         scale: Scale::Linear,
-        tick: if timed {
-            |v| format::duration(v)
-        } else {
-            |v| format::count(v as u64)
-        },
+        tick: amount(timed),
         measured: measured.to_string(),
         table,
     }
@@ -209,11 +200,7 @@ fn keys(k: usize, t: &CompareTable, names: &[String], timed: bool, measured: &st
         series: names.to_vec(),
         groups,
         scale: Scale::Linear,
-        tick: if timed {
-            |v| format::duration(v)
-        } else {
-            |v| format::count(v as u64)
-        },
+        tick: amount(timed),
         measured: measured.to_string(),
         table,
     }
@@ -247,20 +234,6 @@ fn change_of(r: &CompareRow, i: usize, timed: bool) -> Option<String> {
     let appeared = r.counts.first() == Some(&Some(0))
         && r.counts.get(i).copied().flatten().is_some_and(|n| n > 0);
     Some(format::change(pct, appeared))
-}
-
-fn key_label(r: &CompareRow) -> String {
-    let mut key = match r.access {
-        Some(a) => format!("{} {}", r.key, a.word()),
-        None => r.key.clone(),
-    };
-    if let Some(name) = &r.name {
-        key = format!("{key} {name}");
-    }
-    if r.idle {
-        key.push_str(" (idle)");
-    }
-    key
 }
 
 fn full_table(t: &CompareTable, names: &[String], timed: bool) -> DataTable {

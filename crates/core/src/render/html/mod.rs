@@ -64,6 +64,15 @@ fn measured_on(backend: Option<&str>) -> String {
     }
 }
 
+/// How an amount reads: a duration (ns) when rows are timed, else a count.
+fn amount(timed: bool) -> fn(f64) -> String {
+    if timed {
+        crate::render::format::duration
+    } else {
+        |v| crate::render::format::count(v as u64)
+    }
+}
+
 /// A report row's key as a reader knows it: `0x608 read (ACPI PM timer)`, `HLT`.
 fn row_label(r: &ReportRow) -> String {
     let mut key = match r.access {

@@ -4,7 +4,7 @@
 
 use super::chart::{self, Bar, Chart, Group, Scale};
 use super::page::{Block, DataTable, Page, Section};
-use super::{measured_on, row_label};
+use super::{amount, measured_on, row_label};
 use crate::analysis::report::{Report, ReportRow, ReportTable};
 use crate::render::format;
 use crate::render::report_text;
@@ -145,11 +145,7 @@ fn breakdown(n: usize, t: &ReportTable, measured: &str) -> Option<Chart> {
         series: vec!["overhead".into(), "idle (not overhead)".into()],
         groups,
         scale: Scale::Linear,
-        tick: if timed {
-            |v| format::duration(v)
-        } else {
-            |v| format::count(v as u64)
-        },
+        tick: amount(timed),
         measured: measured.to_string(),
         table,
     })

@@ -8,7 +8,7 @@ use super::chart::{self, Bar, Chart, Group, Scale};
 use super::page::{Block, DataTable, Page, Section};
 use crate::analysis::stretch::StretchReport;
 use crate::render::Style;
-use crate::render::stretch_text::{stated_line, verdict};
+use crate::render::stretch_text::{stated_line, value_cell, verdict};
 
 pub fn page(r: &StretchReport) -> Page {
     let names: Vec<String> = r
@@ -138,13 +138,7 @@ fn values(r: &StretchReport, names: &[String]) -> DataTable {
     for row in &r.rows {
         let mut cells = vec![row.measure.clone(), row.unit.clone()];
         for v in &row.values {
-            cells.push(v.as_ref().map_or("-".into(), |v| match v.spread {
-                Some(s) if s.n > 1 => {
-                    let (lo, hi) = s.band();
-                    format!("{} [{}–{}]", num(v.value), num(lo), num(hi))
-                }
-                _ => num(v.value),
-            }));
+            cells.push(value_cell(v.as_ref()));
         }
         t.rows.push(cells);
     }
