@@ -27,6 +27,8 @@ pub enum Command {
     /// Put several inputs side by side: deltas per key, totals without idle, a verdict
     #[command(after_long_help = help::COMPARE)]
     Compare(CompareArgs),
+    /// Analyse performance counters (perfmon/typeperf/relog CSV, esxtop -b, pasted tables) like PAL does
+    Counters(CountersArgs),
     /// Explain a profile: findings ranked by cost, with evidence, cause, fix and expected effect
     #[command(after_long_help = help::DIAGNOSE)]
     Diagnose(DiagnoseArgs),
@@ -130,7 +132,7 @@ pub struct OvercommitArgs {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// Force the input format instead of detecting it
-    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat", "perf-data", "kvm-stat", "bcc-kvmexit", "perf-prof", "trace-text", "capture"])]
+    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat", "perf-data", "kvm-stat", "bcc-kvmexit", "perf-prof", "trace-text", "capture", "perfmon-csv", "counter-table"])]
     pub format: Option<String>,
     /// Name ports and addresses from a QEMU `info mtree` dump (overrides the built-in map)
     #[arg(long, value_name = "FILE")]
@@ -186,6 +188,29 @@ pub struct CompareArgs {
     pub input: InputArgs,
     #[command(flatten)]
     pub page: HtmlArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CountersArgs {
+    /// PDH-CSV logs (typeperf, relog -f csv, perfmon CSV, esxtop -b) or pasted counter tables
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The workload's IO rate, for intercepts and VP time per IO and the IOPS ceiling
+    #[arg(long, value_name = "N")]
+    pub iops: Option<f64>,
+    /// Exit 1 when a finding is at or above this level
+    #[arg(long, value_enum, default_value = "high", value_name = "LEVEL")]
+    pub fail_on: CounterLevelArg,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CounterLevelArg {
+    High,
+    Medium,
+    Low,
+    Info,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -8,6 +8,7 @@
 
 pub mod analysis;
 pub mod config;
+pub mod counters;
 pub mod decode;
 pub mod diagnose;
 pub mod error;

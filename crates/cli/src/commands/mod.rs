@@ -1,6 +1,7 @@
 //! One module per command; each returns the process exit code.
 
 mod compare;
+mod counters;
 mod diagnose;
 mod exitcost;
 mod inputs;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report(a) => report::run(&a),
         Command::Compare(a) => compare::run(&a),
+        Command::Counters(a) => counters::run(&a),
         Command::Diagnose(a) => diagnose::run(&a),
         Command::Exitcost(a) => exitcost::run(&a),
         Command::Lab(a) => lab::run(&a),

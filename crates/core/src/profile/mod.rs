@@ -5,6 +5,7 @@
 //! what is known of its durations. Anything a source did not carry is `None` and serialises as
 //! `null`: it is never invented. The JSON form is versioned by [`SCHEMA`].
 
+mod counters;
 mod histogram;
 mod key;
 mod row;
@@ -16,6 +17,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use counters::{CounterLog, CounterPath, CounterTool, SLICES, Series, Slice, Stats};
 pub use histogram::Latency;
 pub use key::{Access, Key};
 pub use row::Row;
@@ -33,6 +35,9 @@ pub struct Profile {
     pub schema: String,
     pub origin: Origin,
     pub tables: Vec<Table>,
+    /// Sampled performance counters (perfmon / esxtop PDH-CSV, pasted counter tables).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<CounterLog>,
     /// Things the source noticed but could live with (elided rows, totals that do not add up).
     pub warnings: Vec<Note>,
     /// The vCPU threads' scheduler samples, when the host was watched (live capture).
@@ -47,6 +52,7 @@ impl Profile {
             schema: SCHEMA.to_string(),
             origin,
             tables: Vec::new(),
+            counters: None,
             warnings: Vec::new(),
             sched: None,
         }

@@ -120,6 +120,21 @@ pub fn rate(per_s: f64) -> String {
     }
 }
 
+/// A counter value: thousands separators from 1,000 on, fewer decimals as it grows.
+pub fn value(v: f64) -> String {
+    let a = v.abs();
+    let sign = if v < 0.0 { "-" } else { "" };
+    if a >= 1_000.0 {
+        format!("{sign}{}", count(a.round() as u64))
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 || a == 0.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

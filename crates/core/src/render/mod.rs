@@ -3,6 +3,7 @@
 //! ready from [`crate::analysis`].
 
 pub mod compare_text;
+pub mod counters_text;
 pub mod diagnose_numbers;
 pub mod diagnose_text;
 mod export;

@@ -5,6 +5,7 @@
 pub mod bcc_kvmexit;
 pub mod capture;
 mod checks;
+pub mod counter_table;
 pub mod input;
 pub mod kvm_stat;
 pub mod lines;
@@ -12,6 +13,7 @@ pub mod numbers;
 pub mod perf_data;
 pub mod perf_kvm_stat;
 pub mod perf_prof;
+pub mod perfmon_csv;
 pub mod trace_text;
 pub mod unread;
 
@@ -38,18 +40,24 @@ pub enum Format {
     TraceText,
     /// A `virtlens record` capture (Parquet with the profile in its metadata).
     Capture,
+    /// PDH-CSV from perfmon / typeperf / relog, or `esxtop -b`.
+    PerfmonCsv,
+    /// A pasted table of counter values (perfmon report view, `Get-Counter`).
+    CounterTable,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 9] = [
         Format::Capture,
+        Format::PerfmonCsv,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
         Format::BccKvmexit,
         Format::PerfProf,
         Format::TraceText,
+        Format::CounterTable,
     ];
 
     /// The format's name (`--format NAME`).
@@ -62,6 +70,8 @@ impl Format {
             Format::PerfProf => perf_prof::FORMAT,
             Format::TraceText => trace_text::FORMAT,
             Format::Capture => capture::FORMAT,
+            Format::PerfmonCsv => perfmon_csv::FORMAT,
+            Format::CounterTable => counter_table::FORMAT,
         }
     }
 
@@ -79,19 +89,22 @@ impl Format {
             Format::PerfProf => perf_prof::looks_like(head),
             Format::TraceText => trace_text::looks_like(head),
             Format::Capture => capture::looks_like(head),
+            Format::PerfmonCsv => perfmon_csv::looks_like(head),
+            Format::CounterTable => counter_table::looks_like(head),
         }
     }
 
-    /// Whether reading needs to seek (binary formats whose headers point further on); the
-    /// text formats read straight through.
+    /// Whether reading needs to seek (binary formats whose headers point further on, and
+    /// PDH-CSV, read in two passes); the other text formats read straight through.
     fn needs_seek(self) -> bool {
-        matches!(self, Format::PerfData | Format::Capture)
+        matches!(self, Format::PerfData | Format::Capture | Format::PerfmonCsv)
     }
 
     fn read<R: BufRead + Seek>(self, reader: R, path: &str) -> Result<Profile> {
         match self {
             Format::PerfData => perf_data::read(reader, path).map(checks::settle),
             Format::Capture => capture::read(reader, path).map(checks::settle),
+            Format::PerfmonCsv => perfmon_csv::read(reader, path).map(checks::settle),
             text => text.read_text(reader, path),
         }
     }
@@ -105,7 +118,8 @@ impl Format {
             Format::BccKvmexit => bcc_kvmexit::read(reader, path),
             Format::PerfProf => perf_prof::read(reader, path),
             Format::TraceText => trace_text::read(reader, path),
-            Format::PerfData | Format::Capture => Err(Error::Input {
+            Format::CounterTable => counter_table::read(reader, path),
+            Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),
             }),

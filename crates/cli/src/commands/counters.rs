@@ -1,0 +1,48 @@
+//! `virtlens counters FILE…`: performance counters analysed like PAL does, in virtlens's
+//! findings vocabulary.
+
+use std::process::ExitCode;
+
+use anyhow::bail;
+use virtlens_core::counters::{self, hv::Level};
+use virtlens_core::render;
+
+use super::inputs;
+use crate::args::{CounterLevelArg, CountersArgs};
+use crate::output;
+
+pub fn run(a: &CountersArgs) -> anyhow::Result<ExitCode> {
+    if let Some(i) = a.iops
+        && !(i.is_finite() && i > 0.0)
+    {
+        bail!("--iops must be a positive number of IOs per second, got {i}");
+    }
+    let profiles = inputs::profiles(&a.files, &a.input)?;
+    let report = counters::report(&profiles, a.iops);
+    if report.inputs.is_empty() {
+        bail!(
+            "no performance counters in the input(s); `counters` reads PDH-CSV (typeperf, relog -f csv, esxtop -b) and pasted counter tables"
+        );
+    }
+    if a.input.json {
+        output::print(&format!("{}\n", render::json(&report)));
+    } else {
+        output::print(&render::counters_text::render(&report, &output::style()));
+    }
+    let at = match a.fail_on {
+        CounterLevelArg::High => Level::High,
+        CounterLevelArg::Medium => Level::Medium,
+        CounterLevelArg::Low => Level::Low,
+        CounterLevelArg::Info => Level::Info,
+    };
+    let fails = report
+        .inputs
+        .iter()
+        .flat_map(|i| &i.findings)
+        .any(|f| f.level >= at);
+    Ok(if fails {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

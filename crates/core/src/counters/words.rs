@@ -1,0 +1,86 @@
+//! The words of each `hv.*` finding: a title, the cause in plain words, the fix for Hyper-V,
+//! for KVM and for VMware where they differ, and the public sources they rest on. Kept apart
+//! from the logic in [`super::hv`]; numbers are formatted by the renderer.
+
+use serde::Serialize;
+
+/// What a finding says.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Words {
+    pub title: &'static str,
+    pub cause: &'static str,
+    pub fix: &'static [&'static str],
+    pub sources: &'static [&'static str],
+}
+
+/// The words of finding `id`.
+pub fn of(id: &str) -> Words {
+    match id {
+        "hv.hypervisor_time" => Words {
+            title: "VPs spend a large share of their run time in the hypervisor",
+            cause: "Every intercept (an interrupt arriving, an EOI or IPI the APIC is not virtualised for, \
+                    an emulated IO instruction, a hypercall) runs hypervisor code on the VP's logical \
+                    processor; that time is not available to the guest and caps what the VP can do.",
+            fix: &[
+                "See which intercepts dominate (the other hv.* findings and the VP's `… Intercepts/sec` counters) and remove that cause.",
+                "KVM: compare with `virtlens diagnose` on a capture of the same workload; exits per second by reason name the cause.",
+            ],
+            sources: &[
+                "https://learn.microsoft.com/windows-server/administration/performance-tuning/role/hyper-v-server/detecting-virtualized-environment-bottlenecks",
+            ],
+        },
+        "hv.interrupt_delivery" => Words {
+            title: "Interrupt delivery exits the guest: most intercepts are interrupts, EOIs and IPIs",
+            cause: "Without hardware help, every device interrupt that arrives while the VP runs forces an \
+                    exit (external interrupt), the hypervisor injects it as a virtual interrupt, and the \
+                    guest's EOI (and any IPI it sends) exits again. At high IO rates this is two or more \
+                    exits per IO, and it bounds IOPS per VP.",
+            fix: &[
+                "Hyper-V: assign the NVMe device to the VM (Discrete Device Assignment) on a host with Intel posted interrupts, so completions are delivered without intercepts.",
+                "KVM: keep APIC virtualisation on (`kvm_intel enable_apicv=1` with posted interrupts, or `kvm_amd avic=1`) and nothing that inhibits it; with VFIO, posted interrupts need `intel_iommu=on` (IRQ remapping).",
+                "Or poll instead of taking interrupts: Linux NVMe poll queues (`nvme.poll_queues=N`, io_uring `IORING_SETUP_IOPOLL`), Windows' NVMe polling; polling costs a busy CPU at low queue depth.",
+                "Spread completions over more VPs (more queues / channels) so fewer interrupts land on one VP.",
+            ],
+            sources: &[
+                "https://www.snia.org/educational-library/achieving-10-million-iops-single-vm-windows-hyper-v-2018",
+                "ELI: Bare-Metal Performance for I/O Virtualization (ASPLOS 2012), https://research.ibm.com/publications/eli-bare-metal-performance-for-io-virtualization",
+            ],
+        },
+        "hv.cpu_wait" => Words {
+            title: "VPs wait for a logical processor: the host is over-committed",
+            cause: "CPU Wait Time Per Dispatch is the average time a VP was ready to run but waited for a \
+                    logical processor; long waits mean more runnable VPs than logical processors.",
+            fix: &[
+                "Reduce the VP:LP ratio: fewer VPs per VM, fewer VMs per host, or move busy VMs.",
+                "Check `\\Hyper-V Hypervisor Logical Processor(_Total)\\% Total Run Time`: above 90% the host has no headroom.",
+            ],
+            sources: &[
+                "https://serverfault.com/questions/675991",
+                "https://help.spotlightessentials.com/hyperv_alarm_cpuwaittimedispatch",
+            ],
+        },
+        "hv.overcommit" => Words {
+            title: "vCPUs are ready but not scheduled (%RDY / %CSTP): the host is over-committed",
+            cause: "%RDY is the time a vCPU was runnable but waited for a physical CPU; %CSTP the time it was \
+                    held back so the VM's vCPUs stay co-scheduled. Both grow when the host runs more vCPUs \
+                    than it has cores for.",
+            fix: &[
+                "Reduce the vCPU:core ratio on the host (fewer vCPUs in wide VMs, DRS / migration of busy VMs).",
+                "Right-size VMs with high %CSTP: fewer vCPUs co-schedule more easily.",
+            ],
+            sources: &["https://kb.vmware.com/s/article/2002181"],
+        },
+        "hv.cpu_limit" => Words {
+            title: "A CPU limit holds the VM back (%MLMTD)",
+            cause: "%MLMTD is the time the VM was ready to run but was not scheduled because of its CPU limit.",
+            fix: &["Raise or remove the VM's CPU limit (VM settings → CPU → Limit)."],
+            sources: &["https://kb.vmware.com/s/article/2002181"],
+        },
+        _ => Words {
+            title: "counter finding",
+            cause: "",
+            fix: &[],
+            sources: &[],
+        },
+    }
+}

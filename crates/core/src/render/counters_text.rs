@@ -1,0 +1,246 @@
+//! Text for performance-counter inputs: `virtlens counters` (findings, PAL alerts per time
+//! slice, the per-VM hypervisor numbers) and the counter statistics `report` shows.
+
+use comfy_table::{CellAlignment, Table as Grid, presets};
+
+use super::{Style, format};
+use crate::counters::hv::{Fact, HvFinding};
+use crate::counters::{Analysis, Report, words};
+use crate::profile::{CounterLog, CounterTool};
+
+fn grid(header: &[&str], right_from: usize) -> Grid {
+    let mut g = Grid::new();
+    g.load_style(presets::NOTHING);
+    g.set_header(header.to_vec());
+    for i in right_from..header.len() {
+        if let Some(c) = g.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    g
+}
+
+fn tool(t: CounterTool) -> &'static str {
+    match t {
+        CounterTool::Perfmon => "perfmon counters",
+        CounterTool::Esxtop => "esxtop counters",
+        CounterTool::Table => "pasted counter table",
+    }
+}
+
+/// What was sampled, in one line.
+fn span(a: &Analysis) -> String {
+    let mut parts = vec![format!("{} counters", a.counters)];
+    parts.push(format!("{} sample(s)", a.samples));
+    if let Some(i) = a.interval_s {
+        parts.push(format!("every {}", format::duration(i * 1e9)));
+    }
+    if let (Some(f), Some(l)) = (&a.first, &a.last) {
+        parts.push(format!("{f} – {l}"));
+    }
+    if let Some(z) = &a.time_zone {
+        let bias = a
+            .bias_minutes
+            .map(|b| format!(", UTC{:+}:{:02}", -b / 60, (b % 60).abs()))
+            .unwrap_or_default();
+        parts.push(format!("{z}{bias}"));
+    }
+    if let Some(s) = a.slice_s {
+        parts.push(format!("PAL slices of {}", format::duration(s * 1e9)));
+    }
+    parts.join(" · ")
+}
+
+fn fact(f: &Fact) -> String {
+    let v = match f.unit {
+        "%" => format!("{:.1}%", f.value),
+        "/s" => format::rate(f.value),
+        "ns" => format::duration(f.value),
+        "per IO" => format!("{:.2} per IO", f.value),
+        "IOPS" => format!("{} IOPS", format::value(f.value)),
+        _ => format::value(f.value),
+    };
+    format!("{}: {v}", f.name)
+}
+
+fn finding(out: &mut String, n: usize, f: &HvFinding, style: &Style) {
+    let w = words::of(f.id);
+    let level = format!("{:?}", f.level).to_lowercase();
+    let head = format!("{n}. [{level}] {} — {} ({})", f.id, w.title, f.subject);
+    out.push_str(&Style::paint(style.title, &head));
+    out.push('\n');
+    let facts: Vec<String> = f.facts.iter().map(fact).collect();
+    out.push_str(&format::wrap(
+        &format!("   evidence: {}", facts.join("; ")),
+        13,
+    ));
+    out.push_str(&format::wrap(
+        &format!(
+            "   cause: {}",
+            w.cause.split_whitespace().collect::<Vec<_>>().join(" ")
+        ),
+        10,
+    ));
+    for fix in w.fix {
+        out.push_str(&format::wrap(&format!("   fix: {fix}"), 8));
+    }
+    for s in w.sources {
+        out.push_str(&format!("   source: {s}\n"));
+    }
+}
+
+fn analysis(out: &mut String, a: &Analysis, style: &Style) {
+    out.push_str(&Style::paint(
+        style.title,
+        &format!("{} · {}", a.input, tool(a.tool)),
+    ));
+    out.push('\n');
+    out.push_str(&format::wrap(&span(a), 2));
+    if a.findings.is_empty() {
+        out.push_str("no hv.* finding: nothing in these counters is beyond its threshold\n");
+    }
+    for (i, f) in a.findings.iter().enumerate() {
+        out.push('\n');
+        finding(out, i + 1, f, style);
+    }
+    if !a.vps.is_empty() {
+        out.push('\n');
+        out.push_str(&Style::paint(style.header, "Hyper-V virtual processors"));
+        out.push('\n');
+        let mut g = grid(
+            &[
+                "vm",
+                "VPs",
+                "% guest",
+                "% hypervisor",
+                "intercepts",
+                "ext. interrupts",
+                "EOI",
+                "IPIs sent",
+                "wait/dispatch",
+            ],
+            1,
+        );
+        let o = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "-".to_string(), f);
+        for m in &a.vps {
+            g.add_row(vec![
+                m.subject.clone(),
+                if m.vps > 0 {
+                    m.vps.to_string()
+                } else {
+                    "-".into()
+                },
+                o(m.guest_run_pct, |v| format!("{v:.1}")),
+                o(m.hv_run_pct, |v| format!("{v:.1}")),
+                o(m.intercepts_per_s, format::rate),
+                o(m.external_interrupts_per_s, format::rate),
+                o(m.eoi_per_s, format::rate),
+                o(m.ipis_sent_per_s, format::rate),
+                o(m.cpu_wait_ns, format::duration),
+            ]);
+        }
+        out.push_str(&g.to_string());
+        out.push('\n');
+    }
+    if !a.pal.is_empty() {
+        out.push('\n');
+        out.push_str(&Style::paint(
+            style.header,
+            "PAL thresholds broken (per time slice: min, mean or max)",
+        ));
+        out.push('\n');
+        let mut g = grid(
+            &["condition", "counter", "threshold", "slices", "worst max"],
+            2,
+        );
+        for al in &a.pal {
+            let worst = al
+                .breaches
+                .iter()
+                .map(|b| b.max)
+                .fold(f64::NEG_INFINITY, f64::max);
+            g.add_row(vec![
+                format!("{:?}", al.threshold.condition).to_lowercase(),
+                al.path.clone(),
+                format!(
+                    "{} {}",
+                    al.threshold.op.word(),
+                    format::value(al.threshold.value)
+                ),
+                format!("{}/{}", al.breaches.len(), al.slices),
+                format::value(worst),
+            ]);
+        }
+        out.push_str(&g.to_string());
+        out.push('\n');
+        if let Some(al) = a.pal.first() {
+            out.push_str(&format!("  thresholds from {}\n", al.threshold.source));
+        }
+    }
+}
+
+/// `virtlens counters`.
+pub fn render(report: &Report, style: &Style) -> String {
+    let mut out = String::new();
+    for (i, a) in report.inputs.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        analysis(&mut out, a, style);
+    }
+    for n in &report.notes {
+        out.push_str(&Style::paint(style.note, &format!("note: {n}")));
+        out.push('\n');
+    }
+    out
+}
+
+/// The statistics of every counter of `log` (what `report` shows), the `top` largest means
+/// first when asked.
+pub fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) -> String {
+    let mut out = String::new();
+    out.push_str(&Style::paint(
+        style.title,
+        &format!(
+            "{input} · {} · {} counters, {} sample(s)",
+            tool(log.tool),
+            log.series.len(),
+            log.samples
+        ),
+    ));
+    out.push('\n');
+    let mut g = grid(&["counter", "mean", "min", "max", "samples", "blank"], 1);
+    let mut rows: Vec<_> = log.series.iter().collect();
+    if top.is_some() {
+        rows.sort_by(|a, b| {
+            let m = |s: &&crate::profile::Series| s.stats.map_or(f64::NEG_INFINITY, |s| s.mean);
+            m(b).total_cmp(&m(a))
+        });
+    }
+    let shown = top.unwrap_or(rows.len());
+    for s in rows.iter().take(shown) {
+        let (mean, min, max, n) = match s.stats {
+            Some(st) => (
+                format::value(st.mean),
+                format::value(st.min),
+                format::value(st.max),
+                st.n.to_string(),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "0".into()),
+        };
+        g.add_row(vec![
+            s.path.display(),
+            mean,
+            min,
+            max,
+            n,
+            s.blank.to_string(),
+        ]);
+    }
+    out.push_str(&g.to_string());
+    out.push('\n');
+    if rows.len() > shown {
+        out.push_str(&format!("… and {} more counter(s)\n", rows.len() - shown));
+    }
+    out
+}
