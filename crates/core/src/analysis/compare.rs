@@ -25,6 +25,9 @@ pub struct Comparison {
     /// Input numbers (1-based) from least to most handled time without idle (or exits, when
     /// time is unknown), for the kind the verdicts are about.
     pub ranking: Vec<usize>,
+    /// Performance counters side by side, when two or more inputs carry them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::counters::compare::Comparison>,
     /// Remarks about the inputs, each prefixed with the input's file.
     pub notes: Vec<String>,
 }
@@ -137,6 +140,7 @@ pub fn build(profiles: &[Profile], decoder: &Decoder) -> Comparison {
         tables,
         verdicts,
         ranking,
+        counters: crate::counters::compare::compare(profiles),
         notes: super::report::input_notes(profiles),
     }
 }

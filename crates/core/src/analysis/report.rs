@@ -49,6 +49,9 @@ pub struct Report {
     /// The vCPU threads' scheduling of the inputs that carry it (live captures).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sched: Vec<SchedInput>,
+    /// The performance counters of the inputs that carry them (perfmon / esxtop / tables).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<CounterInput>,
     /// Remarks about the inputs, each prefixed with the input's name.
     pub notes: Vec<String>,
 }
@@ -59,6 +62,14 @@ pub struct SchedInput {
     pub input: String,
     #[serde(flatten)]
     pub summary: super::sched::SchedSummary,
+}
+
+/// One input's performance counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterInput {
+    pub input: String,
+    #[serde(flatten)]
+    pub log: crate::profile::CounterLog,
 }
 
 /// One table of the report.
@@ -150,10 +161,20 @@ pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Repo
             })
         })
         .collect();
+    let counters = profiles
+        .iter()
+        .filter_map(|p| {
+            Some(CounterInput {
+                input: input_name(p),
+                log: p.counters.clone()?,
+            })
+        })
+        .collect();
     Report {
         schema: SCHEMA,
         tables,
         sched,
+        counters,
         notes: input_notes(profiles),
     }
 }

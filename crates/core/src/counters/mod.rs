@@ -5,6 +5,7 @@
 //! Sources read the files ([`crate::sources::perfmon_csv`], [`crate::sources::counter_table`]);
 //! this module never parses.
 
+pub mod compare;
 pub mod hv;
 pub mod names;
 pub mod pal;

@@ -43,6 +43,10 @@ pub fn render(c: &Comparison, style: &Style) -> String {
             order.join(" < ")
         ));
     }
+    if let Some(cc) = &c.counters {
+        out.push('\n');
+        out.push_str(&super::counters_text::compare(cc, style));
+    }
     for n in &c.notes {
         out.push_str(&Style::paint(style.note, &format!("note: {n}")));
         out.push('\n');

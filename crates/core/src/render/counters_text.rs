@@ -244,3 +244,36 @@ pub fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) 
     }
     out
 }
+
+/// Counters side by side (`compare`).
+pub fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> String {
+    let mut out = String::new();
+    out.push_str(&Style::paint(style.title, "performance counters, mean per input"));
+    out.push('\n');
+    for (i, n) in c.inputs.iter().enumerate() {
+        out.push_str(&format!("  {}  {n}\n", i + 1));
+    }
+    let mut header: Vec<String> = vec!["counter".into()];
+    header.extend((1..=c.inputs.len()).map(|i| i.to_string()));
+    header.push("change".into());
+    let refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut g = grid(&refs, 1);
+    for r in &c.rows {
+        let mut row = vec![r.path.clone()];
+        row.extend(r.means.iter().map(|m| m.map_or_else(|| "-".to_string(), format::value)));
+        row.push(format::change(r.change_pct, false));
+        g.add_row(row);
+    }
+    out.push_str(&g.to_string());
+    out.push('\n');
+    for f in &c.findings {
+        let list: Vec<String> = f
+            .findings
+            .iter()
+            .map(|(id, level, subject)| format!("{id} [{}] ({subject})", format!("{level:?}").to_lowercase()))
+            .collect();
+        let text = if list.is_empty() { "no hv.* finding".to_string() } else { list.join(", ") };
+        out.push_str(&format::wrap(&format!("  {}: {text}", f.input), 4));
+    }
+    out
+}

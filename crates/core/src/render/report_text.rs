@@ -26,7 +26,13 @@ pub fn render(report: &Report, style: &Style) -> String {
         out.push('\n');
         out.push_str(&super::top_text::sched_table(&sc.summary, style));
     }
-    if report.tables.is_empty() && report.sched.is_empty() {
+    for c in &report.counters {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&super::counters_text::series(&c.input, &c.log, None, style));
+    }
+    if report.tables.is_empty() && report.sched.is_empty() && report.counters.is_empty() {
         out.push_str("no table of the requested kind in the input\n");
     }
     for n in &report.notes {

@@ -36,14 +36,24 @@ pub fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut rows = 0;
     let mut object = false;
+    let mut path_waiting = false;
     for l in text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .take(200)
     {
-        if let Some((_, Some(_))) = path_line(l) {
+        if path_waiting && is_number_token(l) {
             return true;
+        }
+        path_waiting = false;
+        match path_line(l) {
+            Some((_, Some(_))) => return true,
+            Some((_, None)) => {
+                path_waiting = true;
+                continue;
+            }
+            None => {}
         }
         match counter_row(l) {
             Some((name, _)) if object && counter_like(name) => {

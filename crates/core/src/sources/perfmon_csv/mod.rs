@@ -94,15 +94,19 @@ fn csv_error(path: &str, e: &csv::Error) -> Error {
         .map_or(0, |p| usize::try_from(p.line()).unwrap_or(usize::MAX));
     Error::Parse {
         path: path.to_string(),
-        line,
-        message: format!("not readable as CSV: {e}"),
+        line: line.max(1),
+        message: format!("not readable as CSV (expected quoted cells separated by commas): {e}"),
     }
 }
 
-/// A sample row: the header has been seen and the record has more than one field (typeperf's
-/// closing messages are one-field lines).
-fn is_sample(record: &csv::ByteRecord) -> bool {
+/// A sample row (after the header): its first cell is a time, or it has a cell per header
+/// column and its first cell has a digit (a time in a form not understood). typeperf's closing
+/// messages (`Exiting, please wait...`) are neither.
+fn is_sample(record: &csv::ByteRecord, columns: usize) -> bool {
+    let first = cell(record, 0);
     record.len() > 1
+        && (cells::time(&first).is_some()
+            || (record.len() == columns + 1 && first.bytes().any(|b| b.is_ascii_digit())))
 }
 
 fn scan<R: BufRead>(reader: R, path: &str) -> Result<Scan> {
@@ -139,7 +143,7 @@ fn scan<R: BufRead>(reader: R, path: &str) -> Result<Scan> {
             }
             continue;
         };
-        if !is_sample(&record) {
+        if !is_sample(&record, s.paths.len()) {
             continue;
         }
         let stamp = cell(&record, 0);
@@ -209,6 +213,7 @@ fn collect<R: BufRead>(
     let mut ragged: Vec<usize> = Vec::new();
     let mut untimed: Vec<usize> = Vec::new();
     let mut trailer: Vec<(usize, String)> = Vec::new();
+    let mut header_seen = false;
     loop {
         match csv.read_byte_record(&mut record) {
             Ok(true) => {}
@@ -216,10 +221,11 @@ fn collect<R: BufRead>(
             Err(e) => return Err(csv_error(path, &e)),
         }
         let line = line_of(&record);
-        if line <= scan.header_line {
+        if !header_seen {
+            header_seen = cells::banner(&cell(&record, 0)).is_some();
             continue;
         }
-        if !is_sample(&record) {
+        if !is_sample(&record, columns.len()) {
             trailer.push((line, cell(&record, 0).trim().chars().take(60).collect()));
             continue;
         }
