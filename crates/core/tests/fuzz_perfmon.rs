@@ -17,10 +17,22 @@ use virtlens_core::counters;
 use virtlens_core::sources::{self, Format};
 
 const SAMPLES: [(Format, &[u8]); 4] = [
-    (Format::PerfmonCsv, include_bytes!("../../../testdata/perfmon/disk-queue-india-2017.csv")),
-    (Format::PerfmonCsv, include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-b.csv")),
-    (Format::PerfmonCsv, include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-c.csv")),
-    (Format::CounterTable, include_bytes!("../../../testdata/perfmon/talk-10m-iops-vp-table.txt")),
+    (
+        Format::PerfmonCsv,
+        include_bytes!("../../../testdata/perfmon/disk-queue-india-2017.csv"),
+    ),
+    (
+        Format::PerfmonCsv,
+        include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-b.csv"),
+    ),
+    (
+        Format::PerfmonCsv,
+        include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-c.csv"),
+    ),
+    (
+        Format::CounterTable,
+        include_bytes!("../../../testdata/perfmon/talk-10m-iops-vp-table.txt"),
+    ),
 ];
 
 const FORMATS: [Format; 2] = [Format::PerfmonCsv, Format::CounterTable];
@@ -63,12 +75,19 @@ fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
                     prop_assert!(s.slices.len() <= virtlens_core::profile::SLICES);
                 }
                 let a = counters::analyse("fuzz", log, Some(1e6));
-                prop_assert!(a.findings.iter().all(|f| f.facts.iter().all(|x| x.value.is_finite())));
+                prop_assert!(
+                    a.findings
+                        .iter()
+                        .all(|f| f.facts.iter().all(|x| x.value.is_finite()))
+                );
             }
             let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let back: virtlens_core::profile::Profile =
                 serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(back.counters.map(|c| c.series.len()), p.counters.map(|c| c.series.len()));
+            prop_assert_eq!(
+                back.counters.map(|c| c.series.len()),
+                p.counters.map(|c| c.series.len())
+            );
         }
         Err(e) => common::check_error(e, "fuzz.csv", bytes)?,
     }

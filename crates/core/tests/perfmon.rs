@@ -35,14 +35,21 @@ fn real_log_with_blank_first_sample_and_negative_bias() {
     let c = l
         .series
         .iter()
-        .find(|s| s.path.instance.as_deref() == Some("C:") && s.path.counter == "Avg. Disk Read Queue Length")
+        .find(|s| {
+            s.path.instance.as_deref() == Some("C:")
+                && s.path.counter == "Avg. Disk Read Queue Length"
+        })
         .unwrap();
     let st = c.stats.unwrap();
     assert_eq!((st.n, c.blank), (20, 1));
-    assert!(close(st.mean, 0.01728412512832822), "{}", st.mean);
-    assert!(close(st.max, 0.1075900005853456));
+    assert!(close(st.mean, 0.017_284_125_128_328_22), "{}", st.mean);
+    assert!(close(st.max, 0.107_590_000_585_345_6));
     // Instantaneous counters have a value in the first row too.
-    let q = l.series.iter().find(|s| s.path.counter == "Current Disk Queue Length").unwrap();
+    let q = l
+        .series
+        .iter()
+        .find(|s| s.path.counter == "Current Disk Queue Length")
+        .unwrap();
     assert_eq!((q.stats.unwrap().n, q.blank), (21, 0));
     // Slices: every sample falls in one of PAL's 30 slices of the 15-minute span.
     assert_eq!(c.slices.iter().map(|s| s.stats.n).sum::<u64>(), 20);
@@ -52,20 +59,36 @@ fn real_log_with_blank_first_sample_and_negative_bias() {
 #[test]
 fn real_logs_with_crlf_and_numbered_instances() {
     for (bytes, samples) in [
-        (&include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-b.csv")[..], 30),
-        (&include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-c.csv")[..], 26),
+        (
+            &include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-b.csv")[..],
+            30,
+        ),
+        (
+            &include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-c.csv")[..],
+            26,
+        ),
     ] {
         let p = read(bytes, "edt.csv");
         let l = log(&p);
         assert_eq!((l.samples, l.bias_minutes), (samples, Some(240)));
         assert_eq!(l.time_zone.as_deref(), Some("Eastern Daylight Time"));
-        assert!(l.series.iter().any(|s| s.path.instance.as_deref() == Some("AnyDesk#2")));
+        assert!(
+            l.series
+                .iter()
+                .any(|s| s.path.instance.as_deref() == Some("AnyDesk#2"))
+        );
         assert!(l.series.iter().all(|s| s.blank == 0 && s.unreadable == 0));
         assert_eq!(l.series[0].path.host.as_deref(), Some("7702-48817743"));
     }
-    let p = read(include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-b.csv"), "b.csv");
+    let p = read(
+        include_bytes!("../../../testdata/perfmon/process-bytes-edt-2021-b.csv"),
+        "b.csv",
+    );
     let total = log(&p).series[0].stats.unwrap();
-    assert_eq!((total.max, total.min), (242_539_898_949_632.0, 238_133_030_289_408.0));
+    assert_eq!(
+        (total.max, total.min),
+        (242_539_898_949_632.0, 238_133_030_289_408.0)
+    );
 }
 
 #[test]
@@ -75,15 +98,35 @@ fn the_talks_vp_table_is_interrupt_delivery_at_two_intercepts_per_io() {
     let p = read(bytes, "talk.txt");
     let l = log(&p);
     assert_eq!(l.series.len(), 8);
-    assert_eq!(l.mean(counters::names::VP, Some("_Total"), "Total Intercepts/sec"), Some(9_214_942.0));
+    assert_eq!(
+        l.mean(counters::names::VP, Some("_Total"), "Total Intercepts/sec"),
+        Some(9_214_942.0)
+    );
     let a = counters::analyse("talk", l, Some(4.5e6));
     let first = &a.findings[0];
-    assert_eq!((first.id, first.level), ("hv.interrupt_delivery", Level::High));
-    let per_io = first.facts.iter().find(|f| f.name == "intercepts per IO").unwrap().value;
+    assert_eq!(
+        (first.id, first.level),
+        ("hv.interrupt_delivery", Level::High)
+    );
+    let per_io = first
+        .facts
+        .iter()
+        .find(|f| f.name == "intercepts per IO")
+        .unwrap()
+        .value;
     assert_eq!(format!("{per_io:.1}"), "2.0");
     assert!(close(per_io, 9_214_942.0 / 4.5e6));
-    let hv = a.findings.iter().find(|f| f.id == "hv.hypervisor_time").unwrap();
-    let share = hv.facts.iter().find(|f| f.name.starts_with("share")).unwrap().value;
+    let hv = a
+        .findings
+        .iter()
+        .find(|f| f.id == "hv.hypervisor_time")
+        .unwrap();
+    let share = hv
+        .facts
+        .iter()
+        .find(|f| f.name.starts_with("share"))
+        .unwrap()
+        .value;
     assert!(close(share, 100.0 * 20.216 / (20.216 + 21.465)));
     // Without an IO rate the finding stands, with no per-IO numbers.
     let a = counters::analyse("talk", l, None);
@@ -109,7 +152,11 @@ fn hyperv_log() -> String {
     s.push_str("\r\n");
     for i in 0..60u32 {
         let busy = if i >= 30 { 95.0 } else { 40.0 };
-        let cs = if i == 10 { " ".to_string() } else { (1000 * i).to_string() };
+        let cs = if i == 10 {
+            " ".to_string()
+        } else {
+            (1000 * i).to_string()
+        };
         s.push_str(&format!(
             "\"03/01/2024 10:{:02}:{:02}.000\",\"{busy}\",\"{cs}\",\"60.5\",\"12.25\",\"120000\",\"5\",\"8000\"\r\n",
             i / 60,
@@ -133,19 +180,35 @@ fn pal_thresholds_are_evaluated_per_slice() {
         .unwrap();
     // 95% is above the critical 90%: only critical alerts, in the second half of the slices.
     assert_eq!(lp.threshold.condition, Condition::Critical);
-    assert!(a.pal.iter().all(|al| !(al.path.contains("% Total Run Time") && al.threshold.condition == Condition::Warning)));
-    assert!((14..=16).contains(&lp.breaches.len()), "{}", lp.breaches.len());
+    assert!(a.pal.iter().all(|al| !(al.path.contains("% Total Run Time")
+        && al.threshold.condition == Condition::Warning)));
+    assert!(
+        (14..=16).contains(&lp.breaches.len()),
+        "{}",
+        lp.breaches.len()
+    );
     assert!(lp.breaches.iter().all(|b| b.start_s.unwrap_or(0.0) >= 28.0));
     // Context switches pass 20,000/s from the 21st sample on (one blank sample is not a zero).
-    let cs = a.pal.iter().find(|al| al.path.contains("Context Switches")).unwrap();
+    let cs = a
+        .pal
+        .iter()
+        .find(|al| al.path.contains("Context Switches"))
+        .unwrap();
     assert_eq!(cs.threshold.condition, Condition::Warning);
     // The VP guest-run threshold (75%) is not broken at 60.5%.
     assert!(a.pal.iter().all(|al| !al.path.contains("% Guest Run Time")));
     let wait = a.findings.iter().find(|f| f.id == "hv.cpu_wait").unwrap();
     assert_eq!((wait.subject.as_str(), wait.level), ("sql01", Level::High));
-    assert!(a.findings.iter().all(|f| f.subject != "web" || f.id != "hv.cpu_wait"));
+    assert!(
+        a.findings
+            .iter()
+            .all(|f| f.subject != "web" || f.id != "hv.cpu_wait")
+    );
     let vm = a.vps.iter().find(|m| m.subject == "sql01").unwrap();
-    assert_eq!((vm.vps, vm.guest_run_pct, vm.hv_run_pct), (1, Some(60.5), Some(12.25)));
+    assert_eq!(
+        (vm.vps, vm.guest_run_pct, vm.hv_run_pct),
+        (1, Some(60.5), Some(12.25))
+    );
 }
 
 /// An `esxtop -b` log built to its layout (synthetic): a 4-vCPU VM whose group %RDY is 48
@@ -161,7 +224,10 @@ fn esxtop_ready_costop_and_limit() {
         r"\\esx01\Group Cpu(5678:batch)\% Max Limited".to_string(),
     ];
     for v in 0..4 {
-        cols.push(format!(r"\\esx01\Vcpu(1234:db01:{}:vcpu-{v})\% Ready", 100 + v));
+        cols.push(format!(
+            r"\\esx01\Vcpu(1234:db01:{}:vcpu-{v})\% Ready",
+            100 + v
+        ));
     }
     for c in &cols {
         s.push_str(&format!(",\"{c}\""));
@@ -182,7 +248,10 @@ fn esxtop_ready_costop_and_limit() {
     let over = a.findings.iter().find(|f| f.id == "hv.overcommit").unwrap();
     assert_eq!((over.subject.as_str(), over.level), ("db01", Level::High));
     let limit = a.findings.iter().find(|f| f.id == "hv.cpu_limit").unwrap();
-    assert_eq!((limit.subject.as_str(), limit.level), ("batch", Level::High));
+    assert_eq!(
+        (limit.subject.as_str(), limit.level),
+        ("batch", Level::High)
+    );
 }
 
 #[test]
@@ -193,7 +262,11 @@ fn typeperf_console_output_and_get_counter_tables() {
     let p = read(console.as_bytes(), "typeperf.txt");
     assert_eq!(log(&p).samples, 2);
     assert!(p.warnings.iter().any(|w| w.message.contains("Exiting")));
-    assert!(p.warnings.iter().any(|w| w.message.contains("no time-zone bias")));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("no time-zone bias"))
+    );
     let get_counter = "Timestamp                 CounterSamples\n---------                 --------------\n\
                        3/1/2024 10:00:00 AM      \\\\hv01\\hyper-v hypervisor virtual processor(_total)\\% guest run time :\n\
                        30.5\n\n\
@@ -210,11 +283,22 @@ fn typeperf_console_output_and_get_counter_tables() {
 fn bad_input_says_what_was_expected() {
     let e = sources::read_bytes(b"hello\nworld\n", "x.csv", Some(Format::PerfmonCsv)).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.starts_with("x.csv:1:") && msg.contains("PDH-CSV header"), "{msg}");
-    let e = sources::read_bytes(b"nothing here\n", "t.txt", Some(Format::CounterTable)).unwrap_err();
+    assert!(
+        msg.starts_with("x.csv:1:") && msg.contains("PDH-CSV header"),
+        "{msg}"
+    );
+    let e =
+        sources::read_bytes(b"nothing here\n", "t.txt", Some(Format::CounterTable)).unwrap_err();
     assert!(e.to_string().contains("expected counter values"), "{e}");
     // A header with no rows is read, with a note.
-    let p = read(b"\"(PDH-CSV 4.0) (UTC)(0)\",\"\\\\h\\Memory\\Available MBytes\"\n", "h.csv");
+    let p = read(
+        b"\"(PDH-CSV 4.0) (UTC)(0)\",\"\\\\h\\Memory\\Available MBytes\"\n",
+        "h.csv",
+    );
     assert_eq!(log(&p).samples, 0);
-    assert!(p.warnings.iter().any(|w| w.message.contains("no sample rows")));
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("no sample rows"))
+    );
 }

@@ -41,7 +41,15 @@ fn key(log: &CounterLog, i: usize) -> Option<(String, f64)> {
 pub fn compare(profiles: &[Profile]) -> Option<Comparison> {
     let logs: Vec<(String, &CounterLog)> = profiles
         .iter()
-        .filter_map(|p| Some((p.origin.path.clone().unwrap_or_else(|| p.origin.format.clone()), p.counters.as_ref()?)))
+        .filter_map(|p| {
+            Some((
+                p.origin
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| p.origin.format.clone()),
+                p.counters.as_ref()?,
+            ))
+        })
         .collect();
     if logs.len() < 2 {
         return None;
@@ -49,12 +57,18 @@ pub fn compare(profiles: &[Profile]) -> Option<Comparison> {
     let mut rows: Vec<Row> = Vec::new();
     for (n, (_, log)) in logs.iter().enumerate() {
         for i in 0..log.series.len() {
-            let Some((k, mean)) = key(log, i) else { continue };
+            let Some((k, mean)) = key(log, i) else {
+                continue;
+            };
             let display = log.series[i].path.display();
             let row = match rows.iter_mut().find(|r| r.path.to_lowercase() == k) {
                 Some(r) => r,
                 None => {
-                    rows.push(Row { path: display, means: vec![None; logs.len()], change_pct: None });
+                    rows.push(Row {
+                        path: display,
+                        means: vec![None; logs.len()],
+                        change_pct: None,
+                    });
                     let last = rows.len() - 1;
                     &mut rows[last]
                 }
@@ -72,9 +86,11 @@ pub fn compare(profiles: &[Profile]) -> Option<Comparison> {
     // Counters every input has first, then by the size of the change.
     rows.sort_by(|a, b| {
         let full = |r: &Row| r.means.iter().all(Option::is_some);
-        full(b)
-            .cmp(&full(a))
-            .then(b.change_pct.map_or(0.0, f64::abs).total_cmp(&a.change_pct.map_or(0.0, f64::abs)))
+        full(b).cmp(&full(a)).then(
+            b.change_pct
+                .map_or(0.0, f64::abs)
+                .total_cmp(&a.change_pct.map_or(0.0, f64::abs)),
+        )
     });
     let findings = logs
         .iter()

@@ -248,7 +248,10 @@ pub fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) 
 /// Counters side by side (`compare`).
 pub fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> String {
     let mut out = String::new();
-    out.push_str(&Style::paint(style.title, "performance counters, mean per input"));
+    out.push_str(&Style::paint(
+        style.title,
+        "performance counters, mean per input",
+    ));
     out.push('\n');
     for (i, n) in c.inputs.iter().enumerate() {
         out.push_str(&format!("  {}  {n}\n", i + 1));
@@ -260,7 +263,11 @@ pub fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> Strin
     let mut g = grid(&refs, 1);
     for r in &c.rows {
         let mut row = vec![r.path.clone()];
-        row.extend(r.means.iter().map(|m| m.map_or_else(|| "-".to_string(), format::value)));
+        row.extend(
+            r.means
+                .iter()
+                .map(|m| m.map_or_else(|| "-".to_string(), format::value)),
+        );
         row.push(format::change(r.change_pct, false));
         g.add_row(row);
     }
@@ -270,9 +277,15 @@ pub fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> Strin
         let list: Vec<String> = f
             .findings
             .iter()
-            .map(|(id, level, subject)| format!("{id} [{}] ({subject})", format!("{level:?}").to_lowercase()))
+            .map(|(id, level, subject)| {
+                format!("{id} [{}] ({subject})", format!("{level:?}").to_lowercase())
+            })
             .collect();
-        let text = if list.is_empty() { "no hv.* finding".to_string() } else { list.join(", ") };
+        let text = if list.is_empty() {
+            "no hv.* finding".to_string()
+        } else {
+            list.join(", ")
+        };
         out.push_str(&format::wrap(&format!("  {}: {text}", f.input), 4));
     }
     out

@@ -171,8 +171,8 @@ mod tests {
     fn values() {
         assert_eq!(value(" "), Value::Blank);
         assert_eq!(
-            value("0.032083023520161361"),
-            Value::Number(0.032083023520161361)
+            value("0.03208302352016136"),
+            Value::Number(0.032_083_023_520_161_36)
         );
         assert_eq!(value("7.0625001143654654e"), Value::Unreadable);
         assert_eq!(value("1.5e3"), Value::Number(1500.0));
