@@ -19,6 +19,7 @@ mod bench;
 pub mod catalog;
 pub mod crowd;
 pub mod devices;
+pub mod io_path;
 #[allow(unsafe_code)]
 mod jit;
 mod kernels;

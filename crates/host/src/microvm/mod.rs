@@ -35,5 +35,6 @@ mod watchdog;
 
 pub use error::{Error, exception_name};
 pub use run::{Access, Devices, RunStats, Zeros};
+pub(crate) use sys::{RamWord, borrow_fd, thread_cpu_ns, wait_readable};
 pub use virtlens_core::measure::Mode;
 pub use vm::{HC_MAP_GPA_RANGE, MicroVm, VmConfig};

@@ -44,6 +44,14 @@ pub trait Devices {
     fn halt_ends_run(&self) -> bool {
         true
     }
+    /// An interrupt vector the VMM wants to inject (VMs without an in-kernel irqchip): the run
+    /// loop injects it with KVM_INTERRUPT as soon as the guest can take it, asking for an
+    /// interrupt-window exit until then, and calls [`Devices::interrupt_injected`].
+    fn pending_interrupt(&self) -> Option<u8> {
+        None
+    }
+    /// The pending interrupt was injected.
+    fn interrupt_injected(&mut self) {}
 }
 
 /// Devices that answer zeros and end the run on HLT.
@@ -89,6 +97,10 @@ pub struct RunStats {
     pub done: bool,
     /// `KVM_RUN` calls made (exits plus interrupted runs that were resumed).
     pub kvm_runs: u64,
+    /// Interrupts injected from userspace (KVM_INTERRUPT).
+    pub injected: u64,
+    /// KVM_EXIT_IRQ_WINDOW_OPEN exits (the guest became able to take an interrupt).
+    pub irq_window_exits: u64,
     /// Port accesses by port number.
     pub ports: BTreeMap<u16, u64>,
     /// Every access, by kind and address.
@@ -100,7 +112,12 @@ pub struct RunStats {
 impl RunStats {
     /// Returns to userspace that the guest caused (the final one excluded).
     pub fn userspace_exits(&self) -> u64 {
-        self.pio_exits + self.mmio_exits + self.hlt_exits + self.msr_exits + self.hypercall_exits
+        self.pio_exits
+            + self.mmio_exits
+            + self.hlt_exits
+            + self.msr_exits
+            + self.hypercall_exits
+            + self.irq_window_exits
     }
 
     fn note(&mut self, access: Access) {
@@ -165,6 +182,7 @@ impl MicroVm {
         let start = Instant::now();
         let mut stats = RunStats::default();
         loop {
+            self.offer_interrupt(devices, &mut stats)?;
             let token = dog.arm();
             let result = self.vcpu.run();
             dog.disarm();
@@ -231,6 +249,30 @@ impl MicroVm {
                 }
             }
         }
+    }
+
+    /// Injects the devices' pending interrupt when the guest can take it, else asks KVM for
+    /// an exit as soon as it can.
+    fn offer_interrupt(
+        &mut self,
+        devices: &mut dyn Devices,
+        stats: &mut RunStats,
+    ) -> Result<(), Error> {
+        let Some(vector) = devices.pending_interrupt() else {
+            self.vcpu.get_kvm_run().request_interrupt_window = 0;
+            return Ok(());
+        };
+        let run = self.vcpu.get_kvm_run();
+        let ready = run.ready_for_interrupt_injection != 0 && run.if_flag != 0;
+        if ready {
+            sys::inject_interrupt(&self.vcpu, u32::from(vector))
+                .map_err(Error::kvm("KVM_INTERRUPT"))?;
+            devices.interrupt_injected();
+            stats.injected += 1;
+        }
+        let more = !ready || devices.pending_interrupt().is_some();
+        self.vcpu.get_kvm_run().request_interrupt_window = u8::from(more);
+        Ok(())
     }
 
     fn drain_coalesced(&mut self, devices: &mut dyn Devices, stats: &mut RunStats) {
@@ -335,6 +377,10 @@ fn handle(exit: VcpuExit<'_>, devices: &mut dyn Devices, stats: &mut RunStats) -
             Step::Continue
         }
         VcpuExit::Hlt => Step::Halt,
+        VcpuExit::IrqWindowOpen => {
+            stats.irq_window_exits += 1;
+            Step::Continue
+        }
         VcpuExit::Intr => Step::Interrupted,
         VcpuExit::Shutdown => Step::Fail(Error::Shutdown { rip: 0 }),
         VcpuExit::FailEntry(reason, cpu) => Step::Fail(Error::FailEntry { reason, cpu }),

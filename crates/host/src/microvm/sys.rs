@@ -161,3 +161,100 @@ pub fn borrow_fd<T: std::os::fd::AsRawFd>(owner: &T) -> std::os::fd::BorrowedFd<
     // returned borrow lives no longer than `&owner`.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(owner.as_raw_fd()) }
 }
+
+/// A 32-bit word of guest RAM that a host thread reads and writes while the vCPU runs (the
+/// IO path's ring indices), always atomically.
+#[derive(Debug, Clone, Copy)]
+pub struct RamWord(NonNull<std::sync::atomic::AtomicU32>);
+
+// SAFETY: a `RamWord` points into a `GuestMemory` mapping, is only made by `GuestMemory::word`
+// and only used by threads scoped inside the function that owns the VM (and so the mapping),
+// and every access is atomic, so sharing it between threads is sound.
+unsafe impl Send for RamWord {}
+// SAFETY: as above.
+unsafe impl Sync for RamWord {}
+
+impl RamWord {
+    fn cell(&self) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: the pointer is 4-byte aligned, inside a live mapping (see the Send impl), and
+        // AtomicU32 has the layout of u32.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The word's value.
+    pub fn load(&self) -> u32 {
+        self.cell().load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Sets the word.
+    pub fn store(&self, v: u32) {
+        self.cell().store(v, std::sync::atomic::Ordering::Release);
+    }
+}
+
+impl GuestMemory {
+    /// The word at byte `offset` (4-byte aligned, inside the mapping); the caller keeps the
+    /// memory alive for as long as the word is used.
+    pub fn word(&self, offset: usize) -> Option<RamWord> {
+        if !offset.is_multiple_of(4) || offset.checked_add(4)? > self.len {
+            return None;
+        }
+        // SAFETY: `offset + 4 <= len`, so the pointer stays inside the mapping.
+        let p = unsafe { self.ptr.as_ptr().add(offset) };
+        NonNull::new(p.cast::<std::sync::atomic::AtomicU32>()).map(RamWord)
+    }
+}
+
+/// KVM_INTERRUPT: queues `vector` for injection into a vCPU that has no in-kernel local APIC
+/// (the VMM plays the interrupt controller). `_IOW(KVMIO, 0x86, struct kvm_interrupt)`.
+pub fn inject_interrupt(vcpu: &kvm_ioctls::VcpuFd, vector: u32) -> Result<(), kvm_ioctls::Error> {
+    use std::os::fd::AsRawFd;
+    const KVM_INTERRUPT: libc::c_ulong = 0x4004_ae86;
+    let irq = kvm_bindings::kvm_interrupt { irq: vector };
+    // SAFETY: the fd is a live vCPU fd; the argument is a valid `kvm_interrupt` that the kernel
+    // only reads during the call.
+    let rc = unsafe { libc::ioctl(vcpu.as_raw_fd(), KVM_INTERRUPT, &raw const irq) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(vmm_sys_util::errno::Error::last())
+    }
+}
+
+/// Waits up to `timeout_ms` for `fd` to become readable; `false` on timeout.
+pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, the count says one.
+    let rc = unsafe { libc::poll(&raw mut p, 1, timeout_ms) };
+    match rc {
+        r if r < 0 => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// CPU time the calling thread has used, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid out pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &raw mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}

@@ -263,6 +263,17 @@ impl MicroVm {
         Ok(self.eventfds.len() - 1)
     }
 
+    /// Ioeventfd `index`, for a device thread that waits on it.
+    pub fn ioeventfd(&self, index: usize) -> Option<&EventFd> {
+        self.eventfds.get(index)
+    }
+
+    /// The 32-bit word of guest RAM at `gpa`, shared with a device thread while the vCPU runs;
+    /// the caller keeps the VM alive while the word is used.
+    pub(crate) fn ram_word(&self, gpa: u64) -> Option<super::sys::RamWord> {
+        self.mem.word(usize::try_from(gpa).ok()?)
+    }
+
     /// How many times ioeventfd `index` was signalled since the last call (0 if none).
     pub fn ioeventfd_count(&self, index: usize) -> u64 {
         self.eventfds
