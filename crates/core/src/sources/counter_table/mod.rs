@@ -81,6 +81,11 @@ fn counter_like(name: &str) -> bool {
 /// when the line has one after the path (`path : value` or `path  value`).
 fn path_line(l: &str) -> Option<(CounterPath, Option<&str>)> {
     let at = l.find('\\')?;
+    // Only a timestamp may come before the path (`11/24/2026 12:00:00 PM`).
+    let stamp = |c: char| c.is_ascii_digit() || " /.:-APM".contains(c);
+    if !l[..at].chars().all(stamp) {
+        return None;
+    }
     let rest = l[at..].trim();
     let (p, v) = match rest.rsplit_once(" :") {
         Some((p, v)) => (p, Some(v.trim()).filter(|v| !v.is_empty())),
@@ -117,7 +122,11 @@ fn counter_row(l: &str) -> Option<(&str, Vec<&str>)> {
     let mut rest = l;
     for _ in 0..k {
         let t = rest.trim_end();
-        let start = t.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let start = t
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(i, c)| i + c.len_utf8());
         cut = start;
         rest = &t[..start];
     }
@@ -353,6 +362,21 @@ mod tests {
         assert_eq!(number("9,214,942", Decimal::Point), Some(9_214_942.0));
         assert_eq!(number("21,465", Decimal::Comma), Some(21.465));
         assert_eq!(number("21.5%", Decimal::Point), Some(21.5));
+    }
+
+    /// What the fuzzers found: a multi-byte space before the numbers, and a backslash inside
+    /// another format's line taken for a counter path.
+    #[test]
+    fn other_formats_lines_are_not_counters() {
+        assert_eq!(
+            counter_row("qemu-kvm 1234 [000]\u{a0} 3.0000"),
+            Some(("qemu-kvm 1234 [000]", vec!["3.0000"]))
+        );
+        assert!(path_line("STORE_GUEST_PAGE_FAULT \\M\\ 1496461 53.00% 889612544").is_none());
+        assert!(
+            path_line(r"11/24/2026 12:00:00 PM  \\hv01\processor(_total)\% processor time :")
+                .is_some()
+        );
     }
 
     #[test]
