@@ -454,6 +454,9 @@ pub struct LabArgs {
     /// Do not measure: show the bundled recording (what runs when /dev/kvm is missing)
     #[arg(long)]
     pub offline: bool,
+    /// Run only the IO-path scenario (interrupt delivery modes × queue depths)
+    #[arg(long, conflicts_with = "offline")]
+    pub io_path: bool,
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,

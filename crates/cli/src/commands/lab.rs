@@ -1,4 +1,5 @@
-//! `virtlens lab [--json] [--quick] [--offline]`: the exit costs and the trap scenarios,
+//! `virtlens lab [--json] [--quick] [--offline] [--io-path]`: the exit costs, the trap scenarios
+//! and the IO path (or, with `--io-path`, the IO path only),
 //! measured with micro-VMs on /dev/kvm, with a progress bar on a terminal. Without a usable
 //! /dev/kvm (or with `--offline`) it renders the bundled recording, labelled as one: a banner
 //! in text; in JSON `"measured": false` and exit status [`NOT_MEASURED`], so a script cannot
@@ -34,7 +35,8 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     if let Some(why) = why {
         return offline(&why, out);
     }
-    let opts = lab::Options::lab(a.quick);
+    let mut opts = lab::Options::lab(a.quick);
+    opts.io_path_only = a.io_path;
     let mut report = with_progress(|tick| lab::run_lab(&opts, tick));
     diagnosed::diagnose_scenarios(&mut report);
     output::emit(&report, out)?;

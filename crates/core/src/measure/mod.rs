@@ -8,6 +8,7 @@
 pub mod date;
 pub mod diagnosed;
 pub mod headline;
+pub mod io_path;
 mod mode;
 mod report;
 pub mod resolution;

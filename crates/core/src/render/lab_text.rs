@@ -56,6 +56,9 @@ pub fn lab(r: &LabReport, style: &Style) -> String {
     summary(&mut out, r, style);
     tests(&mut out, &r.tests, &r.recorded, style);
     scenarios(&mut out, &r.scenarios, style);
+    if let Some(io) = &r.io_path {
+        super::io_path_text::io_path(&mut out, io, &r.backend, style);
+    }
     out
 }
 
@@ -240,7 +243,13 @@ fn stats(map: &std::collections::BTreeMap<String, f64>) -> String {
         .join(", ")
 }
 
-fn grid(header: &[&str], rows: Vec<Vec<String>>, left: usize, out: &mut String, style: &Style) {
+pub(super) fn grid(
+    header: &[&str],
+    rows: Vec<Vec<String>>,
+    left: usize,
+    out: &mut String,
+    style: &Style,
+) {
     let mut g = Grid::new();
     g.load_style(presets::NOTHING);
     g.set_header(header.to_vec());
@@ -267,6 +276,9 @@ fn grid(header: &[&str], rows: Vec<Vec<String>>, left: usize, out: &mut String, 
 }
 
 fn tests(out: &mut String, tests: &[TestResult], rec: &Recording, style: &Style) {
+    if tests.is_empty() {
+        return;
+    }
     out.push_str(&Style::paint(style.title, "Exit costs"));
     out.push('\n');
     out.push_str(&format!(

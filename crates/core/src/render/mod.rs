@@ -10,6 +10,7 @@ mod export;
 pub mod findings_md;
 pub mod format;
 pub mod html;
+pub mod io_path_text;
 pub mod lab_text;
 pub mod lint_text;
 pub mod model_text;

@@ -54,6 +54,10 @@ pub struct Options {
     pub target_run: Duration,
     /// Also run the trap scenarios (in 64-bit ring 0).
     pub scenarios: bool,
+    /// Also run the IO-path scenario (delivery modes × queue depths).
+    pub io_path: bool,
+    /// Run only the IO-path scenario (no exit tests, no trap scenarios).
+    pub io_path_only: bool,
     pub quick: bool,
     /// How long one `KVM_RUN` of the probe may take before the item counts as hung.
     pub probe_limit: Duration,
@@ -70,6 +74,8 @@ impl Options {
             ops: None,
             target_run: Duration::from_millis(5),
             scenarios: false,
+            io_path: false,
+            io_path_only: false,
             quick: false,
             probe_limit: Duration::from_millis(300),
             budget: DEFAULT_BUDGET,
@@ -82,6 +88,7 @@ impl Options {
             rounds: if quick { 5 } else { 21 },
             target_run: Duration::from_millis(if quick { 1 } else { 5 }),
             scenarios: true,
+            io_path: true,
             quick,
             ..Self::exitcost()
         }
@@ -154,6 +161,9 @@ fn amd(host: &HostLabel) -> bool {
 
 /// Items per group: the exit tests of the mode, plus the scenarios in their mode.
 fn groups(opts: &Options, amd: bool) -> Vec<(Mode, Vec<bench::Item>, usize)> {
+    if opts.io_path_only {
+        return Vec::new();
+    }
     opts.modes
         .iter()
         .map(|&mode| {
@@ -168,8 +178,8 @@ fn groups(opts: &Options, amd: bool) -> Vec<(Mode, Vec<bench::Item>, usize)> {
 }
 
 /// The steps `run_exitcost`/`run_lab` report through `progress`.
-fn total_steps(groups: &[(Mode, Vec<bench::Item>, usize)], rounds: usize) -> u64 {
-    let items: usize = groups.iter().map(|(_, i, _)| i.len()).sum();
+fn total_steps(groups: &[(Mode, Vec<bench::Item>, usize)], io_path: usize, rounds: usize) -> u64 {
+    let items: usize = groups.iter().map(|(_, i, _)| i.len()).sum::<usize>() + io_path;
     (items * (rounds.max(1) + 1) + 4) as u64
 }
 
@@ -203,6 +213,7 @@ struct Outcome {
     host: HostLabel,
     tests: Vec<TestResult>,
     scenarios: Vec<virtlens_core::measure::ScenarioResult>,
+    io_path: Option<virtlens_core::measure::io_path::IoPathReport>,
     recorded: Recording,
     notes: Vec<String>,
 }
@@ -231,7 +242,12 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
     let start = Instant::now();
     let host = host_label();
     let groups = groups(opts, amd(&host));
-    let total = total_steps(&groups, opts.rounds);
+    let io_configs = if opts.io_path || opts.io_path_only {
+        io_path::rounds::configs(opts.quick)
+    } else {
+        Vec::new()
+    };
+    let total = total_steps(&groups, io_configs.len(), opts.rounds);
     let mut done = 0u64;
     let mut tick = |label: &str| {
         done += 1;
@@ -253,10 +269,12 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
     let mut notes = Vec::new();
     let mut tests = Vec::new();
     let mut scenario_results = Vec::new();
+    // The IO path counts as one more group in the budget.
+    let parts = groups.len() + usize::from(!io_configs.is_empty());
     for (i, (mode, items, n_tests)) in groups.iter().enumerate() {
         // The budget left, shared equally among the groups left.
         let left = deadline.saturating_duration_since(Instant::now());
-        let share = left / u32::try_from(groups.len() - i).unwrap_or(1);
+        let share = left / u32::try_from(parts - i).unwrap_or(1);
         let plan = Plan {
             until: Some(Instant::now() + share),
             ..opts.plan()
@@ -279,6 +297,19 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
             ));
         }
     }
+    let io_path = (!io_configs.is_empty()).then(|| {
+        let plan = io_path::rounds::Plan {
+            rounds: opts.plan().rounds,
+            target_run: opts.target_run,
+            // irqfd and poll runs are one KVM_RUN each: bound the whole run, generously.
+            watchdog: Duration::from_secs(30),
+            until: Some(deadline),
+        };
+        let mut io_notes = Vec::new();
+        let rows = io_path::rounds::measure(&io_configs, &plan, &mut tick, &mut io_notes);
+        notes.extend(io_notes);
+        io_path::rounds::report(rows, &backend)
+    });
     let recorded = Recording {
         date: date::utc(
             std::time::SystemTime::now()
@@ -298,6 +329,7 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
         host,
         tests,
         scenarios: scenario_results,
+        io_path,
         recorded,
         notes,
     }
@@ -337,6 +369,7 @@ pub fn run_lab(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> LabReport 
         recorded: o.recorded,
         tests: o.tests,
         scenarios: o.scenarios,
+        io_path: o.io_path,
         headline,
         notes: o.notes,
     }

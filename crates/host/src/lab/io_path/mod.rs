@@ -11,13 +11,15 @@
 //! - `poll` — ioeventfd notify and device thread as for `irqfd`, no interrupt: the driver
 //!   spins on the completion tail.
 //!
-//! Every run counts what each IO cost: returns to the VMM, interrupts the guest took, KVM's own
-//! exit and injection counters, wall time, and the CPU time of the vCPU thread and of the
-//! device thread. Counts are exact; times depend on the backend (on PVM, ring-0 guest code is
-//! emulated instruction by instruction, so guest-side times are the emulator's).
+//! The device completes `coalesce` requests per interrupt, one group after the other (see
+//! `device`). A [`Live`] configuration keeps its VM between runs; each run counts what its IOs
+//! cost: the guest's own counts (interrupts, halts), returns to the VMM by reason, KVM's
+//! statistics, wall time and the CPU time of the vCPU thread and of the device's work.
+//! Interleaved rounds and their statistics are in `rounds`.
 
 mod device;
 pub mod guest;
+pub mod rounds;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -26,84 +28,101 @@ use kvm_bindings::{
     KVM_IRQ_ROUTING_MSI, KvmIrqRouting, kvm_irq_routing_entry, kvm_irq_routing_msi,
 };
 use kvm_ioctls::IoEventAddress;
-use serde::Serialize;
 use virtlens_core::measure::Mode;
+pub use virtlens_core::measure::io_path::{Delivery, Eoi};
 use vmm_sys_util::eventfd::EventFd;
 
+use crate::kvm_stats::StatsFd;
 use crate::microvm::{Error, MicroVm, VmConfig, thread_cpu_ns};
 use device::{Ring, VmmDevice};
 use guest::{NOTIFY_PORT, RING, Wait};
 
-/// How completions reach the driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Delivery {
-    VmmInject,
-    Irqfd,
-    Poll,
-}
-
-impl Delivery {
-    pub const ALL: [Delivery; 3] = [Delivery::VmmInject, Delivery::Irqfd, Delivery::Poll];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Delivery::VmmInject => "vmm-inject",
-            Delivery::Irqfd => "irqfd",
-            Delivery::Poll => "poll",
-        }
-    }
-}
-
 /// One IO-path configuration.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub delivery: Delivery,
     /// Requests submitted per notify.
     pub qd: u32,
     /// Completions per interrupt (coalescing); 1 = an interrupt per completion.
     pub coalesce: u32,
-    /// Notify rounds (batches of `qd` requests).
-    pub batches: u32,
     /// EOI through the x2APIC MSR instead of the xAPIC page (in-kernel LAPIC only).
     pub x2apic_eoi: bool,
 }
 
-/// What one configuration cost, in total (divide by `ios` for per-IO figures).
-#[derive(Debug, Clone, Serialize)]
-pub struct Measured {
-    pub delivery: Delivery,
-    pub qd: u32,
-    pub coalesce: u32,
+impl Config {
+    pub fn eoi(&self) -> Eoi {
+        match (self.delivery, self.x2apic_eoi) {
+            (Delivery::Poll, _) => Eoi::None,
+            (_, true) => Eoi::X2apic,
+            _ => Eoi::Xapic,
+        }
+    }
+
+    /// `irqfd qd 32 k 8 x2apic`.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} qd {}", self.delivery.name(), self.qd);
+        if self.coalesce > 1 {
+            s.push_str(&format!(" k {}", self.coalesce));
+        }
+        if self.x2apic_eoi {
+            s.push_str(" x2apic");
+        }
+        s
+    }
+}
+
+/// What one run cost, in total.
+#[derive(Debug, Clone, Default)]
+pub struct RunCounts {
     pub ios: u64,
-    /// Returns to the VMM (KVM_RUN returning to virtlens), the run's final one excluded.
-    pub vmm_returns: u64,
-    /// Interrupts the driver's handler took.
-    pub guest_interrupts: u64,
+    pub notifies: u64,
+    pub interrupts: u64,
+    pub halts: u64,
+    pub eois: u64,
+    /// Returns to the VMM, by reason (the run's final one excluded).
+    pub vmm_notify: u64,
+    pub vmm_eoi: u64,
+    pub vmm_halt: u64,
+    pub vmm_window: u64,
+    pub vmm_total: u64,
     /// Interrupts virtlens injected from userspace (KVM_INTERRUPT).
-    pub vmm_injections: u64,
-    /// KVM's vCPU counters over the run (binary stats): `exits`, `irq_injections`,
-    /// `halt_exits`, `irq_window_exits`, `insn_emulation`.
+    pub injections: u64,
+    /// KVM's vCPU statistics that moved.
     pub kvm: Vec<(String, u64)>,
     pub wall_ns: u64,
     pub vcpu_cpu_ns: u64,
     pub device_cpu_ns: u64,
+    pub device_wait_cpu_ns: u64,
 }
 
-impl Measured {
-    /// A KVM counter's delta over the run.
+impl RunCounts {
+    /// A KVM statistic's delta over the run.
     pub fn kvm(&self, name: &str) -> Option<u64> {
         self.kvm.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
     }
 }
 
-const KVM_COUNTERS: [&str; 5] = [
+/// The KVM statistics the IO path reads.
+pub const KVM_STATS: [&str; 8] = [
     "exits",
     "irq_injections",
     "halt_exits",
+    "halt_wakeup",
     "irq_window_exits",
+    "request_irq_exits",
+    "irq_exits",
     "insn_emulation",
 ];
+
+/// A configuration's VM, ready to run.
+pub struct Live {
+    pub config: Config,
+    vm: MicroVm,
+    ring: Ring,
+    stats: Option<StatsFd>,
+    notify: Option<EventFd>,
+    irqfd: Option<EventFd>,
+}
 
 fn msi_route(vm: &MicroVm, gsi: u32) -> Result<(), Error> {
     let mut e = kvm_irq_routing_entry {
@@ -123,94 +142,129 @@ fn msi_route(vm: &MicroVm, gsi: u32) -> Result<(), Error> {
         .map_err(Error::kvm("KVM_SET_GSI_ROUTING"))
 }
 
-/// Runs one configuration; `watchdog` bounds each KVM_RUN.
-pub fn run(c: &Config, watchdog: Duration) -> Result<Measured, Error> {
-    let wait = match (c.delivery, c.x2apic_eoi) {
-        (Delivery::Poll, _) => Wait::Poll,
-        (Delivery::Irqfd, true) => Wait::InterruptX2apic,
-        _ => Wait::InterruptXapic,
-    };
-    let irqchip = c.delivery == Delivery::Irqfd;
-    let mut vm = MicroVm::with_config(&VmConfig {
-        mem_bytes: crate::microvm::layout::DEFAULT_MEMORY,
-        irqchip,
-        ..VmConfig::default()
-    })?;
-    vm.load(Mode::Long64, &guest::program(c.qd, wait, irqchip)?)?;
-    vm.restart_with(|r| r.rdi = u64::from(c.batches))?;
-    let ring = Ring::new(&vm, RING)?;
-    let stats = vm.vcpu_stats().ok();
-    let before = stats.as_ref().and_then(|s| s.snapshot().ok());
-    let stop = AtomicBool::new(false);
-    let (run, device_cpu_ns) = match c.delivery {
-        Delivery::VmmInject => {
-            let mut dev = VmmDevice::new(ring, c.coalesce);
-            let cpu0 = thread_cpu_ns();
-            let t0 = Instant::now();
-            let run = vm.run_with(&mut dev, watchdog)?;
-            let wall = t0.elapsed();
-            // The device is the vCPU thread here: its CPU is in the vCPU figure.
-            ((run, wall, thread_cpu_ns().saturating_sub(cpu0)), 0)
+/// An eventfd routed as an MSI of [`guest::VECTOR`] to the in-kernel LAPIC (GSI `gsi`).
+pub(crate) fn msi_irqfd(vm: &MicroVm, gsi: u32, fd: &EventFd) -> Result<(), Error> {
+    msi_route(vm, gsi)?;
+    vm.vm_fd()
+        .register_irqfd(fd, gsi)
+        .map_err(Error::kvm("KVM_IRQFD"))
+}
+
+impl Live {
+    /// Builds the VM of `c` and loads its driver.
+    pub fn new(c: Config) -> Result<Live, Error> {
+        let wait = match (c.delivery, c.x2apic_eoi) {
+            (Delivery::Poll, _) => Wait::Poll,
+            (_, true) => Wait::InterruptX2apic,
+            _ => Wait::InterruptXapic,
+        };
+        let irqchip = c.delivery != Delivery::VmmInject;
+        let mut vm = MicroVm::with_config(&VmConfig {
+            mem_bytes: crate::microvm::layout::DEFAULT_MEMORY,
+            irqchip,
+            ..VmConfig::default()
+        })?;
+        vm.load(Mode::Long64, &guest::program(c.qd, wait, irqchip)?)?;
+        let ring = Ring::new(&vm, RING)?;
+        let (mut notify, mut irqfd) = (None, None);
+        if c.delivery != Delivery::VmmInject {
+            let i = vm.add_ioeventfd(IoEventAddress::Pio(u64::from(NOTIFY_PORT)))?;
+            notify = vm.ioeventfd(i).and_then(|fd| fd.try_clone().ok());
+            if notify.is_none() {
+                return Err(Error::Unsupported("cloning the notify eventfd".into()));
+            }
         }
-        Delivery::Irqfd | Delivery::Poll => {
-            let notify_index = vm.add_ioeventfd(IoEventAddress::Pio(u64::from(NOTIFY_PORT)))?;
-            let notify = vm
-                .ioeventfd(notify_index)
-                .and_then(|fd| fd.try_clone().ok())
-                .ok_or_else(|| Error::Unsupported("cloning the notify eventfd".into()))?;
-            let waker = notify
-                .try_clone()
-                .map_err(|e| Error::Memory(format!("eventfd: {e}")))?;
-            let irqfd = if c.delivery == Delivery::Irqfd {
-                let fd = EventFd::new(0).map_err(|e| Error::Memory(format!("eventfd: {e}")))?;
-                msi_route(&vm, 1)?;
-                vm.vm_fd()
-                    .register_irqfd(&fd, 1)
-                    .map_err(Error::kvm("KVM_IRQFD"))?;
-                Some(fd)
-            } else {
-                None
-            };
-            std::thread::scope(|s| -> Result<_, Error> {
-                let dev =
-                    s.spawn(|| device::serve(&ring, &notify, irqfd.as_ref(), c.coalesce, &stop));
-                let cpu0 = thread_cpu_ns();
-                let t0 = Instant::now();
-                let result = vm.run_with(&mut device::Passive, watchdog);
-                let wall = t0.elapsed();
-                let cpu = thread_cpu_ns().saturating_sub(cpu0);
-                stop.store(true, Ordering::Release);
-                let _ = waker.write(1);
-                let device_cpu = dev.join().unwrap_or(0);
-                Ok(((result?, wall, cpu), device_cpu))
-            })?
+        if c.delivery == Delivery::Irqfd {
+            let fd = EventFd::new(0).map_err(|e| Error::Memory(format!("eventfd: {e}")))?;
+            msi_irqfd(&vm, 1, &fd)?;
+            irqfd = Some(fd);
         }
-    };
-    let ((run, wall, vcpu_cpu), device_cpu_ns) = (run, device_cpu_ns);
-    let after = stats.as_ref().and_then(|s| s.snapshot().ok());
-    let kvm = match (&stats, &before, &after) {
-        (Some(fd), Some(b), Some(a)) => KVM_COUNTERS
-            .iter()
-            .filter_map(|n| {
-                let d = a
-                    .get(fd.layout(), n)?
-                    .saturating_sub(b.get(fd.layout(), n)?);
-                Some(((*n).to_string(), d))
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok(Measured {
-        delivery: c.delivery,
-        qd: c.qd,
-        coalesce: c.coalesce,
-        ios: u64::from(c.qd) * u64::from(c.batches),
-        vmm_returns: run.userspace_exits(),
-        guest_interrupts: u64::from(ring.irqs()),
-        vmm_injections: run.injected,
-        kvm,
-        wall_ns: u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX),
-        vcpu_cpu_ns: vcpu_cpu,
-        device_cpu_ns,
-    })
+        Ok(Live {
+            config: c,
+            stats: vm.vcpu_stats().ok(),
+            vm,
+            ring,
+            notify,
+            irqfd,
+        })
+    }
+
+    /// Runs `batches` notify rounds of `qd` requests; `watchdog` bounds each KVM_RUN.
+    pub fn run(&mut self, batches: u32, watchdog: Duration) -> Result<RunCounts, Error> {
+        let c = self.config;
+        self.vm.restart_with(|r| r.rdi = u64::from(batches))?;
+        let before = self.stats.as_ref().and_then(|s| s.snapshot().ok());
+        let g0 = self.ring.counts();
+        let mut out = RunCounts::default();
+        let ring = self.ring;
+        let (run, wall, vcpu_cpu) = match (&self.notify, c.delivery) {
+            (Some(notify), Delivery::Irqfd | Delivery::Poll) => {
+                let stop = AtomicBool::new(false);
+                let irqfd = self.irqfd.as_ref();
+                let vm = &mut self.vm;
+                std::thread::scope(|s| -> Result<_, Error> {
+                    let dev = s.spawn(|| device::serve(&ring, notify, irqfd, c.coalesce, &stop));
+                    let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
+                    let result = vm.run_with(&mut device::Passive, watchdog);
+                    let (wall, cpu) = (t0.elapsed(), thread_cpu_ns().saturating_sub(cpu0));
+                    stop.store(true, Ordering::Release);
+                    let d = dev.join().unwrap_or_default();
+                    out.notifies = d.notifies;
+                    out.device_cpu_ns = d.busy_cpu_ns;
+                    out.device_wait_cpu_ns = d.wait_cpu_ns;
+                    Ok((result?, wall, cpu))
+                })?
+            }
+            _ => {
+                let mut dev = VmmDevice::new(ring, c.coalesce);
+                let (cpu0, t0) = (thread_cpu_ns(), Instant::now());
+                let run = self.vm.run_with(&mut dev, watchdog)?;
+                let (wall, cpu) = (t0.elapsed(), thread_cpu_ns().saturating_sub(cpu0));
+                out.notifies = dev.seen.notifies;
+                out.eois = dev.seen.eois;
+                (run, wall, cpu)
+            }
+        };
+        if !run.done {
+            return Err(Error::UnexpectedExit {
+                exit: "the driver halted instead of finishing its batches".into(),
+                rip: 0,
+            });
+        }
+        let g = self.ring.counts().since(g0);
+        out.ios = u64::from(g.submitted);
+        out.interrupts = u64::from(g.interrupts);
+        out.halts = u64::from(g.halts);
+        if c.delivery == Delivery::Irqfd {
+            // The handler ends every interrupt it takes with one EOI, in the kernel.
+            out.eois = out.interrupts;
+        }
+        out.vmm_notify = run.pio_exits;
+        out.vmm_eoi = run.mmio_exits;
+        out.vmm_halt = run.hlt_exits;
+        out.vmm_window = run.irq_window_exits;
+        out.vmm_total = run.userspace_exits();
+        out.injections = run.injected;
+        out.wall_ns = u64::try_from(wall.as_nanos()).unwrap_or(u64::MAX);
+        out.vcpu_cpu_ns = vcpu_cpu;
+        let after = self.stats.as_ref().and_then(|s| s.snapshot().ok());
+        if let (Some(fd), Some(b), Some(a)) = (&self.stats, &before, &after) {
+            out.kvm = KVM_STATS
+                .iter()
+                .filter_map(|n| {
+                    let d = a
+                        .get(fd.layout(), n)?
+                        .saturating_sub(b.get(fd.layout(), n)?);
+                    Some(((*n).to_string(), d))
+                })
+                .collect();
+        }
+        Ok(out)
+    }
+}
+
+/// Builds `c` and runs it once (`batches` notify rounds): the one-shot form the tests and
+/// the capture use.
+pub fn run(c: &Config, batches: u32, watchdog: Duration) -> Result<RunCounts, Error> {
+    Live::new(*c)?.run(batches, watchdog)
 }
