@@ -42,6 +42,9 @@ pub struct Item {
     pub unsupported: Option<String>,
     pub ioeventfds: Vec<IoEventAddress>,
     pub coalesced: Option<(u64, u32)>,
+    /// A port whose ioeventfd is also an irqfd routed as an MSI of the lab's vector (its
+    /// signals are consumed by KVM, so they are not counted as the other ioeventfds are).
+    pub irqfd_port: Option<u16>,
     /// Guest RAM to fill before the first run.
     pub data: Vec<(u64, Vec<u8>)>,
     /// Returns to userspace each operation must cause, when that is known exactly.
@@ -238,6 +241,14 @@ fn prepare(item: &Item, plan: &Plan, m: &mut Measured) -> Option<Live> {
         }
         if let Some((gpa, size)) = item.coalesced {
             vm.add_coalesced_mmio(gpa, size)?;
+        }
+        if let Some(port) = item.irqfd_port {
+            let i = vm.add_ioeventfd(IoEventAddress::Pio(u64::from(port)))?;
+            let fd = vm
+                .ioeventfd(i)
+                .and_then(|fd| fd.try_clone().ok())
+                .ok_or_else(|| Error::Unsupported("cloning the irqfd's eventfd".into()))?;
+            super::io_path::msi_irqfd(&vm, 1, &fd)?;
         }
         vm.load(item.mode, program)?;
         for (gpa, bytes) in &item.data {

@@ -8,9 +8,11 @@ use virtlens_core::measure::{Mode, Status};
 
 use super::asm::{Prog, looped};
 use super::bench::Item;
+use super::devices;
+use super::io_path::guest;
 use crate::microvm::layout::DATA_PAGE;
 use crate::microvm::{Error, HC_MAP_GPA_RANGE, VmConfig};
-use iced_x86::code_asm::{al, dx, eax, ebx, ecx, edx};
+use iced_x86::code_asm::{al, dword_ptr, dx, eax, ebx, ecx, edx, esi, rcx};
 
 /// A port no device claims: its accesses go to the VMM.
 pub const USER_PORT: u16 = 0x510;
@@ -28,6 +30,11 @@ pub const USER_MSR: u32 = 0x1234;
 pub const KERNEL_MSR: u32 = 0x174;
 /// A hypercall number KVM does not implement (answered -KVM_ENOSYS in the kernel).
 pub const UNKNOWN_HYPERCALL: u32 = 0xffff;
+/// A port whose ioeventfd is also an irqfd (an MSI of the lab's vector): a write to it
+/// raises an interrupt entirely in the kernel.
+pub const IRQFD_PORT: u16 = 0x530;
+/// Where the interrupt tests' handler counts the interrupts it took.
+const IRQ_COUNT: u64 = DATA_PAGE + 0x40;
 
 /// One exit test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,11 +61,15 @@ pub enum Exit {
     PicOut,
     PitIn,
     LapicRead,
+    IrqInjectUser,
+    IrqInjectIrqfd,
+    EoiXapic,
+    EoiX2apic,
 }
 
 impl Exit {
     /// Every test, the baseline first.
-    pub const ALL: [Exit; 22] = [
+    pub const ALL: [Exit; 26] = [
         Exit::NopLoop,
         Exit::Rdtsc,
         Exit::RamStore,
@@ -81,6 +92,10 @@ impl Exit {
         Exit::PicOut,
         Exit::PitIn,
         Exit::LapicRead,
+        Exit::IrqInjectUser,
+        Exit::IrqInjectIrqfd,
+        Exit::EoiXapic,
+        Exit::EoiX2apic,
     ];
 
     /// The test's name in output.
@@ -108,6 +123,10 @@ impl Exit {
             Exit::PicOut => "pic_out_kernel",
             Exit::PitIn => "pit_in_kernel",
             Exit::LapicRead => "lapic_read_kernel",
+            Exit::IrqInjectUser => "irq_inject_user",
+            Exit::IrqInjectIrqfd => "irq_inject_irqfd",
+            Exit::EoiXapic => "eoi_xapic_kernel",
+            Exit::EoiX2apic => "eoi_x2apic_kernel",
         }
     }
 
@@ -141,6 +160,17 @@ impl Exit {
             Exit::PicOut => "out 0x21, al: in-kernel PIC (KVM_CREATE_IRQCHIP)",
             Exit::PitIn => "in al, 0x40: in-kernel PIT (KVM_CREATE_PIT2)",
             Exit::LapicRead => "mov eax, [0xfee00030]: in-kernel LAPIC version register",
+            Exit::IrqInjectUser => {
+                "out 0x520, al to the VMM, which injects vector 0x40 with KVM_INTERRUPT on the way \
+                 back; the handler returns (the VMM is the interrupt controller: no EOI)"
+            }
+            Exit::IrqInjectIrqfd => {
+                "out 0x530, al caught by an ioeventfd that is also an irqfd (MSI, vector 0x40), \
+                 then wait (hlt) for it: the in-kernel LAPIC delivers it, the handler EOIs \
+                 (xAPIC) and returns"
+            }
+            Exit::EoiXapic => "mov [0xfee000b0], eax: EOI to the in-kernel LAPIC's xAPIC page",
+            Exit::EoiX2apic => "wrmsr 0x80b: EOI to the in-kernel LAPIC in x2APIC mode",
         }
     }
 
@@ -152,7 +182,12 @@ impl Exit {
         match self {
             Exit::RdmsrUser | Exit::WrmsrUser => c.user_space_msr = true,
             Exit::VmcallUser => c.exit_hypercall = true,
-            Exit::PicIn | Exit::PicOut | Exit::LapicRead => c.irqchip = true,
+            Exit::PicIn
+            | Exit::PicOut
+            | Exit::LapicRead
+            | Exit::IrqInjectIrqfd
+            | Exit::EoiXapic
+            | Exit::EoiX2apic => c.irqchip = true,
             Exit::PitIn => c.pit = true,
             _ => {}
         }
@@ -161,14 +196,19 @@ impl Exit {
 
     /// Why the test cannot run in `mode`, when it cannot.
     pub fn unsupported(self, mode: Mode) -> Option<&'static str> {
+        if matches!(self, Exit::IrqInjectUser | Exit::IrqInjectIrqfd) && mode != Mode::Long64 {
+            return Some("the lab's interrupt handler is a 64-bit ring-0 IDT gate");
+        }
         if !mode.is_user() {
             return None;
         }
         match self {
             Exit::HltUser => Some("HLT at CPL3 raises #GP (a privileged instruction)"),
-            Exit::RdmsrKernel | Exit::WrmsrKernel | Exit::RdmsrUser | Exit::WrmsrUser => {
-                Some("RDMSR/WRMSR at CPL3 raise #GP (privileged instructions)")
-            }
+            Exit::RdmsrKernel
+            | Exit::WrmsrKernel
+            | Exit::RdmsrUser
+            | Exit::WrmsrUser
+            | Exit::EoiX2apic => Some("RDMSR/WRMSR at CPL3 raise #GP (privileged instructions)"),
             Exit::VmcallUser => {
                 Some("KVM refuses hypercalls from CPL3 (-KVM_EPERM) without an exit to the VMM")
             }
@@ -186,7 +226,8 @@ impl Exit {
             | Exit::HltUser
             | Exit::RdmsrUser
             | Exit::WrmsrUser
-            | Exit::VmcallUser => Some(1),
+            | Exit::VmcallUser
+            | Exit::IrqInjectUser => Some(1),
             Exit::CoalescedMmio => None, // a full ring falls back to KVM_EXIT_MMIO
             _ => Some(0),
         }
@@ -209,6 +250,42 @@ impl Exit {
                 p.a.mov(ecx, 1u32)?; // pages
             }
             Exit::PicOut => p.a.mov(al, 0xffu32)?, // keep every IRQ masked
+            Exit::IrqInjectUser | Exit::IrqInjectIrqfd => {
+                let irqfd = self == Exit::IrqInjectIrqfd;
+                guest::interrupt_handler(p, &|p| {
+                    p.a.mov(rcx, IRQ_COUNT)?;
+                    p.a.add(dword_ptr(rcx), 1u32)?;
+                    if irqfd { guest::eoi(p, false) } else { Ok(()) }
+                })?;
+                if irqfd {
+                    guest::enable_apic(p, false)?;
+                }
+                p.point_at(IRQ_COUNT)?;
+                p.a.mov(esi, p.dword(0))?;
+                p.a.sti()?;
+                p.a.mov(
+                    dx,
+                    u32::from(if irqfd { IRQFD_PORT } else { devices::IRQ_PORT }),
+                )?;
+            }
+            Exit::EoiXapic => {
+                p.point_at(guest::APIC_BASE)?;
+                let svr = p.dword(0xf0);
+                p.a.mov(svr, 0x1ffu32)?;
+                p.a.xor(eax, eax)?;
+            }
+            Exit::EoiX2apic => {
+                p.a.mov(ecx, 0x1bu32)?; // IA32_APIC_BASE: EN | EXTD
+                p.a.rdmsr()?;
+                p.a.or(eax, 0xc00u32)?;
+                p.a.wrmsr()?;
+                p.a.mov(ecx, 0x80fu32)?; // spurious-vector register: APIC on
+                p.a.mov(eax, 0x1ffu32)?;
+                p.a.xor(edx, edx)?;
+                p.a.wrmsr()?;
+                p.a.mov(ecx, guest::X2APIC_EOI)?;
+                p.a.xor(eax, eax)?;
+            }
             _ => {}
         }
         if matches!(self, Exit::WrmsrKernel | Exit::WrmsrUser) {
@@ -235,7 +312,28 @@ impl Exit {
                 let m = p.dword(0);
                 p.a.mov(eax, m)?;
             }
-            Exit::PioOutUser | Exit::IoeventfdPio => p.a.out(dx, al)?,
+            Exit::PioOutUser | Exit::IoeventfdPio | Exit::IrqInjectUser => p.a.out(dx, al)?,
+            Exit::IrqInjectIrqfd => {
+                // Wait for the interrupt (it may be delivered only at the next event check,
+                // as on an emulating backend): halt until the handler has counted it.
+                let (mut wait, mut ok) = (p.a.create_label(), p.a.create_label());
+                p.a.inc(esi)?;
+                p.a.out(dx, al)?;
+                p.a.set_label(&mut wait)?;
+                p.a.cli()?;
+                p.a.cmp(p.dword(0), esi)?;
+                p.a.je(ok)?;
+                p.a.sti()?;
+                p.a.hlt()?;
+                p.a.jmp(wait)?;
+                p.a.set_label(&mut ok)?;
+                p.a.sti()?;
+            }
+            Exit::EoiXapic => {
+                let eoi = p.dword(0xb0);
+                p.a.mov(eoi, eax)?;
+            }
+            Exit::EoiX2apic => p.a.wrmsr()?,
             Exit::PioInUser => p.a.in_(al, dx)?,
             Exit::HltUser => p.a.hlt()?,
             Exit::Cpuid => {
@@ -277,6 +375,7 @@ impl Exit {
             unsupported: self.unsupported(mode).map(str::to_string),
             ioeventfds,
             coalesced: (self == Exit::CoalescedMmio).then_some((COALESCED_MMIO, 0x1000)),
+            irqfd_port: (self == Exit::IrqInjectIrqfd).then_some(IRQFD_PORT),
             data: Vec::new(),
             expect_user_exits: self.expect_user_exits(),
             baseline: self == Exit::NopLoop,
@@ -290,6 +389,15 @@ impl Exit {
             (Exit::VmcallKernel, true) => {
                 Some("at CPL3 KVM refuses the hypercall (-KVM_EPERM): the cost of the refusal")
             }
+            (Exit::IrqInjectUser, _) => Some(
+                "pio_out_user plus the injection: the difference is what injecting from the VMM \
+                 and taking the interrupt cost",
+            ),
+            (Exit::IrqInjectIrqfd, _) => Some(
+                "ioeventfd_pio plus the interrupt and the HLT that waits for it (with the interrupt \
+                 pending, it does not block): the irqfd's MSI, its delivery and the handler's \
+                 EOI, all in the kernel",
+            ),
             (Exit::CoalescedMmio, _) => Some(
                 "writes land in a ring drained at every exit; a full ring falls back to \
                  KVM_EXIT_MMIO",

@@ -8,6 +8,8 @@
 //!   derived from host time, and writable registers (comparators, configuration);
 //! - an xAPIC page at [`APIC_BASE`] for a VMM without an in-kernel irqchip: version register,
 //!   EOI and the other registers stored;
+//! - an interrupt source at port [`IRQ_PORT`]: a write asks for vector [`IRQ_VECTOR`], which
+//!   the run loop injects with KVM_INTERRUPT (VMs without an in-kernel irqchip);
 //! - MSRs KVM sends to userspace read [`USER_MSR_VALUE`]; hypercalls return 0; every other
 //!   read gives [`OTHER_READ`] bytes.
 
@@ -28,6 +30,10 @@ pub const APIC_BASE: u64 = 0xfee0_0000;
 pub const USER_MSR_VALUE: u64 = 0x1234;
 /// The byte every other read returns.
 pub const OTHER_READ: u8 = 0x5a;
+/// A write here asks the VMM to inject [`IRQ_VECTOR`].
+pub const IRQ_PORT: u16 = 0x520;
+/// The vector the lab's interrupt tests use (the IO path's).
+pub const IRQ_VECTOR: u8 = super::io_path::guest::VECTOR;
 
 const HPET_LEN: u64 = 0x400;
 const APIC_LEN: u64 = 0x1000;
@@ -44,6 +50,8 @@ pub struct LabDevices {
     pub eois: u64,
     /// Bytes the guest wrote to the UART data register.
     pub uart_bytes: u64,
+    /// An interrupt asked for at [`IRQ_PORT`] and not injected yet.
+    irq_pending: bool,
 }
 
 impl Default for LabDevices {
@@ -54,6 +62,7 @@ impl Default for LabDevices {
             apic: BTreeMap::new(),
             eois: 0,
             uart_bytes: 0,
+            irq_pending: false,
         }
     }
 }
@@ -107,6 +116,8 @@ impl Devices for LabDevices {
     fn pio_out(&mut self, port: u16, data: &[u8]) {
         if port == UART_BASE {
             self.uart_bytes += data.len() as u64;
+        } else if port == IRQ_PORT {
+            self.irq_pending = true;
         }
     }
 
@@ -144,6 +155,14 @@ impl Devices for LabDevices {
 
     fn halt_ends_run(&self) -> bool {
         false
+    }
+
+    fn pending_interrupt(&self) -> Option<u8> {
+        self.irq_pending.then_some(IRQ_VECTOR)
+    }
+
+    fn interrupt_injected(&mut self) {
+        self.irq_pending = false;
     }
 }
 

@@ -314,6 +314,7 @@ pub fn item(scenario: &Scenario, v: &Variant, mode: Mode) -> Item {
             .into_iter()
             .collect(),
         coalesced: None,
+        irqfd_port: None,
         data: if scenario.name == "clock_read" {
             vec![(DATA_PAGE, tsc_page())]
         } else {
