@@ -363,6 +363,14 @@ pub struct DiagnoseArgs {
     /// How many vCPUs the input covers: rates and costs per vCPU instead of for all together
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub vcpus: Option<u32>,
+    /// The workload's IO rate over the capture (IOs per second): exits per IO by kind, the
+    /// exit handling per IO and the IOPS ceiling it implies, and the IO-path findings
+    #[arg(long, value_name = "N", conflicts_with = "fio")]
+    pub iops: Option<f64>,
+    /// The IO rate from fio's JSON output (`fio --output-format=json`): the sum of its jobs'
+    /// read and write IOPS
+    #[arg(long, value_name = "FILE.json")]
+    pub fio: Option<PathBuf>,
     /// Exit 1 when a finding is at or above this severity
     #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
     pub fail_on: DiagnoseSeverityArg,

@@ -1,5 +1,6 @@
 //! `virtlens diagnose FILE… [--config FILE] [--guest …] [--host-…] [--qemu-version X.Y]
-//! [--window SECONDS] [--vcpus N] [--json] [--fail-on SEVERITY]`: reads every input `report` reads, diagnoses it (joined with the
+//! [--window SECONDS] [--vcpus N] [--iops N | --fio FILE.json] [--json] [--fail-on SEVERITY]`:
+//! reads every input `report` reads, diagnoses it (joined with the
 //! configuration when given, compared when there are several inputs), prints the answer, and
 //! exits 1 when a finding is at or above `--fail-on` (default high), 2 on bad input.
 //!
@@ -11,8 +12,10 @@ use std::time::Duration;
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
+use virtlens_core::diagnose::evidence::io::IoRate;
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
+use virtlens_core::sources::fio_json;
 use virtlens_host::capture::{self, CaptureOptions, Control, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
@@ -94,6 +97,7 @@ pub fn finish(
         anyhow::bail!("--window must be a number of seconds above 0 (at most a year), not {w}");
     }
     let configs = read_config(a, &host)?;
+    let io = io_rate(a)?;
     let mut d = diagnose::diagnose(
         &profiles,
         configs.first(),
@@ -107,6 +111,7 @@ pub fn finish(
             qemu_version,
             window_s: a.window,
             vcpus: a.vcpus,
+            io,
         },
     );
     if configs.len() > 1 {
@@ -128,6 +133,33 @@ pub fn finish(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The IO rate of `--iops` or `--fio`.
+fn io_rate(a: &DiagnoseArgs) -> anyhow::Result<Option<IoRate>> {
+    if let Some(n) = a.iops {
+        if !(n.is_finite() && n > 0.0) {
+            anyhow::bail!("--iops must be a number of IOs per second above 0, not {n}");
+        }
+        return Ok(Some(IoRate {
+            iops: n,
+            basis: "option",
+            fio: None,
+        }));
+    }
+    let Some(path) = &a.fio else {
+        return Ok(None);
+    };
+    let bytes = std::fs::read(path).with_context(|| format!("--fio {}", path.display()))?;
+    let run = fio_json::read(&bytes, &path.display().to_string())?;
+    if run.iops <= 0.0 {
+        anyhow::bail!("{}: fio reports no IO (0 IOPS)", path.display());
+    }
+    Ok(Some(IoRate {
+        iops: run.iops,
+        basis: "fio",
+        fio: Some(run),
+    }))
 }
 
 fn read_config(

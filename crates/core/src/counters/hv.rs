@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::names::*;
+use crate::diagnose::hypotheses::sched::{DISPATCH_WAIT_NS, READY};
 use crate::profile::{CounterLog, Series};
 
 /// The per-VP counters of one VM (or of `_Total`), rates summed over its VPs and
@@ -74,6 +75,9 @@ pub struct HvFinding {
     pub subject: String,
     pub facts: Vec<Fact>,
 }
+
+/// esxtop %CSTP per vCPU from which co-stop alone is a (low) over-commit finding.
+pub const COSTOP_PCT: f64 = 3.0;
 
 fn mean(s: &Series) -> Option<f64> {
     s.stats.map(|s| s.mean)
@@ -211,7 +215,7 @@ pub fn findings(log: &CounterLog, iops: Option<f64>) -> Vec<HvFinding> {
     }
     // Causes before the symptoms they explain, at the same level.
     let rank = |id: &str| match id {
-        "hv.hypervisor_time" => 1,
+        "hv.hypervisor-time" => 1,
         _ => 0,
     };
     out.sort_by(|a, b| b.level.cmp(&a.level).then(rank(a.id).cmp(&rank(b.id))));
@@ -259,7 +263,7 @@ fn hypervisor_time(m: &VpMetrics, iops: Option<f64>, out: &mut Vec<HvFinding>) {
         }
     }
     out.push(HvFinding {
-        id: "hv.hypervisor_time",
+        id: "hv.hypervisor-time",
         level,
         subject: m.subject.clone(),
         facts,
@@ -309,41 +313,54 @@ fn interrupt_delivery(m: &VpMetrics, iops: Option<f64>, out: &mut Vec<HvFinding>
         }
     }
     out.push(HvFinding {
-        id: "hv.interrupt_delivery",
+        id: "hv.interrupt-delivery",
         level,
         subject: m.subject.clone(),
         facts,
     });
 }
 
+/// The level a ready share per vCPU reaches on the thresholds of the KVM ready-time findings
+/// (`sched.*`: 5% low, 10% medium, 20% high), so that %RDY, CPU wait and schedstat read alike.
+fn ready_level(share: f64) -> Option<Level> {
+    match share {
+        s if s >= READY[2] => Some(Level::High),
+        s if s >= READY[1] => Some(Level::Medium),
+        s if s >= READY[0] => Some(Level::Low),
+        _ => None,
+    }
+}
+
+/// The level a mean wait per dispatch reaches alone, as in `sched.*`: low from 60 µs, medium
+/// from 100 µs (a monitoring product's alarm levels), never high without a ready share.
+pub fn dispatch_wait_level(wait_ns: f64) -> Option<Level> {
+    match wait_ns {
+        w if w >= DISPATCH_WAIT_NS[1] => Some(Level::Medium),
+        w if w >= DISPATCH_WAIT_NS[0] => Some(Level::Low),
+        _ => None,
+    }
+}
+
+/// Hyper-V's CPU Wait Time Per Dispatch: VPs ready to run that wait for a logical processor.
 fn cpu_wait(m: &VpMetrics, out: &mut Vec<HvFinding>) {
     let Some(w) = m.cpu_wait_ns else { return };
-    // Alarm levels of a Hyper-V monitoring product (help.spotlightessentials.com,
-    // hyperv_alarm_cpuwaittimedispatch): 60 µs alarm, 100 µs high, 5-minute average.
-    let level = match w {
-        w if w >= 100_000.0 => Level::High,
-        w if w >= 60_000.0 => Level::Medium,
-        _ => return,
+    let Some(level) = dispatch_wait_level(w) else {
+        return;
     };
     out.push(HvFinding {
-        id: "hv.cpu_wait",
+        id: "hv.overcommit",
         level,
         subject: m.subject.clone(),
         facts: vec![fact("CPU wait time per dispatch", w, "ns")],
     });
 }
 
+/// esxtop's %RDY / %CSTP per vCPU and %MLMTD of one VM.
 fn esx(v: &EsxVm, out: &mut Vec<HvFinding>) {
     let ready = v.ready_pct.unwrap_or(0.0);
     let costop = v.costop_pct.unwrap_or(0.0);
-    // Per-vCPU ready: 5% investigate, 10% contention (VMware KB 2002181 as commonly quoted).
-    let level = if ready >= 10.0 || costop >= 3.0 {
-        Some(Level::High)
-    } else if ready >= 5.0 {
-        Some(Level::Medium)
-    } else {
-        None
-    };
+    // Co-stop above 3% per vCPU (VMware KB 2002181) is worth a look whatever the ready time.
+    let level = ready_level(ready / 100.0).max((costop >= COSTOP_PCT).then_some(Level::Low));
     if let Some(level) = level {
         out.push(HvFinding {
             id: "hv.overcommit",
@@ -358,7 +375,7 @@ fn esx(v: &EsxVm, out: &mut Vec<HvFinding>) {
     }
     if let Some(m) = v.max_limited_pct.filter(|m| *m >= 1.0) {
         out.push(HvFinding {
-            id: "hv.cpu_limit",
+            id: "hv.cpu-limit",
             level: if m >= 5.0 { Level::High } else { Level::Medium },
             subject: v.vm.clone(),
             facts: vec![fact("max limited (%MLMTD)", m, "%")],

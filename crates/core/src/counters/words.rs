@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::diagnose::words::overcommit;
+
 /// What a finding says.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Words {
@@ -16,7 +18,7 @@ pub struct Words {
 /// The words of finding `id`.
 pub fn of(id: &str) -> Words {
     match id {
-        "hv.hypervisor_time" => Words {
+        "hv.hypervisor-time" => Words {
             title: "VPs spend a large share of their run time in the hypervisor",
             cause: "Every intercept (an interrupt arriving, an EOI or IPI the APIC is not virtualised for, \
                     an emulated IO instruction, a hypercall) runs hypervisor code on the VP's logical \
@@ -29,7 +31,7 @@ pub fn of(id: &str) -> Words {
                 "https://learn.microsoft.com/windows-server/administration/performance-tuning/role/hyper-v-server/detecting-virtualized-environment-bottlenecks",
             ],
         },
-        "hv.interrupt_delivery" => Words {
+        "hv.interrupt-delivery" => Words {
             title: "Interrupt delivery exits the guest: most intercepts are interrupts, EOIs and IPIs",
             cause: "Without hardware help, every device interrupt that arrives while the VP runs forces an \
                     exit (external interrupt), the hypervisor injects it as a virtual interrupt, and the \
@@ -46,31 +48,22 @@ pub fn of(id: &str) -> Words {
                 "ELI: Bare-Metal Performance for I/O Virtualization (ASPLOS 2012), https://research.ibm.com/publications/eli-bare-metal-performance-for-io-virtualization",
             ],
         },
-        "hv.cpu_wait" => Words {
-            title: "VPs wait for a logical processor: the host is over-committed",
-            cause: "CPU Wait Time Per Dispatch is the average time a VP was ready to run but waited for a \
-                    logical processor; long waits mean more runnable VPs than logical processors.",
+        "hv.overcommit" => Words {
+            title: "vCPUs are ready but wait for a host CPU (CPU wait per dispatch, %RDY, %CSTP): the host is over-committed",
+            cause: overcommit::READY_MEANS,
             fix: &[
-                "Reduce the VP:LP ratio: fewer VPs per VM, fewer VMs per host, or move busy VMs.",
-                "Check `\\Hyper-V Hypervisor Logical Processor(_Total)\\% Total Run Time`: above 90% the host has no headroom.",
+                overcommit::FEWER_VCPUS,
+                overcommit::PIN,
+                overcommit::WEIGHTS,
+                overcommit::MOVE,
             ],
             sources: &[
-                "https://serverfault.com/questions/675991",
+                "https://kb.vmware.com/s/article/2002181",
                 "https://help.spotlightessentials.com/hyperv_alarm_cpuwaittimedispatch",
+                "https://www.ibm.com/support/pages/virtual-machine-cpu-ready",
             ],
         },
-        "hv.overcommit" => Words {
-            title: "vCPUs are ready but not scheduled (%RDY / %CSTP): the host is over-committed",
-            cause: "%RDY is the time a vCPU was runnable but waited for a physical CPU; %CSTP the time it was \
-                    held back so the VM's vCPUs stay co-scheduled. Both grow when the host runs more vCPUs \
-                    than it has cores for.",
-            fix: &[
-                "Reduce the vCPU:core ratio on the host (fewer vCPUs in wide VMs, DRS / migration of busy VMs).",
-                "Right-size VMs with high %CSTP: fewer vCPUs co-schedule more easily.",
-            ],
-            sources: &["https://kb.vmware.com/s/article/2002181"],
-        },
-        "hv.cpu_limit" => Words {
+        "hv.cpu-limit" => Words {
             title: "A CPU limit holds the VM back (%MLMTD)",
             cause: "%MLMTD is the time the VM was ready to run but was not scheduled because of its CPU limit.",
             fix: &["Raise or remove the VM's CPU limit (VM settings → CPU → Limit)."],

@@ -53,6 +53,8 @@ pub struct Options {
     pub window_s: Option<f64>,
     /// The vCPU count the input covers (`--vcpus`).
     pub vcpus: Option<u32>,
+    /// The IO rate of the workload (`--iops`, `--fio`).
+    pub io: Option<evidence::io::IoRate>,
 }
 
 /// The result of diagnosing one or more inputs.
@@ -118,11 +120,14 @@ pub struct EvidenceSummary {
     /// The exit rows are counters (kvm_stat / binary stats), not exit reasons.
     pub from_counters: bool,
     /// The tables the input held: `vmexit`, `ioport`, `mmio`, `msr`, `counters`, `events`,
-    /// `sched` (the vCPU threads' scheduler samples).
+    /// `sched` (the vCPU threads' scheduler samples), `perfmon`.
     pub tables: Vec<&'static str>,
     /// The vCPU threads' scheduler samples as shares, when the input has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sched: Option<crate::analysis::sched::SchedSummary>,
+    /// Exits per IO by kind, when the IO rate was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io: Option<evidence::io::IoView>,
 }
 
 /// The configuration a diagnosis used.
@@ -171,6 +176,7 @@ pub fn diagnose(
         config,
         window_s: options.window_s,
         vcpus: options.vcpus,
+        io: options.io.clone(),
     };
     let mut inputs = Vec::new();
     let mut findings = Vec::new();
@@ -327,6 +333,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
         (!ev.counters.is_empty(), "counters"),
         (!ev.events.is_empty(), "events"),
         (ev.sched.is_some(), "sched"),
+        (ev.hv.is_some(), "perfmon"),
     ] {
         if present {
             tables.push(name);
@@ -345,6 +352,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
             from_counters: ev.exits.as_ref().is_some_and(|p| p.from_counters),
             tables,
             sched: ev.sched.clone(),
+            io: ev.io.clone(),
         },
     }
 }

@@ -136,6 +136,9 @@ pub struct Fact {
     pub mean_ns: Option<f64>,
     /// Events per second: from the capture window, `--window`, or a printed rate column.
     pub per_second: Option<f64>,
+    /// Events per IO, when the IO rate was given (`--iops`, `--fio`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_io: Option<f64>,
     /// True when the finding's cost counts this row; false for supporting context.
     pub explains: bool,
     /// What this row says for (or against) the finding, in words.
@@ -160,6 +163,7 @@ impl Fact {
             time_share: None,
             mean_ns: None,
             per_second: None,
+            per_io: None,
             explains: false,
             note: Some(note.into()),
             id: None,
@@ -173,6 +177,12 @@ impl Fact {
     }
 
     /// This row with a remark.
+    /// This fact with its figure per IO.
+    pub fn per_io(mut self, per_io: Option<f64>) -> Fact {
+        self.per_io = per_io;
+        self
+    }
+
     pub fn note(mut self, note: impl Into<String>) -> Fact {
         self.note = Some(note.into());
         self
@@ -254,6 +264,11 @@ pub enum Measure {
     Context,
     /// The share of wall time vCPUs were runnable but not running (ready %, %RDY).
     ReadyShare,
+    /// Performance counters held to their own published thresholds (docs/counters.md).
+    Counters,
+    /// A vCPU's mean wait for a host CPU per dispatch, ns (Hyper-V's CPU Wait Time Per
+    /// Dispatch).
+    WaitPerDispatch,
 }
 
 /// Why a finding has its severity: the measure, its value and the thresholds it was held to.

@@ -62,6 +62,17 @@ pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
                 ),
             ));
         }
+        Grading::Counters(s) => {
+            return Some((
+                s,
+                grade(
+                    Measure::Counters,
+                    None,
+                    None,
+                    "the performance counters against their published thresholds (docs/counters.md)",
+                ),
+            ));
+        }
         Grading::Context(s) => {
             return Some((
                 s,

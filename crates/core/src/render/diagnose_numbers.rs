@@ -5,6 +5,7 @@
 use super::format;
 use crate::analysis::compare::Measure as CompareMeasure;
 use crate::analysis::sched::SchedSummary;
+use crate::diagnose::evidence::io::IoView;
 use crate::diagnose::evidence::{GuestBasis, VcpuBasis, VendorBasis, WindowBasis};
 use crate::diagnose::{
     Change, Comparison, Cost, CpuBasis, Diagnosis, Effect, Finding, Grade, InputReport, Measure,
@@ -169,6 +170,7 @@ pub fn sched_line(s: &SchedSummary) -> String {
 fn threshold(m: Measure, v: f64) -> String {
     match m {
         Measure::CpuShare | Measure::OverheadShare | Measure::ReadyShare => format::share(v),
+        Measure::WaitPerDispatch => format::duration(v),
         _ => format::rate(v),
     }
 }
@@ -289,18 +291,68 @@ pub fn facts(r: &InputReport) -> Vec<String> {
         Some(CpuBasis::HandledWithHalts) => {
             base.push("no window: vCPU time taken from the handled time with halts".into())
         }
+        // Performance counters are rates already.
+        None if e.tables == ["perfmon"] => {}
         None => base.push(
             "no time base: costs are shares of the exit handling (give --window SECONDS)".into(),
         ),
         _ => {}
     }
-    if e.totals.is_some() || e.sched.is_none() {
+    if !base.is_empty() && (e.totals.is_some() || e.sched.is_none()) {
         out.push(base.join(" · "));
     }
     if let Some(s) = &e.sched {
         out.push(sched_line(s));
     }
+    if let Some(io) = &e.io {
+        out.push(io_line(io));
+    }
     out
+}
+
+/// The per-IO line: the IO rate, each kind of exit per IO, the handling per IO and the
+/// ceiling it implies.
+fn io_line(io: &IoView) -> String {
+    let from = match io.rate.basis {
+        "fio" => " (fio)",
+        _ => " (--iops)",
+    };
+    let mut s = format!(
+        "IO rate {} IOPS{from}",
+        format::count(io.rate.iops.round() as u64)
+    );
+    let kinds = [
+        ("notify", &io.notify),
+        ("EOI", &io.eoi),
+        ("window", &io.window),
+        ("IPI", &io.ipi),
+        ("halt", &io.halt),
+        ("injected", &io.injections),
+        ("to the VMM", &io.returns),
+    ];
+    let per: Vec<String> = kinds
+        .iter()
+        .filter_map(|(name, k)| k.per_io.map(|v| format!("{name} {v:.2}")))
+        .collect();
+    if !per.is_empty() {
+        s.push_str(&format!(" · per IO: {}", per.join(", ")));
+    }
+    if let (Some(h), Some(c)) = (io.handling_ns_per_io, io.ceiling_iops_per_vcpu) {
+        let typical = if io.handling_basis == "typical" {
+            " (typical exit costs)"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            " · exit handling ≈ {} per IO{typical}: at most ≈ {} IOPS per vCPU",
+            format::duration(h),
+            format::count(c.round() as u64)
+        ));
+    }
+    if let Some(n) = &io.note {
+        s.push_str(&format!(" · {n}"));
+    }
+    s
 }
 
 /// The answer for one input, in one paragraph.

@@ -216,7 +216,7 @@ fn field(out: &mut String, label: &str, text: &str) {
 
 /// Rows of facts, aligned: key (and name), count, share, time, share, mean, rate.
 fn facts(out: &mut String, label: &str, rows: &[Fact]) {
-    const N: usize = 7;
+    const N: usize = 8;
     let cells: Vec<[String; N]> = rows
         .iter()
         .map(|e| {
@@ -232,10 +232,13 @@ fn facts(out: &mut String, label: &str, rows: &[Fact]) {
             }
             let mut c: [String; N] = Default::default();
             c[0] = key;
+            c[7] = e.per_io.map(|v| format!("{v:.2}/IO")).unwrap_or_default();
             if e.count == 0 && e.note.is_some() && e.time_share.is_none() {
                 return c;
             }
-            if e.count > 0 || e.time_share.is_none() {
+            // A performance counter's value is a rate, a share or a time, not a count.
+            let counter = e.table.as_str() == "perfmon";
+            if e.count > 0 || (e.time_share.is_none() && !counter) {
                 c[1] = format::count(e.count);
             }
             c[2] = e.count_share.map(format::share).unwrap_or_default();

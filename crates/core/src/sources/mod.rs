@@ -6,6 +6,7 @@ pub mod bcc_kvmexit;
 pub mod capture;
 mod checks;
 pub mod counter_table;
+pub mod fio_json;
 pub mod input;
 pub mod kvm_stat;
 pub mod lines;

@@ -228,6 +228,15 @@ impl O {
         self
     }
 
+    pub fn iops(mut self, n: f64) -> O {
+        self.options.io = Some(virtlens_core::diagnose::evidence::io::IoRate {
+            iops: n,
+            basis: "option",
+            fio: None,
+        });
+        self
+    }
+
     pub fn apicv(mut self, on: bool) -> O {
         self.options.host.apicv = Some(on);
         self.options.host.avic = Some(on);

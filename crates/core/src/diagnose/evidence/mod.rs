@@ -12,6 +12,8 @@
 pub mod counters;
 pub mod guest;
 pub mod host;
+pub mod hv;
+pub mod io;
 pub mod rate;
 pub mod rows;
 pub mod sched;
@@ -55,6 +57,8 @@ pub struct Given<'a> {
     pub window_s: Option<f64>,
     /// `--vcpus N`.
     pub vcpus: Option<u32>,
+    /// `--iops N` / `--fio FILE`.
+    pub io: Option<io::IoRate>,
 }
 
 /// Everything known about one input.
@@ -76,6 +80,10 @@ pub struct EvidenceSet {
     pub config: Option<ConfigInfo>,
     /// The vCPU threads' scheduler samples (live captures).
     pub sched: Option<crate::analysis::sched::SchedSummary>,
+    /// The input's exits per IO, when the IO rate was given.
+    pub io: Option<io::IoView>,
+    /// Hyper-V / esxtop performance counters.
+    pub hv: Option<hv::HvEvidence>,
 }
 
 impl EvidenceSet {
@@ -148,7 +156,7 @@ impl EvidenceSet {
         {
             rate.fill(p, &printed);
         }
-        EvidenceSet {
+        let mut ev = EvidenceSet {
             input,
             exits,
             ports,
@@ -162,7 +170,16 @@ impl EvidenceSet {
             host,
             config,
             sched: sched::of(profile, tables),
-        }
+            io: None,
+            hv: hv::HvEvidence::of(profile, given.io.as_ref().map(|r| r.iops))
+                .filter(|h| !h.is_empty()),
+        };
+        ev.io = given
+            .io
+            .as_ref()
+            .filter(|r| r.iops.is_finite() && r.iops > 0.0)
+            .map(|r| io::IoView::of(&ev, r));
+        ev
     }
 
     /// True when the input holds nothing the rules can read.
@@ -174,6 +191,7 @@ impl EvidenceSet {
             && self.counters.is_empty()
             && self.events.is_empty()
             && self.sched.is_none()
+            && self.hv.is_none()
     }
 
     /// How many events the input counts: the largest of its exit and breakdown tables.

@@ -146,6 +146,7 @@ impl Part {
                 .map(|(t, w)| ratio(t, w)),
             mean_ns: row.mean_ns(),
             per_second: row.per_second,
+            per_io: None,
             explains: true,
             note: None,
             id: Some((row.table.clone(), row.key.clone())),

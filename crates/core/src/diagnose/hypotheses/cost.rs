@@ -32,7 +32,7 @@ pub fn typical_ns(class: Option<ExitClass>) -> u64 {
 }
 
 /// The class a breakdown table's rows stand for.
-fn table_class(kind: &TableKind) -> Option<ExitClass> {
+pub fn table_class(kind: &TableKind) -> Option<ExitClass> {
     match kind {
         TableKind::Ioport => Some(ExitClass::Io),
         TableKind::Mmio => Some(ExitClass::Mmio),

@@ -13,7 +13,9 @@ pub mod calls;
 pub mod cost;
 pub mod emulation;
 pub mod halt;
+pub mod hv;
 pub mod io;
+pub mod iopath;
 pub mod ipi;
 pub mod irq;
 pub mod mmio;
@@ -61,6 +63,9 @@ pub enum Grading {
         max: Severity,
         why: &'static str,
     },
+    /// Performance counters read against their own thresholds (PAL's, published alarm levels):
+    /// the severity the reading found.
+    Counters(Severity),
 }
 
 /// A condition a rule established that the words need (which variant of a cause applies).
@@ -124,6 +129,9 @@ pub enum Hint {
     Reflected,
     /// The halts did not block: the vCPU was runnable again at once.
     NoBlock,
+    /// The local APIC is emulated in the VMM: EOIs and halts return to it (no in-kernel
+    /// irqchip, interrupts injected with KVM_INTERRUPT).
+    UserspaceIrqchip,
 }
 
 /// A proposed cause.
@@ -306,7 +314,7 @@ pub struct Threshold {
 /// Every family in order; each later one leaves alone the rows earlier ones explained.
 pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
     let mut ctx = Ctx::new(ev);
-    let families: [fn(&mut Ctx<'_>); 18] = [
+    let families: [fn(&mut Ctx<'_>); 20] = [
         unknown::check,
         emulation::check,
         nested::check,
@@ -314,6 +322,7 @@ pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
         spin::hang,
         timer::check,
         synic::check,
+        iopath::check,
         apic::check,
         tick::check,
         ipi::check,
@@ -325,6 +334,7 @@ pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
         halt::check,
         calls::check,
         sched::check,
+        hv::check,
     ];
     for family in families {
         family(&mut ctx);
@@ -349,11 +359,13 @@ pub fn rules() -> Vec<Rule> {
         ipi::RULES,
         msr::RULES,
         io::RULES,
+        iopath::RULES,
         mmio::RULES,
         halt::RULES,
         calls::RULES,
         irq::RULES,
         sched::RULES,
+        hv::RULES,
     ]
     .concat()
 }

@@ -248,6 +248,7 @@ fn rows(s: &SchedSummary) -> Vec<Fact> {
                 time_share: Some(v.ready_share),
                 mean_ns: v.wait_per_dispatch_ns,
                 per_second: None,
+                per_io: None,
                 explains: true,
                 note: None,
                 id: None,

@@ -9,7 +9,9 @@ mod apic;
 mod emulation;
 mod fixes;
 mod halt;
+mod hv;
 mod io;
+mod iopath;
 mod misc;
 mod mmu;
 mod nested;
@@ -116,6 +118,8 @@ pub fn describe(id: &str) -> Option<Description> {
         .or_else(|| halt::describe(id))
         .or_else(|| nested::describe(id))
         .or_else(|| emulation::describe(id))
+        .or_else(|| iopath::describe(id))
+        .or_else(|| hv::describe(id))
         .or_else(|| misc::describe(id))
         .or_else(|| sched::describe(id))
 }
@@ -125,6 +129,8 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
     let w = W { h, ev };
     let family = h.id.split('.').next().unwrap_or("");
     let words = match family {
+        _ if iopath::describe(h.id).is_some() => iopath::write(&w),
+        "hv" => hv::write(&w),
         "timer" => timer::write(&w),
         "apic" => apic::write(&w),
         "io" | "mmio" => io::write(&w),
@@ -195,6 +201,12 @@ pub fn check_for(id: &str) -> &'static str {
         _ if matches!(id, "timer.hpet-mmio" | "mmio.emulated-device") => {
             "record the addresses: `perf kvm stat record -a sleep 10`, then `perf kvm stat report \
              --event=mmio` (the HPET is 0xfed00000–0xfed003ff), or `virtlens record`"
+        }
+        _ if matches!(id, "irq.delivery-exits" | "hv.interrupt-delivery") => {
+            "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \
+             `/sys/module/kvm_amd/parameters/avic`), trace why APICv is inhibited (`trace-cmd record \
+             -e kvm:kvm_apicv_inhibit_changed`), and see whether the EOIs and halts return to the \
+             VMM (a userspace irqchip): `virtlens record`, then `virtlens report`"
         }
         _ if matches!(
             id,

@@ -331,3 +331,85 @@ pub const FRIEDMAN_OVERPROVISIONED: Source = src(
      and the stretch measured on over-committed hosts",
     Some("https://performancebydesign.blogspot.com/"),
 );
+
+// The IO path: interrupt delivery, notification suppression, polling; Hyper-V and esxtop
+// counters.
+pub const SNIA_10M_IOPS: Source = src(
+    "talk",
+    "SNIA SDC 2018: Achieving 10 million IOPS from a single VM on Windows Hyper-V",
+    "where the CPU goes per IO at 4.5 M IOPS: the VP's intercepts, external and virtual interrupts, \
+     EOIs and IPIs; interrupt delivery without hardware help caps IOPS, NVMe polling removes it",
+    Some(
+        "https://www.snia.org/educational-library/achieving-10-million-iops-single-vm-windows-hyper-v-2018",
+    ),
+);
+pub const ELI_2012: Source = src(
+    "post",
+    "ELI: Bare-Metal Performance for I/O Virtualization (ASPLOS 2012)",
+    "interrupt delivery and EOIs are the exits left on the IO path once devices are assigned; \
+     delivering them without exits gets within a few percent of bare metal",
+    Some("https://research.ibm.com/publications/eli-bare-metal-performance-for-io-virtualization"),
+);
+pub const KVM_APICV_PARAMS: Source = src(
+    "doc",
+    "Linux: kernel parameters, kvm-intel.enable_apicv / kvm-amd.avic",
+    "APIC virtualization and posted interrupts (Intel, on by default where the CPU has them), \
+     AVIC (AMD, off by default)",
+    Some("https://docs.kernel.org/admin-guide/kernel-parameters.html"),
+);
+pub const QEMU_IOTHREAD: Source = src(
+    "doc",
+    "QEMU: -object iothread,poll-max-ns=…",
+    "an iothread polls its queues for up to poll-max-ns before it blocks; while it polls, the \
+     guest's notifications are suppressed",
+    Some("https://www.qemu.org/docs/master/system/invocation.html"),
+);
+pub const LIBVIRT_IOTHREADS: Source = src(
+    "doc",
+    "libvirt: domain XML, IOThreads allocation",
+    "<iothreads>, <iothreadids><iothread id='1'><poll max='…'/></iothread>, <driver iothread='1'/>",
+    Some("https://libvirt.org/formatdomain.html#iothreads-allocation"),
+);
+pub const QEMU_VHOST_USER_BLK: Source = src(
+    "doc",
+    "QEMU: qemu-storage-daemon and vhost-user-blk exports",
+    "a block device served by another process over vhost-user: notifications and completions \
+     through eventfds, never through QEMU",
+    Some("https://www.qemu.org/docs/master/tools/qemu-storage-daemon.html"),
+);
+pub const IO_URING_IOPOLL: Source = src(
+    "doc",
+    "io_uring_setup(2): IORING_SETUP_IOPOLL",
+    "busy-poll for IO completions instead of taking interrupts (O_DIRECT, a driver with poll queues)",
+    Some("https://man7.org/linux/man-pages/man2/io_uring_setup.2.html"),
+);
+pub const NVME_POLL_QUEUES: Source = src(
+    "code",
+    "Linux drivers/nvme/host/pci.c: poll_queues",
+    "nvme.poll_queues=N: queues without interrupts, for polled IO",
+    Some(
+        "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/drivers/nvme/host/pci.c",
+    ),
+);
+pub const VIRTIO_BLK_POLL: Source = src(
+    "code",
+    "Linux drivers/block/virtio_blk.c: poll_queues",
+    "virtio_blk.poll_queues=N: virtqueues without interrupts, for polled IO (Linux 5.19 and later)",
+    Some(
+        "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/drivers/block/virtio_blk.c",
+    ),
+);
+pub const MS_HYPERV_BOTTLENECKS: Source = src(
+    "doc",
+    "Microsoft: Detecting bottlenecks in a virtualized environment",
+    "the Hyper-V Hypervisor Logical / Virtual Processor counters and what high values mean",
+    Some(
+        "https://learn.microsoft.com/windows-server/administration/performance-tuning/role/hyper-v-server/detecting-virtualized-environment-bottlenecks",
+    ),
+);
+pub const PAL_HYPERV: Source = src(
+    "code",
+    "PAL (clinthuffman/PAL) 75ecd07c: PAL2/PALWizard/HyperV30.xml",
+    "PAL's thresholds for the Hyper-V hypervisor counter objects",
+    Some("https://github.com/clinthuffman/PAL"),
+);

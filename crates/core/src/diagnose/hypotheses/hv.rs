@@ -1,0 +1,175 @@
+//! `hv.*`: what Hyper-V's hypervisor counters (and esxtop's per-VM scheduling numbers) say, as
+//! hypotheses — the readings of [`crate::counters::hv`] (VP time in the hypervisor, interrupt
+//! delivery that intercepts, CPU wait per dispatch, esxtop ready / co-stop, CPU limits), each
+//! with the counter values it rests on, per IO when the IO rate is given. The severity is the
+//! reading's own (ratios and published alarm levels, see docs/counters.md).
+
+use super::sched::{DISPATCH_WAIT_NS, READY};
+use super::{Ctx, Grading, Hypothesis, Rule, Threshold};
+use crate::counters::hv::{COSTOP_PCT, Fact as Reading, HvFinding, Level};
+use crate::diagnose::evidence::hv::HvEvidence;
+use crate::diagnose::model::{Confidence, Cost, Fact, Measure, Severity};
+
+/// `hv.overcommit` is held to the thresholds of the KVM ready-time findings (`sched.*`).
+const OVERCOMMIT_THRESHOLDS: &[Threshold] = &[
+    Threshold {
+        name: "ready share per vCPU (%RDY), low",
+        value: READY[0],
+        unit: "share",
+    },
+    Threshold {
+        name: "ready share per vCPU (%RDY), medium",
+        value: READY[1],
+        unit: "share",
+    },
+    Threshold {
+        name: "ready share per vCPU (%RDY), high",
+        value: READY[2],
+        unit: "share",
+    },
+    Threshold {
+        name: "CPU wait per dispatch, low",
+        value: DISPATCH_WAIT_NS[0],
+        unit: "ns",
+    },
+    Threshold {
+        name: "CPU wait per dispatch, medium (the most it makes alone)",
+        value: DISPATCH_WAIT_NS[1],
+        unit: "ns",
+    },
+    Threshold {
+        name: "co-stop per vCPU (%CSTP), low",
+        value: COSTOP_PCT / 100.0,
+        unit: "share",
+    },
+];
+
+const fn rule(id: &'static str, tag: &'static str) -> Rule {
+    Rule {
+        id,
+        tag,
+        context: false,
+        thresholds: &[],
+    }
+}
+
+pub const RULES: &[Rule] = &[
+    rule("hv.hypervisor-time", "hv.hypervisor-time"),
+    rule("hv.interrupt-delivery", "apic.apicv-inhibited"),
+    Rule {
+        id: "hv.overcommit",
+        tag: "sched.overcommit",
+        context: false,
+        thresholds: OVERCOMMIT_THRESHOLDS,
+    },
+    rule("hv.cpu-limit", "sched.cpu-limit"),
+];
+
+fn severity(l: Level) -> Severity {
+    match l {
+        Level::Info => Severity::Info,
+        Level::Low => Severity::Low,
+        Level::Medium => Severity::Medium,
+        Level::High => Severity::High,
+    }
+}
+
+/// A counter value as a fact: rates per second, per IO, times and shares where they belong.
+fn fact(subject: &str, r: &Reading) -> Fact {
+    let key = if subject == "_Total" {
+        r.name.to_string()
+    } else {
+        format!("{} ({subject})", r.name)
+    };
+    let mut f = Fact::said("perfmon", key, "");
+    f.note = None;
+    match r.unit {
+        "/s" | "IOPS" => f.per_second = Some(r.value),
+        "per IO" => f.per_io = Some(r.value),
+        "ns" => f.mean_ns = Some(r.value),
+        "%" => f.count_share = Some(r.value / 100.0),
+        _ => f.count = r.value.max(0.0).round() as u64,
+    }
+    f.explains = false;
+    f
+}
+
+pub fn check(ctx: &mut Ctx<'_>) {
+    let Some(hv) = &ctx.ev.hv else {
+        return;
+    };
+    for r in &hv.readings {
+        let Some(id) = RULES.iter().map(|x| x.id).find(|id| *id == r.id) else {
+            continue;
+        };
+        let facts: Vec<Fact> = r.facts.iter().map(|x| fact(&r.subject, x)).collect();
+        let rate = r.facts.iter().find(|x| x.unit == "/s").map(|x| x.value);
+        // The share of VP time the reading stands for: the hypervisor's run time, and of it the
+        // part its interrupt intercepts make up (each intercept taken as costing the same).
+        let vp = hv.vps.iter().find(|m| m.subject == r.subject);
+        let hv_time = vp.and_then(|m| m.hv_run_pct).map(|p| p / 100.0);
+        let cpu_share = match id {
+            "hv.hypervisor-time" => hv_time,
+            "hv.interrupt-delivery" => vp.and_then(|m| {
+                let total = m.intercepts_per_s.filter(|t| *t > 0.0)?;
+                let irq = m.external_interrupts_per_s.unwrap_or(0.0)
+                    + m.eoi_per_s.unwrap_or(0.0)
+                    + m.ipis_sent_per_s.unwrap_or(0.0);
+                Some(hv_time? * (irq / total).min(1.0))
+            }),
+            _ => None,
+        };
+        let cost = Cost {
+            per_second: rate,
+            cpu_share,
+            ..Cost::default()
+        };
+        let h = Hypothesis::with_cost(id, cost, facts)
+            .grading(Grading::Counters(severity(r.level)))
+            .confidence(Confidence::Likely)
+            .removes(0.0);
+        ctx.push(if id == "hv.overcommit" {
+            overcommit(h, hv, r)
+        } else {
+            h
+        });
+    }
+}
+
+/// `hv.overcommit` graded as the KVM ready-time findings are: esxtop's %RDY per vCPU on the
+/// ready-share thresholds (co-stop above 3% makes it low at least); Hyper-V's CPU wait per
+/// dispatch, which has no share, low from 60 µs and medium from 100 µs, never high alone.
+fn overcommit(h: Hypothesis, hv: &HvEvidence, r: &HvFinding) -> Hypothesis {
+    if let Some(v) = hv.esx.iter().find(|v| v.vm == r.subject) {
+        let ready = v.ready_pct.unwrap_or(0.0) / 100.0;
+        let mut h = h.grading(Grading::Measured {
+            measure: Measure::ReadyShare,
+            value: ready,
+            thresholds: READY,
+            max: Severity::High,
+            why: "the VM's ready share per vCPU (%RDY), on the thresholds of the KVM ready time",
+        });
+        h.cost.cpu_share = Some(ready);
+        return h.floor_if(v.costop_pct.is_some_and(|c| c >= COSTOP_PCT), Severity::Low);
+    }
+    match hv
+        .vps
+        .iter()
+        .find(|m| m.subject == r.subject)
+        .and_then(|m| m.cpu_wait_ns)
+    {
+        Some(w) => h.grading(Grading::Measured {
+            measure: Measure::WaitPerDispatch,
+            value: w,
+            thresholds: [
+                DISPATCH_WAIT_NS[0],
+                DISPATCH_WAIT_NS[1],
+                DISPATCH_WAIT_NS[1],
+            ],
+            max: Severity::Medium,
+            why: "the VPs' CPU wait per dispatch, as the KVM ready time's: without a ready share \
+                  it is never high alone",
+        }),
+        None => h,
+    }
+}
