@@ -187,12 +187,30 @@ pub fn check(ctx: &mut Ctx<'_>) {
     }
     // Polling: IO (notifications) with neither interrupts nor halts.
     if io.polled() {
-        let h = Hypothesis::with_cost("io.polling", Cost::default(), Vec::new())
-            .support([per_io(
+        // What polling costs: a vCPU that spins throughout spends all its time, 1 s over the
+        // IO rate per IO; at low queue depth that is the device's whole latency per IO.
+        let mut spin = Fact::said(
+            "io",
+            "a polling vCPU's time per IO",
+            "if one vCPU spins throughout: 1 s over the IO rate",
+        );
+        spin.mean_ns = Some(1e9 / io.rate.iops);
+        let mut support = vec![
+            per_io(
                 "interrupts and halts per IO",
                 io.interrupts_per_io(),
                 "no interrupt delivery and no halt while IO goes on",
-            )])
+            ),
+            spin,
+        ];
+        if let Some(qd) = io.rate.fio.as_ref().and_then(|f| f.iodepth) {
+            let mut f = Fact::said("io", "queue depth (fio iodepth)", "");
+            f.note = None;
+            f.count = u64::from(qd);
+            support.push(f);
+        }
+        let h = Hypothesis::with_cost("io.polling", Cost::default(), Vec::new())
+            .support(support)
             .grading(Grading::Context(Severity::Info))
             .removes(0.0);
         ctx.push(h);

@@ -132,6 +132,8 @@ pub enum Hint {
     /// The local APIC is emulated in the VMM: EOIs and halts return to it (no in-kernel
     /// irqchip, interrupts injected with KVM_INTERRUPT).
     UserspaceIrqchip,
+    /// Half an IO or more pays a queue notification: nothing batches or suppresses them.
+    NotifyEveryIo,
 }
 
 /// A proposed cause.

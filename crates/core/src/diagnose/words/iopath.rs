@@ -22,7 +22,7 @@ pub fn describe(id: &str) -> Option<Description> {
             sources: &[SNIA_10M_IOPS, ELI_2012, KVM_APICV_PARAMS, KVM_API_DOC],
         },
         "io.notify-exits" => Description {
-            title: "the guest notifies the device for nearly every IO: a doorbell exit per IO",
+            title: "queue notifications exit on the IO path: doorbell writes cost exits per IO",
             meaning: "A queue notification (virtio kick, NVMe doorbell) is a write that exits. Drivers batch \
                       requests per notification and devices suppress notifications while they are busy \
                       (virtio EVENT_IDX, an iothread or vhost back end that polls), so at any queue depth \
@@ -173,7 +173,8 @@ fn poll_fix() -> Fix {
 
 fn notify(w: &W<'_>) -> Words {
     let to_vmm = if w.has(Hint::Userspace) {
-        " Here they return to the VMM: the device has no ioeventfd, so QEMU's main loop takes each one."
+        " Here they return to the VMM: the device has no ioeventfd, so the VMM's main loop (QEMU's) takes \
+         each one."
     } else {
         ""
     };
@@ -217,11 +218,16 @@ fn notify(w: &W<'_>) -> Words {
             .done(),
         );
     }
+    let how_often = if w.has(Hint::NotifyEveryIo) {
+        "The guest writes a doorbell for every IO or nearly: queue depth 1–2 leaves nothing to batch, and \
+         nothing suppresses the notifications while the device works."
+    } else {
+        "The guest's doorbell writes each exit, and there are enough of them per IO to cost vCPU time: \
+         requests are batched per notification, but nothing suppresses the notifications while the \
+         device works."
+    };
     Words {
-        cause: format!(
-            "The guest writes a doorbell for nearly every IO: queue depth 1–2 leaves nothing to batch, and \
-             nothing suppresses the notifications while the device works.{to_vmm}"
-        ),
+        cause: format!("{how_often}{to_vmm}"),
         fixes,
         effect: "fewer notification exits per IO: a busy device takes many IOs per notification"
             .into(),

@@ -19,6 +19,7 @@
 
 mod device;
 pub mod guest;
+pub mod profile;
 pub mod rounds;
 
 use std::sync::atomic::{AtomicBool, Ordering};
