@@ -292,7 +292,7 @@ pub fn facts(r: &InputReport) -> Vec<String> {
             base.push("no window: vCPU time taken from the handled time with halts".into())
         }
         // Performance counters are rates already.
-        None if e.tables == ["perfmon"] => {}
+        None if e.tables.is_empty() || e.tables == ["perfmon"] => {}
         None => base.push(
             "no time base: costs are shares of the exit handling (give --window SECONDS)".into(),
         ),
@@ -332,7 +332,7 @@ fn io_line(io: &IoView) -> String {
     ];
     let per: Vec<String> = kinds
         .iter()
-        .filter_map(|(name, k)| k.per_io.map(|v| format!("{name} {v:.2}")))
+        .filter_map(|(name, k)| k.per_io.map(|v| format!("{name} {}", format::per_io(v))))
         .collect();
     if !per.is_empty() {
         s.push_str(&format!(" · per IO: {}", per.join(", ")));

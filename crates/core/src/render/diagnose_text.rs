@@ -232,7 +232,10 @@ fn facts(out: &mut String, label: &str, rows: &[Fact]) {
             }
             let mut c: [String; N] = Default::default();
             c[0] = key;
-            c[7] = e.per_io.map(|v| format!("{v:.2}/IO")).unwrap_or_default();
+            c[7] = e
+                .per_io
+                .map(|v| format!("{}/IO", format::per_io(v)))
+                .unwrap_or_default();
             if e.count == 0 && e.note.is_some() && e.time_share.is_none() {
                 return c;
             }

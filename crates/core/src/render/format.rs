@@ -112,6 +112,17 @@ pub fn change(pct: Option<f64>, appeared: bool) -> String {
 }
 
 /// A rate per second.
+/// Events per IO: two decimals, more below 0.1 so that small figures keep two significant
+/// digits (`0.0019`), at most six; zero is `0`.
+pub fn per_io(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        return if v == 0.0 { "0".into() } else { format!("{v}") };
+    }
+    let magnitude = v.log10().floor() as i32;
+    let decimals = (1 - magnitude).clamp(2, 6) as usize;
+    format!("{v:.decimals$}")
+}
+
 pub fn rate(per_s: f64) -> String {
     if per_s >= 100.0 {
         format!("{}/s", count(per_s.round() as u64))
@@ -146,6 +157,11 @@ mod tests {
         assert_eq!(bytes(16 << 20), "16 MiB");
         assert_eq!(bytes(3 << 29), "1.5 GiB");
         assert_eq!(count(999), "999");
+        assert_eq!(per_io(0.25), "0.25");
+        assert_eq!(per_io(2.048), "2.05");
+        assert_eq!(per_io(0.0019), "0.0019");
+        assert_eq!(per_io(0.05), "0.050");
+        assert_eq!(per_io(0.0), "0");
         assert_eq!(duration(590.0), "590 ns");
         assert_eq!(duration(6_500.0), "6.50 µs");
         assert_eq!(duration(6_563_955_390.0), "6.564 s");

@@ -106,17 +106,27 @@ pub fn check(ctx: &mut Ctx<'_>) {
         let rate = r.facts.iter().find(|x| x.unit == "/s").map(|x| x.value);
         // The share of VP time the reading stands for: the hypervisor's run time, and of it the
         // part its interrupt intercepts make up (each intercept taken as costing the same).
+        // When interrupt delivery is a finding of the same VM, the hypervisor time is what is
+        // left once it is counted: the cause first, the rest of the symptom after.
         let vp = hv.vps.iter().find(|m| m.subject == r.subject);
         let hv_time = vp.and_then(|m| m.hv_run_pct).map(|p| p / 100.0);
+        let irq_part = vp.and_then(|m| {
+            let total = m.intercepts_per_s.filter(|t| *t > 0.0)?;
+            let irq = m.external_interrupts_per_s.unwrap_or(0.0)
+                + m.eoi_per_s.unwrap_or(0.0)
+                + m.ipis_sent_per_s.unwrap_or(0.0);
+            Some(hv_time? * (irq / total).min(1.0))
+        });
+        let irq_found = hv
+            .readings
+            .iter()
+            .any(|x| x.id == "hv.interrupt-delivery" && x.subject == r.subject);
         let cpu_share = match id {
+            "hv.hypervisor-time" if irq_found => {
+                hv_time.map(|t| (t - irq_part.unwrap_or(0.0)).max(0.0))
+            }
             "hv.hypervisor-time" => hv_time,
-            "hv.interrupt-delivery" => vp.and_then(|m| {
-                let total = m.intercepts_per_s.filter(|t| *t > 0.0)?;
-                let irq = m.external_interrupts_per_s.unwrap_or(0.0)
-                    + m.eoi_per_s.unwrap_or(0.0)
-                    + m.ipis_sent_per_s.unwrap_or(0.0);
-                Some(hv_time? * (irq / total).min(1.0))
-            }),
+            "hv.interrupt-delivery" => irq_part,
             _ => None,
         };
         let cost = Cost {

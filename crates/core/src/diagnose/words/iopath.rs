@@ -222,9 +222,8 @@ fn notify(w: &W<'_>) -> Words {
         "The guest writes a doorbell for every IO or nearly: queue depth 1–2 leaves nothing to batch, and \
          nothing suppresses the notifications while the device works."
     } else {
-        "The guest's doorbell writes each exit, and there are enough of them per IO to cost vCPU time: \
-         requests are batched per notification, but nothing suppresses the notifications while the \
-         device works."
+        "Each of the guest's doorbell writes exits: requests are batched per notification, but nothing \
+         suppresses the notifications while the device works."
     };
     Words {
         cause: format!("{how_often}{to_vmm}"),

@@ -1,0 +1,178 @@
+//! `virtlens diagnose --iops N | --fio FILE.json` end to end, and the counter files in
+//! `report`, `compare` and `diagnose`: the talk's VP table at 4.5 M IOPS, real fio JSON
+//! (recorded here, and run live when fio is installed), bad rates and files (exit 2).
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use virtlens_testkit::{Need, require};
+
+fn data(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn virtlens(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_virtlens"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = virtlens(args);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// fio's total IO rate, read the plain way: every job's read and write IOPS.
+fn fio_iops(path: &str) -> f64 {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc: Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["read"]["iops"].as_f64().unwrap() + j["write"]["iops"].as_f64().unwrap())
+        .sum()
+}
+
+fn io_rate(v: &Value) -> f64 {
+    v["inputs"][0]["evidence"]["io"]["rate"]["iops"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{v:#}"))
+}
+
+#[test]
+fn the_talks_table_at_4_5_m_iops_is_interrupt_delivery_at_2_intercepts_per_io() {
+    let table = data("perfmon/talk-10m-iops-vp-table.txt");
+    let v = json(&["diagnose", &table, "--iops", "4500000", "--json"]);
+    let main = &v["findings"][0];
+    assert_eq!(main["id"], "hv.interrupt-delivery", "{v:#}");
+    assert_eq!(main["role"], "main");
+    let per_io = main["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["key"] == "intercepts per IO")
+        .and_then(|e| e["per_io"].as_f64())
+        .unwrap();
+    assert_eq!(format!("{per_io:.2}"), "2.05");
+    assert_eq!(io_rate(&v), 4_500_000.0);
+    assert_eq!(v["inputs"][0]["evidence"]["tables"][0], "perfmon");
+    // The text says it per IO too.
+    let out = virtlens(&["diagnose", &table, "--iops", "4500000"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2.05/IO"), "{text}");
+    assert_eq!(out.status.code(), Some(1), "a high finding: exit 1");
+}
+
+#[test]
+fn report_and_compare_read_counter_files() {
+    let table = data("perfmon/talk-10m-iops-vp-table.txt");
+    let v = json(&["report", &table, "--json"]);
+    let series = v["counters"][0]["series"].as_array().unwrap();
+    assert_eq!(series.len(), 8, "{v:#}");
+    let (b, c) = (
+        data("perfmon/process-bytes-edt-2021-b.csv"),
+        data("perfmon/process-bytes-edt-2021-c.csv"),
+    );
+    let out = virtlens(&["compare", &b, &c]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(r"\Process(_Total)\Private Bytes"), "{text}");
+    // A counter log without Hyper-V counters is read, and has nothing to diagnose.
+    let v = json(&["diagnose", &b, "--json"]);
+    assert_eq!(v["findings"].as_array().map(Vec::len), Some(0), "{v:#}");
+}
+
+#[test]
+fn fio_json_gives_the_io_rate_of_all_jobs() {
+    let report = data("exit-reports/11-perf-kvm-stat-ioport-2012-format.txt");
+    for file in ["randread-qd32-io_uring.json", "randrw-qd1-2jobs-psync.json"] {
+        let fio = data(&format!("fio/{file}"));
+        let v = json(&[
+            "diagnose", &report, "--window", "10", "--fio", &fio, "--json",
+        ]);
+        let iops = fio_iops(&fio);
+        assert!((io_rate(&v) - iops).abs() < 1e-6, "{file}: {}", io_rate(&v));
+        // The port writes over the window, per IO.
+        let io = &v["inputs"][0]["evidence"]["io"];
+        let per_second = io["notify"]["per_second"].as_f64().unwrap();
+        let per_io = io["notify"]["per_io"].as_f64().unwrap();
+        assert!((per_io - per_second / iops).abs() < 1e-12, "{io:#}");
+        assert_eq!(io["rate"]["basis"], "fio");
+    }
+}
+
+#[test]
+fn a_fio_run_here_feeds_diagnose() {
+    if !require(&[Need::Fio]) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("virtlens-fio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("fio.json");
+    let status = Command::new("fio")
+        .args([
+            "--name=diagnose-io",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=4M",
+            "--ioengine=psync",
+            "--number_ios=2000",
+            "--output-format=json",
+        ])
+        .arg(format!("--directory={}", dir.display()))
+        .arg(format!("--output={}", out.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let fio = out.display().to_string();
+    let report = data("exit-reports/11-perf-kvm-stat-ioport-2012-format.txt");
+    let v = json(&[
+        "diagnose", &report, "--window", "10", "--fio", &fio, "--json",
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let iops = io_rate(&v);
+    assert!(iops > 0.0);
+    let fio_rate = v["inputs"][0]["evidence"]["io"]["rate"]["fio"]["iops"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(iops, fio_rate);
+}
+
+#[test]
+fn bad_rates_and_files_exit_2() {
+    let report = data("exit-reports/11-perf-kvm-stat-ioport-2012-format.txt");
+    let fio = data("fio/randread-qd32-io_uring.json");
+    for args in [
+        vec!["diagnose", &report, "--iops", "0"],
+        vec!["diagnose", &report, "--iops", "-5"],
+        vec!["diagnose", &report, "--iops", "many"],
+        vec!["diagnose", &report, "--iops", "1000", "--fio", &fio],
+        vec!["diagnose", &report, "--fio", &report],
+        vec!["diagnose", &report, "--fio", "/nonexistent/fio.json"],
+    ] {
+        let out = virtlens(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+    let out = virtlens(&["diagnose", &report, "--fio", &report]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("11-perf-kvm-stat-ioport-2012-format.txt"),
+        "{err}"
+    );
+}
