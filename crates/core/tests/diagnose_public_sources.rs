@@ -146,7 +146,10 @@ fn inputs(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             inputs(&p, out);
-        } else if p.extension().is_some_and(|x| x == "txt" || x == "data") {
+        } else if p
+            .extension()
+            .is_some_and(|x| x == "txt" || x == "data" || x == "csv")
+        {
             out.push(p);
         }
     }
@@ -161,6 +164,7 @@ fn findings_on_every_real_input_cite_public_material() {
         "seed-kvm-hyperv-traps",
         "cases",
         "perf-data",
+        "perfmon",
     ] {
         inputs(&root.join(dir), &mut files);
     }
@@ -171,9 +175,22 @@ fn findings_on_every_real_input_cite_public_material() {
             continue;
         };
         read += 1;
-        for guest in [None, Some(GuestFamily::Windows), Some(GuestFamily::Linux)] {
+        // With and without an IO rate: the IO-path findings speak only when it is given.
+        let io = Some(virtlens_core::diagnose::evidence::io::IoRate {
+            iops: 50_000.0,
+            basis: "option",
+            fio: None,
+        });
+        for (guest, io) in [
+            (None, None),
+            (Some(GuestFamily::Windows), None),
+            (Some(GuestFamily::Linux), None),
+            (Some(GuestFamily::Windows), io.clone()),
+            (Some(GuestFamily::Linux), io.clone()),
+        ] {
             let options = Options {
                 guest,
+                io,
                 ..Options::default()
             };
             words(&diagnose::diagnose(

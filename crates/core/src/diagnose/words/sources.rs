@@ -354,7 +354,7 @@ pub const KVM_APICV_PARAMS: Source = src(
     "doc",
     "Linux: kernel parameters, kvm-intel.enable_apicv / kvm-amd.avic",
     "APIC virtualization and posted interrupts (Intel, on by default where the CPU has them), \
-     AVIC (AMD, off by default)",
+     AVIC (AMD: kvm_amd avic=1)",
     Some("https://docs.kernel.org/admin-guide/kernel-parameters.html"),
 );
 pub const QEMU_IOTHREAD: Source = src(
