@@ -4,26 +4,17 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::{Command, Output};
 
+use common::{TempDir, data};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
 
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
-}
-
 fn virtlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+    let _reading = common::shared();
+    common::run(args)
 }
 
 fn json(args: &[&str]) -> Value {
@@ -121,9 +112,8 @@ fn a_fio_run_here_feeds_diagnose() {
     if !require(&[Need::Fio]) {
         return;
     }
-    let dir = std::env::temp_dir().join(format!("virtlens-fio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("fio.json");
+    let dir = TempDir::new("diagnose-fio");
+    let out = dir.0.join("fio.json");
     let status = Command::new("fio")
         .args([
             "--name=diagnose-io",
@@ -134,7 +124,7 @@ fn a_fio_run_here_feeds_diagnose() {
             "--number_ios=2000",
             "--output-format=json",
         ])
-        .arg(format!("--directory={}", dir.display()))
+        .arg(format!("--directory={}", dir.0.display()))
         .arg(format!("--output={}", out.display()))
         .status()
         .unwrap();
@@ -144,7 +134,6 @@ fn a_fio_run_here_feeds_diagnose() {
     let v = json(&[
         "diagnose", &report, "--window", "10", "--fio", &fio, "--json",
     ]);
-    std::fs::remove_dir_all(&dir).unwrap();
     let iops = io_rate(&v);
     assert!(iops > 0.0);
     let fio_rate = v["inputs"][0]["evidence"]["io"]["rate"]["fio"]["iops"]

@@ -98,7 +98,10 @@ impl Format {
     /// Whether reading needs to seek (binary formats whose headers point further on, and
     /// PDH-CSV, read in two passes); the other text formats read straight through.
     fn needs_seek(self) -> bool {
-        matches!(self, Format::PerfData | Format::Capture | Format::PerfmonCsv)
+        matches!(
+            self,
+            Format::PerfData | Format::Capture | Format::PerfmonCsv
+        )
     }
 
     fn read<R: BufRead + Seek>(self, reader: R, path: &str) -> Result<Profile> {

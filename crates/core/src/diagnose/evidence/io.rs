@@ -88,10 +88,7 @@ fn named(r: &Item, words: &[&str]) -> bool {
         .is_some_and(|n| words.iter().any(|w| n.to_ascii_lowercase().contains(w)))
 }
 
-fn pick<'a>(
-    part: Option<&'a Part>,
-    pred: impl Fn(&Item) -> bool,
-) -> Option<(&'a Part, Vec<&'a Item>)> {
+fn pick(part: Option<&Part>, pred: impl Fn(&Item) -> bool) -> Option<(&Part, Vec<&Item>)> {
     let p = part?;
     let rows: Vec<&Item> = p.rows.iter().filter(|r| r.count > 0 && pred(r)).collect();
     (!rows.is_empty()).then_some((p, rows))

@@ -150,12 +150,22 @@ fn apicv_on(w: &W<'_>) -> Fix {
 }
 
 /// Stopping in-kernel PIT reinjection, which inhibits AMD AVIC.
-fn pit_discard() -> Fix {
+pub(super) fn pit_discard() -> Fix {
     F::new(ForGuest::Any, "stop PIT reinjection, which inhibits AVIC")
         .qemu("-global kvm-pit.lost_tick_policy=discard")
         .libvirt("<timer name='pit' tickpolicy='discard'/>")
         .advice(&["advice.pit-discard"])
         .done()
+}
+
+/// Windows with SynIC: hv-avic, so that AutoEOI does not inhibit APIC virtualization.
+pub(super) fn hv_avic(w: &W<'_>) -> Fix {
+    hv_fix(
+        w.ev,
+        "with hv-synic, add hv-avic so AutoEOI does not inhibit APICv",
+        &[HvFlag::Avic],
+        &["advice.hv-avic"],
+    )
 }
 
 fn x2apic(w: &W<'_>) -> Fix {
@@ -320,12 +330,7 @@ fn inhibited(w: &W<'_>) -> Words {
         fixes.push(pit_discard());
     }
     fixes.extend(w.fixes_by_guest(|g| match g {
-        ForGuest::Windows => vec![hv_fix(
-            w.ev,
-            "with hv-synic, add hv-avic so AutoEOI does not inhibit APICv",
-            &[HvFlag::Avic],
-            &["advice.hv-avic"],
-        )],
+        ForGuest::Windows => vec![hv_avic(w)],
         _ => Vec::new(),
     }));
     let traced = if w.ev.event("kvm_apicv_inhibit_changed").is_some() {

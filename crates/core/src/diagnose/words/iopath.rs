@@ -4,10 +4,10 @@
 //! what suppresses them (EVENT_IDX, an iothread that polls, vhost-user-blk), and polled
 //! completions — for Linux and Windows guests.
 
-use super::fixes::{F, hv_fix};
+use super::apic;
+use super::fixes::F;
 use super::sources::*;
 use super::{Description, W, Words};
-use crate::config::HvFlag;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::{Fix, ForGuest};
 
@@ -124,21 +124,10 @@ fn delivery(w: &W<'_>) -> Words {
         .done(),
     );
     if w.has(Hint::Amd) {
-        fixes.push(
-            F::new(ForGuest::Any, "stop PIT reinjection, which inhibits AVIC")
-                .qemu("-global kvm-pit.lost_tick_policy=discard")
-                .libvirt("<timer name='pit' tickpolicy='discard'/>")
-                .advice(&["advice.pit-discard"])
-                .done(),
-        );
+        fixes.push(apic::pit_discard());
     }
     fixes.extend(w.fixes_by_guest(|g| match g {
-        ForGuest::Windows => vec![hv_fix(
-            w.ev,
-            "with hv-synic, add hv-avic so AutoEOI does not inhibit APICv",
-            &[HvFlag::Avic],
-            &["advice.hv-avic"],
-        )],
+        ForGuest::Windows => vec![apic::hv_avic(w)],
         _ => vec![poll_fix()],
     }));
     Words {
