@@ -42,6 +42,13 @@ fn exiting_eois_and_windows_are_interrupt_delivery_per_io() {
     assert!(close(io.window.per_io, 0.5), "{io:?}");
     assert!(close(io.notify.per_io, 0.25), "{io:?}");
     assert!(close(io.delivery_per_io(), 1.5));
+    // External interrupts are reported per IO, and not counted as delivery exits by themselves.
+    assert!(close(io.external.per_io, 1.0), "{io:?}");
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.key == "external interrupts per IO")
+    );
     assert!(io.handling_ns_per_io.is_some_and(|h| h > 0.0));
     assert_eq!(io.handling_basis, "measured");
     // The ceiling is what the exit handling per IO leaves one vCPU.

@@ -328,6 +328,7 @@ fn io_line(io: &IoView) -> String {
         ("IPI", &io.ipi),
         ("halt", &io.halt),
         ("injected", &io.injections),
+        ("external", &io.external),
         ("to the VMM", &io.returns),
     ];
     let per: Vec<String> = kinds

@@ -52,6 +52,10 @@ pub struct IoView {
     pub window: PerIo,
     /// Interrupts injected (kvm_inj_virq, irq_injections): events, not exits.
     pub injections: PerIo,
+    /// Host interrupts that arrived while a vCPU ran (EXTERNAL_INTERRUPT, SVM `intr`): the
+    /// device's interrupt or the kick that delivers it, without posted interrupts — and the
+    /// host's own timer and IPIs, so they are reported, never counted as delivery alone.
+    pub external: PerIo,
     /// EOI writes that exit (xAPIC page, x2APIC and Hyper-V EOI MSRs, EOI-induced exits).
     pub eoi: PerIo,
     /// IPIs sent through the ICR (xAPIC page, x2APIC and Hyper-V ICR MSRs).
@@ -159,6 +163,15 @@ pub fn window_rows(ev: &EvidenceSet) -> Rows<'_> {
         .collect()
 }
 
+/// Host interrupts while a vCPU ran.
+pub fn external_rows(ev: &EvidenceSet) -> Rows<'_> {
+    pick(ev.exits.as_ref(), |r| {
+        r.is(&["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"])
+    })
+    .into_iter()
+    .collect()
+}
+
 /// Halt exits.
 pub fn halt_rows(ev: &EvidenceSet) -> Rows<'_> {
     pick(ev.exits.as_ref(), |r| r.class == Some(ExitClass::Idle))
@@ -255,6 +268,7 @@ impl IoView {
         let notify = of_rows(notify_rows(ev));
         let eoi = of_rows(eoi_rows(ev));
         let ipi = of_rows(ipi_rows(ev));
+        let external = of_rows(external_rows(ev));
         // All exit handling: the exit table's (idle apart) when there is one, else what the
         // kinds above cost.
         let handling = match &ev.exits {
@@ -296,6 +310,7 @@ impl IoView {
             notify,
             window,
             injections,
+            external,
             eoi,
             ipi,
             halt,

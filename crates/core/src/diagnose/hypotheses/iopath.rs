@@ -136,6 +136,14 @@ pub fn check(ctx: &mut Ctx<'_>) {
             per.unwrap_or(0.0),
             "EOIs that exit and interrupt-window exits, per IO",
         )];
+        if let Some(x) = io.external.per_io.filter(|x| *x > 0.0) {
+            support.push(per_io(
+                "external interrupts per IO",
+                x,
+                "host interrupts while a vCPU ran: the device's interrupts or the kicks that deliver \
+                 them, without posted interrupts (and the host's own timer)",
+            ));
+        }
         if let Some(h) = io.halt.per_io.filter(|h| *h > 0.0) {
             support.push(per_io(
                 "halts per IO",
