@@ -179,6 +179,32 @@ fn outputs_on_every_input_file_validate() {
         check(&["report", "--json", "--top", "2", "--by", "vcpu", p], &[0]);
         check(&["diagnose", "--json", "--guest", "windows", p], &[0, 1]);
     }
+    // Performance counters: report, diagnose (with an IO rate) and counters.
+    let counters = files("testdata/perfmon", &["csv", "txt"]);
+    for p in &counters {
+        check(&["report", "--json", p], &[0]);
+        check(&["diagnose", "--json", "--iops", "4500000", p], &[0, 1]);
+    }
+    let mut all_counters = vec!["counters", "--json", "--iops", "4500000"];
+    all_counters.extend(counters.iter().map(String::as_str));
+    check(&all_counters, &[0, 1]);
+    let mut compare_counters = vec!["compare", "--json"];
+    compare_counters.extend(counters.iter().map(String::as_str));
+    check(&compare_counters, &[0]);
+    for fio in files("testdata/fio", &["json"]) {
+        check(
+            &[
+                "diagnose",
+                "--json",
+                "--window",
+                "10",
+                "--fio",
+                &fio,
+                "testdata/exit-reports/11-perf-kvm-stat-ioport-2012-format.txt",
+            ],
+            &[0, 1],
+        );
+    }
     let seeds = files("testdata/seed-kvm-hyperv-traps", &["txt"]);
     let mut compare = vec!["compare", "--json"];
     compare.extend(seeds.iter().map(String::as_str));
@@ -254,6 +280,7 @@ fn outputs_on_every_input_file_validate() {
     let want = [
         "virtlens.report/1",
         "virtlens.compare/1",
+        "virtlens.counters/1",
         "virtlens.diagnose/2",
         "virtlens.lint/1",
         "virtlens.stretch/1",

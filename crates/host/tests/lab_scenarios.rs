@@ -142,7 +142,7 @@ fn fixed_variants_exit_less_and_profiles_show_the_trap() {
     ] {
         assert!(json.contains(&format!("\"{field}\": ")), "{field}");
     }
-    assert!(json.contains("\"schema\": \"virtlens.lab/3\""));
+    assert!(json.contains("\"schema\": \"virtlens.lab/2\""));
     assert!(json.contains("\"measured\": true"));
 }
 

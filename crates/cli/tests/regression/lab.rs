@@ -116,7 +116,7 @@ fn assert_not_measured(out: &Output) {
         head,
         [
             "{",
-            "\"schema\": \"virtlens.lab/3\",",
+            "\"schema\": \"virtlens.lab/2\",",
             "\"measured\": false,"
         ]
     );

@@ -1,4 +1,4 @@
-//! The IO-path scenario of `virtlens lab` (`io_path` in `virtlens.lab/3`): a micro-VM driver
+//! The IO-path scenario of `virtlens lab` (`io_path` in `virtlens.lab/2`): a micro-VM driver
 //! submits requests through a ring, notifies the device, and learns of completions by an
 //! interrupt injected from user space (`vmm-inject`), an irqfd through the in-kernel irqchip
 //! (`irqfd`), or by polling (`poll`) — at queue depths 1…128, with coalescing and the x2APIC

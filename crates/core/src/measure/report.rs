@@ -1,6 +1,6 @@
 //! The results of `virtlens exitcost` and `virtlens lab`, as they serialise to JSON
-//! (`virtlens.exitcost/2`, `virtlens.lab/3`; /2 added `measured`, `notes`, the `unresolved`
-//! status and `resolution_ns`; lab/3 added `io_path`, docs/io-path.md): the backend label, one
+//! (`virtlens.exitcost/2`, `virtlens.lab/2`; /2 added `measured`, `notes`, the `unresolved`
+//! status and `resolution_ns`; `io_path`, docs/iopath.md, is an optional field): the backend label, one
 //! [`TestResult`] per exit type and mode, and for the lab one [`ScenarioResult`] per trap
 //! scenario and the IO-path table.
 
@@ -16,7 +16,7 @@ use crate::profile::Profile;
 /// The schema of `virtlens exitcost --json`.
 pub const EXITCOST_SCHEMA: &str = "virtlens.exitcost/2";
 /// The schema of `virtlens lab --json`.
-pub const LAB_SCHEMA: &str = "virtlens.lab/3";
+pub const LAB_SCHEMA: &str = "virtlens.lab/2";
 
 /// Which KVM backend the numbers come from and what they therefore mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -266,7 +266,7 @@ pub struct LabReport {
     pub tests: Vec<TestResult>,
     pub scenarios: Vec<ScenarioResult>,
     /// The IO-path scenario: delivery modes × queue depths (absent from recordings made
-    /// before lab/3).
+    /// before it, and from lab runs that skip it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_path: Option<super::io_path::IoPathReport>,
     pub headline: Headline,
