@@ -28,6 +28,7 @@ pub enum Command {
     #[command(after_long_help = help::COMPARE)]
     Compare(CompareArgs),
     /// Analyse performance counters (perfmon/typeperf/relog CSV, esxtop -b, pasted tables) like PAL does
+    #[command(after_long_help = help::COUNTERS)]
     Counters(CountersArgs),
     /// Explain a profile: findings ranked by cost, with evidence, cause, fix and expected effect
     #[command(after_long_help = help::DIAGNOSE)]

@@ -44,9 +44,24 @@ Examples:
   virtlens diagnose exits.txt --guest windows --window 10     a 10 s `perf kvm stat` capture
   virtlens diagnose exits.txt --config /etc/libvirt/qemu/win10.xml
   virtlens diagnose before.txt after.txt                      did the change help, and why?
+  virtlens diagnose exits.txt --window 10 --fio fio.json     exits per IO at fio's IO rate
   sudo virtlens diagnose --live --vm win10 --duration 10
 
 Exit status: 0 ok; 1 a finding at or above --fail-on (default: high); 2 bad input or usage.";
+
+pub const COUNTERS: &str = "\
+Reads performance-counter logs as Windows and ESXi write them — typeperf / relog CSV, perfmon
+data collector sets, esxtop -b, or a counter table pasted as text — and says what they show:
+every counter's statistics, PAL's Hyper-V thresholds per time slice, the per-VM hypervisor
+numbers, and the hv.* findings (interrupt delivery, hypervisor time, over-commit, CPU limits).
+The counters to collect are in contrib/hyperv-counters.txt; see docs/counters.md.
+
+Examples:
+  virtlens counters hyperv.csv                   findings, PAL alerts, per-VM VP numbers
+  virtlens counters hyperv.csv --iops 450000     also intercepts and VP time per IO
+  virtlens counters esxtop.csv --json
+
+Exit status: 0 ok; 1 a finding at or above --fail-on; 2 bad input or usage.";
 
 pub const EXITCOST: &str = "\
 Runs tiny guests on /dev/kvm in four CPU modes and measures each kind of exit: port and MMIO
@@ -66,13 +81,15 @@ negative once the nop loop is subtracted) has the status \"unresolved\".";
 pub const LAB: &str = "\
 The exit costs of `exitcost`, plus five classic traps each replayed against its fix: the ACPI PM
 timer vs a TSC-page read, an HPET vs the in-kernel LAPIC timer, APIC EOI in the VMM vs in the
-kernel, a polled serial console vs a buffered one, virtio notifications by port vs ioeventfd.
+kernel, a polled serial console vs a buffered one, virtio notifications by port vs ioeventfd;
+and the IO path: completions by an interrupt from the VMM, an irqfd, or polling, per queue depth.
 Without /dev/kvm it shows a run recorded on a development machine, labelled as a recording.
 
 Examples:
   virtlens lab                 under a minute
   virtlens lab --quick         a few seconds
   virtlens lab --offline       the bundled recording, without measuring
+  virtlens lab --io-path       only the IO path: exits per IO by delivery mode and queue depth
   virtlens lab --json > lab.json
 
 Exit status: 0 measured here; 3 with --json when nothing was measured (--offline, or no usable
