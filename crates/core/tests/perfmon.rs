@@ -26,12 +26,12 @@ fn real_log_with_blank_first_sample_and_negative_bias() {
     assert_eq!(sources::detect(bytes), Some(Format::PerfmonCsv));
     let p = read(bytes, "india.csv");
     let l = log(&p);
-    assert_eq!(l.tool, CounterTool::Perfmon);
-    assert_eq!(l.time_zone.as_deref(), Some("India Standard Time"));
-    assert_eq!(l.bias_minutes, Some(-330));
-    assert_eq!(l.samples, 21);
+    assert_eq!(l.header.tool, CounterTool::Perfmon);
+    assert_eq!(l.header.time_zone.as_deref(), Some("India Standard Time"));
+    assert_eq!(l.header.bias_minutes, Some(-330));
+    assert_eq!(l.header.samples, 21);
     assert_eq!(l.series.len(), 12);
-    assert!(l.interval_s.is_some_and(|i| (i - 15.0).abs() < 0.1));
+    assert!(l.header.interval_s.is_some_and(|i| (i - 15.0).abs() < 0.1));
     let c = l
         .series
         .iter()
@@ -70,8 +70,11 @@ fn real_logs_with_crlf_and_numbered_instances() {
     ] {
         let p = read(bytes, "edt.csv");
         let l = log(&p);
-        assert_eq!((l.samples, l.bias_minutes), (samples, Some(240)));
-        assert_eq!(l.time_zone.as_deref(), Some("Eastern Daylight Time"));
+        assert_eq!(
+            (l.header.samples, l.header.bias_minutes),
+            (samples, Some(240))
+        );
+        assert_eq!(l.header.time_zone.as_deref(), Some("Eastern Daylight Time"));
         assert!(
             l.series
                 .iter()
@@ -171,7 +174,7 @@ fn pal_thresholds_are_evaluated_per_slice() {
     let text = hyperv_log();
     let p = read(text.as_bytes(), "hv.csv");
     let l = log(&p);
-    assert_eq!(l.samples, 60);
+    assert_eq!(l.header.samples, 60);
     let a = counters::analyse("hv.csv", l, None);
     let lp = a
         .pal
@@ -246,7 +249,7 @@ fn esxtop_ready_costop_and_limit() {
     }
     let p = read(s.as_bytes(), "esxtop.csv");
     let l = log(&p);
-    assert_eq!(l.tool, CounterTool::Esxtop);
+    assert_eq!(l.header.tool, CounterTool::Esxtop);
     let a = counters::analyse("esxtop.csv", l, None);
     let db = a.esx.iter().find(|v| v.vm == "db01").unwrap();
     assert_eq!((db.vcpus, db.ready_pct), (4, Some(12.0)));
@@ -266,7 +269,7 @@ fn typeperf_console_output_and_get_counter_tables() {
                    \"09/22/2026 21:42:32.824\",\"1200.5\"\r\n\"09/22/2026 21:42:33.824\",\"1300.5\"\r\n\
                    Exiting, please wait...\r\nThe command completed successfully.\r\n";
     let p = read(console.as_bytes(), "typeperf.txt");
-    assert_eq!(log(&p).samples, 2);
+    assert_eq!(log(&p).header.samples, 2);
     assert!(p.warnings.iter().any(|w| w.message.contains("Exiting")));
     assert!(
         p.warnings
@@ -301,7 +304,7 @@ fn bad_input_says_what_was_expected() {
         b"\"(PDH-CSV 4.0) (UTC)(0)\",\"\\\\h\\Memory\\Available MBytes\"\n",
         "h.csv",
     );
-    assert_eq!(log(&p).samples, 0);
+    assert_eq!(log(&p).header.samples, 0);
     assert!(
         p.warnings
             .iter()

@@ -13,7 +13,7 @@ pub mod words;
 
 use serde::Serialize;
 
-use crate::profile::{CounterLog, CounterTool, Profile};
+use crate::profile::{CounterLog, LogHeader, Profile};
 
 /// The version of the counters JSON schema.
 pub const SCHEMA: &str = "virtlens.counters/1";
@@ -22,15 +22,8 @@ pub const SCHEMA: &str = "virtlens.counters/1";
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
     pub input: String,
-    pub tool: CounterTool,
-    pub time_zone: Option<String>,
-    pub bias_minutes: Option<i32>,
-    pub first: Option<String>,
-    pub last: Option<String>,
-    pub duration_s: Option<f64>,
-    pub samples: u64,
-    pub interval_s: Option<f64>,
-    pub slice_s: Option<f64>,
+    #[serde(flatten)]
+    pub header: LogHeader,
     pub counters: usize,
     /// The IO rate the per-IO numbers use (`--iops`), when given.
     pub iops: Option<f64>,
@@ -52,15 +45,7 @@ pub struct Report {
 pub fn analyse(input: &str, log: &CounterLog, iops: Option<f64>) -> Analysis {
     Analysis {
         input: input.to_string(),
-        tool: log.tool,
-        time_zone: log.time_zone.clone(),
-        bias_minutes: log.bias_minutes,
-        first: log.first.clone(),
-        last: log.last.clone(),
-        duration_s: log.duration_s,
-        samples: log.samples,
-        interval_s: log.interval_s,
-        slice_s: log.slice_s,
+        header: log.header.clone(),
         counters: log.series.len(),
         iops,
         vps: hv::vp_metrics(log),

@@ -117,9 +117,10 @@ pub struct Series {
     pub slices: Vec<Slice>,
 }
 
-/// Every counter of one input.
+/// What a counter log says about itself: what wrote it, its time zone, the time it spans and
+/// how often it sampled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CounterLog {
+pub struct LogHeader {
     pub tool: CounterTool,
     /// The time-zone name of the PDH-CSV header, as printed.
     pub time_zone: Option<String>,
@@ -136,6 +137,13 @@ pub struct CounterLog {
     pub interval_s: Option<f64>,
     /// The length of one PAL time slice, in seconds.
     pub slice_s: Option<f64>,
+}
+
+/// Every counter of one input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterLog {
+    #[serde(flatten)]
+    pub header: LogHeader,
     pub series: Vec<Series>,
 }
 

@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use counters::{CounterLog, CounterPath, CounterTool, SLICES, Series, Slice, Stats};
+pub use counters::{CounterLog, CounterPath, CounterTool, LogHeader, SLICES, Series, Slice, Stats};
 pub use histogram::Latency;
 pub use key::{Access, Key};
 pub use row::Row;

@@ -31,21 +31,22 @@ fn tool(t: CounterTool) -> &'static str {
 /// What was sampled, in one line.
 fn span(a: &Analysis) -> String {
     let mut parts = vec![format!("{} counters", a.counters)];
-    parts.push(format!("{} sample(s)", a.samples));
-    if let Some(i) = a.interval_s {
+    parts.push(format!("{} sample(s)", a.header.samples));
+    if let Some(i) = a.header.interval_s {
         parts.push(format!("every {}", format::duration(i * 1e9)));
     }
-    if let (Some(f), Some(l)) = (&a.first, &a.last) {
+    if let (Some(f), Some(l)) = (&a.header.first, &a.header.last) {
         parts.push(format!("{f} – {l}"));
     }
-    if let Some(z) = &a.time_zone {
+    if let Some(z) = &a.header.time_zone {
         let bias = a
+            .header
             .bias_minutes
             .map(|b| format!(", UTC{:+}:{:02}", -b / 60, (b % 60).abs()))
             .unwrap_or_default();
         parts.push(format!("{z}{bias}"));
     }
-    if let Some(s) = a.slice_s {
+    if let Some(s) = a.header.slice_s {
         parts.push(format!("PAL slices of {}", format::duration(s * 1e9)));
     }
     parts.join(" · ")
@@ -92,7 +93,7 @@ fn finding(out: &mut String, n: usize, f: &HvFinding, style: &Style) {
 fn analysis(out: &mut String, a: &Analysis, style: &Style) {
     out.push_str(&Style::paint(
         style.title,
-        &format!("{} · {}", a.input, tool(a.tool)),
+        &format!("{} · {}", a.input, tool(a.header.tool)),
     ));
     out.push('\n');
     out.push_str(&format::wrap(&span(a), 2));
@@ -203,9 +204,9 @@ pub fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) 
         style.title,
         &format!(
             "{input} · {} · {} counters, {} sample(s)",
-            tool(log.tool),
+            tool(log.header.tool),
             log.series.len(),
-            log.samples
+            log.header.samples
         ),
     ));
     out.push('\n');

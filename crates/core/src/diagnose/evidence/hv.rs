@@ -25,8 +25,8 @@ impl HvEvidence {
             vps: hv::vp_metrics(log),
             esx: hv::esx_vms(log),
             readings: hv::findings(log, iops),
-            samples: log.samples,
-            duration_s: log.duration_s,
+            samples: log.header.samples,
+            duration_s: log.header.duration_s,
         })
     }
 

@@ -19,7 +19,9 @@
 use std::io::BufRead;
 
 use crate::error::{Error, Result};
-use crate::profile::{CounterLog, CounterPath, CounterTool, Note, Origin, Profile, Series, Stats};
+use crate::profile::{
+    CounterLog, CounterPath, CounterTool, LogHeader, Note, Origin, Profile, Series, Stats,
+};
 use crate::sources::lines::Lines;
 use crate::sources::perfmon_csv::path;
 
@@ -334,15 +336,17 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
     let mut profile = Profile::new(Origin::new(FORMAT, Some(name)));
     profile.warnings = notes;
     profile.counters = Some(CounterLog {
-        tool: CounterTool::Table,
-        time_zone: None,
-        bias_minutes: None,
-        first: None,
-        last: None,
-        duration_s: None,
-        samples: 1,
-        interval_s: None,
-        slice_s: None,
+        header: LogHeader {
+            tool: CounterTool::Table,
+            time_zone: None,
+            bias_minutes: None,
+            first: None,
+            last: None,
+            duration_s: None,
+            samples: 1,
+            interval_s: None,
+            slice_s: None,
+        },
         series,
     });
     Ok(profile)

@@ -19,7 +19,8 @@ use std::io::{BufRead, Seek, SeekFrom};
 
 use crate::error::{Error, Result};
 use crate::profile::{
-    CounterLog, CounterPath, CounterTool, Note, Origin, Profile, SLICES, Series, Slice, Stats,
+    CounterLog, CounterPath, CounterTool, LogHeader, Note, Origin, Profile, SLICES, Series, Slice,
+    Stats,
 };
 pub(crate) use cells::{Value, value};
 
@@ -312,15 +313,17 @@ fn collect<R: BufRead>(
         CounterTool::Perfmon
     };
     Ok(CounterLog {
-        tool,
-        time_zone: scan.time_zone.clone(),
-        bias_minutes: scan.bias_minutes,
-        first: scan.first.clone(),
-        last: scan.last.clone(),
-        duration_s,
-        samples: row as u64,
-        interval_s: median_interval(&scan.times),
-        slice_s,
+        header: LogHeader {
+            tool,
+            time_zone: scan.time_zone.clone(),
+            bias_minutes: scan.bias_minutes,
+            first: scan.first.clone(),
+            last: scan.last.clone(),
+            duration_s,
+            samples: row as u64,
+            interval_s: median_interval(&scan.times),
+            slice_s,
+        },
         series,
     })
 }
