@@ -221,6 +221,46 @@ fn lab_measured_on_dev_kvm() {
 }
 
 #[test]
+fn lab_io_path_shows_exits_per_io_for_each_delivery_mode() {
+    if !require(&[Need::Chromium, Need::Kvm]) {
+        return;
+    }
+    let dir = TempDir::new("lab-io-path");
+    let page = dir.0.join("lab-io-path.html");
+    let out = virtlens(&[
+        "lab",
+        "--io-path",
+        "--quick",
+        "--html",
+        &page.display().to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let l = load(&page, "lab-io-path");
+    let ids = chart_ids(&l);
+    assert!(ids.iter().any(|i| i == "io-path"), "{ids:?}");
+    let chart = l
+        .charts()
+        .into_iter()
+        .find(|c| c.html.contains("Exits per IO by delivery mode"))
+        .expect("the IO path chart");
+    for mode in ["vmm-inject", "irqfd", "poll"] {
+        assert!(chart.html.contains(mode), "series {mode}");
+    }
+    // vmm-inject: two exits and two returns to the VMM per IO at every depth (the design's
+    // counts, exact on any backend).
+    assert!(
+        chart.html.contains("2.00 exits, 2.00 to the VMM"),
+        "vmm-inject's counts per IO"
+    );
+    assert!(l.dom.contains("Every configuration, per IO"));
+}
+
+#[test]
 fn lab_offline_says_it_is_a_recording() {
     if !require(&[Need::Chromium]) {
         return;

@@ -25,7 +25,8 @@ fn eoi(e: Eoi) -> &'static str {
     }
 }
 
-fn row(r: &IoPathRow) -> Vec<String> {
+/// One configuration's cells, in the order of [`HEADER`] (the HTML page's table uses them too).
+pub(crate) fn row(r: &IoPathRow) -> Vec<String> {
     let mut v = vec![
         r.delivery.name().to_string(),
         r.qd.to_string(),
@@ -63,6 +64,25 @@ fn row(r: &IoPathRow) -> Vec<String> {
     v
 }
 
+/// The columns of the IO-path table.
+pub(crate) const HEADER: [&str; 15] = [
+    "mode",
+    "qd",
+    "k",
+    "EOI",
+    "exits",
+    "notify",
+    "irqs",
+    "EOIs",
+    "HLT/window",
+    "VMM",
+    "ns/IO",
+    "spread",
+    "vCPU CPU",
+    "device CPU",
+    "IOPS/vCPU",
+];
+
 /// Appends the IO-path section of a lab report.
 pub fn io_path(out: &mut String, r: &IoPathReport, backend: &BackendLabel, style: &Style) {
     out.push('\n');
@@ -78,24 +98,7 @@ pub fn io_path(out: &mut String, r: &IoPathReport, backend: &BackendLabel, style
          IOPS/vCPU = 1 s over the vCPU's CPU per IO",
         2,
     ));
-    let header = [
-        "mode",
-        "qd",
-        "k",
-        "EOI",
-        "exits",
-        "notify",
-        "irqs",
-        "EOIs",
-        "HLT/window",
-        "VMM",
-        "ns/IO",
-        "spread",
-        "vCPU CPU",
-        "device CPU",
-        "IOPS/vCPU",
-    ];
-    grid(&header, r.rows.iter().map(row).collect(), 1, out, style);
+    grid(&HEADER, r.rows.iter().map(row).collect(), 1, out, style);
     out.push_str(&wrap(&format!("  model: {}", r.model), 4));
     for n in &r.notes {
         let text = wrap(&format!("  note: {n}"), 4);

@@ -53,8 +53,14 @@ pub fn lab(r: &LabReport, offline: Option<&str>) -> Page {
         )))));
         page.sections.push(s);
     }
-    page.sections
-        .push(costs(&r.tests, &r.recorded, &r.backend, &measured));
+    if let Some(io) = &r.io_path {
+        page.sections
+            .push(super::io_path::section(io, &r.backend, &measured));
+    }
+    if !r.tests.is_empty() {
+        page.sections
+            .push(costs(&r.tests, &r.recorded, &r.backend, &measured));
+    }
     page.notes = r.notes.clone();
     page
 }

@@ -7,6 +7,7 @@
 mod chart;
 mod compare;
 mod diagnose;
+mod io_path;
 mod lab;
 mod page;
 mod report;
