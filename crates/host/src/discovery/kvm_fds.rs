@@ -134,10 +134,13 @@ mod tests {
             .create_vcpu(0)
             .unwrap_or_else(|e| panic!("create_vcpu: {e}"));
         let fds = kvm_fds(Path::new("/proc/self")).unwrap_or_default();
-        assert!(!fds.vms.is_empty(), "{fds:?}");
+        // Other tests of this process make and close VMs meanwhile: look for this one's fd,
+        // and copy that one (another test's could be closed between the listing and the copy).
+        let own = u32::try_from(std::os::fd::AsRawFd::as_raw_fd(&vm)).unwrap_or(u32::MAX);
+        assert!(fds.vms.contains(&own), "{own} in {fds:?}");
         assert!(fds.vcpus.iter().any(|&(_, v)| v == 0), "{fds:?}");
         // pidfd_getfd (Linux 5.6) on this process needs no privilege.
-        let copy = take_fd(std::process::id(), fds.vms[0])
+        let copy = take_fd(std::process::id(), own)
             .unwrap_or_else(|e| panic!("pidfd_getfd on this process: {e}"));
         let link = std::fs::read_link(format!(
             "/proc/self/fd/{}",
