@@ -4,18 +4,13 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
-}
+mod common;
+
+use common::data;
 
 fn seed(n: u8) -> String {
     let name = match n {
@@ -28,11 +23,7 @@ fn seed(n: u8) -> String {
 }
 
 fn virtlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+    common::run(args)
 }
 
 fn code(args: &[&str]) -> i32 {
@@ -40,13 +31,7 @@ fn code(args: &[&str]) -> i32 {
 }
 
 fn json(args: &[&str]) -> Value {
-    let out = virtlens(args);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::json_of(args, &[0, 1])
 }
 
 #[test]

@@ -18,13 +18,8 @@ fn virtlens(args: &[&str]) -> Output {
 }
 
 fn json(args: &[&str]) -> Value {
-    let out = virtlens(args);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let _reading = common::shared();
+    common::json_of(args, &[0, 1])
 }
 
 /// fio's total IO rate, read the plain way: every job's read and write IOPS.

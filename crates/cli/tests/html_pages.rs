@@ -13,7 +13,7 @@ mod browser;
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use virtlens_core::render::format;
@@ -35,11 +35,7 @@ fn seeds() -> Vec<String> {
 }
 
 fn virtlens(args: &[&str]) -> Output {
-    Command::new(common::BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+    common::run(args)
 }
 
 /// Runs `virtlens ARGS --html PAGE` (exit status `code`), then the same with `--json`.

@@ -5,25 +5,19 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use virtlens_core::config::{self, Format, ReadOptions};
 
+mod common;
+
 fn data(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/configs")
-        .join(name)
-        .display()
-        .to_string()
+    common::data(&format!("configs/{name}"))
 }
 
 fn virtlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+    common::run(args)
 }
 
 fn code(args: &[&str]) -> i32 {
@@ -31,13 +25,7 @@ fn code(args: &[&str]) -> i32 {
 }
 
 fn json(args: &[&str]) -> Value {
-    let out = virtlens(args);
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    common::json_of(args, &[0, 1])
 }
 
 fn temp(name: &str, text: &str) -> String {

@@ -3,37 +3,20 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
-}
+mod common;
+
+use common::data;
 
 fn virtlens(args: &[&str]) -> Output {
-    match Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args(args)
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => panic!("cannot run virtlens: {e}"),
-    }
+    common::run(args)
 }
 
 fn json(args: &[&str]) -> Value {
-    let out = virtlens(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    common::json_of(args, &[0])
 }
 
 const SEEDS: [&str; 4] = [

@@ -4,46 +4,27 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
 
+mod common;
+
 fn data(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/stretch")
-        .join(name)
-        .display()
-        .to_string()
+    common::data(&format!("stretch/{name}"))
 }
 
 fn virtlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
-}
-
-/// The stdout of a run that must succeed.
-fn ok(args: &[&str]) -> Vec<u8> {
-    let out = virtlens(args);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    common::run(args)
 }
 
 fn json(args: &[&str]) -> Value {
-    serde_json::from_slice(&ok(args)).unwrap()
+    common::json_of(args, &[0])
 }
 
 fn text(args: &[&str]) -> String {
-    String::from_utf8(ok(args)).unwrap()
+    String::from_utf8(common::stdout_of(args, &[0])).unwrap()
 }
 
 #[test]

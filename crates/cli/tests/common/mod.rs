@@ -232,9 +232,32 @@ pub fn finish_any(child: Running) -> Output {
     child.take().wait_with_output().unwrap()
 }
 
-/// `virtlens ARGS…`, run to its end.
+/// `virtlens ARGS…`, run to its end (without colour, whatever the environment says).
 pub fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
+    Command::new(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run virtlens: {e}"))
+}
+
+/// The stdout of `virtlens ARGS…`, which must end with one of `codes`.
+pub fn stdout_of(args: &[&str], codes: &[i32]) -> Vec<u8> {
+    let out = run(args);
+    assert!(
+        out.status.code().is_some_and(|c| codes.contains(&c)),
+        "{args:?} ended {:?}, expected one of {codes:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The JSON document of `virtlens ARGS…`, which must end with one of `codes` (0: nothing at
+/// or above `--fail-on`; 1: findings that are).
+pub fn json_of(args: &[&str], codes: &[i32]) -> Value {
+    let out = stdout_of(args, codes);
+    serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{args:?}: not JSON: {e}"))
 }
 
 pub fn report_json(file: &Path, extra: &[&str]) -> Value {
