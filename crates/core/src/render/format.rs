@@ -111,7 +111,6 @@ pub fn change(pct: Option<f64>, appeared: bool) -> String {
     }
 }
 
-/// A rate per second.
 /// Events per IO: two decimals, more below 0.1 so that small figures keep two significant
 /// digits (`0.0019`), at most six; zero is `0`.
 pub fn per_io(v: f64) -> String {
@@ -123,6 +122,7 @@ pub fn per_io(v: f64) -> String {
     format!("{v:.decimals$}")
 }
 
+/// A rate per second.
 pub fn rate(per_s: f64) -> String {
     if per_s >= 100.0 {
         format!("{}/s", count(per_s.round() as u64))

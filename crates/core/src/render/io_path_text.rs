@@ -4,14 +4,10 @@
 //! sustains at that CPU cost; the model and the backend's notes under it.
 
 use super::Style;
-use super::format::{count, duration, wrap};
+use super::format::{count, duration, per_io, wrap};
 use super::lab_text::grid;
 use crate::measure::BackendLabel;
 use crate::measure::io_path::{Eoi, IoPathReport, IoPathRow, TimePerIo};
-
-fn per_io(v: f64) -> String {
-    format!("{v:.2}")
-}
 
 fn time(t: Option<&TimePerIo>) -> String {
     t.map_or_else(|| "-".into(), |t| duration(t.median_ns))

@@ -7,11 +7,8 @@ use super::chart::{self, Bar, Chart, Group, Scale};
 use super::page::{Block, DataTable, Section};
 use crate::measure::BackendLabel;
 use crate::measure::io_path::{Delivery, Eoi, IoPathReport};
+use crate::render::format::per_io;
 use crate::render::io_path_text::{HEADER, row};
-
-fn per_io(v: f64) -> String {
-    format!("{v:.2}")
-}
 
 /// The section of a lab run that measured the IO path.
 pub fn section(r: &IoPathReport, b: &BackendLabel, measured: &str) -> Section {
