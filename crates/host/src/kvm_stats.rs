@@ -29,6 +29,12 @@ pub struct Snapshot {
     pub values: Vec<Vec<u64>>,
 }
 
+impl std::os::fd::AsFd for StatsFd {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
 impl StatsFd {
     /// Opens the stats of the VM or vCPU whose KVM fd is `kvm_fd`.
     pub fn open(kvm_fd: BorrowedFd<'_>) -> io::Result<StatsFd> {

@@ -236,6 +236,7 @@ impl StatsSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn statistics_fds_a_process_holds_are_read_like_another_vmms() {
@@ -246,25 +247,29 @@ mod tests {
         let kvm = kvm_ioctls::Kvm::new().unwrap_or_else(|e| panic!("/dev/kvm: {e}"));
         let vm = kvm.create_vm().unwrap_or_else(|e| panic!("create_vm: {e}"));
         let me = std::process::id();
-        let _vcpu = vm
+        let vcpu = vm
             .create_vcpu(0)
             .unwrap_or_else(|e| panic!("create_vcpu: {e}"));
-        // Hold statistics fds open, as a VMM answering query-stats does.
-        let fds = kvm_fds::kvm_fds(std::path::Path::new("/proc/self")).unwrap_or_default();
-        let open = |fd: u32| kvm_fds::take_fd(me, fd).and_then(|own| StatsFd::open(own.as_fd()));
-        let held: Vec<_> = fds
-            .vms
-            .iter()
-            .chain(fds.vcpus.iter().map(|(fd, _)| fd))
-            .map(|&fd| open(fd))
+        // Hold statistics fds open, as a VMM answering query-stats does. Other tests of this
+        // process make and close VMs meanwhile, so only this test's fds are opened and read:
+        // another test's could be closed (EBADF) between the listing and the copy.
+        let raw = |fd: i32| u32::try_from(fd).unwrap_or(u32::MAX);
+        let held: Vec<StatsFd> = [raw(vm.as_raw_fd()), raw(vcpu.as_raw_fd())]
+            .into_iter()
+            .map(|fd| {
+                kvm_fds::take_fd(me, fd)
+                    .and_then(|own| StatsFd::open(own.as_fd()))
+                    .unwrap_or_else(|e| panic!("KVM_GET_STATS_FD on fd {fd}: {e}"))
+            })
             .collect();
-        assert!(!held.is_empty(), "{fds:?}");
-        for h in &held {
-            assert!(h.is_ok(), "KVM_GET_STATS_FD: {h:?}");
-        }
-        let Some(v) = crate::discovery::probe(me) else {
+        let ours: Vec<u32> = held.iter().map(|h| raw(h.as_fd().as_raw_fd())).collect();
+        let Some(mut v) = crate::discovery::probe(me) else {
             panic!("this process holds a VM");
         };
+        for fd in &ours {
+            assert!(v.kvm_fds.stats.contains(fd), "{fd} in {:?}", v.kvm_fds);
+        }
+        v.kvm_fds.stats.retain(|fd| ours.contains(fd));
         let mut set = StatsSet {
             sources: Vec::new(),
             notes: Vec::new(),
