@@ -60,6 +60,7 @@ Examples:
   virtlens counters hyperv.csv                   findings, PAL alerts, per-VM VP numbers
   virtlens counters hyperv.csv --iops 450000     also intercepts and VP time per IO
   virtlens counters esxtop.csv --json
+  virtlens counters hyperv.csv --html counters.html   the same as a page, charts per VM
 
 Exit status: 0 ok; 1 a finding at or above --fail-on; 2 bad input or usage.";
 

@@ -1,6 +1,7 @@
 //! `--html FILE` pages, checked in a real browser: each page is made by the binary from real
-//! inputs (the four seed tables' compare, a diagnose of seed table 2, a report of a trace with
-//! latencies, a lab run and an exit-cost run on /dev/kvm, the offline lab, a stretch), loaded by
+//! inputs (the four seed tables' compare, a diagnose of seed table 2, the counters of a Hyper-V
+//! VP table and a perfmon log, a report of a trace with latencies, a lab run and an exit-cost
+//! run on /dev/kvm, the offline lab, a stretch), loaded by
 //! headless Chromium with the network made unusable, and the DOM Chromium built is checked:
 //! every finding of the JSON, the totals, every chart with its title, description, bars and
 //! data table, the backend label. The browser's console must stay silent and the page must ask
@@ -164,6 +165,57 @@ fn diagnose_of_seed_table_2() {
         .as_u64()
         .unwrap();
     assert!(l.dom.contains(&format::count(exits)), "the input's exits");
+}
+
+#[test]
+fn counters_of_a_vp_table_and_a_perfmon_log() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("counters");
+    let talk = data("perfmon/talk-10m-iops-vp-table.txt");
+    let log = data("perfmon/disk-queue-india-2017.csv");
+    // Exit 1: the talk's counters hold high findings (--fail-on high).
+    let (page, json) = page_and_json(&dir, "counters", &["counters", &talk, &log], 1);
+    let l = load(&page, "counters");
+    // Only the VP table has hypervisor counters to chart; the disk log gets its section.
+    assert_eq!(chart_ids(&l), ["counters-1-hv-events"]);
+    let inputs = json["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert!(l.dom.contains("id=\"input-2\""), "a section per input");
+    let findings = inputs[0]["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        let id = f["id"].as_str().unwrap();
+        assert!(
+            l.dom.contains(&format!("data-finding=\"{id}\"")),
+            "finding {id} on the page"
+        );
+    }
+    let vps = inputs[0]["vps"].as_array().unwrap();
+    let chart = &l.charts()[0];
+    let mut values = 0;
+    for vp in vps {
+        assert!(chart.html.contains(vp["subject"].as_str().unwrap()));
+        for (k, v) in vp.as_object().unwrap() {
+            if k.ends_with("_per_s")
+                && !matches!(
+                    k.as_str(),
+                    "nested_page_faults_per_s" | "posted_notifications_per_s"
+                )
+                && let Some(x) = v.as_f64()
+            {
+                values += 1;
+                assert!(chart.html.contains(&format::rate(x)), "{k} {x}");
+            }
+        }
+    }
+    assert_eq!(
+        chart.html.matches("class=\"bar ").count(),
+        values,
+        "one bar per VM and recorded kind"
+    );
+    assert!(l.dom.contains("no hv.* finding"), "the quiet log says so");
 }
 
 #[test]

@@ -48,6 +48,8 @@ pub struct CountersArgs {
     pub fail_on: CounterLevelArg,
     #[command(flatten)]
     pub input: InputArgs,
+    #[command(flatten)]
+    pub page: HtmlArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -5,11 +5,10 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 use virtlens_core::counters::{self, hv::Level};
-use virtlens_core::render;
 
 use super::inputs;
 use crate::args::{CounterLevelArg, CountersArgs};
-use crate::output;
+use crate::output::{self, OutputOptions};
 
 pub fn run(a: &CountersArgs) -> anyhow::Result<ExitCode> {
     if let Some(i) = a.iops
@@ -17,6 +16,7 @@ pub fn run(a: &CountersArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--iops must be a positive number of IOs per second, got {i}");
     }
+    let out = OutputOptions::with_html(a.input.json, &a.page)?;
     let profiles = inputs::profiles(&a.files, &a.input)?;
     let report = counters::report(&profiles, a.iops);
     if report.inputs.is_empty() {
@@ -24,11 +24,7 @@ pub fn run(a: &CountersArgs) -> anyhow::Result<ExitCode> {
             "no performance counters in the input(s); `counters` reads PDH-CSV (typeperf, relog -f csv, esxtop -b) and pasted counter tables"
         );
     }
-    if a.input.json {
-        output::print(&format!("{}\n", render::json(&report)));
-    } else {
-        output::print(&render::counters_text::render(&report, &output::style()));
-    }
+    output::emit(&report, out)?;
     let at = match a.fail_on {
         CounterLevelArg::High => Level::High,
         CounterLevelArg::Medium => Level::Medium,

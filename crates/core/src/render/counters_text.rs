@@ -4,7 +4,8 @@
 use comfy_table::{CellAlignment, Table as Grid, presets};
 
 use super::{Style, format};
-use crate::counters::hv::{Fact, HvFinding};
+use crate::counters::hv::{Fact, HvFinding, VpMetrics};
+use crate::counters::pal::Alert;
 use crate::counters::{Analysis, Report, words};
 use crate::profile::{CounterLog, CounterTool};
 
@@ -20,7 +21,7 @@ fn grid(header: &[&str], right_from: usize) -> Grid {
     g
 }
 
-fn tool(t: CounterTool) -> &'static str {
+pub(crate) fn tool(t: CounterTool) -> &'static str {
     match t {
         CounterTool::Perfmon => "perfmon counters",
         CounterTool::Esxtop => "esxtop counters",
@@ -29,7 +30,7 @@ fn tool(t: CounterTool) -> &'static str {
 }
 
 /// What was sampled, in one line.
-fn span(a: &Analysis) -> String {
+pub(crate) fn span(a: &Analysis) -> String {
     let mut parts = vec![format!("{} counters", a.counters)];
     parts.push(format!("{} sample(s)", a.header.samples));
     if let Some(i) = a.header.interval_s {
@@ -52,7 +53,7 @@ fn span(a: &Analysis) -> String {
     parts.join(" · ")
 }
 
-fn fact(f: &Fact) -> String {
+pub(crate) fn fact(f: &Fact) -> String {
     let v = match f.unit {
         "%" => format!("{:.1}%", f.value),
         "/s" => format::rate(f.value),
@@ -90,6 +91,63 @@ fn finding(out: &mut String, n: usize, f: &HvFinding, style: &Style) {
     }
 }
 
+/// The columns of the per-VM Hyper-V virtual processor table.
+pub(crate) const VP_HEADER: [&str; 9] = [
+    "vm",
+    "VPs",
+    "% guest",
+    "% hypervisor",
+    "intercepts",
+    "ext. interrupts",
+    "EOI",
+    "IPIs sent",
+    "wait/dispatch",
+];
+
+/// One VM's row of the virtual processor table.
+pub(crate) fn vp_cells(m: &VpMetrics) -> Vec<String> {
+    let o = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "-".to_string(), f);
+    vec![
+        m.subject.clone(),
+        if m.vps > 0 {
+            m.vps.to_string()
+        } else {
+            "-".into()
+        },
+        o(m.guest_run_pct, |v| format!("{v:.1}")),
+        o(m.hv_run_pct, |v| format!("{v:.1}")),
+        o(m.intercepts_per_s, format::rate),
+        o(m.external_interrupts_per_s, format::rate),
+        o(m.eoi_per_s, format::rate),
+        o(m.ipis_sent_per_s, format::rate),
+        o(m.cpu_wait_ns, format::duration),
+    ]
+}
+
+/// The columns of the PAL alert table.
+pub(crate) const PAL_HEADER: [&str; 5] =
+    ["condition", "counter", "threshold", "slices", "worst max"];
+
+/// One broken PAL threshold: its condition, counter, threshold, slices broken and worst max.
+pub(crate) fn pal_cells(al: &Alert) -> Vec<String> {
+    let worst = al
+        .breaches
+        .iter()
+        .map(|b| b.max)
+        .fold(f64::NEG_INFINITY, f64::max);
+    vec![
+        format!("{:?}", al.threshold.condition).to_lowercase(),
+        al.path.clone(),
+        format!(
+            "{} {}",
+            al.threshold.op.word(),
+            format::value(al.threshold.value)
+        ),
+        format!("{}/{}", al.breaches.len(), al.slices),
+        format::value(worst),
+    ]
+}
+
 fn analysis(out: &mut String, a: &Analysis, style: &Style) {
     out.push_str(&Style::paint(
         style.title,
@@ -108,37 +166,9 @@ fn analysis(out: &mut String, a: &Analysis, style: &Style) {
         out.push('\n');
         out.push_str(&Style::paint(style.header, "Hyper-V virtual processors"));
         out.push('\n');
-        let mut g = grid(
-            &[
-                "vm",
-                "VPs",
-                "% guest",
-                "% hypervisor",
-                "intercepts",
-                "ext. interrupts",
-                "EOI",
-                "IPIs sent",
-                "wait/dispatch",
-            ],
-            1,
-        );
-        let o = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "-".to_string(), f);
+        let mut g = grid(&VP_HEADER, 1);
         for m in &a.vps {
-            g.add_row(vec![
-                m.subject.clone(),
-                if m.vps > 0 {
-                    m.vps.to_string()
-                } else {
-                    "-".into()
-                },
-                o(m.guest_run_pct, |v| format!("{v:.1}")),
-                o(m.hv_run_pct, |v| format!("{v:.1}")),
-                o(m.intercepts_per_s, format::rate),
-                o(m.external_interrupts_per_s, format::rate),
-                o(m.eoi_per_s, format::rate),
-                o(m.ipis_sent_per_s, format::rate),
-                o(m.cpu_wait_ns, format::duration),
-            ]);
+            g.add_row(vp_cells(m));
         }
         out.push_str(&g.to_string());
         out.push('\n');
@@ -150,27 +180,9 @@ fn analysis(out: &mut String, a: &Analysis, style: &Style) {
             "PAL thresholds broken (per time slice: min, mean or max)",
         ));
         out.push('\n');
-        let mut g = grid(
-            &["condition", "counter", "threshold", "slices", "worst max"],
-            2,
-        );
+        let mut g = grid(&PAL_HEADER, 2);
         for al in &a.pal {
-            let worst = al
-                .breaches
-                .iter()
-                .map(|b| b.max)
-                .fold(f64::NEG_INFINITY, f64::max);
-            g.add_row(vec![
-                format!("{:?}", al.threshold.condition).to_lowercase(),
-                al.path.clone(),
-                format!(
-                    "{} {}",
-                    al.threshold.op.word(),
-                    format::value(al.threshold.value)
-                ),
-                format!("{}/{}", al.breaches.len(), al.slices),
-                format::value(worst),
-            ]);
+            g.add_row(pal_cells(al));
         }
         out.push_str(&g.to_string());
         out.push('\n');

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::{Style, compare_text, diagnose_text, html, lab_text, lint_text, model_text};
-use super::{report_text, stretch_text, top_text};
+use super::{counters_text, report_text, stretch_text, top_text};
 use crate::analysis::compare::Comparison;
 use crate::analysis::report::Report;
 use crate::analysis::stretch::StretchReport;
@@ -55,6 +55,18 @@ impl Export for Comparison {
     }
     fn html(&self) -> Option<Result<String, html::Error>> {
         Some(html::compare(self))
+    }
+}
+
+impl Export for crate::counters::Report {
+    fn json(&self) -> String {
+        json(self)
+    }
+    fn text(&self, style: &Style) -> String {
+        counters_text::render(self, style)
+    }
+    fn html(&self) -> Option<Result<String, html::Error>> {
+        Some(html::counters(self))
     }
 }
 

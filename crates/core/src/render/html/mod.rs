@@ -6,6 +6,7 @@
 
 mod chart;
 mod compare;
+mod counters;
 mod diagnose;
 mod io_path;
 mod lab;
@@ -35,6 +36,11 @@ pub fn report(r: &Report) -> Result<String, Error> {
 /// The `compare` page.
 pub fn compare(c: &Comparison) -> Result<String, Error> {
     page::render(&compare::page(c))
+}
+
+/// The `counters` page.
+pub fn counters(r: &crate::counters::Report) -> Result<String, Error> {
+    page::render(&counters::page(r))
 }
 
 /// The `diagnose` page.

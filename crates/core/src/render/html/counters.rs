@@ -1,0 +1,286 @@
+//! The `counters` page: for each counter log, its `hv.*` findings (evidence, cause, fixes,
+//! sources), a chart of the hypervisor events per second of every VM (Hyper-V virtual
+//! processors) and of the scheduling waits of every VM (esxtop), and the tables the text shows
+//! (virtual processors, broken PAL thresholds). The numbers are the log's, as recorded.
+
+use super::chart::{self, Bar, Chart, Group, Scale};
+use super::page::{Block, DataTable, FindingView, FixView, Page, Section, SourceView};
+use crate::counters::hv::{EsxVm, HvFinding, VpMetrics};
+use crate::counters::{Analysis, Report, words};
+use crate::render::counters_text::{PAL_HEADER, VP_HEADER, fact, pal_cells, span, tool, vp_cells};
+use crate::render::format;
+
+pub fn page(r: &Report) -> Page {
+    let names: Vec<&str> = r.inputs.iter().map(|a| a.input.as_str()).collect();
+    let mut page = Page::new(
+        "virtlens counters",
+        names.join(" · "),
+        "the counters as the log recorded them (no measurement by virtlens)".into(),
+    );
+    for (n, a) in r.inputs.iter().enumerate() {
+        page.summary.push(summary(a));
+        page.sections.push(section(n + 1, a, &page.measured));
+    }
+    page.notes = r.notes.clone();
+    page
+}
+
+/// One line per input: what was found, worst first.
+fn summary(a: &Analysis) -> String {
+    let worst = a.findings.iter().map(|f| f.level).max();
+    match worst {
+        None => format!(
+            "{}: no hv.* finding; nothing in these counters is beyond its threshold",
+            a.input
+        ),
+        Some(w) => {
+            let ids: Vec<&str> = a.findings.iter().map(|f| f.id).collect();
+            format!(
+                "{}: {} finding(s), worst {}: {}",
+                a.input,
+                a.findings.len(),
+                level(w),
+                ids.join(", ")
+            )
+        }
+    }
+}
+
+fn level(l: crate::counters::hv::Level) -> String {
+    format!("{l:?}").to_lowercase()
+}
+
+fn section(n: usize, a: &Analysis, measured: &str) -> Section {
+    let mut s = Section::new(
+        format!("input-{n}"),
+        format!("{} · {}", a.input, tool(a.header.tool)),
+    );
+    s.intro.push(span(a));
+    if a.findings.is_empty() {
+        s.intro
+            .push("No hv.* finding: nothing in these counters is beyond its threshold.".into());
+    }
+    for (i, f) in a.findings.iter().enumerate() {
+        s.blocks
+            .push(Block::Finding(Box::new(finding(n, i + 1, f))));
+    }
+    if let Some(c) = vp_chart(n, &a.vps, measured) {
+        s.blocks.push(Block::Chart(Box::new(chart::layout(c))));
+    }
+    if !a.vps.is_empty() {
+        let mut t = DataTable::new("Hyper-V virtual processors", &VP_HEADER);
+        t.rows = a.vps.iter().map(vp_cells).collect();
+        s.blocks.push(Block::Table(t));
+    }
+    if let Some(c) = esx_chart(n, &a.esx, measured) {
+        s.blocks.push(Block::Chart(Box::new(chart::layout(c))));
+    }
+    if !a.pal.is_empty() {
+        let mut t = DataTable::new(
+            "PAL thresholds broken (per time slice: min, mean or max)",
+            &PAL_HEADER,
+        );
+        t.numeric[1] = false;
+        t.rows = a.pal.iter().map(pal_cells).collect();
+        s.blocks.push(Block::Table(t));
+        if let Some(al) = a.pal.first() {
+            s.blocks.push(Block::Para {
+                text: format!("Thresholds from {}.", al.threshold.source),
+            });
+        }
+    }
+    s
+}
+
+fn finding(input: usize, rank: usize, f: &HvFinding) -> FindingView {
+    let w = words::of(f.id);
+    let mut evidence = DataTable::new("Evidence", &["counter", "value"]);
+    evidence.rows = f
+        .facts
+        .iter()
+        .map(|x| {
+            let line = fact(x);
+            let value = line
+                .strip_prefix(&format!("{}: ", x.name))
+                .unwrap_or(&line)
+                .to_string();
+            vec![x.name.to_string(), value]
+        })
+        .collect();
+    FindingView {
+        anchor: format!("finding-{input}-{rank}-{}", f.id),
+        id: f.id.to_string(),
+        title: w.title.to_string(),
+        severity: level(f.level),
+        confidence: "from the counters' thresholds".into(),
+        role: f.subject.clone(),
+        place: format!("#{rank} of input {input}"),
+        lines: Vec::new(),
+        evidence: (!evidence.rows.is_empty()).then_some(evidence),
+        against: Vec::new(),
+        competing: Vec::new(),
+        cause: w.cause.split_whitespace().collect::<Vec<_>>().join(" "),
+        fixes: w
+            .fix
+            .iter()
+            .map(|fix| FixView {
+                summary: fix.to_string(),
+                snippets: Vec::new(),
+            })
+            .collect(),
+        sources: w.sources.iter().map(|s| source(s)).collect(),
+    }
+}
+
+/// A source line, linked when it holds an address (`title, https://…` or the address alone).
+fn source(s: &str) -> SourceView {
+    let url = s
+        .split_whitespace()
+        .find(|w| w.starts_with("https://") || w.starts_with("http://"))
+        .map(|u| u.trim_end_matches([',', '.', ')']).to_string());
+    SourceView {
+        text: s.to_string(),
+        url,
+    }
+}
+
+/// The hypervisor events per second of every VM, by kind (only the kinds the log has).
+fn vp_chart(n: usize, vps: &[VpMetrics], measured: &str) -> Option<Chart> {
+    type Get = fn(&VpMetrics) -> Option<f64>;
+    const KINDS: [(&str, Get); 8] = [
+        ("intercepts", |m| m.intercepts_per_s),
+        ("external interrupts", |m| m.external_interrupts_per_s),
+        ("virtual interrupts", |m| m.virtual_interrupts_per_s),
+        ("APIC EOI", |m| m.eoi_per_s),
+        ("IPIs sent", |m| m.ipis_sent_per_s),
+        ("hypercalls", |m| m.hypercalls_per_s),
+        ("IO instructions", |m| m.io_instructions_per_s),
+        ("MSR accesses", |m| m.msr_per_s),
+    ];
+    let kinds: Vec<(&str, Get)> = KINDS
+        .into_iter()
+        .filter(|(_, get)| vps.iter().any(|m| get(m).is_some()))
+        .collect();
+    if kinds.is_empty() {
+        return None;
+    }
+    let mut head = vec!["vm"];
+    head.extend(kinds.iter().map(|(name, _)| *name));
+    let mut table = DataTable::new("Hypervisor events per second, per VM", &head);
+    let groups = vps
+        .iter()
+        .map(|m| {
+            let mut cells = vec![m.subject.clone()];
+            let mut bars = Vec::new();
+            for (series, (_, get)) in kinds.iter().enumerate() {
+                match get(m) {
+                    Some(v) => {
+                        cells.push(format::rate(v));
+                        bars.push(Bar {
+                            series,
+                            value: v,
+                            shown: format::rate(v),
+                        });
+                    }
+                    None => cells.push("-".into()),
+                }
+            }
+            table.rows.push(cells);
+            Group {
+                label: m.subject.clone(),
+                bars,
+            }
+        })
+        .collect();
+    Some(Chart {
+        id: format!("counters-{n}-hv-events"),
+        title: "Hypervisor events per second, per VM".into(),
+        desc: "For every VM the log names, its virtual processors' intercepts and the interrupt, \
+               EOI, IPI, hypercall, IO-instruction and MSR events behind them, per second, as \
+               the Hyper-V Hypervisor Virtual Processor counters recorded them."
+            .into(),
+        axis: "events per second".into(),
+        series: kinds.iter().map(|(name, _)| name.to_string()).collect(),
+        groups,
+        scale: Scale::Linear,
+        tick: format::rate,
+        measured: measured.to_string(),
+        table,
+    })
+}
+
+/// The scheduling waits of every VM esxtop logged: % ready, % co-stop, % max limited.
+fn esx_chart(n: usize, vms: &[EsxVm], measured: &str) -> Option<Chart> {
+    type Get = fn(&EsxVm) -> Option<f64>;
+    const KINDS: [(&str, Get); 3] = [
+        ("% ready per vCPU", |v| v.ready_pct),
+        ("% co-stop", |v| v.costop_pct),
+        ("% max limited", |v| v.max_limited_pct),
+    ];
+    let kinds: Vec<(&str, Get)> = KINDS
+        .into_iter()
+        .filter(|(_, get)| vms.iter().any(|v| get(v).is_some()))
+        .collect();
+    if kinds.is_empty() {
+        return None;
+    }
+    let pct = |v: f64| format!("{v:.1}%");
+    let mut head = vec!["vm", "vCPUs"];
+    head.extend(kinds.iter().map(|(name, _)| *name));
+    let mut table = DataTable::new("CPU scheduling waits, per VM", &head);
+    let groups = vms
+        .iter()
+        .map(|v| {
+            let mut cells = vec![v.vm.clone(), v.vcpus.to_string()];
+            let mut bars = Vec::new();
+            for (series, (_, get)) in kinds.iter().enumerate() {
+                match get(v) {
+                    Some(x) => {
+                        cells.push(pct(x));
+                        bars.push(Bar {
+                            series,
+                            value: x,
+                            shown: pct(x),
+                        });
+                    }
+                    None => cells.push("-".into()),
+                }
+            }
+            table.rows.push(cells);
+            Group {
+                label: v.vm.clone(),
+                bars,
+            }
+        })
+        .collect();
+    Some(Chart {
+        id: format!("counters-{n}-esx-waits"),
+        title: "CPU scheduling waits, per VM".into(),
+        desc: "For every VM esxtop logged, the share of time its vCPUs were ready to run but \
+               waited for a CPU (% ready, per vCPU), were held back to stay in step with their \
+               siblings (% co-stop), or were held by a CPU limit (% max limited)."
+            .into(),
+        axis: "% of the interval".into(),
+        series: kinds.iter().map(|(name, _)| name.to_string()).collect(),
+        groups,
+        scale: Scale::Linear,
+        tick: |v| format!("{v:.0}%"),
+        measured: measured.to_string(),
+        table,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_link_their_address() {
+        let s = source("ELI (ASPLOS 2012), https://research.ibm.com/publications/eli.");
+        assert_eq!(
+            s.url.as_deref(),
+            Some("https://research.ibm.com/publications/eli")
+        );
+        assert_eq!(source("a paper").url, None);
+    }
+}
