@@ -37,6 +37,7 @@ def main() -> int:
                 problems.append(f"{path}: input {inp} is missing")
         cases.append(case)
     held = sum(1 for c in cases if c.get("holdout"))
+    fresh = [c for c in cases if str(c.get("set", "")).startswith("fresh")]
     lines = [
         "# Diagnosis cases",
         "",
@@ -48,6 +49,15 @@ def main() -> int:
         f"{len(cases)} cases; {held} held back from rule development (holdout: the first hex digit of",
         "sha256(id) is 0-3, decided by the id alone before any rule saw the case). The rules were",
         "developed on the other cases only; the holdout cases measure how they generalize.",
+        *(
+            [
+                "",
+                f"{len(fresh)} of them are fresh (set `{fresh[0].get('set')}`): collected after the rules were",
+                "frozen and scored as unseen whatever their sha256 digit; no rule was changed for them.",
+            ]
+            if fresh
+            else []
+        ),
         "",
         "| id | holdout | source | format | guest | expected main cause | conclusion |",
         "|---|---|---|---|---|---|---|",
@@ -58,7 +68,7 @@ def main() -> int:
         lines.append(
             "| {} | {} | {} | {} | {} | {} | {} |".format(
                 cell(c.get("id")),
-                "yes" if c.get("holdout") else "",
+                "fresh" if str(c.get("set", "")).startswith("fresh") else "yes" if c.get("holdout") else "",
                 cell(ref),
                 cell(c.get("format")),
                 cell(c.get("guest")),

@@ -14,12 +14,13 @@ folder, as a user would), and scores it the way crates/cli/tests/diagnose_cases.
   must_not advice tag given by a fix (at low or above) for the case's guest or for any guest;
 - alarm: a high or critical finding on a case the expert called healthy.
 
-Prints the per-case table, the agreement for all cases, dev only and holdout only, and the
-misses with what was named instead. Holdout cases (sha256 rule, see testdata/cases/FORMAT.md)
-are the honest measure; `--set dev` leaves them out while rules are being written.
+Prints the per-case table, the agreement for all cases, dev, holdout and fresh, and the misses
+with what was named instead. Holdout cases (sha256 rule, see testdata/cases/FORMAT.md) and fresh
+cases (`"set": "fresh-…"` in case.json: collected after the rules were frozen, whatever their
+sha256 digit) are the honest measure; `--set dev` leaves both out while rules are being written.
 
     cargo build --release -p virtlens
-    python3 bench/diagnosis_agreement.py [--set all|dev|holdout] [--binary PATH] [--json OUT]
+    python3 bench/diagnosis_agreement.py [--set all|dev|holdout|fresh] [--binary PATH] [--json OUT]
 """
 import argparse
 import hashlib
@@ -36,6 +37,13 @@ RANK = {"info": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
 
 def holdout(case_id: str) -> bool:
     return hashlib.sha256(case_id.encode()).hexdigest()[0] in "0123"
+
+
+def set_of(case: dict, case_id: str) -> str:
+    """`fresh` (collected after the rules were frozen), `holdout` (sha256 rule) or `dev`."""
+    if str(case.get("set", "")).startswith("fresh"):
+        return "fresh"
+    return "holdout" if holdout(case_id) else "dev"
 
 
 def same(a: str, b: str) -> bool:
@@ -89,7 +97,7 @@ def score(case: dict, d: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=["all", "dev", "holdout"], default="all")
+    ap.add_argument("--set", choices=["all", "dev", "holdout", "fresh"], default="all")
     ap.add_argument("--binary", default=str(ROOT / "target" / "release" / "virtlens"))
     ap.add_argument("--json", help="write the per-case results here")
     a = ap.parse_args()
@@ -100,22 +108,22 @@ def main() -> int:
     rows = []
     for path in sorted(CASES.glob("*/case.json")):
         case = json.loads(path.read_text())
-        held = holdout(path.parent.name)
-        if (a.set == "dev" and held) or (a.set == "holdout" and not held):
+        which = set_of(case, path.parent.name)
+        if a.set != "all" and a.set != which:
             continue
         d, err = run(binary, path.parent, case)
         r = score(case, d) if d else {"named": "unreadable", "hit": False, "wrong": [], "alarm": False, "error": err}
-        r.update(id=case["id"], holdout=held, expected=case["expected"].get("main", []))
+        r.update(id=case["id"], set=which, expected=case["expected"].get("main", []))
         rows.append(r)
     print(f"{'case':58} {'set':7} {'named':28} hit  wrong advice / alarm")
     for r in rows:
         flags = "; ".join(r["wrong"] + (["HIGH ALARM on a healthy case"] if r["alarm"] else []) + r.get("error", []))
-        print(f"{r['id']:58} {'holdout' if r['holdout'] else 'dev':7} {r['named']:28} {'yes' if r['hit'] else 'no ':4} {flags}")
+        print(f"{r['id']:58} {r['set']:7} {r['named']:28} {'yes' if r['hit'] else 'no ':4} {flags}")
     print()
     print("| set | cases | main cause agrees | rate | wrong advice | high alarm on healthy |")
     print("|---|---|---|---|---|---|")
-    for name, pick in [("all", lambda r: True), ("dev", lambda r: not r["holdout"]), ("holdout", lambda r: r["holdout"])]:
-        sel = [r for r in rows if pick(r)]
+    for name in ["all", "dev", "holdout", "fresh"]:
+        sel = [r for r in rows if name in ("all", r["set"])]
         if not sel:
             continue
         hits = sum(r["hit"] for r in sel)
