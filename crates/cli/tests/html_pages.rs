@@ -218,6 +218,60 @@ fn counters_of_a_vp_table_and_a_perfmon_log() {
     assert!(l.dom.contains("no hv.* finding"), "the quiet log says so");
 }
 
+/// An `esxtop -b` log built to its documented layout (no public one was found): a 4-vCPU VM
+/// waiting for CPUs and a VM held by its CPU limit.
+#[test]
+fn counters_of_an_esxtop_log_built_to_its_layout() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("counters-esx");
+    let cols = [
+        r"\\esx01\Group Cpu(1234:db01)\% Ready",
+        r"\\esx01\Group Cpu(1234:db01)\% CoStop",
+        r"\\esx01\Group Cpu(1234:db01)\% Max Limited",
+        r"\\esx01\Group Cpu(5678:batch)\% Ready",
+        r"\\esx01\Group Cpu(5678:batch)\% Max Limited",
+        r"\\esx01\Vcpu(1234:db01:100:vcpu-0)\% Ready",
+        r"\\esx01\Vcpu(1234:db01:101:vcpu-1)\% Ready",
+        r"\\esx01\Vcpu(1234:db01:102:vcpu-2)\% Ready",
+        r"\\esx01\Vcpu(1234:db01:103:vcpu-3)\% Ready",
+    ];
+    let mut csv = String::from("\"(PDH-CSV 4.0) (UTC)(0)\"");
+    for c in cols {
+        csv.push_str(&format!(",\"{c}\""));
+    }
+    csv.push('\n');
+    for i in 0..5 {
+        csv.push_str(&format!(
+            "\"05/15/2018 02:13:{:02}\",\"48\",\"0.5\",\"0\",\"1\",\"7.5\",\"12\",\"12\",\"12\",\"12\"\n",
+            i * 5
+        ));
+    }
+    let log = dir.0.join("esxtop.csv");
+    std::fs::write(&log, csv).unwrap();
+    let shown = log.display().to_string();
+    let (page, json) = page_and_json(&dir, "counters-esxtop", &["counters", &shown], 1);
+    let l = load(&page, "counters-esxtop");
+    assert_eq!(chart_ids(&l), ["counters-1-esx-waits"]);
+    let chart = &l.charts()[0];
+    let mut values = 0;
+    for vm in json["inputs"][0]["esx"].as_array().unwrap() {
+        assert!(chart.html.contains(vm["vm"].as_str().unwrap()));
+        for k in ["ready_pct", "costop_pct", "max_limited_pct"] {
+            if let Some(x) = vm[k].as_f64() {
+                values += 1;
+                assert!(chart.html.contains(&format!("{x:.1}%")), "{k} {x}");
+            }
+        }
+    }
+    assert_eq!(chart.html.matches("class=\"bar ").count(), values);
+    for f in json["inputs"][0]["findings"].as_array().unwrap() {
+        let id = f["id"].as_str().unwrap();
+        assert!(l.dom.contains(&format!("data-finding=\"{id}\"")), "{id}");
+    }
+}
+
 #[test]
 fn report_of_a_trace_with_latencies() {
     if !require(&[Need::Chromium]) {

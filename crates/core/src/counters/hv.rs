@@ -63,7 +63,7 @@ pub enum Level {
 pub struct Fact {
     pub name: &'static str,
     pub value: f64,
-    /// `%`, `/s`, `ns`, `per IO`, `IOPS`, `ratio`.
+    /// `%`, `/s`, `ns`, `per IO`, `IOPS`, `ratio`, `count`.
     pub unit: &'static str,
 }
 

@@ -60,6 +60,7 @@ pub(crate) fn fact(f: &Fact) -> String {
         "ns" => format::duration(f.value),
         "per IO" => format!("{:.2} per IO", f.value),
         "IOPS" => format!("{} IOPS", format::value(f.value)),
+        "count" if f.value >= 0.0 => format::count(f.value.round() as u64),
         _ => format::value(f.value),
     };
     format!("{}: {v}", f.name)
