@@ -226,31 +226,7 @@ fn counters_of_an_esxtop_log_built_to_its_layout() {
         return;
     }
     let dir = TempDir::new("counters-esx");
-    let cols = [
-        r"\\esx01\Group Cpu(1234:db01)\% Ready",
-        r"\\esx01\Group Cpu(1234:db01)\% CoStop",
-        r"\\esx01\Group Cpu(1234:db01)\% Max Limited",
-        r"\\esx01\Group Cpu(5678:batch)\% Ready",
-        r"\\esx01\Group Cpu(5678:batch)\% Max Limited",
-        r"\\esx01\Vcpu(1234:db01:100:vcpu-0)\% Ready",
-        r"\\esx01\Vcpu(1234:db01:101:vcpu-1)\% Ready",
-        r"\\esx01\Vcpu(1234:db01:102:vcpu-2)\% Ready",
-        r"\\esx01\Vcpu(1234:db01:103:vcpu-3)\% Ready",
-    ];
-    let mut csv = String::from("\"(PDH-CSV 4.0) (UTC)(0)\"");
-    for c in cols {
-        csv.push_str(&format!(",\"{c}\""));
-    }
-    csv.push('\n');
-    for i in 0..5 {
-        csv.push_str(&format!(
-            "\"05/15/2018 02:13:{:02}\",\"48\",\"0.5\",\"0\",\"1\",\"7.5\",\"12\",\"12\",\"12\",\"12\"\n",
-            i * 5
-        ));
-    }
-    let log = dir.0.join("esxtop.csv");
-    std::fs::write(&log, csv).unwrap();
-    let shown = log.display().to_string();
+    let shown = data("perfmon/esxtop-built-to-layout.csv");
     let (page, json) = page_and_json(&dir, "counters-esxtop", &["counters", &shown], 1);
     let l = load(&page, "counters-esxtop");
     assert_eq!(chart_ids(&l), ["counters-1-esx-waits"]);

@@ -219,34 +219,11 @@ fn pal_thresholds_are_evaluated_per_slice() {
     );
 }
 
-/// An `esxtop -b` log built to its layout (synthetic): a 4-vCPU VM whose group %RDY is 48
-/// (12 per vCPU), and a VM held by its CPU limit.
+/// An `esxtop -b` log built to its layout (synthetic, testdata/perfmon/README.md): a 4-vCPU VM
+/// whose group %RDY is 48 (12 per vCPU), and a VM held by its CPU limit.
 #[test]
 fn esxtop_ready_costop_and_limit() {
-    let mut s = String::from("\"(PDH-CSV 4.0) (UTC)(0)\"");
-    let mut cols = vec![
-        r"\\esx01\Group Cpu(1234:db01)\% Ready".to_string(),
-        r"\\esx01\Group Cpu(1234:db01)\% CoStop".to_string(),
-        r"\\esx01\Group Cpu(1234:db01)\% Max Limited".to_string(),
-        r"\\esx01\Group Cpu(5678:batch)\% Ready".to_string(),
-        r"\\esx01\Group Cpu(5678:batch)\% Max Limited".to_string(),
-    ];
-    for v in 0..4 {
-        cols.push(format!(
-            r"\\esx01\Vcpu(1234:db01:{}:vcpu-{v})\% Ready",
-            100 + v
-        ));
-    }
-    for c in &cols {
-        s.push_str(&format!(",\"{c}\""));
-    }
-    s.push('\n');
-    for i in 0..5 {
-        s.push_str(&format!(
-            "\"05/15/2018 02:13:{:02}\",\"48\",\"0.5\",\"0\",\"1\",\"7.5\",\"12\",\"12\",\"12\",\"12\"\n",
-            i * 5
-        ));
-    }
+    let s = include_str!("../../../testdata/perfmon/esxtop-built-to-layout.csv");
     let p = read(s.as_bytes(), "esxtop.csv");
     let l = log(&p);
     assert_eq!(l.header.tool, CounterTool::Esxtop);

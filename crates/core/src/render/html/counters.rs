@@ -144,10 +144,58 @@ fn source(s: &str) -> SourceView {
     }
 }
 
+/// One number a per-VM chart draws: its series name and how to get it from a row.
+type Kind<T> = (&'static str, fn(&T) -> Option<f64>);
+
+/// The series, bar groups and table of a per-VM chart: one group per row, one bar per kind the
+/// row has, only the kinds some row has; `lead` names the table's first columns and
+/// `lead_cells` fills them (the first is the group's label).
+fn per_vm<T>(
+    rows: &[T],
+    kinds: &[Kind<T>],
+    lead: &[&str],
+    lead_cells: fn(&T) -> Vec<String>,
+    shown: fn(f64) -> String,
+    caption: &str,
+) -> Option<(Vec<String>, Vec<Group>, DataTable)> {
+    let kinds: Vec<&Kind<T>> = kinds
+        .iter()
+        .filter(|(_, get)| rows.iter().any(|r| get(r).is_some()))
+        .collect();
+    if kinds.is_empty() {
+        return None;
+    }
+    let mut head = lead.to_vec();
+    head.extend(kinds.iter().map(|(name, _)| *name));
+    let mut table = DataTable::new(caption, &head);
+    let mut groups = Vec::new();
+    for r in rows {
+        let mut cells = lead_cells(r);
+        let label = cells.first().cloned().unwrap_or_default();
+        let mut bars = Vec::new();
+        for (series, (_, get)) in kinds.iter().enumerate() {
+            match get(r) {
+                Some(v) => {
+                    cells.push(shown(v));
+                    bars.push(Bar {
+                        series,
+                        value: v,
+                        shown: shown(v),
+                    });
+                }
+                None => cells.push("-".into()),
+            }
+        }
+        table.rows.push(cells);
+        groups.push(Group { label, bars });
+    }
+    let series = kinds.iter().map(|(name, _)| name.to_string()).collect();
+    Some((series, groups, table))
+}
+
 /// The hypervisor events per second of every VM, by kind (only the kinds the log has).
 fn vp_chart(n: usize, vps: &[VpMetrics], measured: &str) -> Option<Chart> {
-    type Get = fn(&VpMetrics) -> Option<f64>;
-    const KINDS: [(&str, Get); 8] = [
+    const KINDS: [Kind<VpMetrics>; 8] = [
         ("intercepts", |m| m.intercepts_per_s),
         ("external interrupts", |m| m.external_interrupts_per_s),
         ("virtual interrupts", |m| m.virtual_interrupts_per_s),
@@ -157,50 +205,24 @@ fn vp_chart(n: usize, vps: &[VpMetrics], measured: &str) -> Option<Chart> {
         ("IO instructions", |m| m.io_instructions_per_s),
         ("MSR accesses", |m| m.msr_per_s),
     ];
-    let kinds: Vec<(&str, Get)> = KINDS
-        .into_iter()
-        .filter(|(_, get)| vps.iter().any(|m| get(m).is_some()))
-        .collect();
-    if kinds.is_empty() {
-        return None;
-    }
-    let mut head = vec!["vm"];
-    head.extend(kinds.iter().map(|(name, _)| *name));
-    let mut table = DataTable::new("Hypervisor events per second, per VM", &head);
-    let groups = vps
-        .iter()
-        .map(|m| {
-            let mut cells = vec![m.subject.clone()];
-            let mut bars = Vec::new();
-            for (series, (_, get)) in kinds.iter().enumerate() {
-                match get(m) {
-                    Some(v) => {
-                        cells.push(format::rate(v));
-                        bars.push(Bar {
-                            series,
-                            value: v,
-                            shown: format::rate(v),
-                        });
-                    }
-                    None => cells.push("-".into()),
-                }
-            }
-            table.rows.push(cells);
-            Group {
-                label: m.subject.clone(),
-                bars,
-            }
-        })
-        .collect();
+    let title = "Hypervisor events per second, per VM";
+    let (series, groups, table) = per_vm(
+        vps,
+        &KINDS,
+        &["vm"],
+        |m| vec![m.subject.clone()],
+        format::rate,
+        title,
+    )?;
     Some(Chart {
         id: format!("counters-{n}-hv-events"),
-        title: "Hypervisor events per second, per VM".into(),
+        title: title.into(),
         desc: "For every VM the log names, its virtual processors' intercepts and the interrupt, \
                EOI, IPI, hypercall, IO-instruction and MSR events behind them, per second, as \
                the Hyper-V Hypervisor Virtual Processor counters recorded them."
             .into(),
         axis: "events per second".into(),
-        series: kinds.iter().map(|(name, _)| name.to_string()).collect(),
+        series,
         groups,
         scale: Scale::Linear,
         tick: format::rate,
@@ -211,57 +233,29 @@ fn vp_chart(n: usize, vps: &[VpMetrics], measured: &str) -> Option<Chart> {
 
 /// The scheduling waits of every VM esxtop logged: % ready, % co-stop, % max limited.
 fn esx_chart(n: usize, vms: &[EsxVm], measured: &str) -> Option<Chart> {
-    type Get = fn(&EsxVm) -> Option<f64>;
-    const KINDS: [(&str, Get); 3] = [
+    const KINDS: [Kind<EsxVm>; 3] = [
         ("% ready per vCPU", |v| v.ready_pct),
         ("% co-stop", |v| v.costop_pct),
         ("% max limited", |v| v.max_limited_pct),
     ];
-    let kinds: Vec<(&str, Get)> = KINDS
-        .into_iter()
-        .filter(|(_, get)| vms.iter().any(|v| get(v).is_some()))
-        .collect();
-    if kinds.is_empty() {
-        return None;
-    }
-    let pct = |v: f64| format!("{v:.1}%");
-    let mut head = vec!["vm", "vCPUs"];
-    head.extend(kinds.iter().map(|(name, _)| *name));
-    let mut table = DataTable::new("CPU scheduling waits, per VM", &head);
-    let groups = vms
-        .iter()
-        .map(|v| {
-            let mut cells = vec![v.vm.clone(), v.vcpus.to_string()];
-            let mut bars = Vec::new();
-            for (series, (_, get)) in kinds.iter().enumerate() {
-                match get(v) {
-                    Some(x) => {
-                        cells.push(pct(x));
-                        bars.push(Bar {
-                            series,
-                            value: x,
-                            shown: pct(x),
-                        });
-                    }
-                    None => cells.push("-".into()),
-                }
-            }
-            table.rows.push(cells);
-            Group {
-                label: v.vm.clone(),
-                bars,
-            }
-        })
-        .collect();
+    let title = "CPU scheduling waits, per VM";
+    let (series, groups, table) = per_vm(
+        vms,
+        &KINDS,
+        &["vm", "vCPUs"],
+        |v| vec![v.vm.clone(), v.vcpus.to_string()],
+        |v| format!("{v:.1}%"),
+        title,
+    )?;
     Some(Chart {
         id: format!("counters-{n}-esx-waits"),
-        title: "CPU scheduling waits, per VM".into(),
+        title: title.into(),
         desc: "For every VM esxtop logged, the share of time its vCPUs were ready to run but \
                waited for a CPU (% ready, per vCPU), were held back to stay in step with their \
                siblings (% co-stop), or were held by a CPU limit (% max limited)."
             .into(),
         axis: "% of the interval".into(),
-        series: kinds.iter().map(|(name, _)| name.to_string()).collect(),
+        series,
         groups,
         scale: Scale::Linear,
         tick: |v| format!("{v:.0}%"),
