@@ -6,7 +6,8 @@
 //! every finding of the JSON, the totals, every chart with its title, description, bars and
 //! data table, the backend label. The browser's console must stay silent and the page must ask
 //! for nothing over the network (Chromium's net log). A screenshot of each page is saved under
-//! `target/ci-artifacts/html/` (CI keeps it). `a_bad_page_is_caught` proves the checks can fail.
+//! `target/ci-artifacts/html/` (CI keeps it), with two printed PDFs whose text checks the print
+//! stylesheet. `a_bad_page_is_caught` proves the checks can fail.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -246,6 +247,52 @@ fn counters_of_an_esxtop_log_built_to_its_layout() {
         let id = f["id"].as_str().unwrap();
         assert!(l.dom.contains(&format!("data-finding=\"{id}\"")), "{id}");
     }
+}
+
+/// The print stylesheet, checked on the PDF Chromium prints: the contents list is left out,
+/// every chart's data table (collapsed on screen) is printed in place of its toggle, and a
+/// link shows its address unless its text already does.
+#[test]
+fn pages_print_with_their_tables_and_addresses() {
+    if !require(&[Need::Chromium, Need::Pdftotext]) {
+        return;
+    }
+    let dir = TempDir::new("print");
+    let seed2 = &seeds()[1];
+    let (page, _) = page_and_json(&dir, "diagnose-print", &["diagnose", seed2], 1);
+    let l = browser::load(&page);
+    let (text, pages) = browser::print(&page, "diagnose-seed-2");
+    assert!(pages >= 1, "{pages} pages");
+    assert!(
+        !text.lines().any(|line| line.trim() == "1. Summary"),
+        "the contents list is printed"
+    );
+    assert!(
+        !text.contains("numbers of this chart as a table"),
+        "the table toggle is printed"
+    );
+    let charts = l.charts();
+    assert!(!charts.is_empty());
+    for c in &charts {
+        let details = &c.html[c.html.find("<details").unwrap()..];
+        let caption = &details[details.find("<caption>").unwrap() + 9..];
+        let caption = &caption[..caption.find("</caption>").unwrap()];
+        assert!(
+            text.contains(caption),
+            "chart {}: table {caption:?} not printed",
+            c.id
+        );
+    }
+    assert!(text.contains(" <https://"), "a source's address is printed");
+
+    let talk = data("perfmon/talk-10m-iops-vp-table.txt");
+    let (page, _) = page_and_json(&dir, "counters-print", &["counters", &talk], 1);
+    let (text, _) = browser::print(&page, "counters");
+    assert!(text.contains("https://www.snia.org"));
+    assert!(
+        !text.contains("<https://www.snia.org"),
+        "a link whose text is its address is printed twice"
+    );
 }
 
 #[test]

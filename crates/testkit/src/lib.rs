@@ -51,6 +51,8 @@ pub enum Need {
     LibvirtTestdata,
     /// `qemu-system-x86_64` on PATH (Debian's `qemu-system-x86`).
     Qemu,
+    /// `pdftotext` on PATH (Debian's `poppler-utils`): the printed pages' text.
+    Pdftotext,
 }
 
 impl Need {
@@ -69,6 +71,7 @@ impl Need {
             Need::Fio => "fio",
             Need::LibvirtTestdata => "libvirt-testdata",
             Need::Qemu => "qemu",
+            Need::Pdftotext => "pdftotext",
         }
     }
 
@@ -106,6 +109,7 @@ impl Need {
             Need::Fio => runs("fio", &["--version"]),
             Need::LibvirtTestdata => libvirt_testdata_missing(),
             Need::Qemu => runs("qemu-system-x86_64", &["--version"]),
+            Need::Pdftotext => runs("pdftotext", &["-v"]),
         }
     }
 }
@@ -285,6 +289,7 @@ mod tests {
             Need::Fio,
             Need::LibvirtTestdata,
             Need::Qemu,
+            Need::Pdftotext,
         ];
         let mut names: Vec<_> = all.iter().map(|n| n.name()).collect();
         names.sort_unstable();

@@ -1,8 +1,9 @@
 //! Headless Chromium for the page tests: loads a page with the network made unusable (no
 //! proxy reachable, no name resolves, background networking off), returns the DOM Chromium
 //! built, the console messages it logged and the requests the page made (from Chromium's net
-//! log: requests whose network isolation key is the page's file:// site), and takes
-//! screenshots. One Chromium at a time: the machine is small.
+//! log: requests whose network isolation key is the page's file:// site), takes screenshots,
+//! and prints pages to PDF (their text read back with `pdftotext`). One Chromium at a time:
+//! the machine is small.
 
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
@@ -190,4 +191,33 @@ pub fn screenshot(page: &Path, name: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(png.is_file(), "no screenshot at {}", png.display());
+}
+
+/// Prints `page` as Chromium prints it (print stylesheet, A4/Letter default, no header or
+/// footer) to `NAME.pdf` among the artifacts, and returns the PDF's text (`pdftotext -layout`)
+/// and its page count.
+pub fn print(page: &Path, name: &str) -> (String, usize) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = artifacts();
+    std::fs::create_dir_all(&dir).unwrap();
+    let pdf = dir.join(format!("{name}.pdf"));
+    let work = TempDir::new(&format!("print-{name}"));
+    run(chromium(&work.0.join("profile"))
+        .arg("--no-pdf-header-footer")
+        .arg(format!("--print-to-pdf={}", pdf.display()))
+        .arg(url(page)));
+    assert!(pdf.is_file(), "no PDF at {}", pdf.display());
+    let out = Command::new("pdftotext")
+        .args(["-layout", &pdf.display().to_string(), "-"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pdftotext: {e}"));
+    assert!(
+        out.status.success(),
+        "pdftotext failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // pdftotext ends every page with a form feed.
+    let pages = text.matches('\u{c}').count();
+    (text, pages)
 }
