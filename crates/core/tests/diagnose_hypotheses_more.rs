@@ -253,6 +253,31 @@ fn emulation_that_fails_stops_the_guest() {
 }
 
 #[test]
+fn binary_statistics_are_counters_and_pvm_emulation_is_its_normal_mode() {
+    // A capture's binary statistics (no kvm_stat screen, no exit table) are read like kvm_stat's
+    // counters: exits by kind, and instruction emulation at a rate.
+    let p = || {
+        profile().window(1.0).kvm_stats(&[
+            ("exits", 200_000),
+            ("io_exits", 150_000),
+            ("insn_emulation", 400_000),
+        ])
+    };
+    let d = run(p(), &opts());
+    let f = get(&d, "emulation.insn");
+    assert!(f.severity >= Severity::Low, "{:?}", f.severity);
+    let ev = &d.inputs[0].evidence;
+    assert!(ev.from_counters, "the exit counters form the exit part");
+    assert_eq!(ev.totals.as_ref().map(|t| t.count), Some(200_000));
+    // On PVM every ring-0 guest instruction is emulated: the same counter is the backend's
+    // normal mode, said, never a problem to fix.
+    let d = run(p().backend("pvm"), &opts());
+    let f = get(&d, "emulation.insn");
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.cause.contains("PVM"), "{}", f.cause);
+}
+
+#[test]
 fn unnamed_exits_are_kept_and_said() {
     let d = run(
         profile().vmx(&[("UNKNOWN", 50_000, 1.0), ("HLT", 10, 100.0)]),

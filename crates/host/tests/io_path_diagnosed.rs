@@ -89,6 +89,24 @@ fn vmm_injected_interrupts_are_the_cost_per_io_and_polling_is_not() {
     assert!(io.ceiling_iops_per_vcpu.is_some_and(|c| c > 0.0), "{io:?}");
     assert!(!io.polled());
 
+    // (b) irqfd: the VMM injects nothing; the interrupts KVM delivered are counted by its
+    // binary statistics (`irq_injections`, read over the run), one per completion.
+    let (r, d) = capture_and_diagnose(Delivery::Irqfd);
+    let ios = r.ios as f64;
+    let io = d.inputs[0].evidence.io.clone().unwrap();
+    assert!(
+        io.injections
+            .from
+            .iter()
+            .any(|f| f.contains("irq_injections")),
+        "{io:?}"
+    );
+    assert!(
+        close(io.injections.per_io, r.interrupts as f64 / ios),
+        "{io:?}"
+    );
+    assert!(!io.polled());
+
     // (c) poll: notifies go on, no interrupt, no EOI, no halt, nothing returns to the VMM.
     let (r, d) = capture_and_diagnose(Delivery::Poll);
     let ios = r.ios as f64;

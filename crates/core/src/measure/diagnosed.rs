@@ -1,7 +1,8 @@
 //! The lab, diagnosed: every scenario variant's exit profile goes through [`crate::diagnose`]
-//! (as a Windows guest, the setting the traps come from), and the ids of the findings it raises
-//! (low and above) are kept with the variant, so `virtlens lab` shows that each trap is
-//! recognised by the rule for it and that its fix is not.
+//! (as a Windows guest, the setting the traps come from), and the ids of the problems it raises
+//! (low and above; context findings such as host interrupts are the normal floor, not problems)
+//! are kept with the variant, so `virtlens lab` shows that each trap is recognised by the rule
+//! for it and that its fix is not.
 
 use super::{LabReport, VariantResult};
 use crate::config::GuestFamily;
@@ -31,7 +32,7 @@ fn ids(v: &VariantResult, decoder: &Decoder, options: &Options) -> Option<Vec<St
     Some(
         d.findings
             .iter()
-            .filter(|f| f.severity >= Severity::Low)
+            .filter(|f| f.severity >= Severity::Low && !f.is_context())
             .map(|f| f.id.to_string())
             .collect(),
     )

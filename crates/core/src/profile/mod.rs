@@ -124,6 +124,10 @@ impl Origin {
     }
 }
 
+/// The event-table name of KVM's binary statistics (`KVM_GET_STATS_FD`): a row per counter per
+/// VM and per vCPU, its increment over the table's window (captures and lab runs write it).
+pub const KVM_STATS_KIND: &str = "kvm_stats";
+
 /// What a table's rows count.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TableKind {

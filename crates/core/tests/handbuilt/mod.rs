@@ -168,6 +168,22 @@ impl P {
         p
     }
 
+    /// KVM binary statistics a capture read (`kvm_stats`): increments `(name, count)` over the
+    /// window.
+    pub fn kvm_stats(self, rows: &[(&str, u64)]) -> P {
+        let mut p = self.named(virtlens_core::profile::KVM_STATS_KIND, rows);
+        if let Some(t) = p.profile.tables.last_mut() {
+            t.overlapping = true;
+        }
+        p
+    }
+
+    /// The KVM backend the input names (`vmx`, `svm`, `pvm`).
+    pub fn backend(mut self, name: &str) -> P {
+        self.profile.origin.backend = Some(name.to_string());
+        self
+    }
+
     /// Trace events counted by name.
     pub fn events(self, rows: &[(&str, u64)]) -> P {
         self.named("events", rows)

@@ -23,7 +23,7 @@ use crate::discovery::{Vmm, kvm_fds};
 use crate::kvm_stats::{Snapshot, StatsFd};
 
 /// The table's kind.
-pub const TABLE: &str = "kvm_stats";
+pub const TABLE: &str = virtlens_core::profile::KVM_STATS_KIND;
 
 /// A statistics fd: one opened here, or one a VMM opened and we copied.
 enum Reader {

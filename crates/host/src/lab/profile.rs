@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use kvm_ioctls::IoEventAddress;
-use virtlens_core::profile::{Access as Dir, Key, Origin, Profile, Row, Table, TableKind, Window};
+use virtlens_core::profile::{
+    Access as Dir, KVM_STATS_KIND, Key, Origin, Profile, Row, Table, TableKind, Window,
+};
 
 use super::HostLabel;
 use super::bench::Measured;
@@ -102,7 +104,7 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
         .map(|(name, d)| row(Key::Event { name: name.clone() }, *d as u64))
         .collect();
     if !stats.is_empty() {
-        tables.insert(TableKind::Event("kvm_stats".into()), stats);
+        tables.insert(TableKind::Event(KVM_STATS_KIND.into()), stats);
     }
     for (kind, rows) in tables {
         if rows.is_empty() {
@@ -113,7 +115,7 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
         t.window = Some(window.clone());
         t.scope = Some(
             match &kind {
-                TableKind::Event(e) if e == "kvm_stats" => {
+                TableKind::Event(e) if e == KVM_STATS_KIND => {
                     "KVM binary statistics of the VM and vCPU"
                 }
                 TableKind::Event(e) if e == "ioeventfd" => {
@@ -123,7 +125,7 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
             }
             .to_string(),
         );
-        t.overlapping = matches!(&kind, TableKind::Event(e) if e == "kvm_stats");
+        t.overlapping = matches!(&kind, TableKind::Event(e) if e == KVM_STATS_KIND);
         t.rows = rows;
         p.tables.push(t);
     }

@@ -1,14 +1,16 @@
 //! Counters: kvm_stat's tracepoint counters (`kvm_msr`, `kvm_inj_virq`, `kvm_eoi`,
 //! `kvm_page_fault`, `kvm_vcpu_wakeup`, …) and KVM's debugfs / binary-stats counters (`exits`,
-//! `io_exits`, `halt_exits`, `halt_successful_poll`, …), each with its total and its rate per
-//! second (printed `CurAvg/s`, or total over the window). When an input has no exit-reason
-//! table, the exit counters become an exit [`Part`] of their own so the same rules read them.
+//! `io_exits`, `halt_exits`, `halt_successful_poll`, `irq_injections`, …), each with its total
+//! and its rate per second (printed `CurAvg/s`, or total over the window). The binary statistics
+//! a capture read (`kvm_stats`, summed over its VMs and vCPUs) are used when the input has no
+//! kvm_stat screen. When an input has no exit-reason table, the exit counters become an exit
+//! [`Part`] of their own so the same rules read them.
 
 use std::collections::BTreeMap;
 
 use crate::analysis::Totals;
 use crate::decode::ExitClass;
-use crate::profile::{Key, Table, TableKind};
+use crate::profile::{KVM_STATS_KIND, Key, Table, TableKind};
 use crate::sources::kvm_stat::{COUNTER_KIND, RATE_KIND};
 
 use super::super::model::Fact;
@@ -29,11 +31,13 @@ pub struct Counters {
 }
 
 impl Counters {
-    /// The counters of `tables` (kvm_stat's counter and rate tables).
+    /// The counters of `tables` (kvm_stat's counter and rate tables, else a capture's binary
+    /// statistics).
     pub fn of(tables: &[&Table]) -> Counters {
         let mut by_name: BTreeMap<String, Counter> = BTreeMap::new();
         let is = |t: &Table, kind: &str| matches!(&t.kind, TableKind::Event(n) if n == kind);
-        for t in tables.iter().filter(|t| is(t, COUNTER_KIND)) {
+        let kind = source_kind(tables);
+        for t in tables.iter().filter(|t| is(t, kind)) {
             let window = t.window.as_ref().and_then(|w| w.duration_ns);
             for r in &t.rows {
                 let c = by_name.entry(r.key.key_text()).or_default();
@@ -82,6 +86,21 @@ impl Counters {
     }
 }
 
+/// The table the counters come from: kvm_stat's screen when the input has one, else the binary
+/// statistics (both count the same things; summing them would count twice).
+fn source_kind(tables: &[&Table]) -> &'static str {
+    let has = |kind: &str| {
+        tables
+            .iter()
+            .any(|t| matches!(&t.kind, TableKind::Event(n) if n == kind))
+    };
+    if !has(COUNTER_KIND) && has(KVM_STATS_KIND) {
+        KVM_STATS_KIND
+    } else {
+        COUNTER_KIND
+    }
+}
+
 /// The class of an exit counter (debugfs / binary stats names, or the kvm tracepoint that fires
 /// once per exit of that kind); `None` for counters that are not exits.
 fn counter_class(name: &str, tracepoints: bool) -> Option<ExitClass> {
@@ -116,10 +135,11 @@ pub fn exit_part(tables: &[&Table], counters: &Counters) -> Option<Part> {
         return None;
     };
     let whole = counters.get(whole_name)?;
+    let source = source_kind(tables);
     let kind = tables
         .iter()
-        .find(|t| matches!(&t.kind, TableKind::Event(n) if n == COUNTER_KIND))
-        .map_or_else(|| TableKind::Event(COUNTER_KIND.into()), |t| t.kind.clone());
+        .find(|t| matches!(&t.kind, TableKind::Event(n) if n == source))
+        .map_or_else(|| TableKind::Event(source.into()), |t| t.kind.clone());
     let window_ns = tables
         .iter()
         .find(|t| t.kind == kind)

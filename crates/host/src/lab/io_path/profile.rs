@@ -16,7 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_core::profile::{Access, Key, Origin, Profile, Row, Table, TableKind, Window};
+use virtlens_core::profile::{
+    Access, KVM_STATS_KIND, Key, Origin, Profile, Row, Table, TableKind, Window,
+};
 
 use super::guest::{APIC_EOI, NOTIFY_PORT, X2APIC_EOI};
 use super::{Config, RunCounts};
@@ -130,7 +132,7 @@ pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
         .map(|(name, n)| event(name, *n))
         .collect();
     tables.insert(
-        TableKind::Event("kvm_stats".into()),
+        TableKind::Event(KVM_STATS_KIND.into()),
         (stats, "KVM binary statistics of the VM and vCPU"),
     );
     for (kind, (rows, scope)) in tables {
@@ -141,7 +143,7 @@ pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
         t.label = Some(label.clone());
         t.window = Some(window.clone());
         t.scope = Some(scope.to_string());
-        t.overlapping = matches!(&kind, TableKind::Event(e) if e == "kvm_stats");
+        t.overlapping = matches!(&kind, TableKind::Event(e) if e == KVM_STATS_KIND);
         t.rows = rows;
         p.tables.push(t);
     }
