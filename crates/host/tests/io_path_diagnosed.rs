@@ -101,9 +101,12 @@ fn vmm_injected_interrupts_are_the_cost_per_io_and_polling_is_not() {
             .any(|f| f.contains("irq_injections")),
         "{io:?}"
     );
+    // One per completion; KVM counts an injection again when an exit interrupts its delivery
+    // (a host interrupt now and then), so never fewer and a few more at most.
+    let per_irq = io.injections.per_io.unwrap() * ios / r.interrupts as f64;
     assert!(
-        close(io.injections.per_io, r.interrupts as f64 / ios),
-        "{io:?}"
+        (1.0 - 1e-9..=1.03).contains(&per_irq),
+        "{per_irq} per interrupt: {io:?}"
     );
     assert!(!io.polled());
 

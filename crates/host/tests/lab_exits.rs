@@ -135,7 +135,14 @@ fn every_exit_type_in_every_mode() {
         }
         if t.name.starts_with("irq_inject") {
             // One interrupt injected per operation: by the VMM (KVM_INTERRUPT) or by the irqfd.
-            assert_eq!(total(t, "irq_injections"), n, "{}", t.name);
+            // KVM counts an injection again when an exit interrupts its delivery and it is
+            // re-injected (a host interrupt now and then): never fewer, a few more at most.
+            let injected = total(t, "irq_injections");
+            assert!(
+                (n..=n * 1.03).contains(&injected),
+                "{}: {injected} injections for {n} operations",
+                t.name
+            );
         }
         if t.name == "irq_inject_irqfd" {
             // It waits with a HLT that finds the interrupt pending: one halt exit per op.
