@@ -100,6 +100,19 @@ fn load(page: &Path, name: &str) -> Loaded {
     l
 }
 
+/// Every finding of `findings` (a JSON array) is an element of the page.
+fn findings_on_page(l: &Loaded, findings: &Value) {
+    let findings = findings.as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        let id = f["id"].as_str().unwrap();
+        assert!(
+            l.dom.contains(&format!("data-finding=\"{id}\"")),
+            "finding {id} on the page"
+        );
+    }
+}
+
 fn chart_ids(l: &Loaded) -> Vec<String> {
     l.charts().into_iter().map(|c| c.id).collect()
 }
@@ -143,14 +156,9 @@ fn diagnose_of_seed_table_2() {
     let (page, json) = page_and_json(&dir, "diagnose-seed-2", &["diagnose", seed2], 1);
     let l = load(&page, "diagnose-seed-2");
     assert_eq!(chart_ids(&l), ["input-1-costs"]);
-    let findings = json["findings"].as_array().unwrap();
-    assert!(!findings.is_empty());
-    for f in findings {
+    findings_on_page(&l, &json["findings"]);
+    for f in json["findings"].as_array().unwrap() {
         let id = f["id"].as_str().unwrap();
-        assert!(
-            l.dom.contains(&format!("data-finding=\"{id}\"")),
-            "finding {id} on the page"
-        );
         for fix in f["fixes"].as_array().unwrap() {
             if let Some(q) = fix["qemu"].as_str() {
                 let escaped = q
@@ -184,15 +192,7 @@ fn counters_of_a_vp_table_and_a_perfmon_log() {
     let inputs = json["inputs"].as_array().unwrap();
     assert_eq!(inputs.len(), 2);
     assert!(l.dom.contains("id=\"input-2\""), "a section per input");
-    let findings = inputs[0]["findings"].as_array().unwrap();
-    assert!(!findings.is_empty());
-    for f in findings {
-        let id = f["id"].as_str().unwrap();
-        assert!(
-            l.dom.contains(&format!("data-finding=\"{id}\"")),
-            "finding {id} on the page"
-        );
-    }
+    findings_on_page(&l, &inputs[0]["findings"]);
     let vps = inputs[0]["vps"].as_array().unwrap();
     let chart = &l.charts()[0];
     let mut values = 0;
@@ -243,10 +243,7 @@ fn counters_of_an_esxtop_log_built_to_its_layout() {
         }
     }
     assert_eq!(chart.html.matches("class=\"bar ").count(), values);
-    for f in json["inputs"][0]["findings"].as_array().unwrap() {
-        let id = f["id"].as_str().unwrap();
-        assert!(l.dom.contains(&format!("data-finding=\"{id}\"")), "{id}");
-    }
+    findings_on_page(&l, &json["inputs"][0]["findings"]);
 }
 
 /// The print stylesheet, checked on the PDF Chromium prints: the contents list is left out,

@@ -118,17 +118,10 @@ pub fn load(page: &Path) -> Loaded {
         page.file_stem().unwrap().to_string_lossy()
     ));
     let net = work.0.join("net.json");
-    let out = chromium(&work.0.join("profile"))
+    let out = run(chromium(&work.0.join("profile"))
         .arg(format!("--log-net-log={}", net.display()))
         .arg("--dump-dom")
-        .arg(url(page))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(url(page)));
     let console = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter(|l| l.contains(":CONSOLE"))
@@ -179,17 +172,10 @@ pub fn screenshot(page: &Path, name: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let png = dir.join(format!("{name}.png"));
     let work = TempDir::new(&format!("shot-{name}"));
-    let out = chromium(&work.0.join("profile"))
+    run(chromium(&work.0.join("profile"))
         .arg("--window-size=1280,4000")
         .arg(format!("--screenshot={}", png.display()))
-        .arg(url(page))
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run chromium: {e}"));
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(url(page)));
     assert!(png.is_file(), "no screenshot at {}", png.display());
 }
 

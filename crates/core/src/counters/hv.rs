@@ -58,6 +58,18 @@ pub enum Level {
     High,
 }
 
+impl Level {
+    /// The name used in text, pages and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Low => "low",
+            Level::Medium => "medium",
+            Level::High => "high",
+        }
+    }
+}
+
 /// A named number a finding rests on.
 #[derive(Debug, Clone, Serialize)]
 pub struct Fact {

@@ -15,6 +15,13 @@ pub struct Words {
     pub sources: &'static [&'static str],
 }
 
+impl Words {
+    /// The cause as one line of text (the source keeps it wrapped for reading).
+    pub fn cause_text(&self) -> String {
+        self.cause.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+}
+
 /// The words of finding `id`.
 pub fn of(id: &str) -> Words {
     match id {

@@ -53,8 +53,9 @@ pub(crate) fn span(a: &Analysis) -> String {
     parts.join(" · ")
 }
 
-pub(crate) fn fact(f: &Fact) -> String {
-    let v = match f.unit {
+/// A fact's value with its unit (`62.4%`, `9,214,942/s`, `4`).
+pub(crate) fn fact_value(f: &Fact) -> String {
+    match f.unit {
         "%" => format!("{:.1}%", f.value),
         "/s" => format::rate(f.value),
         "ns" => format::duration(f.value),
@@ -62,14 +63,22 @@ pub(crate) fn fact(f: &Fact) -> String {
         "IOPS" => format!("{} IOPS", format::value(f.value)),
         "count" if f.value >= 0.0 => format::count(f.value.round() as u64),
         _ => format::value(f.value),
-    };
-    format!("{}: {v}", f.name)
+    }
+}
+
+fn fact(f: &Fact) -> String {
+    format!("{}: {}", f.name, fact_value(f))
 }
 
 fn finding(out: &mut String, n: usize, f: &HvFinding, style: &Style) {
     let w = words::of(f.id);
-    let level = format!("{:?}", f.level).to_lowercase();
-    let head = format!("{n}. [{level}] {} — {} ({})", f.id, w.title, f.subject);
+    let head = format!(
+        "{n}. [{}] {} — {} ({})",
+        f.level.name(),
+        f.id,
+        w.title,
+        f.subject
+    );
     out.push_str(&Style::paint(style.title, &head));
     out.push('\n');
     let facts: Vec<String> = f.facts.iter().map(fact).collect();
@@ -77,13 +86,7 @@ fn finding(out: &mut String, n: usize, f: &HvFinding, style: &Style) {
         &format!("   evidence: {}", facts.join("; ")),
         13,
     ));
-    out.push_str(&format::wrap(
-        &format!(
-            "   cause: {}",
-            w.cause.split_whitespace().collect::<Vec<_>>().join(" ")
-        ),
-        10,
-    ));
+    out.push_str(&format::wrap(&format!("   cause: {}", w.cause_text()), 10));
     for fix in w.fix {
         out.push_str(&format::wrap(&format!("   fix: {fix}"), 8));
     }
@@ -291,9 +294,7 @@ pub fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> Strin
         let list: Vec<String> = f
             .findings
             .iter()
-            .map(|(id, level, subject)| {
-                format!("{id} [{}] ({subject})", format!("{level:?}").to_lowercase())
-            })
+            .map(|(id, level, subject)| format!("{id} [{}] ({subject})", level.name()))
             .collect();
         let text = if list.is_empty() {
             "no hv.* finding".to_string()

@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 
 use virtlens_core::analysis::sched::summarize;
 use virtlens_core::decode::Decoder;
-use virtlens_core::profile::{Key, TableKind};
+use virtlens_core::profile::{KVM_STATS_KIND, Key, TableKind};
 use virtlens_core::render::top_text::{SCHEMA, TopCounter, TopRow, TopView, TopVm};
 
 use super::live::Interval;
-use super::vm_stats;
 
 /// Events that have a table of their own, so their rows in `events` would count them twice.
 const IN_TABLES: [&str; 8] = [
@@ -50,7 +49,7 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
             TableKind::Event(e) if e == "userspace_exit" => "to-vmm",
             TableKind::Event(e) if e == "hypercall" => "hypercall",
             TableKind::Event(e) if e == "events" => "event",
-            TableKind::Event(e) if e == vm_stats::TABLE => {
+            TableKind::Event(e) if e == KVM_STATS_KIND => {
                 for r in &t.rows {
                     *counters
                         .entry(r.pid)

@@ -28,6 +28,8 @@ pub struct Counter {
 #[derive(Debug, Clone, Default)]
 pub struct Counters {
     pub by_name: BTreeMap<String, Counter>,
+    /// The event table they come from (kvm_stat's screen or the binary statistics).
+    pub source: &'static str,
 }
 
 impl Counters {
@@ -35,9 +37,8 @@ impl Counters {
     /// statistics).
     pub fn of(tables: &[&Table]) -> Counters {
         let mut by_name: BTreeMap<String, Counter> = BTreeMap::new();
-        let is = |t: &Table, kind: &str| matches!(&t.kind, TableKind::Event(n) if n == kind);
-        let kind = source_kind(tables);
-        for t in tables.iter().filter(|t| is(t, kind)) {
+        let source = source_kind(tables);
+        for t in tables.iter().filter(|t| is(t, source)) {
             let window = t.window.as_ref().and_then(|w| w.duration_ns);
             for r in &t.rows {
                 let c = by_name.entry(r.key.key_text()).or_default();
@@ -53,7 +54,7 @@ impl Counters {
                 }
             }
         }
-        Counters { by_name }
+        Counters { by_name, source }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -86,14 +87,15 @@ impl Counters {
     }
 }
 
+/// Whether `t` is the event table named `kind`.
+fn is(t: &Table, kind: &str) -> bool {
+    matches!(&t.kind, TableKind::Event(n) if n == kind)
+}
+
 /// The table the counters come from: kvm_stat's screen when the input has one, else the binary
 /// statistics (both count the same things; summing them would count twice).
 fn source_kind(tables: &[&Table]) -> &'static str {
-    let has = |kind: &str| {
-        tables
-            .iter()
-            .any(|t| matches!(&t.kind, TableKind::Event(n) if n == kind))
-    };
+    let has = |kind: &str| tables.iter().any(|t| is(t, kind));
     if !has(COUNTER_KIND) && has(KVM_STATS_KIND) {
         KVM_STATS_KIND
     } else {
@@ -135,11 +137,7 @@ pub fn exit_part(tables: &[&Table], counters: &Counters) -> Option<Part> {
         return None;
     };
     let whole = counters.get(whole_name)?;
-    let source = source_kind(tables);
-    let kind = tables
-        .iter()
-        .find(|t| matches!(&t.kind, TableKind::Event(n) if n == source))
-        .map_or_else(|| TableKind::Event(source.into()), |t| t.kind.clone());
+    let kind = TableKind::Event(counters.source.into());
     let window_ns = tables
         .iter()
         .find(|t| t.kind == kind)

@@ -7,7 +7,9 @@ use super::chart::{self, Bar, Chart, Group, Scale};
 use super::page::{Block, DataTable, FindingView, FixView, Page, Section, SourceView};
 use crate::counters::hv::{EsxVm, HvFinding, VpMetrics};
 use crate::counters::{Analysis, Report, words};
-use crate::render::counters_text::{PAL_HEADER, VP_HEADER, fact, pal_cells, span, tool, vp_cells};
+use crate::render::counters_text::{
+    PAL_HEADER, VP_HEADER, fact_value, pal_cells, span, tool, vp_cells,
+};
 use crate::render::format;
 
 pub fn page(r: &Report) -> Page {
@@ -39,15 +41,11 @@ fn summary(a: &Analysis) -> String {
                 "{}: {} finding(s), worst {}: {}",
                 a.input,
                 a.findings.len(),
-                level(w),
+                w.name(),
                 ids.join(", ")
             )
         }
     }
-}
-
-fn level(l: crate::counters::hv::Level) -> String {
-    format!("{l:?}").to_lowercase()
 }
 
 fn section(n: usize, a: &Analysis, measured: &str) -> Section {
@@ -98,20 +96,13 @@ fn finding(input: usize, rank: usize, f: &HvFinding) -> FindingView {
     evidence.rows = f
         .facts
         .iter()
-        .map(|x| {
-            let line = fact(x);
-            let value = line
-                .strip_prefix(&format!("{}: ", x.name))
-                .unwrap_or(&line)
-                .to_string();
-            vec![x.name.to_string(), value]
-        })
+        .map(|x| vec![x.name.to_string(), fact_value(x)])
         .collect();
     FindingView {
         anchor: format!("finding-{input}-{rank}-{}", f.id),
         id: f.id.to_string(),
         title: w.title.to_string(),
-        severity: level(f.level),
+        severity: f.level.name().to_string(),
         confidence: "from the counters' thresholds".into(),
         role: f.subject.clone(),
         place: format!("#{rank} of input {input}"),
@@ -119,7 +110,7 @@ fn finding(input: usize, rank: usize, f: &HvFinding) -> FindingView {
         evidence: (!evidence.rows.is_empty()).then_some(evidence),
         against: Vec::new(),
         competing: Vec::new(),
-        cause: w.cause.split_whitespace().collect::<Vec<_>>().join(" "),
+        cause: w.cause_text(),
         fixes: w
             .fix
             .iter()
