@@ -101,4 +101,132 @@ pub struct HostFacts {
     pub kvm_device: Option<bool>,
     /// Measured: guest ring-0 instructions are emulated (insn_emulation ≈ instructions run).
     pub ring0_emulated: Option<bool>,
+    /// The software that emulates this host's CPU (`QEMU TCG`), when it is emulated: its VMX or
+    /// SVM is the emulator's, and so is every exit's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_emulator: Option<String>,
+}
+
+impl HostFacts {
+    /// What the exit costs measured on this host are.
+    pub fn exit_timing(&self) -> ExitTiming {
+        ExitTiming::of(
+            self.backend.as_ref(),
+            self.cpu_emulator.as_deref(),
+            self.nested,
+        )
+    }
+}
+
+/// The software that emulates a CPU, from what the CPU says of itself: QEMU's TCG names its
+/// `max` and `base` models "QEMU TCG CPU" and signs the CPUID hypervisor leaf "TCGTCGTCGTCG".
+pub fn cpu_emulator(
+    model_name: Option<&str>,
+    hypervisor_signature: Option<&str>,
+) -> Option<String> {
+    let tcg = model_name.is_some_and(|m| m.contains("QEMU TCG CPU"))
+        || hypervisor_signature.is_some_and(|s| s.trim_end_matches('\0') == "TCGTCGTCGTCG");
+    tcg.then(|| "QEMU TCG".to_string())
+}
+
+/// The backend as figures are labelled with it: `svm`, or `svm on a CPU that QEMU TCG emulates
+/// (…)` when software emulated the CPU.
+pub fn backend_label(backend: Option<&str>, emulator: Option<&str>) -> Option<String> {
+    let on = |e: &str| {
+        format!("a CPU that {e} emulates (times are the emulator's, not hardware exit costs)")
+    };
+    match (backend, emulator) {
+        (Some(b), Some(e)) => Some(format!("{b} on {}", on(e))),
+        (None, Some(e)) => Some(on(e)),
+        (b, None) => b.map(str::to_string),
+    }
+}
+
+/// What the time of an exit measured on a host is the time of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExitTiming {
+    /// VMX/SVM on bare metal: real VM exits.
+    Hardware,
+    /// VMX/SVM on a host that is itself a guest: every exit of its guests is first taken by
+    /// the outer hypervisor, so it costs more than on bare metal.
+    Nested,
+    /// VMX/SVM of a CPU that software emulates (QEMU TCG): counts and reasons are real, times
+    /// are the emulator's, about a hundred times a hardware exit.
+    EmulatedCpu(String),
+    /// KVM's PVM backend: guest ring-0 code is emulated instruction by instruction.
+    Pvm,
+    /// No KVM backend, or one virtlens does not know.
+    Unknown,
+}
+
+impl ExitTiming {
+    /// The timing of a host with `backend`, whose CPU `emulator` emulates (if any), `nested` in
+    /// another hypervisor (if known).
+    pub fn of(backend: Option<&Backend>, emulator: Option<&str>, nested: Option<bool>) -> Self {
+        match (backend, emulator) {
+            (Some(Backend::Pvm), _) => ExitTiming::Pvm,
+            (Some(Backend::Vmx | Backend::Svm), Some(e)) => ExitTiming::EmulatedCpu(e.to_string()),
+            (Some(Backend::Vmx | Backend::Svm), None) if nested == Some(true) => ExitTiming::Nested,
+            (Some(Backend::Vmx | Backend::Svm), None) => ExitTiming::Hardware,
+            _ => ExitTiming::Unknown,
+        }
+    }
+
+    /// The timing an input states through its origin: its backend's name and its CPU emulator.
+    pub fn of_origin(backend: Option<&str>, emulator: Option<&str>) -> Self {
+        let backend = match backend {
+            Some("vmx") => Some(Backend::Vmx),
+            Some("svm") => Some(Backend::Svm),
+            Some("pvm") => Some(Backend::Pvm),
+            _ => None,
+        };
+        match (&backend, emulator) {
+            (None, Some(e)) => ExitTiming::EmulatedCpu(e.to_string()),
+            _ => Self::of(backend.as_ref(), emulator, None),
+        }
+    }
+
+    /// The short name (JSON, metric labels): `hardware`, `nested`, `emulated-cpu`, `pvm`,
+    /// `unknown`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ExitTiming::Hardware => "hardware",
+            ExitTiming::Nested => "nested",
+            ExitTiming::EmulatedCpu(_) => "emulated-cpu",
+            ExitTiming::Pvm => "pvm",
+            ExitTiming::Unknown => "unknown",
+        }
+    }
+
+    /// Whether an exit's measured time is what it costs on hardware.
+    pub fn is_hardware(&self) -> bool {
+        *self == ExitTiming::Hardware
+    }
+
+    /// Whether measured times say nothing about hardware at all (an emulated CPU or PVM): a
+    /// diagnosis weighs such exits by typical hardware costs instead.
+    pub fn times_emulated(&self) -> bool {
+        matches!(self, ExitTiming::EmulatedCpu(_) | ExitTiming::Pvm)
+    }
+
+    /// What numbers measured on such a host mean, in one sentence, for labels.
+    pub fn caveat(&self) -> String {
+        match self {
+            ExitTiming::Hardware => "hardware virtualization: exit costs are real VM exits".into(),
+            ExitTiming::Nested => "hardware virtualization inside a VM (this host is itself a \
+                                   guest): each exit also costs the outer hypervisor's handling, \
+                                   so exits cost more than on bare metal"
+                .into(),
+            ExitTiming::EmulatedCpu(by) => format!(
+                "a CPU that {by} emulates (no hardware virtualization underneath): exit counts and \
+                 reasons are real, their times are the emulator's (about 100 times a hardware \
+                 exit), never hardware exit costs"
+            ),
+            ExitTiming::Pvm => Backend::Pvm.caveat().to_string(),
+            ExitTiming::Unknown => {
+                "unknown KVM backend: compare with a VMX/SVM host before concluding".into()
+            }
+        }
+    }
 }

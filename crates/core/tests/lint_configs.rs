@@ -91,6 +91,7 @@ const NONE: Options = Options {
         clocksource: None,
         kvm_device: None,
         ring0_emulated: None,
+        cpu_emulator: None,
     },
     guest: None,
     migratable: false,

@@ -9,8 +9,9 @@ use virtlens_core::decode::Isa;
 use virtlens_core::facts::{Backend, HostFacts, Vendor};
 use virtlens_core::profile::Origin;
 
-/// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder).
-pub fn probe_at(root: &Path) -> HostFacts {
+/// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder),
+/// with the CPUID hypervisor signature `hypervisor` (read from the CPU by [`probe`]).
+pub fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
     let read = |p: &str| fs::read_to_string(root.join(p)).ok();
     let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
@@ -38,9 +39,11 @@ pub fn probe_at(root: &Path) -> HostFacts {
     } else {
         Backend::None
     };
+    let cpu_model = field("model name");
     HostFacts {
         vendor: field("vendor_id").map(|v| Vendor::from_cpuid(&v)),
-        cpu_model: field("model name"),
+        cpu_emulator: virtlens_core::facts::cpu_emulator(cpu_model.as_deref(), hypervisor),
+        cpu_model,
         kernel: read("proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
         hardware_virtualization: (!cpuinfo.is_empty()).then(|| has("vmx") || has("svm")),
         nested: (!cpuinfo.is_empty()).then(|| has("hypervisor")),
@@ -56,7 +59,8 @@ pub fn probe_at(root: &Path) -> HostFacts {
 
 /// The facts of this host.
 pub fn probe() -> HostFacts {
-    probe_at(Path::new("/"))
+    let fingerprint = virtlens_guest::fingerprint::probe();
+    probe_at(Path::new("/"), fingerprint.hypervisor_vendor.as_deref())
 }
 
 /// The origin of a profile read live from this host by source `format`: its kernel, KVM
@@ -66,6 +70,8 @@ pub fn origin(format: &str) -> Origin {
     let mut origin = Origin::new(format, None);
     origin.kernel = facts.kernel.clone();
     origin.backend = facts.backend.as_ref().map(ToString::to_string);
+    origin.cpu = facts.cpu_model.clone();
+    origin.cpu_emulator = facts.cpu_emulator.clone();
     origin.vendor = facts.vendor.as_ref().map(|v| {
         match v {
             Vendor::Intel => "GenuineIntel",
@@ -119,7 +125,7 @@ mod tests {
             cpu,
             &[("kvm", &[]), ("kvm_intel", &[("enable_apicv", "Y\n")])],
         );
-        let f = probe_at(&r);
+        let f = probe_at(&r, None);
         assert_eq!(f.backend, Some(Backend::Vmx));
         assert_eq!(f.vendor, Some(Vendor::Intel));
         assert_eq!(f.apicv, Some(true));
@@ -134,7 +140,7 @@ mod tests {
         let cpu =
             "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu tsc hypervisor\n";
         let r = root("pvm", cpu, &[("kvm", &[]), ("kvm_pvm", &[])]);
-        let f = probe_at(&r);
+        let f = probe_at(&r, Some("KVMKVMKVM"));
         assert_eq!(f.backend, Some(Backend::Pvm));
         assert!(!f.backend.as_ref().is_some_and(Backend::is_hardware));
         assert_eq!(
@@ -143,6 +149,26 @@ mod tests {
         );
         assert_eq!(f.kernel.as_deref(), Some("6.18.44"));
         let _ = fs::remove_dir_all(&r);
+    }
+
+    /// The lab host: Debian's kernel under QEMU TCG `-cpu max` with kvm_amd loaded.
+    #[test]
+    fn svm_that_qemu_tcg_emulates_is_not_hardware() {
+        let cpu = "vendor_id\t: AuthenticAMD\nmodel name\t: QEMU TCG CPU version 2.5+\n\
+                   flags\t\t: fpu tsc hypervisor svm npt\n";
+        let r = root("tcg", cpu, &[("kvm", &[]), ("kvm_amd", &[("avic", "N\n")])]);
+        let f = probe_at(&r, None);
+        assert_eq!(f.backend, Some(Backend::Svm));
+        assert_eq!(f.cpu_emulator.as_deref(), Some("QEMU TCG"));
+        assert_eq!(f.exit_timing().name(), "emulated-cpu");
+        assert!(!f.exit_timing().is_hardware());
+        // Another TCG CPU model (no telling name): the hypervisor leaf still says TCG.
+        let cpu = "vendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC Processor\nflags\t\t: svm\n";
+        let r2 = root("tcg-epyc", cpu, &[("kvm", &[]), ("kvm_amd", &[])]);
+        let f = probe_at(&r2, Some("TCGTCGTCGTCG"));
+        assert_eq!(f.cpu_emulator.as_deref(), Some("QEMU TCG"));
+        let _ = fs::remove_dir_all(&r);
+        let _ = fs::remove_dir_all(&r2);
     }
 
     #[test]

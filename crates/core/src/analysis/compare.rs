@@ -157,7 +157,7 @@ fn split_inputs(profiles: &[Profile]) -> Vec<Side<'_>> {
                 path: i.path,
                 label: i.label,
                 partial: i.tables.iter().any(|t| t.partial),
-                backend: i.profile.origin.backend.clone(),
+                backend: i.profile.origin.backend_label(),
             },
             tables: i.tables,
         })

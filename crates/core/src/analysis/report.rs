@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::{Totals, exit_class};
 use crate::decode::{Decoder, ExitClass, Isa};
+use crate::facts::ExitTiming;
 use crate::profile::{Access, Key, Profile, Row, Table, TableKind};
 
 /// The version of the report JSON schema.
@@ -187,16 +188,24 @@ fn input_name(p: &Profile) -> String {
         .unwrap_or_else(|| p.origin.format.clone())
 }
 
-/// Every input's notes as `file:line: message`.
+/// Every input's notes as `file:line: message`, and for an input recorded on an emulated CPU,
+/// what its times are.
 pub fn input_notes(profiles: &[Profile]) -> Vec<String> {
     profiles
         .iter()
         .flat_map(|p| {
             let input = input_name(p);
-            p.warnings.iter().map(move |n| match n.line {
-                Some(l) => format!("{input}:{l}: {}", n.message),
-                None => format!("{input}: {}", n.message),
-            })
+            let timing = p.origin.exit_timing();
+            let emulated = matches!(timing, ExitTiming::EmulatedCpu(_))
+                .then(|| format!("{input}: times: {}", timing.caveat()));
+            p.warnings
+                .iter()
+                .map(move |n| match n.line {
+                    Some(l) => format!("{input}:{l}: {}", n.message),
+                    None => format!("{input}: {}", n.message),
+                })
+                .chain(emulated)
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -315,7 +324,7 @@ fn build_table(
         total,
         printed_count: printed(|t| t.printed_total.as_ref().map(|p| p.count)),
         printed_time_ns: printed(|t| t.printed_total.as_ref().and_then(|p| p.time_ns)),
-        backend: p.origin.backend.clone(),
+        backend: p.origin.backend_label(),
     }
 }
 

@@ -367,6 +367,12 @@ fn input_notes(ev: &EvidenceSet, window_given: bool) -> Vec<String> {
              are not hardware exit costs"
         ));
     }
+    if let Some(by) = &ev.host.facts.cpu_emulator {
+        out.push(format!(
+            "{name}: costs are the exit counts weighed by typical hardware exit costs, not the \
+             input's times ({by}'s)"
+        ));
+    }
     if ev.host.facts_disagree {
         out.push(format!(
             "{name}: the host facts name another CPU vendor than the exit names: they may describe another \

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::headline::Headline;
 use super::mode::Mode;
-use crate::facts::Backend;
+use crate::facts::{Backend, ExitTiming};
 use crate::profile::Profile;
 
 /// The schema of `virtlens exitcost --json`.
@@ -35,19 +35,30 @@ pub struct BackendLabel {
     pub ring3_emulations_per_insn: Option<f64>,
     /// This host is itself a guest (CPUID hypervisor bit).
     pub nested: Option<bool>,
+    /// What the times are the times of: `hardware`, `nested`, `emulated-cpu` (a CPU that
+    /// software emulates, e.g. QEMU TCG), `pvm`, `unknown` (absent in recordings made before
+    /// it was added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<String>,
+    /// The software that emulates the host's CPU, when it is emulated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_emulator: Option<String>,
 }
 
 impl BackendLabel {
-    /// The label of `backend`, with the measured emulation ratios (when measured). The numbers
-    /// count as hardware exit costs only on VMX/SVM when ring-0 code was not found emulated.
+    /// The label of `backend` on a CPU that `emulator` emulates (if any), with the measured
+    /// emulation ratios (when measured). The numbers count as hardware exit costs only on
+    /// VMX/SVM on bare metal, on a real CPU, when ring-0 code was not found emulated.
     pub fn new(
         backend: &Backend,
+        emulator: Option<&str>,
         ring0_ratio: Option<f64>,
         ring3_ratio: Option<f64>,
         nested: Option<bool>,
     ) -> Self {
         let ring0_emulated = ring0_ratio.map(|r| r > 0.5);
-        let mut caveat = backend.caveat().to_string();
+        let timing = ExitTiming::of(Some(backend), emulator, nested);
+        let mut caveat = timing.caveat();
         if ring0_emulated == Some(true) && backend.is_hardware() {
             caveat = "guest ring-0 code was measured to be emulated instruction by instruction: \
                       these are not hardware exit costs"
@@ -56,7 +67,9 @@ impl BackendLabel {
         Self {
             name: backend.to_string(),
             caveat,
-            hardware: backend.is_hardware() && ring0_emulated != Some(true),
+            hardware: timing.is_hardware() && ring0_emulated != Some(true),
+            timing: Some(timing.name().to_string()),
+            cpu_emulator: emulator.map(str::to_string),
             ring0_emulated,
             ring0_emulations_per_insn: ring0_ratio,
             ring3_emulations_per_insn: ring3_ratio,
@@ -281,14 +294,21 @@ mod tests {
 
     #[test]
     fn labels_never_call_emulated_numbers_hardware() {
-        let pvm = BackendLabel::new(&Backend::Pvm, Some(1.0), Some(0.0), Some(true));
+        let pvm = BackendLabel::new(&Backend::Pvm, None, Some(1.0), Some(0.0), Some(true));
         assert!(!pvm.hardware);
         assert_eq!(pvm.ring0_emulated, Some(true));
         assert!(pvm.caveat.contains("not hardware exit costs"));
-        let vmx = BackendLabel::new(&Backend::Vmx, Some(0.0), Some(0.0), None);
+        let vmx = BackendLabel::new(&Backend::Vmx, None, Some(0.0), Some(0.0), None);
         assert!(vmx.hardware);
-        let odd = BackendLabel::new(&Backend::Vmx, Some(0.99), None, None);
+        let odd = BackendLabel::new(&Backend::Vmx, None, Some(0.99), None, None);
         assert!(!odd.hardware && odd.caveat.contains("emulated"));
+        // SVM that QEMU's TCG emulates: the exits are real SVM exits, their costs are not.
+        let tcg = BackendLabel::new(&Backend::Svm, Some("QEMU TCG"), Some(0.0), None, Some(true));
+        assert!(!tcg.hardware);
+        assert_eq!(tcg.timing.as_deref(), Some("emulated-cpu"));
+        assert!(tcg.caveat.contains("QEMU TCG") && tcg.caveat.contains("never hardware"));
+        let nested = BackendLabel::new(&Backend::Vmx, None, Some(0.0), None, Some(true));
+        assert!(!nested.hardware && nested.caveat.contains("outer hypervisor"));
     }
 
     #[test]

@@ -106,6 +106,14 @@ pub struct Origin {
     pub kernel: Option<String>,
     /// The KVM backend (`vmx`, `svm`, `pvm`, …), when known.
     pub backend: Option<String>,
+    /// The host CPU's model name, when the input states it (a live capture, perf.data's
+    /// CPUDESC header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    /// The software that emulated the host's CPU (`QEMU TCG`), when it was emulated: the
+    /// input's exit times are then the emulator's, never hardware exit costs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_emulator: Option<String>,
     /// VM names by VMM process id.
     pub vm_names: BTreeMap<u32, String>,
     /// The virtlens version that read it.
@@ -113,6 +121,16 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// What the input's exit times are the times of, as far as the input says.
+    pub fn exit_timing(&self) -> crate::facts::ExitTiming {
+        crate::facts::ExitTiming::of_origin(self.backend.as_deref(), self.cpu_emulator.as_deref())
+    }
+
+    /// The backend as figures are labelled with it (see [`crate::facts::backend_label`]).
+    pub fn backend_label(&self) -> Option<String> {
+        crate::facts::backend_label(self.backend.as_deref(), self.cpu_emulator.as_deref())
+    }
+
     /// An origin for `format` read from `path`.
     pub fn new(format: &str, path: Option<&str>) -> Self {
         Self {

@@ -26,6 +26,10 @@ pub struct TopView {
     pub events_per_s: f64,
     pub lost: u64,
     pub backend: Option<String>,
+    /// The software that emulates the host's CPU (QEMU TCG), when it is emulated: the times
+    /// shown are then the emulator's, not hardware exit costs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_emulator: Option<String>,
     pub notes: Vec<String>,
     pub vms: Vec<TopVm>,
     /// The vCPU threads' scheduling over the interval (ready % per VM and vCPU), when sampled.
@@ -79,6 +83,11 @@ pub fn render(view: &TopView, style: &Style, rows: usize) -> String {
     );
     if let Some(b) = &view.backend {
         head.push_str(&format!(" · backend {b}"));
+    }
+    if let Some(e) = &view.cpu_emulator {
+        head.push_str(&format!(
+            " · CPU emulated by {e}: times are the emulator's, not hardware exit costs"
+        ));
     }
     out.push_str(&Style::paint(style.title, &head));
     out.push('\n');
@@ -220,6 +229,7 @@ mod tests {
             events_per_s: 1200.0,
             lost: 0,
             backend: Some("pvm".into()),
+            cpu_emulator: None,
             notes: vec!["kvm_exit did not fire".into()],
             vms: vec![TopVm {
                 pid: Some(42),

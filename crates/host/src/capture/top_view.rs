@@ -160,6 +160,7 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
         events_per_s: iv.events as f64 / secs,
         lost: iv.lost,
         backend: p.origin.backend.clone(),
+        cpu_emulator: p.origin.cpu_emulator.clone(),
         notes: p.warnings.iter().map(|n| n.message.clone()).collect(),
         vms: out,
         sched: p.sched.as_ref().map(summarize),

@@ -260,6 +260,7 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
     let (ring0, ring3) = emulation_ratios(&mut tick);
     let backend = BackendLabel::new(
         host.facts.backend.as_ref().unwrap_or(&Backend::None),
+        host.facts.cpu_emulator.as_deref(),
         ring0,
         ring3,
         host.facts.nested,

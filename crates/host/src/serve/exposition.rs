@@ -148,13 +148,17 @@ fn host(state: &State, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Erro
     let mut m = enc.encode_descriptor(
         "virtlens_exporter",
         "The exporter: where its counts come from (bpf: in-kernel aggregation; tracefs: \
-         the trace buffer) and its version (value 1).",
+         the trace buffer), its version, the host's KVM backend and what exit times there are \
+         (hardware; nested: inside another hypervisor; emulated-cpu: a CPU software emulates, \
+         times about 100x hardware; pvm) (value 1).",
         None,
         MetricType::Info,
     )?;
     m.encode_info(&vec![
         ("source", h.source.clone()),
         ("version", virtlens_core::VERSION.to_string()),
+        ("backend", h.backend.clone()),
+        ("timing", h.timing.clone()),
     ])?;
     let gauge = |enc: &mut DescriptorEncoder, name, help, v: f64| {
         ConstGauge::new(v).encode(enc.encode_descriptor(name, help, None, MetricType::Gauge)?)

@@ -83,6 +83,14 @@ pub fn serve(
         opts.keep_gone,
         source.name(),
     )));
+    if let Ok(mut st) = state.lock() {
+        let facts = crate::facts::probe();
+        st.host.backend = facts
+            .backend
+            .as_ref()
+            .map_or_else(|| "unknown".into(), ToString::to_string);
+        st.host.timing = facts.exit_timing().name().to_string();
+    }
     let registry = exposition::registry(state.clone());
     let texts = Arc::new(RwLock::new(http::Texts::default()));
     publish(&registry, &texts);

@@ -157,6 +157,11 @@ impl VmState {
 pub struct HostState {
     /// `bpf` or `tracefs`.
     pub source: String,
+    /// The KVM backend (`vmx`, `svm`, `pvm`) and what its exit times are the times of
+    /// (`hardware`, `nested`, `emulated-cpu`, `pvm`): latencies from an emulated CPU are not
+    /// hardware exit costs.
+    pub backend: String,
+    pub timing: String,
     /// Events counted without their key (the in-kernel map was full), by event.
     pub unkeyed: BTreeMap<String, u64>,
     pub dropped_latencies: u64,
@@ -199,6 +204,8 @@ impl State {
             vms: BTreeMap::new(),
             host: HostState {
                 source: source.to_string(),
+                backend: "unknown".into(),
+                timing: "unknown".into(),
                 ..HostState::default()
             },
         }

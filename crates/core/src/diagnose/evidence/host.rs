@@ -9,6 +9,7 @@ use crate::config::{Effective, GuestFamily, HvFlag, Version, VmConfig};
 use crate::decode::Isa;
 use crate::facts::{HostFacts, Vendor};
 use crate::lint;
+use crate::profile::Origin;
 
 /// How the host vendor is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -37,15 +38,19 @@ pub struct Host {
 }
 
 impl Host {
-    /// The host of an input with exit ISA `isa` and origin vendor/backend, under the given facts.
+    /// The host of an input with exit ISA `isa` and `origin` (vendor, backend, CPU emulator),
+    /// under the given facts.
     pub fn of(
         given: &HostFacts,
         isa: Option<Isa>,
-        vendor: Option<&str>,
-        backend: Option<&str>,
+        origin: &Origin,
         qemu_version: Option<Version>,
     ) -> Host {
+        let (vendor, backend) = (origin.vendor.as_deref(), origin.backend.as_deref());
         let mut facts = given.clone();
+        if facts.cpu_emulator.is_none() {
+            facts.cpu_emulator.clone_from(&origin.cpu_emulator);
+        }
         let isa_vendor = match isa {
             Some(Isa::Vmx) => Some(Vendor::Intel),
             Some(Isa::Svm) => Some(Vendor::Amd),
@@ -98,6 +103,17 @@ impl Host {
     /// True for an emulating backend (PVM): its exit costs are not hardware exit costs.
     pub fn emulated(&self) -> bool {
         self.isa == Some(Isa::Pvm) || self.backend.as_deref() == Some("pvm")
+    }
+
+    /// The backend as figures are labelled with it (see [`crate::facts::backend_label`]).
+    pub fn backend_label(&self) -> Option<String> {
+        crate::facts::backend_label(self.backend.as_deref(), self.facts.cpu_emulator.as_deref())
+    }
+
+    /// True when software emulated the host's CPU (QEMU TCG): exit counts and reasons are real,
+    /// their times are the emulator's.
+    pub fn cpu_emulated(&self) -> bool {
+        self.facts.cpu_emulator.is_some()
     }
 }
 

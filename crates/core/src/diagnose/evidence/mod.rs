@@ -117,13 +117,17 @@ impl EvidenceSet {
                 *n = n.saturating_add(r.count);
             }
         }
-        let host = Host::of(
-            &given.host,
-            isa,
-            profile.origin.vendor.as_deref(),
-            profile.origin.backend.as_deref(),
-            given.qemu_version,
-        );
+        let host = Host::of(&given.host, isa, &profile.origin, given.qemu_version);
+        if host.cpu_emulated() {
+            // The times are the emulator's: weigh exits by typical hardware costs instead, as
+            // for an input without durations (idle rows keep theirs: time the guest waited).
+            for p in [&mut exits, &mut ports, &mut mmio, &mut msrs]
+                .into_iter()
+                .flatten()
+            {
+                p.forget_handling_times();
+            }
+        }
         let guest = guest::resolve(
             given.guest,
             given.config,

@@ -75,6 +75,23 @@ pub struct Part {
 }
 
 impl Part {
+    /// Drops the handling times of the rows that are not idle (and of the totals), keeping the
+    /// idle rows' (time the guest waited): for inputs whose times are not what exits cost.
+    pub fn forget_handling_times(&mut self) {
+        let mut idle_time = Some(0u64);
+        for r in &mut self.rows {
+            if r.idle {
+                idle_time = idle_time.zip(r.time_ns).map(|(a, b)| a.saturating_add(b));
+            } else {
+                r.time_ns = None;
+            }
+        }
+        self.totals.time_ns = None;
+        self.totals.overhead_time_ns = None;
+        self.totals.idle_time_ns = idle_time.filter(|_| self.rows.iter().any(|r| r.idle));
+        self.timed = false;
+    }
+
     /// Rows of exit `names` (canonical names, any ISA; case-insensitive).
     pub fn named(&self, names: &[&str]) -> Vec<&Item> {
         self.rows.iter().filter(|r| r.is(names)).collect()

@@ -15,7 +15,7 @@ pub fn page(d: &Diagnosis) -> Page {
     let measured: Vec<String> = d
         .inputs
         .iter()
-        .map(|i| measured_on(i.evidence.host.backend.as_deref()))
+        .map(|i| measured_on(i.evidence.host.backend_label().as_deref()))
         .collect();
     let mut page = Page::new(
         "virtlens diagnose",
@@ -84,7 +84,7 @@ fn input_section(d: &Diagnosis, r: &InputReport) -> Section {
             text: "No findings.".into(),
         });
     }
-    let measured = measured_on(r.evidence.host.backend.as_deref());
+    let measured = measured_on(r.evidence.host.backend_label().as_deref());
     if let Some(c) = costs(n, &findings, &measured) {
         s.blocks.push(Block::Chart(Box::new(chart::layout(c))));
     }

@@ -238,10 +238,15 @@ impl ProfileFeed {
         };
         let exits = count_of("kvm_exit") + count_of("kvm_entry");
         let total = self.builder.events();
-        if exits == 0 && total > 0 {
-            notes.push(no_exit_note(table, &self.counts));
-        }
+        let counts = self.counts;
         let mut profile = self.builder.finish();
+        if exits == 0 && total > 0 {
+            notes.push(no_exit_note(
+                table,
+                &counts,
+                profile.origin.backend.as_deref(),
+            ));
+        }
         profile
             .warnings
             .extend(notes.into_iter().map(|message| Note {
@@ -252,8 +257,10 @@ impl ProfileFeed {
     }
 }
 
-/// "kvm_exit/kvm_entry did not fire; the profile is built from kvm_pio (N), …".
-fn no_exit_note(table: &EventTable, counts: &[u64]) -> String {
+/// "kvm_exit/kvm_entry did not fire; the profile is built from kvm_pio (N), …", with the
+/// reason that fits the capture's backend: PVM never fires them; on VMX or SVM, where every
+/// exit fires them, the guest made no exit while the capture ran.
+fn no_exit_note(table: &EventTable, counts: &[u64], backend: Option<&str>) -> String {
     let enabled = table
         .formats
         .iter()
@@ -276,11 +283,22 @@ fn no_exit_note(table: &EventTable, counts: &[u64]) -> String {
     if fired.len() > 8 {
         let _ = write!(list, ", and {} more", fired.len() - 8);
     }
-    let why = if enabled {
-        "kvm_exit and kvm_entry were enabled but never fired (as on the PVM backend, where \
-         guest ring-0 code is emulated)"
-    } else {
-        "kvm_exit and kvm_entry were not captured"
+    let why = match (enabled, backend) {
+        (false, _) => "kvm_exit and kvm_entry were not captured",
+        (true, Some("pvm")) => {
+            "kvm_exit and kvm_entry were enabled but never fired (this is the PVM backend: guest \
+             ring-0 code is emulated and makes no VM exits)"
+        }
+        (true, Some("vmx" | "svm")) => {
+            "kvm_exit and kvm_entry were enabled but never fired: on this VMX/SVM backend every \
+             exit fires them, so the guest made no VM exit while the capture ran (it was not \
+             running, or ran without exiting)"
+        }
+        (true, _) => {
+            "kvm_exit and kvm_entry were enabled but never fired: either the guest made no VM \
+             exit while the capture ran, or the backend does not emit them (KVM's PVM backend \
+             emulates guest ring-0 code and never does)"
+        }
     };
     format!(
         "{why}: there is no VM-exit table and no exit durations; the profile is built from the \

@@ -1,6 +1,7 @@
 //! The perf.data container around the records: the file header (magic, byte order, where the
 //! attribute, data and feature sections are), the event attributes with their sample ids and
-//! names, and the feature sections virtlens uses (tracing data, CPUID, OS release).
+//! names, and the feature sections virtlens uses (tracing data, CPUID, CPU description, OS
+//! release).
 //!
 //! Every size and offset read from the file is checked against the file's length before
 //! anything is allocated or read, so a damaged header gives an error that names the byte and
@@ -66,6 +67,8 @@ pub struct Meta {
     pub tracing_at: u64,
     /// `GenuineIntel,6,85,4`-style CPUID string.
     pub cpuid: Option<String>,
+    /// The CPU's model name (`QEMU TCG CPU version 2.5+`).
+    pub cpudesc: Option<String>,
     pub osrelease: Option<String>,
     /// Where the records are: `data.offset .. data_end` (cut to the file's length).
     pub data_end: u64,
@@ -191,6 +194,7 @@ pub fn read_meta<R: Read + Seek>(
         tracing: None,
         tracing_at: 0,
         cpuid: None,
+        cpudesc: None,
         osrelease: None,
         data_end,
         warnings,
@@ -222,6 +226,7 @@ pub fn read_meta<R: Read + Seek>(
                 meta.tracing_at = at.offset;
             }
             Feature::CPUID => meta.cpuid = header_string(&bytes, e),
+            Feature::CPUDESC => meta.cpudesc = header_string(&bytes, e),
             Feature::OSRELEASE => meta.osrelease = header_string(&bytes, e),
             Feature::EVENT_DESC => {
                 if let Err(err) = apply_event_desc(&bytes, e, at.offset, &mut meta.attrs) {
@@ -239,6 +244,7 @@ fn feature_name(f: Feature) -> &'static str {
     match f {
         Feature::TRACING_DATA => "the tracing data (tracepoint formats)",
         Feature::CPUID => "the CPUID header",
+        Feature::CPUDESC => "the CPU description header",
         Feature::OSRELEASE => "the OS release header",
         Feature::EVENT_DESC => "the event descriptions",
         _ => "a header section",
@@ -256,6 +262,7 @@ fn feature_table<R: Read + Seek>(
         Feature::TRACING_DATA,
         Feature::OSRELEASE,
         Feature::CPUID,
+        Feature::CPUDESC,
         Feature::EVENT_DESC,
     ];
     let bits: Vec<u32> = (0..256u32)

@@ -168,7 +168,8 @@ pub fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
     Ok(profile)
 }
 
-/// The origin: vendor and ISA from the CPUID header, kernel from the OS release header.
+/// The origin: vendor and ISA from the CPUID header, the CPU's name (and whether software
+/// emulated it) from the CPU description, kernel from the OS release header.
 fn origin(path: &str, meta: &Meta) -> Origin {
     let mut o = Origin::new(FORMAT, Some(path));
     if let Some(cpuid) = &meta.cpuid {
@@ -179,6 +180,8 @@ fn origin(path: &str, meta: &Meta) -> Origin {
         o.isa = vendor_isa(vendor);
     }
     o.kernel = meta.osrelease.clone();
+    o.cpu = meta.cpudesc.clone();
+    o.cpu_emulator = crate::facts::cpu_emulator(o.cpu.as_deref(), None);
     o
 }
 

@@ -47,6 +47,8 @@ fn event(name: &str, count: u64) -> Row {
 pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
     let mut origin = Origin::new(FORMAT, None);
     origin.backend = Some(host.backend.clone());
+    origin.cpu.clone_from(&host.facts.cpu_model);
+    origin.cpu_emulator.clone_from(&host.facts.cpu_emulator);
     origin.kernel = host.kernel.clone();
     origin.vendor = host.vendor.clone();
     origin.vm_names.insert(
