@@ -176,13 +176,13 @@ impl Fact {
         self
     }
 
-    /// This row with a remark.
     /// This fact with its figure per IO.
     pub fn per_io(mut self, per_io: Option<f64>) -> Fact {
         self.per_io = per_io;
         self
     }
 
+    /// This fact with a remark.
     pub fn note(mut self, note: impl Into<String>) -> Fact {
         self.note = Some(note.into());
         self

@@ -5,7 +5,7 @@
 //! `kvm_page_fault` at a high rate), from exits or from counters alone.
 
 use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
-use crate::diagnose::evidence::{ratio, rows};
+use crate::diagnose::evidence::{Item, ratio, rows};
 use crate::diagnose::model::{Confidence, Severity};
 
 /// The fault exits.
@@ -58,7 +58,11 @@ pub const RULES: &[Rule] = &[
         id: "mmu.ept-violation",
         tag: "mmu.ept-violation",
         context: false,
-        thresholds: &[],
+        thresholds: &[Threshold {
+            name: "share of NPFs left once the MMIO accesses are taken out",
+            value: MIN_FAULT_SHARE,
+            unit: "share",
+        }],
     },
     Rule {
         id: "mmu.guest-page-faults",
@@ -119,25 +123,78 @@ pub fn check(ctx: &mut Ctx<'_>) {
     guest_faults(ctx);
 }
 
-/// `mmu.ept-violation`: EPT violations / NPFs (or `pf_fixed`) as a cost.
+/// `mmu.ept-violation`: EPT violations / NPFs (or `pf_fixed`) as a cost — those that are not
+/// emulated MMIO accesses.
 fn ept(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;
     };
-    let rows: Vec<_> = ctx
+    let mut mmio_left = mmio_accesses(ev);
+    let mut support = Vec::new();
+    let rows: Vec<Item> = ctx
         .free_rows(ex.named(&["EPT_VIOLATION", "npf", "kvm_page_fault"]))
         .into_iter()
         .filter(|r| r.count > 0)
+        .filter_map(|r| {
+            if !reports_mmio(r, ev.isa()) || mmio_left == 0 {
+                return Some(r.clone());
+            }
+            let mmio = mmio_left.min(r.count);
+            mmio_left -= mmio;
+            support.push(ex.fact(r).context().note(format!(
+                "{mmio} of these {} are emulated MMIO accesses (an MMIO access reaches KVM as \
+                 a nested page fault on SVM)",
+                r.count
+            )));
+            beyond(r, mmio)
+        })
         .collect();
+    let rows: Vec<&Item> = rows.iter().collect();
     if rows.is_empty() {
         return;
     }
     let h = Hypothesis::new("mmu.ept-violation", ev, ex, &rows)
         .max(Severity::High)
+        .support(support)
         .hint_if(rows.iter().any(|r| r.is(&["npf"])), Hint::Amd)
         .removes(0.7);
     ctx.push(h);
+}
+
+/// What is left of a fault row once MMIO accesses are taken out counts as memory being faulted
+/// in only from this share of the row on: less is a remainder (a page or two touched for the
+/// first time, MMIO accesses the MMIO table missed at its window's edges).
+pub const MIN_FAULT_SHARE: f64 = 0.1;
+
+/// Whether the row counts emulated MMIO accesses among its faults: SVM reports an MMIO access as
+/// a nested page fault (`npf`, and the `kvm_page_fault` tracepoint fires for it); VMX has an exit
+/// of its own for it (EPT_MISCONFIG), so its EPT violations are faults.
+fn reports_mmio(r: &Item, isa: Option<crate::decode::Isa>) -> bool {
+    r.is(&["npf"]) || (r.is(&["kvm_page_fault"]) && isa != Some(crate::decode::Isa::Vmx))
+}
+
+/// The emulated MMIO accesses the input counts: its MMIO table, else kvm_stat's `mmio_exits`.
+fn mmio_accesses(ev: &crate::diagnose::evidence::EvidenceSet) -> u64 {
+    match &ev.mmio {
+        Some(m) => m.totals.count,
+        None => ev.counters.get("mmio_exits").map_or(0, |c| c.total),
+    }
+}
+
+/// The row without `mmio` of its events, its time and rate in proportion; `None` when MMIO
+/// accounts for all of it but a remainder ([`MIN_FAULT_SHARE`]).
+fn beyond(r: &Item, mmio: u64) -> Option<Item> {
+    let left = r.count.saturating_sub(mmio);
+    let share = left as f64 / r.count as f64;
+    if share < MIN_FAULT_SHARE {
+        return None;
+    }
+    let mut rest = r.clone();
+    rest.count = left;
+    rest.time_ns = r.time_ns.map(|t| (t as f64 * share) as u64);
+    rest.per_second = r.per_second.map(|x| x * share);
+    Some(rest)
 }
 
 /// `mmu.guest-page-faults`: intercepted guest #PF — exits, or kvm_stat's `pf_guest`.
