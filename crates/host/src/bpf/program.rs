@@ -1,7 +1,12 @@
 //! The eBPF program of one tracepoint, generated from its [`Plan`]: the tracepoint's payload is
-//! the program's context, read at the offsets of the `format` file. Every path returns 0, so
-//! the kernel drops the record instead of handing it to a perf buffer: nothing per event
-//! reaches user space.
+//! the program's context, read at the offsets of the `format` file. Nothing per event reaches
+//! user space: the perf event the program is attached to only counts (it has no buffer).
+//!
+//! Every path returns 1. A tracepoint program's return value decides for *every* perf event of
+//! that tracepoint whether the record goes on to them: 0 would drop it for all, and a user's
+//! `perf record` or `perf kvm stat record` running beside `virtlens serve` would record nothing
+//! (the lab host showed it: a `perf kvm stat` of zero samples). ftrace (tracefs) does not go
+//! through the program and is unaffected either way.
 //!
 //! Stack layout (r10 = frame pointer):
 //! ```text
@@ -60,7 +65,7 @@ pub fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> {
         hist_add(&mut a, pair, maps, done);
         a.label(done);
     }
-    a.mov_imm(R0, 0);
+    a.mov_imm(R0, 1);
     a.exit();
     a.finish()
 }
@@ -282,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn programs_start_with_the_prologue_and_always_return_zero() {
+    fn programs_start_with_the_prologue_and_always_return_one() {
         let fds = MapFds {
             counts: 3,
             hists: 4,
@@ -294,7 +299,8 @@ mod tests {
         assert_eq!(insns[0].bytes()[0], 0xbf, "mov r6, r1");
         assert_eq!(insns[1].imm, Helper::GetCurrentPidTgid as i32);
         let n = insns.len();
-        assert_eq!((insns[n - 2].code, insns[n - 2].imm), (0xb7, 0), "r0 = 0");
+        // 1: the record goes on to the tracepoint's other perf events (a user's perf).
+        assert_eq!((insns[n - 2].code, insns[n - 2].imm), (0xb7, 1), "r0 = 1");
         assert_eq!(insns[n - 1].code, 0x95, "exit");
         // The count key's detail is read from offset 8 of the payload (r6).
         assert!(
