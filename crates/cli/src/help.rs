@@ -92,6 +92,7 @@ Examples:
   virtlens lab --offline       the bundled recording, without measuring
   virtlens lab --io-path       only the IO path: exits per IO by delivery mode and queue depth
   virtlens lab --json > lab.json
+  virtlens lab --replay clock_read/trap --duration 30    keep one trap running for other tools
 
 Exit status: 0 measured here; 3 with --json when nothing was measured (--offline, or no usable
 /dev/kvm) and the output is the bundled recording, whose JSON says \"measured\": false; 2 on bad
@@ -149,6 +150,22 @@ Examples:
   virtlens-guest bench --json > vm.json                 in the guest (the small static binary)
   virtlens stretch native.json vm.json
   virtlens bench --quick                                for slow (emulated) layers";
+
+pub const WORKLOAD: &str = "\
+Runs inside a guest and switches on one known cause of VM exits, so the host sees what that cause
+looks like: clock reads (exits when the clocksource is the ACPI PM timer or the HPET), a cross-CPU
+ping-pong (halt and wake-up per hand-over), periodic RTC interrupts, a serial console flood
+(write to /dev/ttyS0), O_DIRECT disk reads, UDP sends through the NIC, a contended spin lock
+(PAUSE exits when vCPUs outnumber host CPUs), and plain compute (nothing to see). It prints one
+line when it starts and one with its rate when it ends. The causal lab runs these in its guests;
+virtlens-guest, the small binary for guests, has the same command.
+
+Examples:
+  virtlens workload clock-read --duration 30       in the guest
+  sudo virtlens record --vm NAME --duration 10 -o x.parquet   then, on the host
+  virtlens diagnose x.parquet
+  virtlens workload write --path /dev/ttyS0 --block 64
+  virtlens workload udp-send --to 10.0.2.2:9 --block 1400";
 
 pub const STRETCH: &str = "\
 How many times longer the same work takes from layer to layer (host, VM, nested VM), with noise

@@ -112,3 +112,50 @@ impl BenchArgs {
         Ok(report)
     }
 }
+
+#[derive(Debug, Clone, Args)]
+pub struct WorkloadArgs {
+    /// The cause of exits to switch on
+    #[arg(value_enum)]
+    pub kind: crate::workload::Kind,
+    /// Seconds to keep it running
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    pub duration: f64,
+    /// Threads (compute, spin-lock; default: one per online CPU)
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// The device or file to write or read (write, read-direct)
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Where datagrams go (udp-send), ADDR:PORT
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub to: Option<String>,
+    /// Interrupts per second (rtc-irq; a power of two up to 8192)
+    #[arg(long, value_name = "HZ", default_value_t = 1024)]
+    pub hz: u64,
+    /// Bytes per operation (write, read-direct, udp-send)
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    pub block: usize,
+}
+
+impl WorkloadArgs {
+    /// Runs the workload, its start line on stdout.
+    pub fn run(&self) -> Result<crate::workload::Done, String> {
+        if !(self.duration > 0.0 && self.duration.is_finite()) {
+            return Err(format!(
+                "--duration {} must be a positive number of seconds",
+                self.duration
+            ));
+        }
+        let options = crate::workload::Options {
+            kind: self.kind,
+            duration: std::time::Duration::from_secs_f64(self.duration),
+            threads: self.threads.unwrap_or_else(crate::procfs::online_cpus),
+            path: self.path.clone(),
+            to: self.to.clone(),
+            hz: self.hz,
+            block: self.block,
+        };
+        crate::workload::run(&options, &mut std::io::stdout())
+    }
+}

@@ -1,11 +1,12 @@
-//! virtlens-guest: `load` and `bench` in one small static binary for any x86-64 Linux guest.
+//! virtlens-guest: `load`, `bench` and `workload` in one small static binary for any x86-64
+//! Linux guest.
 //! Exit codes: 0 ok, 2 bad usage or a run that could not be made.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use virtlens_guest::cli::{BenchArgs, LoadArgs};
+use virtlens_guest::cli::{BenchArgs, LoadArgs, WorkloadArgs};
 use virtlens_guest::render;
 
 #[derive(Debug, Parser)]
@@ -25,6 +26,8 @@ enum Command {
     Load(LoadArgs),
     /// Run the guest-side benchmark suite (one JSON per layer for `virtlens stretch`)
     Bench(BenchArgs),
+    /// Switch on one known cause of VM exits and keep it running (the causal lab's workloads)
+    Workload(WorkloadArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
             }
             r.map(|r| if a.json { json(&r) } else { render::bench(&r) })
         }
+        Command::Workload(a) => a.run().map(|d| render::workload(a.kind, &d)),
     };
     match out {
         Ok(text) => {

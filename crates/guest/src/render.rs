@@ -138,3 +138,14 @@ pub fn bench(r: &BenchReport) -> String {
     }
     s
 }
+
+/// The end line of `virtlens workload`.
+pub fn workload(kind: crate::workload::Kind, d: &crate::workload::Done) -> String {
+    format!(
+        "workload {}: {} operations in {} s ({}/s)\n",
+        kind.name(),
+        d.operations,
+        num(d.seconds),
+        num(d.operations as f64 / d.seconds.max(1e-9))
+    )
+}

@@ -63,6 +63,13 @@ pub struct LabArgs {
     /// Run only the IO-path scenario (interrupt delivery modes × queue depths)
     #[arg(long, conflicts_with = "offline")]
     pub io_path: bool,
+    /// Measure nothing: keep one trap running (SCENARIO/VARIANT, e.g. clock_read/trap) so that
+    /// other tools (perf kvm stat, kvm_stat, virtlens record) can watch its exits
+    #[arg(long, value_name = "SCENARIO/VARIANT", conflicts_with_all = ["offline", "io_path", "quick"])]
+    pub replay: Option<String>,
+    /// With --replay: seconds to keep it running
+    #[arg(long, value_name = "S", default_value_t = 10.0, requires = "replay")]
+    pub duration: f64,
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,

@@ -65,6 +65,10 @@ pub enum Command {
     /// Run the guest-side benchmark suite (one JSON per layer, for `virtlens stretch`)
     #[command(after_long_help = help::BENCH)]
     Bench(virtlens_guest::cli::BenchArgs),
+    /// Switch on one known cause of VM exits inside a guest and keep it running (the causal lab's
+    /// workloads)
+    #[command(after_long_help = help::WORKLOAD)]
+    Workload(virtlens_guest::cli::WorkloadArgs),
     /// How much slower the same work runs from layer to layer, with noise bounds and causes
     #[command(after_long_help = help::STRETCH)]
     Stretch(StretchArgs),

@@ -5,7 +5,7 @@
 //! in text; in JSON `"measured": false` and exit status [`NOT_MEASURED`], so a script cannot
 //! take it for a measurement.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -24,6 +24,9 @@ pub const NOT_MEASURED: u8 = 3;
 const RECORDING: &str = include_str!("../../../../testdata/lab/pvm-dev-machine.json");
 
 pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &a.replay {
+        return replay(name, a.duration);
+    }
     let out = OutputOptions::with_html(a.json, &a.page)?;
     let why = if a.offline {
         Some("--offline was given".to_string())
@@ -40,6 +43,33 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let mut report = with_progress(|tick| lab::run_lab(&opts, tick));
     diagnosed::diagnose_scenarios(&mut report);
     output::emit(&report, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `lab --replay SCENARIO/VARIANT`: one trap kept running, a line when it starts and one when
+/// it ends (the start line is what a script waits for before it starts watching).
+fn replay(name: &str, duration: f64) -> anyhow::Result<ExitCode> {
+    if !(duration > 0.0 && duration.is_finite()) {
+        anyhow::bail!("--duration {duration} must be a positive number of seconds");
+    }
+    lab::kvm_usable().map_err(|e| anyhow::anyhow!("cannot replay here: {e}"))?;
+    let started = std::time::Instant::now();
+    let ops = lab::scenarios::replay(name, Duration::from_secs_f64(duration), &mut || {
+        let mut out = std::io::stdout();
+        let _ = writeln!(
+            out,
+            "replay {name}: running for {duration} s (pid {})",
+            std::process::id()
+        );
+        let _ = out.flush();
+    })
+    .map_err(|e| anyhow::anyhow!("replaying {name}: {e}"))?;
+    let secs = started.elapsed().as_secs_f64();
+    let _ = writeln!(
+        std::io::stdout(),
+        "replay {name}: {ops} operations in {secs:.1} s ({:.0}/s)",
+        ops as f64 / secs.max(1e-9)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,11 +1,11 @@
-//! `virtlens load` and `virtlens bench`: the guest-side commands, run from the main binary by
+//! `virtlens load`, `bench` and `workload`: the guest-side commands, run from the main binary by
 //! calling the virtlens-guest crate (the same code as the static `virtlens-guest` binary).
 
 use std::process::ExitCode;
 
 use serde::Serialize;
 use virtlens_core::render::{Export, Style, json};
-use virtlens_guest::cli::{BenchArgs, LoadArgs};
+use virtlens_guest::cli::{BenchArgs, LoadArgs, WorkloadArgs};
 use virtlens_guest::render;
 use virtlens_guest::schema::{BenchReport, LoadReport};
 
@@ -53,5 +53,15 @@ pub fn bench(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         text: render::bench,
     };
     output::emit(&shown, OutputOptions::stdout(a.json))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `virtlens workload KIND`: its start line comes from the workload itself, its end line here.
+pub fn workload(a: &WorkloadArgs) -> anyhow::Result<ExitCode> {
+    let d = a.run().map_err(anyhow::Error::msg)?;
+    let _ = std::io::Write::write_all(
+        &mut std::io::stdout(),
+        render::workload(a.kind, &d).as_bytes(),
+    );
     Ok(ExitCode::SUCCESS)
 }

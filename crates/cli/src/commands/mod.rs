@@ -43,6 +43,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Top(a) => top::run(&a),
         Command::Load(a) => load_bench::load(&a),
         Command::Bench(a) => load_bench::bench(&a),
+        Command::Workload(a) => load_bench::workload(&a),
         Command::Stretch(a) => stretch::run(&a),
         Command::Model(args::ModelCommand::Overcommit(a)) => model::overcommit(&a),
         Command::Serve(a) => serve::run(&a),

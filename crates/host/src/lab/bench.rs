@@ -454,3 +454,30 @@ pub fn measure(
     }
     slots.into_iter().map(|(m, _)| m).collect()
 }
+
+/// Runs `item` again and again until `until`, after one probe run that checks it works here,
+/// calling `started` once the loop runs; returns the operations made. For watching a trap with
+/// other tools (`lab --replay`): nothing is measured.
+pub fn replay(item: &Item, until: Instant, started: &mut dyn FnMut()) -> Result<u64, String> {
+    let plan = Plan {
+        rounds: 1,
+        ops: None,
+        target_run: Duration::from_millis(20),
+        probe_limit: Duration::from_millis(500),
+        run_limit: Duration::from_secs(10),
+        until: None,
+    };
+    let mut m = Measured::new(item, 1);
+    let Some(mut live) = prepare(item, &plan, &mut m) else {
+        return Err(m
+            .reason
+            .unwrap_or_else(|| "the micro-VM did not start".into()));
+    };
+    started();
+    let mut done = 0;
+    while Instant::now() < until {
+        live.run(live.ops, plan.run_limit).map_err(|e| reason(&e))?;
+        done += live.ops;
+    }
+    Ok(done)
+}

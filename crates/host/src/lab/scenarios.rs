@@ -334,6 +334,47 @@ pub fn items(mode: Mode) -> Vec<Item> {
         .collect()
 }
 
+/// Replays one variant (`SCENARIO/VARIANT`, e.g. `clock_read/trap`) in 64-bit ring 0 until
+/// `duration` has passed, calling `started` once it runs; returns the operations made.
+pub fn replay(
+    name: &str,
+    duration: std::time::Duration,
+    started: &mut dyn FnMut(),
+) -> Result<u64, String> {
+    let (scenario, variant) = name
+        .split_once('/')
+        .ok_or_else(|| format!("`{name}` is not SCENARIO/VARIANT (e.g. clock_read/trap)"))?;
+    let (s, v) = find(scenario, variant)?;
+    bench::replay(
+        &item(&s, &v, Mode::Long64),
+        std::time::Instant::now() + duration,
+        started,
+    )
+}
+
+/// A scenario and one of its variants, by name.
+fn find(scenario: &str, variant: &str) -> Result<(Scenario, Variant), String> {
+    let all = all();
+    let names = || all.iter().map(|s| s.name).collect::<Vec<_>>().join(", ");
+    let s = all
+        .iter()
+        .find(|s| s.name == scenario)
+        .ok_or_else(|| format!("no scenario `{scenario}` (there are {})", names()))?;
+    let v = match variant {
+        "trap" => Some(s.trap),
+        "fixed" => Some(s.fixed),
+        _ => s.variants().into_iter().find(|v| v.name == variant),
+    }
+    .ok_or_else(|| {
+        let vs: Vec<&str> = s.variants().iter().map(|v| v.name).collect();
+        format!(
+            "scenario `{scenario}` has no variant `{variant}` (it has trap, fixed, {})",
+            vs.join(", ")
+        )
+    })?;
+    Ok((s.clone(), v))
+}
+
 /// The seam for capture and `diagnose`: runs one variant of one scenario once (`ops`
 /// logical operations, in a fresh micro-VM that is closed afterwards) and returns its exit
 /// profile.
@@ -343,15 +384,7 @@ pub fn variant_profile(
     mode: Mode,
     ops: u64,
 ) -> Result<Profile, String> {
-    let s = all()
-        .into_iter()
-        .find(|s| s.name == scenario)
-        .ok_or_else(|| format!("no scenario `{scenario}`"))?;
-    let v = s
-        .variants()
-        .into_iter()
-        .find(|v| v.name == variant)
-        .ok_or_else(|| format!("scenario `{scenario}` has no variant `{variant}`"))?;
+    let (s, v) = find(scenario, variant)?;
     let plan = Plan {
         rounds: 1,
         ops: Some(ops),
