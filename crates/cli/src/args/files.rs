@@ -139,6 +139,11 @@ pub struct HostArgs {
     /// The host kernel release (e.g. 5.10.0-21-amd64)
     #[arg(long, value_name = "RELEASE")]
     pub host_kernel: Option<String>,
+    /// The host CPU's model name (/proc/cpuinfo), for inputs that do not carry it (perf kvm
+    /// stat and perf script text, kvm_stat): "QEMU TCG CPU …" says the CPU was emulated, so the
+    /// times are the emulator's
+    #[arg(long, value_name = "MODEL")]
+    pub host_cpu: Option<String>,
     /// Read the host facts from this machine (explicit --host-* flags win)
     #[arg(long, value_enum)]
     pub host_facts: Option<HostFactsArg>,

@@ -83,6 +83,10 @@ pub fn finish(
     if let Some(k) = &h.host_kernel {
         host.kernel = Some(k.clone());
     }
+    if let Some(m) = &h.host_cpu {
+        host.cpu_model = Some(m.clone());
+        host.cpu_emulator = virtlens_core::facts::cpu_emulator(Some(m), None);
+    }
     let qemu_version = a
         .qemu_version
         .as_deref()

@@ -37,6 +37,22 @@ impl Item {
         }
     }
 
+    /// The row cut to `count` of its events, its time and rate in proportion (a part of the row
+    /// that other evidence accounts for, or what is left of it).
+    pub fn scaled(&self, count: u64) -> Item {
+        let share = if self.count == 0 {
+            0.0
+        } else {
+            count as f64 / self.count as f64
+        };
+        Item {
+            count,
+            time_ns: self.time_ns.map(|t| (t as f64 * share) as u64),
+            per_second: self.per_second.map(|x| x * share),
+            ..self.clone()
+        }
+    }
+
     /// True when the row is exit `name` (canonical name of any ISA; case-insensitive).
     pub fn is(&self, names: &[&str]) -> bool {
         self.exit_name()

@@ -156,6 +156,12 @@ fn inhibited(ctx: &mut Ctx<'_>) {
         _ => Hypothesis::with_cost(id, Default::default(), context),
     };
     let known = ev.host.apic_virt().is_some() || events.is_some();
+    // A share of the exits says little when the input measures what they cost and it is
+    // next to nothing (an idle guest's few interrupt windows): then the cost grades it.
+    let negligible = h
+        .cost
+        .cpu_share
+        .is_some_and(|c| c < crate::diagnose::rank::CPU_SHARE[0]);
     let mut h = h
         .confidence(if known {
             Confidence::Confirmed
@@ -164,9 +170,10 @@ fn inhibited(ctx: &mut Ctx<'_>) {
         })
         .floor_if(
             events.is_some()
-                || ctx
-                    .exits()
-                    .is_some_and(|ex| ex.share_of(&rows).0 >= WINDOW_SHARE),
+                || (!negligible
+                    && ctx
+                        .exits()
+                        .is_some_and(|ex| ex.share_of(&rows).0 >= WINDOW_SHARE)),
             Severity::Low,
         )
         .hint_if(!known, Hint::Aggregate)

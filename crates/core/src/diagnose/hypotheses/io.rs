@@ -40,8 +40,10 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
-/// Firmware (SeaBIOS, OVMF) assigns PCI IO BARs from 0xc000 up.
-const PCI_IO_FIRST: u64 = 0xc000;
+/// PCI IO BARs lie at 0x1000 and up on x86 (Linux's PCIBIOS_MIN_IO; below are ISA ports):
+/// firmware (SeaBIOS, OVMF) assigns them from 0xc000 up, Linux itself from 0x1000 when the
+/// firmware leaves them to it (qboot, a kernel booted directly).
+const PCI_IO_FIRST: u64 = 0x1000;
 
 /// Legacy virtio-pci's QUEUE_NOTIFY register is at offset 16 of the device's IO BAR, whose size
 /// (32 or 64 bytes, more with MSI-X) keeps it aligned: the port's low five bits are 0x10.

@@ -57,11 +57,16 @@ fn aggregate(ctx: &mut Ctx<'_>) {
     let Some(ex) = ctx.exits() else {
         return;
     };
-    let rows: Vec<&Item> = ctx
+    let mut rows: Vec<&Item> = ctx
         .free_rows(ex.class(ExitClass::Mmio))
         .into_iter()
         .filter(|r| r.count > 0)
         .collect();
+    // On SVM the MMIO accesses are among the NPFs: as many as the counters say reached the VMM.
+    let of_faults = npfs_that_are_mmio(ctx, ex);
+    if rows.is_empty() {
+        rows.extend(of_faults.iter());
+    }
     if rows.is_empty() {
         return;
     }
@@ -95,4 +100,24 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         h.hint(Hint::Aggregate)
             .hint_if(enlightened == Some(false), Hint::NoEnlightenment),
     );
+}
+
+/// The NPF rows, cut to the MMIO accesses the input's counters count (kvm_stat's
+/// `kvm_userspace_exit(MMIO)`, debugfs's `mmio_exits`): an SVM host reports each emulated MMIO
+/// access as a nested page fault, and without an MMIO table these counters are what tell them
+/// from memory being faulted in (`mmu::ept`, which leaves them to this finding).
+fn npfs_that_are_mmio(ctx: &Ctx<'_>, ex: &crate::diagnose::evidence::Part) -> Vec<Item> {
+    let mut left = super::mmu::mmio_accesses(ctx.ev);
+    let mut out = Vec::new();
+    for r in ctx.free_rows(ex.named(&["npf", "kvm_page_fault"])) {
+        if left == 0 || !super::mmu::reports_mmio(r, ctx.ev.isa()) || r.count == 0 {
+            continue;
+        }
+        let n = left.min(r.count);
+        left -= n;
+        let mut m = r.scaled(n);
+        m.class = Some(ExitClass::Mmio);
+        out.push(m);
+    }
+    out
 }

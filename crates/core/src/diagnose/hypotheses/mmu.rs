@@ -170,31 +170,30 @@ pub const MIN_FAULT_SHARE: f64 = 0.1;
 /// Whether the row counts emulated MMIO accesses among its faults: SVM reports an MMIO access as
 /// a nested page fault (`npf`, and the `kvm_page_fault` tracepoint fires for it); VMX has an exit
 /// of its own for it (EPT_MISCONFIG), so its EPT violations are faults.
-fn reports_mmio(r: &Item, isa: Option<crate::decode::Isa>) -> bool {
+pub(super) fn reports_mmio(r: &Item, isa: Option<crate::decode::Isa>) -> bool {
     r.is(&["npf"]) || (r.is(&["kvm_page_fault"]) && isa != Some(crate::decode::Isa::Vmx))
 }
 
-/// The emulated MMIO accesses the input counts: its MMIO table, else kvm_stat's `mmio_exits`.
-fn mmio_accesses(ev: &crate::diagnose::evidence::EvidenceSet) -> u64 {
+/// The emulated MMIO accesses the input counts: its MMIO table, else kvm_stat's counters —
+/// `mmio_exits` (debugfs) or the MMIO returns to the VMM (`kvm_userspace_exit(MMIO)`; not
+/// `kvm_mmio`, which fires twice for a read the VMM completes).
+pub(super) fn mmio_accesses(ev: &crate::diagnose::evidence::EvidenceSet) -> u64 {
     match &ev.mmio {
         Some(m) => m.totals.count,
-        None => ev.counters.get("mmio_exits").map_or(0, |c| c.total),
+        None => ["mmio_exits", "kvm_userspace_exit(MMIO)"]
+            .iter()
+            .filter_map(|n| ev.counters.get(n))
+            .map(|c| c.total)
+            .max()
+            .unwrap_or(0),
     }
 }
 
-/// The row without `mmio` of its events, its time and rate in proportion; `None` when MMIO
-/// accounts for all of it but a remainder ([`MIN_FAULT_SHARE`]).
+/// The row without `mmio` of its events; `None` when MMIO accounts for all of it but a
+/// remainder ([`MIN_FAULT_SHARE`]).
 fn beyond(r: &Item, mmio: u64) -> Option<Item> {
     let left = r.count.saturating_sub(mmio);
-    let share = left as f64 / r.count as f64;
-    if share < MIN_FAULT_SHARE {
-        return None;
-    }
-    let mut rest = r.clone();
-    rest.count = left;
-    rest.time_ns = r.time_ns.map(|t| (t as f64 * share) as u64);
-    rest.per_second = r.per_second.map(|x| x * share);
-    Some(rest)
+    (left as f64 >= MIN_FAULT_SHARE * r.count as f64).then(|| r.scaled(left))
 }
 
 /// `mmu.guest-page-faults`: intercepted guest #PF — exits, or kvm_stat's `pf_guest`.
