@@ -53,6 +53,9 @@ pub enum Need {
     Qemu,
     /// `pdftotext` on PATH (Debian's `poppler-utils`): the printed pages' text.
     Pdftotext,
+    /// The lab host (`lab/host.sh`): QEMU, busybox, cpio and strip on PATH, and the Debian
+    /// kernel and kvm_stat fetched into `target/lab-host` (`lab/host.sh build`; .ci/run does).
+    LabHost,
 }
 
 impl Need {
@@ -72,6 +75,7 @@ impl Need {
             Need::LibvirtTestdata => "libvirt-testdata",
             Need::Qemu => "qemu",
             Need::Pdftotext => "pdftotext",
+            Need::LabHost => "lab-host",
         }
     }
 
@@ -110,6 +114,7 @@ impl Need {
             Need::LibvirtTestdata => libvirt_testdata_missing(),
             Need::Qemu => runs("qemu-system-x86_64", &["--version"]),
             Need::Pdftotext => runs("pdftotext", &["-v"]),
+            Need::LabHost => lab_host_missing(),
         }
     }
 }
@@ -159,6 +164,23 @@ fn record_skip(test: &str, need: Need, why: &str) {
     }) {
         let _ = writeln!(f, "{line}");
     }
+}
+
+fn lab_host_missing() -> Option<String> {
+    let tools = [
+        ("qemu-system-x86_64", &["--version"][..]),
+        ("busybox", &["--help"][..]),
+        ("cpio", &["--version"][..]),
+        ("strip", &["--version"][..]),
+    ];
+    if let Some(why) = tools.iter().find_map(|(t, a)| runs(t, a)) {
+        return Some(why);
+    }
+    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/lab-host");
+    ["vmlinuz", "host.gz", "kvm_stat"]
+        .iter()
+        .find(|f| !cache.join(f).is_file())
+        .map(|f| format!("no {f} in {} (run lab/host.sh build)", cache.display()))
 }
 
 fn is_root() -> bool {

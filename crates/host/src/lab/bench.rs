@@ -464,7 +464,9 @@ pub fn replay(item: &Item, until: Instant, started: &mut dyn FnMut()) -> Result<
         ops: None,
         target_run: Duration::from_millis(20),
         probe_limit: Duration::from_millis(500),
-        run_limit: Duration::from_secs(10),
+        // A replay may be held (SIGSTOP) while tools start and stop around it, and the watchdog
+        // counts wall time: a run of 20 ms is only called stuck after ten minutes.
+        run_limit: Duration::from_secs(600),
         until: None,
     };
     let mut m = Measured::new(item, 1);

@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+"""Runs inside the lab host (lab/host.sh run …): one scenario of the causal lab, recorded with
+every tool a user of a KVM host would have.
+
+    inside.py scenario CASE_DIR OUT_DIR [--seconds S] [--virtlens PATH]
+    inside.py live OUT_DIR [--replay NAME] [--seconds S] [--virtlens PATH]
+
+It starts the scenario's guest as cause.json's `construction` says (a Linux guest under QEMU+KVM,
+or one of virtlens's micro-VM traps), waits for the guest's workload to say it runs, then records
+the same window with `virtlens record` (a Parquet capture) and `perf kvm stat record` (perf.data),
+both started and confirmed before the window opens; then `kvm_stat -1`. It writes what it saw of
+the guest and the timings to OUT_DIR/run.json. `perf kvm stat report` and `perf script` of the
+perf.data are left to whoever reads OUT_DIR (they need no KVM host).
+
+`live` runs every live path of virtlens on one held micro-VM over one window all tools see
+(see live() below), for tests that compare their counts.
+
+No step waits by sleeping for another to be ready: the guest's start line, virtlens's ready fd and
+perf's control fifo are the signals; the only sleep is the recording window itself.
+"""
+
+import argparse
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+CACHE = os.environ.get("LAB_CACHE", "/tmp/lab-cache")
+# The Linux guests' initramfs lab/host.sh built for this run's guest binary.
+GUEST_INITRD = os.environ.get("LAB_GUEST", os.path.join(CACHE, "guest.gz"))
+# How long any one step may take before the scenario is given up (TCG is slow, but not this slow).
+STEP_TIMEOUT = 300
+# How long a guest may take to start its workload (about 20 s is usual under TCG).
+START_TIMEOUT = 150
+# The exit status of a run whose guest hung or died on its own (now and then, under an emulated
+# host): the scenario may be tried again; any other failure is the scenario's.
+GUEST_FAILED = 75
+
+
+class Steps:
+    """The time each step of a run took, printed as it ends (the host's console shows how far
+    a run got)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.taken = {}
+        self.t = time.monotonic()
+
+    def step(self, what):
+        now = time.monotonic()
+        self.taken[what] = round(now - self.t, 2)
+        self.t = now
+        print(f"inside: {self.name}: {what} after {self.taken[what]} s", flush=True)
+
+
+class Guest:
+    """The scenario's VM: a QEMU process or a `virtlens lab --replay` micro-VM. Its console is
+    read by a thread that keeps the lab's own lines and drops the rest (a serial-console flood
+    must not fill the disk)."""
+
+    def __init__(self, case, virtlens, log_path):
+        self.case = case
+        self.lines = []
+        self.started = threading.Event()
+        self.start_line = None
+        c = case["construction"]
+        if c["kind"] == "linux":
+            argv = linux_guest_argv(case)
+        elif c["kind"] == "microvm":
+            argv = [virtlens, "lab", "--replay", c["replay"], "--duration", "100000"]
+        else:
+            raise SystemExit(f"cause.json: unknown construction kind {c['kind']!r}")
+        self.argv = argv
+        self.log = open(log_path, "wb", buffering=0)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        kept = 0
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            lab_line = line.startswith(("lab-guest:", "workload ", "replay ")) or "error" in line
+            if lab_line or kept < 64 * 1024:
+                self.log.write(raw)
+                kept += len(raw)
+            if lab_line:
+                self.lines.append(line)
+            if ": running" in line and not self.started.is_set():
+                self.start_line = line
+                self.started.set()
+        self.started.set()
+
+    def wait_started(self):
+        if not self.started.wait(START_TIMEOUT) or self.start_line is None:
+            self.stop()
+            print(f"inside: the guest did not start its workload in {START_TIMEOUT} s; "
+                  f"its lines: {self.lines}", file=sys.stderr, flush=True)
+            sys.exit(GUEST_FAILED)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(30)
+        self.log.close()
+
+
+def linux_guest_argv(case):
+    c = case["construction"]
+    workload = c["workload"] + ["--duration", "100000"] if c["workload"] != ["idle"] else ["idle"]
+    append = " ".join(
+        ["console=ttyS0", "quiet", "panic=-1"]
+        + c.get("kernel_args", [])
+        + ([f"lab_modules={','.join(c['modules'])}"] if c.get("modules") else [])
+        + ([f"lab_net={c['net']}"] if c.get("net") else [])
+        + [f"lab_workload={','.join(workload)}"]
+    )
+    return [
+        "qemu-system-x86_64", "-name", f"lab-{case['id']}", "-accel", "kvm",
+        "-cpu", c.get("cpu", "host"), "-machine", c.get("machine", "pc"),
+        "-m", str(c.get("memory_mb", 256)), "-smp", str(c.get("cpus", 2)),
+        "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
+        # qboot, not SeaBIOS: SeaBIOS parks the application processors in HLT with no IDT,
+        # and under TCG's SVM an event delivered there triple-faults the guest, which TCG turns
+        # into a reset of the whole lab host. qboot leaves them to Linux (and boots faster).
+        "-bios", "/usr/share/qemu/qboot.rom",
+        "-kernel", f"{CACHE}/vmlinuz", "-initrd", GUEST_INITRD, "-append", append,
+        "-serial", "stdio",
+    ] + c.get("qemu", [])
+
+
+def start_virtlens_record(virtlens, pid, out):
+    """`virtlens record` of the guest's process, confirmed through --ready-fd."""
+    r, w = os.pipe()
+    proc = subprocess.Popen(
+        [virtlens, "record", "--pid", str(pid), "-o", out, "--force", "--ready-fd", str(w)],
+        pass_fds=(w,), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    os.close(w)
+    with os.fdopen(r, "rb") as ready:
+        said = ready.readline()
+    if said.strip() != b"ready":
+        text = proc.communicate(timeout=STEP_TIMEOUT)[0].decode(errors="replace")
+        raise SystemExit(f"virtlens record did not get ready: {text}")
+    return proc
+
+
+class PerfKvmStat:
+    """`perf kvm stat record -a`, started with its events off and switched on through perf's
+    control fifo when the window opens; its ack says they are on."""
+
+    def __init__(self, out, tmp):
+        ctl, ack = os.path.join(tmp, "perf-ctl"), os.path.join(tmp, "perf-ack")
+        for f in (ctl, ack):
+            if os.path.exists(f):
+                os.unlink(f)
+            os.mkfifo(f)
+        self.proc = subprocess.Popen(
+            ["perf", "kvm", "stat", "record", "-a", "-o", out, "-D", "-1",
+             "--control", f"fifo:{ctl},{ack}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        self.ctl_fd = os.open(ctl, os.O_RDWR)
+        self.ack_fd = os.open(ack, os.O_RDWR)
+
+    def enable(self):
+        os.write(self.ctl_fd, b"enable\n")
+        # The ack, unless perf ends first (a bad option, no permission).
+        while not select.select([self.ack_fd], [], [], 1.0)[0]:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"perf kvm stat record ended ({self.proc.returncode}): "
+                                 f"{self.proc.stdout.read().decode(errors='replace')}")
+        said = os.read(self.ack_fd, 16)
+        os.close(self.ctl_fd)
+        os.close(self.ack_fd)
+        if not said.startswith(b"ack"):
+            raise SystemExit(f"perf did not acknowledge enable: {said!r}")
+        return self.proc
+
+
+def stop(proc, name, signalled=False):
+    """Ctrl-C, as a user stops a recording (unless `signalled` already: a second one would
+    make virtlens give up writing its file), then its output."""
+    if not signalled:
+        proc.send_signal(signal.SIGINT)
+    try:
+        text = proc.communicate(timeout=STEP_TIMEOUT)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise SystemExit(f"{name} did not stop on SIGINT")
+    text = text.decode("utf-8", "replace") if text else ""
+    if proc.returncode not in (0, -signal.SIGINT, 130):
+        raise SystemExit(f"{name} failed ({proc.returncode}): {text}")
+    return text
+
+
+def start_kvm_stat_once():
+    """`kvm_stat -1`: one second of the tracepoint counters, as a user pastes it."""
+    return subprocess.Popen(["python3", os.path.join(CACHE, "kvm_stat"), "-1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def kvm_stat_output(proc):
+    out, err = proc.communicate(timeout=STEP_TIMEOUT)
+    if proc.returncode != 0:
+        raise SystemExit(f"kvm_stat -1 failed: {err}")
+    return out
+
+
+def scenario(args):
+    with open(os.path.join(args.case, "cause.json")) as f:
+        case = json.load(f)
+    os.makedirs(args.out, exist_ok=True)
+    seconds = args.seconds or case["construction"].get("window_s", 1.0)
+    # Written to the host's tmpfs first: perf maps its output, which the 9p share cannot do.
+    tmp = os.path.join("/tmp", "lab-" + case["id"])
+    os.makedirs(tmp, exist_ok=True)
+    steps = Steps(case["id"])
+    step = steps.step
+    guest = Guest(case, args.virtlens, os.path.join(args.out, "guest-console.log"))
+    try:
+        guest.wait_started()
+        step("guest_start")
+        # perf is launched first (the slower to start) with its events off, and switched on
+        # once virtlens records: the window opens when both are on.
+        perf_launched = PerfKvmStat(os.path.join(tmp, "perf.data"), tmp)
+        record = start_virtlens_record(args.virtlens, guest.proc.pid,
+                                       os.path.join(tmp, "capture.parquet"))
+        step("virtlens_record_start")
+        perf = perf_launched.enable()
+        step("perf_start")
+        time.sleep(seconds)
+        step("window")
+        # Both stopped at once: each takes seconds to write its file under emulation, and
+        # neither should record the other's stopping.
+        for proc in (perf, record):
+            proc.send_signal(signal.SIGINT)
+        perf_text = stop(perf, "perf kvm stat record", signalled=True)
+        record_text = stop(record, "virtlens record", signalled=True)
+        step("tools_stop")
+        # kvm_stat after them, not beside them: under emulation its Python takes a CPU the
+        # guest's vCPUs would wait for, which the capture's scheduler samples would show.
+        kvm_stat = kvm_stat_output(start_kvm_stat_once())
+        step("kvm_stat")
+        if guest.proc.poll() is not None:
+            print(f"inside: the guest ended during the recording (exit status "
+                  f"{guest.proc.returncode}): {guest.lines}", file=sys.stderr, flush=True)
+            sys.exit(GUEST_FAILED)
+    finally:
+        guest.stop()
+    step("guest_stop")
+    with open(os.path.join(args.out, "kvm_stat.txt"), "w") as f:
+        f.write(kvm_stat)
+    for name in ("capture.parquet", "perf.data"):
+        shutil.copyfile(os.path.join(tmp, name), os.path.join(args.out, name))
+    shutil.rmtree(tmp)
+    run = {
+        "id": case["id"],
+        "guest_argv": guest.argv,
+        "guest_lines": guest.lines,
+        "window_s": seconds,
+        "steps_s": steps.taken,
+        "virtlens_record": record_text.strip().splitlines()[-3:],
+        "perf_kvm_stat_record": perf_text.strip().splitlines()[-2:],
+        "host": {"kernel": os.uname().release, "cpu": cpu_model()},
+    }
+    with open(os.path.join(args.out, "run.json"), "w") as f:
+        json.dump(run, f, indent=2)
+        f.write("\n")
+    print(f"inside: {case['id']}: {steps.taken}", flush=True)
+
+
+def wait_stopped(pid):
+    """Until every thread of `pid` is stopped (state T): from then on its vCPUs make no exit.
+    A wait for the kernel to act on SIGSTOP, polled at 10 ms, bounded."""
+    deadline = time.monotonic() + STEP_TIMEOUT
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except FileNotFoundError:
+                continue
+        if states and all(st in ("T", "t") for st in states):
+            return
+        time.sleep(0.01)
+    raise SystemExit(f"process {pid} did not stop")
+
+
+def debugfs_counters(pid):
+    """KVM's debugfs statistics of the VM of `pid` (what `kvm_stat -d` reads): name → value."""
+    root = "/sys/kernel/debug/kvm"
+    dirs = [d for d in os.listdir(root) if d.split("-")[0] == str(pid)]
+    if len(dirs) != 1:
+        raise SystemExit(f"expected one debugfs directory of VM {pid} in {root}, found {dirs}")
+    out = {}
+    for name in os.listdir(os.path.join(root, dirs[0])):
+        path = os.path.join(root, dirs[0], name)
+        if os.path.isfile(path):
+            try:
+                with open(path) as f:
+                    out[name] = int(f.read().strip())
+            except (OSError, ValueError):
+                continue  # histograms and write-only files
+    return out
+
+
+def scrape(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=STEP_TIMEOUT) as r:
+        return r.read().decode()
+
+
+def metric(text, name):
+    """The value of an unlabelled sample `name` in Prometheus text, or None."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def start_ready(argv, name):
+    """A virtlens command with `--ready-fd`, returned once it said ready."""
+    r, w = os.pipe()
+    proc = subprocess.Popen(argv + ["--ready-fd", str(w)], pass_fds=(w,),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.close(w)
+    with os.fdopen(r, "rb") as ready:
+        said = ready.readline()
+    if said.strip() != b"ready":
+        out, err = proc.communicate(timeout=STEP_TIMEOUT)
+        raise SystemExit(f"{name} did not get ready: {out.decode(errors='replace')}"
+                         f"{err.decode(errors='replace')}")
+    return proc
+
+
+def stop_json(proc, name):
+    """SIGINT, then the command's stdout as JSON (stderr kept for the record)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=STEP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise SystemExit(f"{name} did not stop on SIGINT")
+    if proc.returncode not in (0, -signal.SIGINT, 130):
+        raise SystemExit(f"{name} failed ({proc.returncode}): {err.decode(errors='replace')}")
+    return out.decode(), err.decode(errors="replace")
+
+
+def live(args):
+    """Every live path on one held micro-VM, over one window whose exits every tool sees.
+
+    The VM is stopped (SIGSTOP) while the tools start, runs for the window, and is stopped
+    again before any tool stops: `virtlens record` (tracefs), `record --summary`, `top` with BPF
+    and with --no-bpf, `serve` (BPF) scraped over loopback, `perf kvm stat record` and KVM's
+    debugfs counters then all cover the same exits. Then, with the VM running, `kvm_stat -1` and
+    `diagnose --live` as a user runs them."""
+    v = args.virtlens
+    out = args.out
+    os.makedirs(out, exist_ok=True)
+    tmp = "/tmp/lab-live"
+    os.makedirs(tmp, exist_ok=True)
+    case = {"id": "live", "construction": {"kind": "microvm", "replay": args.replay}}
+    guest = Guest(case, v, os.path.join(out, "guest-console.log"))
+    steps = Steps("live")
+    step = steps.step
+    files = {}
+    try:
+        guest.wait_started()
+        pid = guest.proc.pid
+        step("guest_start")
+        os.kill(pid, signal.SIGSTOP)
+        wait_stopped(pid)
+        before = debugfs_counters(pid)
+        sel = ["--pid", str(pid)]
+        record = start_ready([v, "record", *sel, "-o", f"{tmp}/capture.parquet", "--force"],
+                             "virtlens record")
+        summary = start_ready([v, "record", "--summary", "--json", *sel], "record --summary")
+        top_bpf = start_ready([v, "top", "--once", "--json", "--interval", "86400", *sel],
+                              "top")
+        top_trace = start_ready([v, "top", "--once", "--json", "--no-bpf", "--interval",
+                                 "86400", *sel], "top --no-bpf")
+        serve = start_ready([v, "serve", "--json", "--listen", "127.0.0.1:0", "--interval",
+                             "1", *sel], "serve")
+        start_line = json.loads(serve.stdout.readline())
+        url = f"http://{start_line['listen']}/metrics"
+        perf = PerfKvmStat(f"{tmp}/perf.data", tmp).enable()
+        step("tools_start")
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(args.seconds)
+        os.kill(pid, signal.SIGSTOP)
+        wait_stopped(pid)
+        step("window")
+        after = debugfs_counters(pid)
+        # A collection that began after the stop has every exit of the window.
+        seen = metric(scrape(url), "virtlens_collects_total") or 0
+        while (metric(scrape(url), "virtlens_collects_total") or 0) < seen + 2:
+            time.sleep(0.1)
+        files["metrics.txt"] = scrape(url)
+        files["serve.json"] = json.dumps(start_line)
+        files["serve-stderr.txt"] = stop_json(serve, "serve")[1]
+        step("serve_scrape")
+        perf_text = stop(perf, "perf kvm stat record")
+        files["top-bpf.json"], _ = stop_json(top_bpf, "top")
+        files["top-tracefs.json"], _ = stop_json(top_trace, "top --no-bpf")
+        files["summary.json"], _ = stop_json(summary, "record --summary")
+        files["record.txt"] = "".join(stop_json(record, "virtlens record"))
+        step("tools_stop")
+        files["debugfs.json"] = json.dumps({"before": before, "after": after}, indent=1)
+        os.kill(pid, signal.SIGCONT)
+        kvm_stat = start_kvm_stat_once()
+        diag = subprocess.run([v, "diagnose", "--live", *sel, "--duration", str(args.seconds),
+                               "--json", "--fail-on", "critical"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=STEP_TIMEOUT)
+        if diag.returncode not in (0, 1):
+            raise SystemExit(f"diagnose --live failed ({diag.returncode}): {diag.stderr}")
+        files["diagnose-live.json"] = diag.stdout
+        files["kvm_stat.txt"] = kvm_stat_output(kvm_stat)
+        step("diagnose_live")
+        if guest.proc.poll() is not None:
+            raise SystemExit(f"the micro-VM ended ({guest.proc.returncode}): {guest.lines}")
+    finally:
+        try:
+            os.kill(guest.proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        guest.stop()
+    for name, text in files.items():
+        with open(os.path.join(out, name), "w") as f:
+            f.write(text)
+    for name in ("capture.parquet", "perf.data"):
+        shutil.copyfile(os.path.join(tmp, name), os.path.join(out, name))
+    shutil.rmtree(tmp)
+    with open(os.path.join(out, "live.json"), "w") as f:
+        json.dump({"replay": args.replay, "pid": pid, "window_s": args.seconds, "steps_s": steps.taken,
+                   "perf_kvm_stat_record": perf_text.strip().splitlines()[-2:],
+                   "host": {"kernel": os.uname().release, "cpu": cpu_model()}}, f, indent=2)
+        f.write("\n")
+    print(f"inside: live paths: {steps.taken}", flush=True)
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("scenario")
+    s.add_argument("case")
+    s.add_argument("out")
+    s.add_argument("--seconds", type=float, help="the recording window (default: cause.json's window_s, else 1)")
+    s.add_argument("--virtlens", default="virtlens")
+    s = sub.add_parser("live")
+    s.add_argument("out")
+    s.add_argument("--replay", default="timer_program/trap",
+                   help="the micro-VM to hold (virtlens lab --replay NAME)")
+    s.add_argument("--seconds", type=float, default=2.0, help="the window")
+    s.add_argument("--virtlens", default="virtlens")
+    args = p.parse_args()
+    if args.cmd == "scenario":
+        scenario(args)
+    elif args.cmd == "live":
+        live(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
