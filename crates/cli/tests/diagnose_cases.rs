@@ -19,9 +19,12 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
+use common::scoring::{self, strings};
 use serde_json::Value;
 
 /// Dev cases whose expected main cause virtlens does not name, and why.
@@ -88,17 +91,6 @@ const UNSEEN_WRONG_ADVICE: &[(&str, &str)] = &[
     ),
 ];
 
-const RANK: [&str; 5] = ["info", "low", "medium", "high", "critical"];
-
-fn rank(s: &str) -> usize {
-    RANK.iter().position(|r| *r == s).unwrap_or(0)
-}
-
-fn same(a: &str, b: &str) -> bool {
-    let quiet = |t: &str| matches!(t, "idle" | "healthy");
-    a == b || (quiet(a) && quiet(b))
-}
-
 /// The result of one case.
 struct Scored {
     id: String,
@@ -108,16 +100,6 @@ struct Scored {
     hit: bool,
     wrong: Vec<String>,
     alarm: bool,
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn run(dir: &Path, case: &Value) -> Option<Value> {
@@ -144,104 +126,33 @@ fn set_of(case: &Value) -> &'static str {
 }
 
 fn score(id: &str, case: &Value, d: Option<Value>) -> Scored {
-    let set = set_of(case);
-    let exp = &case["expected"];
-    let expected = strings(&exp["main"]);
-    let must_not = strings(&exp["must_not"]);
-    let guest = case["guest"].as_str().unwrap_or("unknown").to_string();
-    let mut s = Scored {
+    let guest = case["guest"].as_str().unwrap_or("unknown");
+    let s = scoring::score(
+        &case["expected"],
+        guest,
+        &strings(&case["inputs"]),
+        d.as_ref(),
+    );
+    Scored {
         id: id.to_string(),
-        set,
-        named: "unreadable".into(),
-        hit: false,
-        wrong: Vec::new(),
-        alarm: false,
-    };
-    let Some(d) = d else {
-        return s;
-    };
-    let names = strings(&case["inputs"]);
-    let all: Vec<&Value> = d["inputs"].as_array().unwrap().iter().collect();
-    let mut inputs = all.clone();
-    if let Some(b) = names.iter().position(|n| n.starts_with("before"))
-        && all.len() == names.len()
-    {
-        inputs = vec![all[b]];
+        set: set_of(case),
+        named: s.named,
+        hit: s.hit,
+        wrong: s.wrong,
+        alarm: s.alarm,
     }
-    let numbers: Vec<&Value> = inputs.iter().map(|i| &i["number"]).collect();
-    let findings = d["findings"].as_array().unwrap();
-    let mains: Vec<&Value> = findings
-        .iter()
-        .filter(|f| f["role"] == "main" && numbers.contains(&&f["input"]))
-        .collect();
-    s.named = match mains
-        .iter()
-        .map(|f| rank(f["severity"].as_str().unwrap()))
-        .max()
-    {
-        Some(worst) => mains
-            .iter()
-            .find(|f| rank(f["severity"].as_str().unwrap()) == worst)
-            .map(|f| f["tag"].as_str().unwrap().to_string())
-            .unwrap(),
-        None if inputs.iter().any(|i| i["verdict"] == "idle") => "idle".into(),
-        None if inputs.iter().all(|i| i["verdict"] == "too-little") => "too-little".into(),
-        None => "healthy".into(),
-    };
-    s.hit = expected.iter().any(|m| same(&s.named, m));
-    for m in &must_not {
-        if same(&s.named, m) {
-            s.wrong.push(format!("named {m}"));
-        }
-    }
-    for f in findings {
-        let tag = f["tag"].as_str().unwrap();
-        let sev = rank(f["severity"].as_str().unwrap());
-        if must_not.iter().any(|m| m == tag) && sev >= 2 && tag != s.named {
-            s.wrong.push(format!("{tag} at {}", RANK[sev]));
-        }
-        if sev < 1 {
-            continue;
-        }
-        for fix in f["fixes"].as_array().unwrap() {
-            let g = fix["guest"].as_str().unwrap();
-            let applies = g == "any"
-                || g == guest
-                || guest == "unknown"
-                || (guest == "other" && g == "linux");
-            for a in strings(&fix["advice"]) {
-                if applies && must_not.contains(&a) {
-                    s.wrong.push(format!("{a} ({})", f["id"]));
-                }
-            }
-        }
-    }
-    s.alarm = exp["healthy"] == true
-        && findings
-            .iter()
-            .any(|f| rank(f["severity"].as_str().unwrap()) >= 3);
-    s
 }
 
 #[test]
 fn the_corpus_agrees_with_the_experts() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/cases");
     let dev_only = std::env::var("VIRTLENS_CASES").is_ok_and(|v| v == "dev");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join("case.json").is_file())
-        .collect();
-    dirs.sort();
-    assert!(dirs.len() >= 40, "{} cases", dirs.len());
+    let cases = scoring::case_dirs("cases", "case.json");
+    assert!(cases.len() >= 40, "{} cases", cases.len());
     let mut scored = Vec::new();
-    for dir in dirs {
+    for (dir, case) in cases {
         let id = dir.file_name().unwrap().to_string_lossy().into_owned();
         // Which cases are held out is the case's own field (bench/cases_index.py --check holds
         // it to the sha256 rule).
-        let case: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
         if dev_only && set_of(&case) != "dev" {
             continue;
         }

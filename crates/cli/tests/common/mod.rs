@@ -4,6 +4,8 @@
 
 #![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod scoring;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Barrier, RwLock, RwLockReadGuard, RwLockWriteGuard};
