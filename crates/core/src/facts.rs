@@ -47,6 +47,18 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// The backend its [`Display`](fmt::Display) name stands for (`vmx`, `svm`, `pvm`, `none`,
+    /// another module's name), as recordings state it.
+    pub fn named(name: &str) -> Backend {
+        match name {
+            "vmx" => Backend::Vmx,
+            "svm" => Backend::Svm,
+            "pvm" => Backend::Pvm,
+            "none" => Backend::None,
+            other => Backend::Other(other.to_string()),
+        }
+    }
+
     /// True when exit costs measured on this backend are costs of real VM exits.
     pub fn is_hardware(&self) -> bool {
         matches!(self, Backend::Vmx | Backend::Svm)
@@ -175,15 +187,11 @@ impl ExitTiming {
 
     /// The timing an input states through its origin: its backend's name and its CPU emulator.
     pub fn of_origin(backend: Option<&str>, emulator: Option<&str>) -> Self {
-        let backend = match backend {
-            Some("vmx") => Some(Backend::Vmx),
-            Some("svm") => Some(Backend::Svm),
-            Some("pvm") => Some(Backend::Pvm),
-            _ => None,
-        };
-        match (&backend, emulator) {
-            (None, Some(e)) => ExitTiming::EmulatedCpu(e.to_string()),
-            _ => Self::of(backend.as_ref(), emulator, None),
+        match (backend.map(Backend::named), emulator) {
+            (Some(Backend::Pvm), _) => ExitTiming::Pvm,
+            // Whatever the backend, an emulated CPU's times are the emulator's.
+            (_, Some(e)) => ExitTiming::EmulatedCpu(e.to_string()),
+            (b, None) => Self::of(b.as_ref(), None, None),
         }
     }
 
@@ -213,7 +221,7 @@ impl ExitTiming {
     /// What numbers measured on such a host mean, in one sentence, for labels.
     pub fn caveat(&self) -> String {
         match self {
-            ExitTiming::Hardware => "hardware virtualization: exit costs are real VM exits".into(),
+            ExitTiming::Hardware => Backend::Svm.caveat().into(),
             ExitTiming::Nested => "hardware virtualization inside a VM (this host is itself a \
                                    guest): each exit also costs the outer hypervisor's handling, \
                                    so exits cost more than on bare metal"
@@ -224,9 +232,7 @@ impl ExitTiming {
                  exit), never hardware exit costs"
             ),
             ExitTiming::Pvm => Backend::Pvm.caveat().to_string(),
-            ExitTiming::Unknown => {
-                "unknown KVM backend: compare with a VMX/SVM host before concluding".into()
-            }
+            ExitTiming::Unknown => Backend::Other(String::new()).caveat().into(),
         }
     }
 }

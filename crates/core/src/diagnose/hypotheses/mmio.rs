@@ -107,17 +107,13 @@ fn aggregate(ctx: &mut Ctx<'_>) {
 /// access as a nested page fault, and without an MMIO table these counters are what tell them
 /// from memory being faulted in (`mmu::ept`, which leaves them to this finding).
 fn npfs_that_are_mmio(ctx: &Ctx<'_>, ex: &crate::diagnose::evidence::Part) -> Vec<Item> {
-    let mut left = super::mmu::mmio_accesses(ctx.ev);
-    let mut out = Vec::new();
-    for r in ctx.free_rows(ex.named(&["npf", "kvm_page_fault"])) {
-        if left == 0 || !super::mmu::reports_mmio(r, ctx.ev.isa()) || r.count == 0 {
-            continue;
-        }
-        let n = left.min(r.count);
-        left -= n;
-        let mut m = r.scaled(n);
-        m.class = Some(ExitClass::Mmio);
-        out.push(m);
-    }
-    out
+    let faults = ctx.free_rows(ex.named(&["npf", "kvm_page_fault"]));
+    super::mmu::mmio_in_faults(ctx.ev, faults)
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| Item {
+            class: Some(ExitClass::Mmio),
+            ..r.scaled(n)
+        })
+        .collect()
 }

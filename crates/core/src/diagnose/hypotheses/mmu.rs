@@ -130,18 +130,15 @@ fn ept(ctx: &mut Ctx<'_>) {
     let Some(ex) = ctx.exits() else {
         return;
     };
-    let mut mmio_left = mmio_accesses(ev);
     let mut support = Vec::new();
-    let rows: Vec<Item> = ctx
-        .free_rows(ex.named(&["EPT_VIOLATION", "npf", "kvm_page_fault"]))
+    let faults = ctx.free_rows(ex.named(&["EPT_VIOLATION", "npf", "kvm_page_fault"]));
+    let rows: Vec<Item> = mmio_in_faults(ev, faults)
         .into_iter()
-        .filter(|r| r.count > 0)
-        .filter_map(|r| {
-            if !reports_mmio(r, ev.isa()) || mmio_left == 0 {
+        .filter(|(r, _)| r.count > 0)
+        .filter_map(|(r, mmio)| {
+            if mmio == 0 {
                 return Some(r.clone());
             }
-            let mmio = mmio_left.min(r.count);
-            mmio_left -= mmio;
             support.push(ex.fact(r).context().note(format!(
                 "{mmio} of these {} are emulated MMIO accesses (an MMIO access reaches KVM as \
                  a nested page fault on SVM)",
@@ -170,14 +167,34 @@ pub const MIN_FAULT_SHARE: f64 = 0.1;
 /// Whether the row counts emulated MMIO accesses among its faults: SVM reports an MMIO access as
 /// a nested page fault (`npf`, and the `kvm_page_fault` tracepoint fires for it); VMX has an exit
 /// of its own for it (EPT_MISCONFIG), so its EPT violations are faults.
-pub(super) fn reports_mmio(r: &Item, isa: Option<crate::decode::Isa>) -> bool {
+fn reports_mmio(r: &Item, isa: Option<crate::decode::Isa>) -> bool {
     r.is(&["npf"]) || (r.is(&["kvm_page_fault"]) && isa != Some(crate::decode::Isa::Vmx))
+}
+
+/// Each fault row with the emulated MMIO accesses among its events: the input's MMIO accesses
+/// handed out over the rows that report MMIO as faults, in order (0 for the others).
+pub(super) fn mmio_in_faults<'a>(
+    ev: &crate::diagnose::evidence::EvidenceSet,
+    rows: Vec<&'a Item>,
+) -> Vec<(&'a Item, u64)> {
+    let mut left = mmio_accesses(ev);
+    rows.into_iter()
+        .map(|r| {
+            let n = if reports_mmio(r, ev.isa()) {
+                left.min(r.count)
+            } else {
+                0
+            };
+            left -= n;
+            (r, n)
+        })
+        .collect()
 }
 
 /// The emulated MMIO accesses the input counts: its MMIO table, else kvm_stat's counters —
 /// `mmio_exits` (debugfs) or the MMIO returns to the VMM (`kvm_userspace_exit(MMIO)`; not
 /// `kvm_mmio`, which fires twice for a read the VMM completes).
-pub(super) fn mmio_accesses(ev: &crate::diagnose::evidence::EvidenceSet) -> u64 {
+fn mmio_accesses(ev: &crate::diagnose::evidence::EvidenceSet) -> u64 {
     match &ev.mmio {
         Some(m) => m.totals.count,
         None => ["mmio_exits", "kvm_userspace_exit(MMIO)"]
