@@ -13,7 +13,8 @@
 # usual paths with no copying. What the host needs of its own (the kernel, its modules, the
 # mounts) is in a small initramfs.
 #
-#   lab/host.sh build             fetch and build what is missing (cached in target/lab-host)
+#   lab/host.sh build             fetch and build what is missing (cached in target/lab-host);
+#                                 the guests' initramfs is built by `run`, from $GUEST_BIN
 #   lab/host.sh run OUT CMD…      boot the host and run CMD in it as root; OUT (created) is shared
 #                                 read-write at the same path; the host's console goes to
 #                                 OUT/console.log; the exit status is CMD's (or 124 on timeout,
@@ -162,7 +163,7 @@ INIT
 # target/release/virtlens-guest; the main virtlens binary works too) with its libraries, the
 # device modules a scenario may load, and lab/guest-init. One per binary (guest-HASH.gz, named
 # by the binary's path), so that runs with different binaries do not rebuild each other's.
-guest_bin() { realpath "${GUEST_BIN:-$root/target/release/virtlens-guest}"; }
+guest_bin() { realpath -m "${GUEST_BIN:-$root/target/release/virtlens-guest}"; }
 guest_gz() { echo "guest-$(guest_bin | md5sum | cut -c1-8).gz"; }
 
 build_guest_initramfs() {
@@ -201,7 +202,6 @@ build() {
   fetch_kernel
   fetch_kvm_stat
   build_host_initramfs
-  build_guest_initramfs
   cp "$(ls "$cache"/kernel/boot/vmlinuz-* | head -1)" "$cache/vmlinuz"
 }
 
@@ -209,6 +209,8 @@ run() {
   [ $# -ge 2 ] || die "usage: lab/host.sh run OUT CMD…"
   local out=$1; shift
   build
+  # The guests' initramfs needs the guest binary, which a fresh checkout has only once built.
+  build_guest_initramfs
   mkdir -p "$out"; out=$(realpath "$out")
   case "$out" in *' '*) die "OUT may not contain spaces: $out" ;; esac
   rm -f "$out/.lab-status" "$out/console.log"
