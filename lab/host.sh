@@ -139,6 +139,11 @@ mount -t tmpfs tmp $r/tmp; mount -t tmpfs run $r/run
 mount -t tracefs nodev $r/sys/kernel/tracing; mount -t debugfs nodev $r/sys/kernel/debug
 mount -t bpf bpf $r/sys/fs/bpf 2>/dev/null
 mkdir -p $r/dev/pts $r/dev/shm; mount -t devpts devpts $r/dev/pts; mount -t tmpfs shm $r/dev/shm
+# The checkout (its scripts, its target/), at its own path: under /tmp it would be hidden by the
+# tmpfs above.
+repo=${args##*lab_repo=}; repo=${repo%% *}
+mkdir -p "$r$repo" 2>/dev/null
+mount -t 9p -o "$o,ro,cache=loose" repo "$r$repo" || echo "lab-host: 9p repo failed"
 mkdir -p "$r$out" 2>/dev/null
 mount -t 9p -o "$o,cache=none" out "$r$out" || { echo "lab-host: 9p out failed"; poweroff -f; }
 mkdir -p $r/tmp/lab-cache && mount -t 9p -o "$o,ro,cache=loose" cache $r/tmp/lab-cache
@@ -212,7 +217,7 @@ run() {
   # The guests' initramfs needs the guest binary, which a fresh checkout has only once built.
   build_guest_initramfs
   mkdir -p "$out"; out=$(realpath "$out")
-  case "$out" in *' '*) die "OUT may not contain spaces: $out" ;; esac
+  case "$out$root" in *' '*) die "OUT and the checkout may not contain spaces: $out, $root" ;; esac
   rm -f "$out/.lab-status" "$out/console.log"
   { printf 'cd %q || exit 125\n' "$out"; printf '%q ' "$@"; echo; } > "$out/.lab-cmd"
   local status=0 log=()
@@ -220,11 +225,12 @@ run() {
     log=(-d cpu_reset,guest_errors -D "$out/qemu.log" -monitor "unix:$out/monitor.sock,server=on,wait=off")
   timeout "${TIMEOUT:-1200}" qemu-system-x86_64 -accel "tcg,thread=${TCG_THREAD:-multi}" -cpu "${LAB_CPU:-max}" -smp "${SMP:-6}" -m "${MEM:-3072}" \
     -kernel "$cache/vmlinuz" -initrd "$cache/host.gz" \
-    -append "console=ttyS0 quiet panic=-1 transparent_hugepage=never lab_out=$out lab_cmd=.lab-cmd lab_guest=$(guest_gz) lab_kvm_amd=${KVM_AMD:-}" \
+    -append "console=ttyS0 quiet panic=-1 transparent_hugepage=never lab_out=$out lab_repo=$root lab_cmd=.lab-cmd lab_guest=$(guest_gz) lab_kvm_amd=${KVM_AMD:-}" \
     -display none -no-reboot -nodefaults -serial "file:$out/console.log" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \
     -virtfs "local,path=$cache,mount_tag=cache,security_model=none,readonly=on,multidevs=remap" \
+    -virtfs "local,path=$root,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
     "${log[@]}" ||
     status=$?
   if [ "$status" = 124 ]; then
