@@ -108,7 +108,7 @@ fn the_talks_vp_table_is_interrupt_delivery_at_two_intercepts_per_io() {
     let a = counters::analyse("talk", l, Some(4.5e6));
     let first = &a.findings[0];
     assert_eq!(
-        (first.id, first.level),
+        (first.id.id(), first.level),
         ("hv.interrupt-delivery", Level::High)
     );
     let per_io = first

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use virtlens_core::sources::Format;
 
 use crate::help;
 
@@ -84,7 +86,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// Force the input format instead of detecting it
-    #[arg(long, value_name = "FORMAT", value_parser = ["perf-kvm-stat", "perf-data", "kvm-stat", "bcc-kvmexit", "perf-prof", "trace-text", "capture", "perfmon-csv", "counter-table"])]
+    #[arg(long, value_name = "FORMAT", value_parser = PossibleValuesParser::new(Format::ALL.map(Format::name)))]
     pub format: Option<String>,
     /// Name ports and addresses from a QEMU `info mtree` dump (overrides the built-in map)
     #[arg(long, value_name = "FILE")]

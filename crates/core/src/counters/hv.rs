@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::names::*;
+use crate::diagnose::hypotheses::HvRule;
 use crate::diagnose::hypotheses::sched::{DISPATCH_WAIT_NS, READY};
 use crate::profile::{CounterLog, Series};
 
@@ -82,7 +83,7 @@ pub struct Fact {
 /// One `hv.*` finding.
 #[derive(Debug, Clone, Serialize)]
 pub struct HvFinding {
-    pub id: &'static str,
+    pub id: HvRule,
     pub level: Level,
     pub subject: String,
     pub facts: Vec<Fact>,
@@ -226,9 +227,9 @@ pub fn findings(log: &CounterLog, iops: Option<f64>) -> Vec<HvFinding> {
         esx(&v, &mut out);
     }
     // Causes before the symptoms they explain, at the same level.
-    let rank = |id: &str| match id {
-        "hv.hypervisor-time" => 1,
-        _ => 0,
+    let rank = |id: HvRule| match id {
+        HvRule::HypervisorTime => 1,
+        HvRule::InterruptDelivery | HvRule::Overcommit | HvRule::CpuLimit => 0,
     };
     out.sort_by(|a, b| b.level.cmp(&a.level).then(rank(a.id).cmp(&rank(b.id))));
     out
@@ -275,7 +276,7 @@ fn hypervisor_time(m: &VpMetrics, iops: Option<f64>, out: &mut Vec<HvFinding>) {
         }
     }
     out.push(HvFinding {
-        id: "hv.hypervisor-time",
+        id: HvRule::HypervisorTime,
         level,
         subject: m.subject.clone(),
         facts,
@@ -325,7 +326,7 @@ fn interrupt_delivery(m: &VpMetrics, iops: Option<f64>, out: &mut Vec<HvFinding>
         }
     }
     out.push(HvFinding {
-        id: "hv.interrupt-delivery",
+        id: HvRule::InterruptDelivery,
         level,
         subject: m.subject.clone(),
         facts,
@@ -360,7 +361,7 @@ fn cpu_wait(m: &VpMetrics, out: &mut Vec<HvFinding>) {
         return;
     };
     out.push(HvFinding {
-        id: "hv.overcommit",
+        id: HvRule::Overcommit,
         level,
         subject: m.subject.clone(),
         facts: vec![fact("CPU wait time per dispatch", w, "ns")],
@@ -375,7 +376,7 @@ fn esx(v: &EsxVm, out: &mut Vec<HvFinding>) {
     let level = ready_level(ready / 100.0).max((costop >= COSTOP_PCT).then_some(Level::Low));
     if let Some(level) = level {
         out.push(HvFinding {
-            id: "hv.overcommit",
+            id: HvRule::Overcommit,
             level,
             subject: v.vm.clone(),
             facts: vec![
@@ -387,7 +388,7 @@ fn esx(v: &EsxVm, out: &mut Vec<HvFinding>) {
     }
     if let Some(m) = v.max_limited_pct.filter(|m| *m >= 1.0) {
         out.push(HvFinding {
-            id: "hv.cpu-limit",
+            id: HvRule::CpuLimit,
             level: if m >= 5.0 { Level::High } else { Level::Medium },
             subject: v.vm.clone(),
             facts: vec![fact("max limited (%MLMTD)", m, "%")],

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use crate::diagnose::hypotheses::HvRule;
 use crate::diagnose::words::overcommit;
 
 /// What a finding says.
@@ -23,9 +24,9 @@ impl Words {
 }
 
 /// The words of finding `id`.
-pub fn of(id: &str) -> Words {
+pub fn of(id: HvRule) -> Words {
     match id {
-        "hv.hypervisor-time" => Words {
+        HvRule::HypervisorTime => Words {
             title: "VPs spend a large share of their run time in the hypervisor",
             cause: "Every intercept (an interrupt arriving, an EOI or IPI the APIC is not virtualised for, \
                     an emulated IO instruction, a hypercall) runs hypervisor code on the VP's logical \
@@ -38,7 +39,7 @@ pub fn of(id: &str) -> Words {
                 "https://learn.microsoft.com/windows-server/administration/performance-tuning/role/hyper-v-server/detecting-virtualized-environment-bottlenecks",
             ],
         },
-        "hv.interrupt-delivery" => Words {
+        HvRule::InterruptDelivery => Words {
             title: "Interrupt delivery exits the guest: most intercepts are interrupts, EOIs and IPIs",
             cause: "Without hardware help, every device interrupt that arrives while the VP runs forces an \
                     exit (external interrupt), the hypervisor injects it as a virtual interrupt, and the \
@@ -55,7 +56,7 @@ pub fn of(id: &str) -> Words {
                 "ELI: Bare-Metal Performance for I/O Virtualization (ASPLOS 2012), https://research.ibm.com/publications/eli-bare-metal-performance-for-io-virtualization",
             ],
         },
-        "hv.overcommit" => Words {
+        HvRule::Overcommit => Words {
             title: "vCPUs are ready but wait for a host CPU (CPU wait per dispatch, %RDY, %CSTP): the host is over-committed",
             cause: overcommit::READY_MEANS,
             fix: &[
@@ -70,17 +71,11 @@ pub fn of(id: &str) -> Words {
                 "https://www.ibm.com/support/pages/virtual-machine-cpu-ready",
             ],
         },
-        "hv.cpu-limit" => Words {
+        HvRule::CpuLimit => Words {
             title: "A CPU limit holds the VM back (%MLMTD)",
             cause: "%MLMTD is the time the VM was ready to run but was not scheduled because of its CPU limit.",
             fix: &["Raise or remove the VM's CPU limit (VM settings → CPU → Limit)."],
             sources: &["https://kb.vmware.com/s/article/2002181"],
-        },
-        _ => Words {
-            title: "counter finding",
-            cause: "",
-            fix: &[],
-            sources: &[],
         },
     }
 }

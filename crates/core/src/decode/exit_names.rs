@@ -31,7 +31,7 @@ use super::exit_vmx::{VMX_ALIASES, VMX_EXITS, VMX_PREFIXES};
 pub fn lookup_name(isa: Option<Isa>, name: &str) -> Option<&'static ExitReasonInfo> {
     let ranks = resolve(name);
     match isa {
-        Some(isa) => ranks[isa_index(isa)].map(|(info, _)| info),
+        Some(isa) => ranks[isa.index()].map(|(info, _)| info),
         None => unique_best(&ranks)
             .map(|i| ranks[i])
             .and_then(|r| r.map(|(info, _)| info)),
@@ -44,7 +44,7 @@ pub fn lookup_name(isa: Option<Isa>, name: &str) -> Option<&'static ExitReasonIn
 /// does). So `EXIT_NPF`, `npf`, `vintr`, `msr`, `io`, `interrupt` point to SVM, uppercase kernel
 /// names and `EXIT_REASON_*` to VMX, `HC_*`, `ERETU`, `SYSCALL` to PVM.
 pub fn guess_isa<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Isa> {
-    let mut score = [0u64; 3];
+    let mut score = [0u64; Isa::ALL.len()];
     for name in names {
         let ranks = resolve(name);
         let hits = ranks.iter().filter(|r| r.is_some()).count();
@@ -74,18 +74,10 @@ pub fn guess_isa<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Isa> {
     score.iter().position(|&s| s == max).map(|i| Isa::ALL[i])
 }
 
-fn isa_index(isa: Isa) -> usize {
-    match isa {
-        Isa::Vmx => 0,
-        Isa::Svm => 1,
-        Isa::Pvm => 2,
-    }
-}
-
 type Ranked = Option<(&'static ExitReasonInfo, u8)>;
 
 /// The index of the ISA with the strictly best (lowest) rank.
-fn unique_best(ranks: &[Ranked; 3]) -> Option<usize> {
+fn unique_best(ranks: &[Ranked; Isa::ALL.len()]) -> Option<usize> {
     let best = ranks.iter().filter_map(|r| r.map(|(_, k)| k)).min()?;
     let mut at = ranks
         .iter()
@@ -96,9 +88,9 @@ fn unique_best(ranks: &[Ranked; 3]) -> Option<usize> {
 }
 
 /// The best match of `name` under each ISA.
-fn resolve(name: &str) -> [Ranked; 3] {
+fn resolve(name: &str) -> [Ranked; Isa::ALL.len()] {
     let name = name.trim();
-    let mut out: [Ranked; 3] = [None; 3];
+    let mut out: [Ranked; Isa::ALL.len()] = [None; Isa::ALL.len()];
     if name.is_empty() {
         return out;
     }
@@ -107,7 +99,7 @@ fn resolve(name: &str) -> [Ranked; 3] {
     };
     for c in cands {
         let rank = if c.spelling == name { c.rank } else { 2 };
-        let slot = &mut out[isa_index(c.info.isa)];
+        let slot = &mut out[c.info.isa.index()];
         if slot.is_none_or(|(_, r)| rank < r) {
             *slot = Some((c.info, rank));
         }

@@ -21,8 +21,17 @@ pub enum Isa {
 }
 
 impl Isa {
-    /// Every ISA, in a fixed order.
+    /// Every ISA, in the order of [`Isa::index`] (checked when compiling).
     pub const ALL: [Isa; 3] = [Isa::Vmx, Isa::Svm, Isa::Pvm];
+
+    /// The ISA's place in [`Isa::ALL`]: tables indexed by ISA are `[T; Isa::ALL.len()]`.
+    pub const fn index(self) -> usize {
+        match self {
+            Isa::Vmx => 0,
+            Isa::Svm => 1,
+            Isa::Pvm => 2,
+        }
+    }
 
     /// The lowercase name used in JSON and on the command line: `vmx`, `svm`, `pvm`.
     pub fn as_str(self) -> &'static str {
@@ -33,6 +42,14 @@ impl Isa {
         }
     }
 }
+
+const _: () = {
+    let mut i = 0;
+    while i < Isa::ALL.len() {
+        assert!(Isa::ALL[i].index() == i, "Isa::ALL out of Isa::index order");
+        i += 1;
+    }
+};
 
 /// What an exit means for the guest: used to keep idle apart from overhead and by rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 //! the rule — and the rest stand alone as `config.<rule>` findings.
 
 use super::evidence::EvidenceSet;
+use super::hypotheses::{ApicRule, RuleId, SpinRule, TimerRule};
 use super::model::{
     Confidence, ConfigFact, Effect, Finding, Fix, ForGuest, Grade, Measure, Role, Severity,
 };
@@ -12,31 +13,43 @@ use crate::config::GuestFamily;
 use crate::lint;
 
 /// Which lint rules name the cause of which diagnosis, in the order they are preferred for the fix.
-const JOINS: &[(&str, &[&str])] = &[
+const JOINS: &[(RuleId, &[&str])] = &[
     (
-        "timer.acpi-pm-port",
+        RuleId::Timer(TimerRule::AcpiPmPort),
         &["HV-PERF-004", "HV-DEP-002", "HV-PERF-001"],
     ),
     (
-        "timer.hpet-mmio",
+        RuleId::Timer(TimerRule::HpetMmio),
         &["HV-PERF-002", "HV-PERF-001", "HV-PERF-004", "HV-DEP-002"],
     ),
     (
-        "timer.rtc-port",
+        RuleId::Timer(TimerRule::RtcPort),
         &["HV-PERF-003", "HV-PERF-002", "HV-PERF-001"],
     ),
-    ("timer.hv-ref-count-msr", &["HV-PERF-012"]),
-    ("timer.stimer-message-nested", &["HV-PERF-011"]),
-    ("timer.lapic-hypervisor-hidden", &["HV-OPS-013"]),
+    (RuleId::Timer(TimerRule::HvRefCountMsr), &["HV-PERF-012"]),
     (
-        "apic.apicv-inhibited-synic",
+        RuleId::Timer(TimerRule::StimerMessageNested),
+        &["HV-PERF-011"],
+    ),
+    (
+        RuleId::Timer(TimerRule::LapicHypervisorHidden),
+        &["HV-OPS-013"],
+    ),
+    (
+        RuleId::Apic(ApicRule::ApicvInhibitedSynic),
         &["HV-PERF-005", "HV-PERF-006"],
     ),
-    ("apic.apic-access-mmio", &["HV-PERF-005", "HV-PERF-006"]),
-    ("apic.apicv-inhibited", &["HV-PERF-007", "HV-PERF-005"]),
-    ("apic.apicv-off", &["HV-HOST-002"]),
-    ("apic.ipi-storm", &["HV-PERF-009"]),
-    ("spin.pause", &["HV-PERF-010"]),
+    (
+        RuleId::Apic(ApicRule::ApicAccessMmio),
+        &["HV-PERF-005", "HV-PERF-006"],
+    ),
+    (
+        RuleId::Apic(ApicRule::ApicvInhibited),
+        &["HV-PERF-007", "HV-PERF-005"],
+    ),
+    (RuleId::Apic(ApicRule::ApicvOff), &["HV-HOST-002"]),
+    (RuleId::Apic(ApicRule::IpiStorm), &["HV-PERF-009"]),
+    (RuleId::Spin(SpinRule::Pause), &["HV-PERF-010"]),
 ];
 
 /// Folds the configuration's lint findings into `findings` and appends the rest as `config.*`.
@@ -46,7 +59,7 @@ pub fn join(ev: &EvidenceSet, findings: &mut Vec<Finding>) {
     };
     let mut left: Vec<&lint::Finding> = c.lint.iter().collect();
     for f in findings.iter_mut() {
-        let Some((_, rules)) = JOINS.iter().find(|(id, _)| *id == f.id) else {
+        let Some((_, rules)) = JOINS.iter().find(|(id, _)| id.as_str() == f.id) else {
             continue;
         };
         let mut joined: Vec<&lint::Finding> = Vec::new();

@@ -19,8 +19,10 @@ pub mod evidence;
 pub mod hypotheses;
 pub mod model;
 pub mod rank;
+pub mod rules;
 pub mod words;
 
+use hypotheses::UnknownRule;
 use serde::Serialize;
 
 pub use compare::{Change, Comparison};
@@ -232,21 +234,19 @@ pub fn diagnose(
 /// A hypothesis as the user reads it: graded, worded, with its competitors and its effect;
 /// `None` when it is too small to report.
 fn finding(h: Hypothesis, ev: &EvidenceSet) -> Option<Finding> {
-    let rule = hypotheses::rule(h.id)?;
-    let described = words::describe(h.id)?;
+    let rule = h.id.rule();
+    let described = words::describe(h.id);
     let (severity, grade) = rank::grade(&h, ev)?;
     let w = words::write(&h, ev);
     let competing = h
         .rivals
         .iter()
-        .filter_map(|(id, confidence)| {
-            Some(Rival {
-                id,
-                tag: hypotheses::rule(id)?.tag,
-                title: words::describe(id)?.title,
-                confidence: *confidence,
-                why: words::rival_why(id).to_string(),
-            })
+        .map(|&(id, confidence)| Rival {
+            id: id.as_str(),
+            tag: id.rule().tag,
+            title: words::describe(id).title,
+            confidence,
+            why: words::rival_why(id).to_string(),
         })
         .collect();
     let mut advice: Vec<&'static str> = w
@@ -280,11 +280,7 @@ fn finding(h: Hypothesis, ev: &EvidenceSet) -> Option<Finding> {
         tag: rule.tag,
         input: ev.input.number,
         rank: 0,
-        role: if rule.context {
-            Role::Context
-        } else {
-            Role::Problem
-        },
+        role: rule.role,
         severity,
         grade,
         title: w.title.unwrap_or_else(|| described.title.to_string()),
@@ -311,7 +307,7 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
     let worst = found.iter().map(|f| f.severity).max();
     let unnamed = found
         .iter()
-        .any(|f| f.id == "unknown.exit-codes" && f.share_value() >= 0.5);
+        .any(|f| f.id == UnknownRule::ExitCodes.id() && f.share_value() >= 0.5);
     let verdict = match main {
         _ if ev.is_empty() => Verdict::NothingToDiagnose,
         Some(f) if f.severity >= Severity::Medium => Verdict::Problem,

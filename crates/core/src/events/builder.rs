@@ -40,16 +40,7 @@ impl Slot {
 }
 
 /// The events the builder knows by kind, in the order of their fixed name ids.
-const KNOWN_EVENTS: [&str; 8] = [
-    "kvm_exit",
-    "kvm_entry",
-    "kvm_pio",
-    "kvm_mmio",
-    "kvm_msr",
-    "kvm_userspace_exit",
-    "kvm_hypercall",
-    "kvm_hv_hypercall",
-];
+const KNOWN_EVENTS: [&str; 8] = super::tracepoints::TABLED;
 
 /// The way of a slot key in a thread's slot cache (`threads::SlotCache`): a cheap mix of its parts.
 #[inline]

@@ -8,6 +8,7 @@
 mod builder;
 mod reasons;
 mod threads;
+pub mod tracepoints;
 
 pub use builder::ProfileBuilder;
 

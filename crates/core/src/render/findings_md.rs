@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use crate::diagnose::catalogue::Entry;
-use crate::diagnose::hypotheses::Threshold;
 use crate::diagnose::model::{Fix, ForGuest, Source};
+use crate::diagnose::rules::{Family, Threshold};
 use crate::lint::rules::Rule;
 
 use super::format;
@@ -48,7 +48,7 @@ pub fn render(entries: &[Entry], shared: &[Threshold], lint: &[Rule]) -> String 
 }
 
 fn contents(out: &mut String, entries: &[Entry], lint: &[Rule]) {
-    let mut families: Vec<&str> = Vec::new();
+    let mut families: Vec<Family> = Vec::new();
     for e in entries {
         if !families.contains(&e.family) {
             families.push(e.family);
@@ -67,7 +67,7 @@ fn contents(out: &mut String, entries: &[Entry], lint: &[Rule]) {
             .filter(|e| e.family == f)
             .map(|e| format!("[`{}`](#{})", e.id, anchor(e.id)))
             .collect();
-        let _ = writeln!(out, "- **{f}**: {}", ids.join(", "));
+        let _ = writeln!(out, "- **{}**: {}", f.name(), ids.join(", "));
     }
     let _ = writeln!(out, "- **lint**: [configuration rules](#lint-rules)\n");
 }
@@ -92,7 +92,8 @@ fn entry(out: &mut String, e: &Entry) {
     let _ = writeln!(
         out,
         "Family `{}` · cause tag `{}`{context}\n",
-        e.family, e.tag
+        e.family.name(),
+        e.tag
     );
     if !e.thresholds.is_empty() {
         let _ = writeln!(out, "| threshold | value |\n|---|---|");

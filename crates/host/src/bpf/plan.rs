@@ -15,23 +15,12 @@
 //!   keyed by `waited`.
 
 use virtlens_core::decode::trace_format::EventFormat;
+use virtlens_core::events::tracepoints;
 
 use super::insn::Size;
 
 /// The events the aggregation knows, by their fixed index (the `event` of a map key).
-pub const EVENTS: [&str; 11] = [
-    "kvm_exit",
-    "kvm_entry",
-    "kvm_pio",
-    "kvm_mmio",
-    "kvm_msr",
-    "kvm_userspace_exit",
-    "kvm_fpu",
-    "kvm_hypercall",
-    "kvm_hv_hypercall",
-    "kvm_vcpu_wakeup",
-    "kvm_halt_poll_ns",
-];
+pub const EVENTS: [&str; 11] = tracepoints::AGGREGATED;
 
 /// The index of `name` in [`EVENTS`].
 pub fn event_index(name: &str) -> Option<u32> {

@@ -8,22 +8,14 @@ use std::collections::BTreeMap;
 
 use virtlens_core::analysis::sched::summarize;
 use virtlens_core::decode::Decoder;
+use virtlens_core::events::tracepoints;
 use virtlens_core::profile::{KVM_STATS_KIND, Key, TableKind};
 use virtlens_core::render::top_text::{SCHEMA, TopCounter, TopRow, TopView, TopVm};
 
 use super::live::Interval;
 
 /// Events that have a table of their own, so their rows in `events` would count them twice.
-const IN_TABLES: [&str; 8] = [
-    "kvm_exit",
-    "kvm_entry",
-    "kvm_pio",
-    "kvm_mmio",
-    "kvm_msr",
-    "kvm_userspace_exit",
-    "kvm_hypercall",
-    "kvm_hv_hypercall",
-];
+const IN_TABLES: [&str; 8] = tracepoints::TABLED;
 
 #[derive(Default)]
 struct Acc {

@@ -4,43 +4,65 @@
 //! off by default in kvm_amd, APICv on by default in kvm_intel), inhibit changes traced, and
 //! EOIs that exit. The Windows SynIC traps are in `synic`.
 
-use super::{Ctx, Hint, Hypothesis, Rule, Threshold};
+use super::RuleId;
+use super::{Ctx, Hint, Hypothesis, Threshold, rules};
 use crate::config::{PitPolicy, Version};
 use crate::decode::mmio;
 use crate::diagnose::evidence::{Item, Part};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 use crate::profile::Access;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "apic.apicv-off",
-        tag: "apic.avic-off",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "apic.apic-access-mmio",
-        tag: "apic.apicv-inhibited",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "apic.apicv-inhibited",
-        tag: "apic.apicv-inhibited",
-        context: false,
-        thresholds: &[Threshold {
-            name: "window exits' share of the exits, for low whatever the cost",
-            value: WINDOW_SHARE,
-            unit: "share",
-        }],
-    },
-    Rule {
-        id: "apic.eoi-exits",
-        tag: "apic.eoi-exits",
-        context: false,
-        thresholds: &[],
-    },
-];
+rules! {
+    /// The rules of `apic.*`.
+    pub enum ApicRule in Apic {
+        ApicvInhibitedSynic {
+            id: "apic.apicv-inhibited-synic",
+            tag: "apic.apicv-inhibited",
+            role: Problem,
+            thresholds: &[],
+        },
+        HvApicMsrs {
+            id: "apic.hv-apic-msrs",
+            tag: "msr.hyperv-synthetic",
+            role: Problem,
+            thresholds: &[],
+        },
+        ApicvOff {
+            id: "apic.apicv-off",
+            tag: "apic.avic-off",
+            role: Problem,
+            thresholds: &[],
+        },
+        ApicAccessMmio {
+            id: "apic.apic-access-mmio",
+            tag: "apic.apicv-inhibited",
+            role: Problem,
+            thresholds: &[],
+        },
+        ApicvInhibited {
+            id: "apic.apicv-inhibited",
+            tag: "apic.apicv-inhibited",
+            role: Problem,
+            thresholds: &[Threshold {
+                name: "window exits' share of the exits, for low whatever the cost",
+                value: WINDOW_SHARE,
+                unit: "share",
+            }],
+        },
+        EoiExits {
+            id: "apic.eoi-exits",
+            tag: "apic.eoi-exits",
+            role: Problem,
+            thresholds: &[],
+        },
+        IpiStorm {
+            id: "apic.ipi-storm",
+            tag: "apic.ipi-storm",
+            role: Problem,
+            thresholds: super::apic_ipi::IPI_STORM_THRESHOLDS,
+        },
+    }
+}
 
 /// Versions that fix the SynIC trap: hv-avic in QEMU 6.2; KVM's AutoEOI-only inhibit (≈5.14).
 pub const QEMU_AVIC: Version = Version(6, 2);
@@ -88,7 +110,7 @@ fn access(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let mut h = Hypothesis::new("apic.apic-access-mmio", ev, part, &rows)
+    let mut h = Hypothesis::new(ApicRule::ApicAccessMmio, ev, part, &rows)
         .max(Severity::High)
         .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
         .removes(0.8);
@@ -131,9 +153,9 @@ fn inhibited(ctx: &mut Ctx<'_>) {
         None => events.is_none() && amd,
     };
     let id = if off {
-        "apic.apicv-off"
+        RuleId::Apic(ApicRule::ApicvOff)
     } else {
-        "apic.apicv-inhibited"
+        RuleId::Apic(ApicRule::ApicvInhibited)
     };
     let mut context: Vec<Fact> = ctx.exits().map_or_else(Vec::new, |ex| {
         ex.named(&["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"])
@@ -187,9 +209,9 @@ fn inhibited(ctx: &mut Ctx<'_>) {
     if !known {
         h = h.rival(
             if off {
-                "apic.apicv-inhibited"
+                RuleId::Apic(ApicRule::ApicvInhibited)
             } else {
-                "apic.apicv-off"
+                RuleId::Apic(ApicRule::ApicvOff)
             },
             Confidence::Possible,
         );
@@ -223,7 +245,7 @@ fn eoi(ctx: &mut Ctx<'_>) {
     let induced = rows
         .iter()
         .all(|r| r.is(&["EOI_INDUCED", "EOI_INDUCED_EXIT"]));
-    let h = Hypothesis::new("apic.eoi-exits", ev, part, &rows)
+    let h = Hypothesis::new(ApicRule::EoiExits, ev, part, &rows)
         .max(if induced {
             Severity::Low
         } else {

@@ -3,26 +3,29 @@
 //! (KVM_EXIT_INTERNAL_ERROR, `insn_emulation_fail`) breaks the guest whatever its cost; heavy
 //! emulation (kvm_stat's `insn_emulation`, `kvm_emulate_insn` at a rate) is a cost.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, cost};
+use super::{Ctx, Grading, Hint, Hypothesis, cost, rules};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
 /// Emulating one instruction (decode, execute, write back) costs a few microseconds.
 pub const EMULATE_NS: u64 = 3_000;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "emulation.failed",
-        tag: "emulation.insn",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "emulation.insn",
-        tag: "emulation.insn",
-        context: false,
-        thresholds: &[],
-    },
-];
+rules! {
+    /// The rules of `emulation.*`.
+    pub enum EmulationRule in Emulation {
+        Failed {
+            id: "emulation.failed",
+            tag: "emulation.insn",
+            role: Problem,
+            thresholds: &[],
+        },
+        Insn {
+            id: "emulation.insn",
+            tag: "emulation.insn",
+            role: Problem,
+            thresholds: &[],
+        },
+    }
+}
 
 pub fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
@@ -75,7 +78,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             ));
         }
         let stops = internal > 0 || fails > 0;
-        let h = Hypothesis::with_cost("emulation.failed", Default::default(), facts)
+        let h = Hypothesis::with_cost(EmulationRule::Failed, Default::default(), facts)
             .grading(Grading::Fixed(if stops {
                 Severity::Critical
             } else {
@@ -109,7 +112,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         "instructions KVM emulated",
     )];
     let h = Hypothesis::with_cost(
-        "emulation.insn",
+        EmulationRule::Insn,
         cost::of_rate(ev, n, rate, EMULATE_NS),
         facts,
     )

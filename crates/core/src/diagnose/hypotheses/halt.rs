@@ -1,9 +1,9 @@
-//! Halts: halt/wake churn — many short halts per second, each a halt exit, a trip through the
-//! host scheduler, a wake-up IPI and an entry — whose cure is halt polling (host
-//! `halt_poll_ns`, the guest's cpuidle-haltpoll driver); and idle, the vCPU halted because it
-//! had nothing to run, which is not overhead and is reported apart as context.
+//! `halt.*`: halt/wake churn — many short halts per second, each a halt exit, a trip through
+//! the host scheduler, a wake-up IPI and an entry — whose cure is halt polling (host
+//! `halt_poll_ns`, the guest's cpuidle-haltpoll driver). A vCPU halted because it had nothing
+//! to run is not churn: that is `idle`.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost, rules};
 use crate::decode::ExitClass;
 use crate::diagnose::evidence::{ratio, sat_sum};
 use crate::diagnose::model::{Confidence, Fact, Severity};
@@ -29,67 +29,48 @@ pub const NO_BLOCK_NS: f64 = 5_000.0;
 /// Halt polling absorbs the churn when this share of halts end in a successful poll.
 pub const POLL_WORKS: f64 = 0.5;
 
-/// Idle is worth a word when it is most of the handled time (timed), or, by count, when at
-/// least a third of exits are halts (untimed).
-pub const IDLE_TIME: f64 = 0.5;
-pub const IDLE_COUNT: f64 = 0.3;
-
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "halt.churn",
-        tag: "halt.churn",
-        context: false,
-        thresholds: &[
-            Threshold {
-                name: "mean halt at most",
-                value: CHURN_MEAN_NS,
-                unit: "ns",
-            },
-            Threshold {
-                name: "wake-ups per vCPU, low",
-                value: CHURN_RATE[0],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "wake-ups per vCPU, medium",
-                value: CHURN_RATE[1],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "wake-ups per vCPU, high",
-                value: CHURN_RATE[2],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "mean halt below which halts did not block",
-                value: NO_BLOCK_NS,
-                unit: "ns",
-            },
-            Threshold {
-                name: "successful polls for polling to work",
-                value: POLL_WORKS,
-                unit: "share",
-            },
-        ],
-    },
-    Rule {
-        id: "idle.hlt",
-        tag: "idle",
-        context: true,
-        thresholds: &[
-            Threshold {
-                name: "idle share of handled time",
-                value: IDLE_TIME,
-                unit: "share",
-            },
-            Threshold {
-                name: "idle share of exits (untimed)",
-                value: IDLE_COUNT,
-                unit: "share",
-            },
-        ],
-    },
-];
+rules! {
+    /// The rules of `halt.*`.
+    pub enum HaltRule in Halt {
+        Churn {
+            id: "halt.churn",
+            tag: "halt.churn",
+            role: Problem,
+            thresholds: &[
+                Threshold {
+                    name: "mean halt at most",
+                    value: CHURN_MEAN_NS,
+                    unit: "ns",
+                },
+                Threshold {
+                    name: "wake-ups per vCPU, low",
+                    value: CHURN_RATE[0],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "wake-ups per vCPU, medium",
+                    value: CHURN_RATE[1],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "wake-ups per vCPU, high",
+                    value: CHURN_RATE[2],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "mean halt below which halts did not block",
+                    value: NO_BLOCK_NS,
+                    unit: "ns",
+                },
+                Threshold {
+                    name: "successful polls for polling to work",
+                    value: POLL_WORKS,
+                    unit: "share",
+                },
+            ],
+        },
+    }
+}
 
 /// `halt.churn`: short halts at a high rate.
 pub fn check(ctx: &mut Ctx<'_>) {
@@ -132,7 +113,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         Confidence::Possible
     };
     let h = Hypothesis::with_cost(
-        "halt.churn",
+        HaltRule::Churn,
         cost::of_rate(ev, n, per_second, CHURN_NS),
         facts,
     )
@@ -147,31 +128,5 @@ pub fn check(ctx: &mut Ctx<'_>) {
     .hint_if(mean.is_some_and(|m| m < NO_BLOCK_NS), Hint::NoBlock)
     .hint_if(mean.is_none(), Hint::Aggregate)
     .removes(if works { 0.2 } else { 0.6 });
-    ctx.push(h);
-}
-
-/// `idle.hlt`: the guest waiting, reported apart.
-pub fn idle(ctx: &mut Ctx<'_>) {
-    let ev = ctx.ev;
-    let Some(ex) = ctx.exits() else {
-        return;
-    };
-    let rows: Vec<_> = ex.rows.iter().filter(|r| r.idle && r.count > 0).collect();
-    if rows.is_empty() {
-        return;
-    }
-    let t = &ex.totals;
-    let value = match (t.idle_time_ns, t.time_ns) {
-        (Some(idle), Some(all)) if ex.timed => ratio(idle, all) >= IDLE_TIME,
-        _ => ratio(t.idle_count, t.count) >= IDLE_COUNT,
-    };
-    if !value {
-        return;
-    }
-    let mut h = Hypothesis::new("idle.hlt", ev, ex, &rows)
-        .grading(Grading::Context(Severity::Info))
-        .removes(0.0);
-    h.cost.cpu_share = None;
-    h.cost.cpu_basis = None;
     ctx.push(h);
 }

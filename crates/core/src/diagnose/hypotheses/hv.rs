@@ -5,7 +5,7 @@
 //! reading's own (ratios and published alarm levels, see docs/counters.md).
 
 use super::sched::{DISPATCH_WAIT_NS, READY};
-use super::{Ctx, Grading, Hypothesis, Rule, Threshold};
+use super::{Ctx, Grading, Hypothesis, Threshold, rules};
 use crate::counters::hv::{COSTOP_PCT, Fact as Reading, HvFinding, Level};
 use crate::diagnose::evidence::hv::HvEvidence;
 use crate::diagnose::model::{Confidence, Cost, Fact, Measure, Severity};
@@ -44,26 +44,35 @@ const OVERCOMMIT_THRESHOLDS: &[Threshold] = &[
     },
 ];
 
-const fn rule(id: &'static str, tag: &'static str) -> Rule {
-    Rule {
-        id,
-        tag,
-        context: false,
-        thresholds: &[],
+rules! {
+    /// The rules of `hv.*`.
+    pub enum HvRule in Hv {
+        HypervisorTime {
+            id: "hv.hypervisor-time",
+            tag: "hv.hypervisor-time",
+            role: Problem,
+            thresholds: &[],
+        },
+        InterruptDelivery {
+            id: "hv.interrupt-delivery",
+            tag: "apic.apicv-inhibited",
+            role: Problem,
+            thresholds: &[],
+        },
+        Overcommit {
+            id: "hv.overcommit",
+            tag: "sched.overcommit",
+            role: Problem,
+            thresholds: OVERCOMMIT_THRESHOLDS,
+        },
+        CpuLimit {
+            id: "hv.cpu-limit",
+            tag: "sched.cpu-limit",
+            role: Problem,
+            thresholds: &[],
+        },
     }
 }
-
-pub const RULES: &[Rule] = &[
-    rule("hv.hypervisor-time", "hv.hypervisor-time"),
-    rule("hv.interrupt-delivery", "apic.apicv-inhibited"),
-    Rule {
-        id: "hv.overcommit",
-        tag: "sched.overcommit",
-        context: false,
-        thresholds: OVERCOMMIT_THRESHOLDS,
-    },
-    rule("hv.cpu-limit", "sched.cpu-limit"),
-];
 
 fn severity(l: Level) -> Severity {
     match l {
@@ -99,9 +108,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         return;
     };
     for r in &hv.readings {
-        let Some(id) = RULES.iter().map(|x| x.id).find(|id| *id == r.id) else {
-            continue;
-        };
+        let id = r.id;
         let facts: Vec<Fact> = r.facts.iter().map(|x| fact(&r.subject, x)).collect();
         let rate = r.facts.iter().find(|x| x.unit == "/s").map(|x| x.value);
         // The share of VP time the reading stands for: the hypervisor's run time, and of it the
@@ -120,14 +127,14 @@ pub fn check(ctx: &mut Ctx<'_>) {
         let irq_found = hv
             .readings
             .iter()
-            .any(|x| x.id == "hv.interrupt-delivery" && x.subject == r.subject);
+            .any(|x| x.id == HvRule::InterruptDelivery && x.subject == r.subject);
         let cpu_share = match id {
-            "hv.hypervisor-time" if irq_found => {
+            HvRule::HypervisorTime if irq_found => {
                 hv_time.map(|t| (t - irq_part.unwrap_or(0.0)).max(0.0))
             }
-            "hv.hypervisor-time" => hv_time,
-            "hv.interrupt-delivery" => irq_part,
-            _ => None,
+            HvRule::HypervisorTime => hv_time,
+            HvRule::InterruptDelivery => irq_part,
+            HvRule::Overcommit | HvRule::CpuLimit => None,
         };
         let cost = Cost {
             per_second: rate,
@@ -138,7 +145,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             .grading(Grading::Counters(severity(r.level)))
             .confidence(Confidence::Likely)
             .removes(0.0);
-        ctx.push(if id == "hv.overcommit" {
+        ctx.push(if id == HvRule::Overcommit {
             overcommit(h, hv, r)
         } else {
             h

@@ -5,40 +5,58 @@
 //! others as competitors and the port report that tells them apart. Timer ports are `timer.*`
 //! and run first.
 
+use super::rules;
 use super::timer::{self, is_cstate_port};
-use super::{Ctx, Hint, Hypothesis, Rule};
+use super::{Ctx, Hint, Hypothesis};
+use super::{RuleId, TimerRule};
 use crate::config::HvFlag;
 use crate::decode::{ExitClass, ioport};
 use crate::diagnose::evidence::{Item, Part};
 use crate::diagnose::model::{Confidence, Severity};
+use crate::diagnose::rules::Family;
 use crate::profile::Access;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "io.serial-pio-storm",
-        tag: "io.serial-console",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "io.virtio-legacy-pio-notify",
-        tag: "io.virtio-legacy-notify",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "io.acpi-idle-port",
-        tag: "io.acpi-idle-port",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "io.emulated-port",
-        tag: "io.emulated-device-port",
-        context: false,
-        thresholds: &[],
-    },
-];
+rules! {
+    /// The rules of `io.*`.
+    pub enum IoRule in Io {
+        SerialPioStorm {
+            id: "io.serial-pio-storm",
+            tag: "io.serial-console",
+            role: Problem,
+            thresholds: &[],
+        },
+        VirtioLegacyPioNotify {
+            id: "io.virtio-legacy-pio-notify",
+            tag: "io.virtio-legacy-notify",
+            role: Problem,
+            thresholds: &[],
+        },
+        AcpiIdlePort {
+            id: "io.acpi-idle-port",
+            tag: "io.acpi-idle-port",
+            role: Problem,
+            thresholds: &[],
+        },
+        EmulatedPort {
+            id: "io.emulated-port",
+            tag: "io.emulated-device-port",
+            role: Problem,
+            thresholds: &[],
+        },
+        NotifyExits {
+            id: "io.notify-exits",
+            tag: "io.virtio-notify",
+            role: Problem,
+            thresholds: super::io_path::NOTIFY_EXITS_THRESHOLDS,
+        },
+        Polling {
+            id: "io.polling",
+            tag: "io.polling",
+            role: Context,
+            thresholds: super::io_path::POLLING_THRESHOLDS,
+        },
+    }
+}
 
 /// PCI IO BARs lie at 0x1000 and up on x86 (Linux's PCIBIOS_MIN_IO; below are ISA ports):
 /// firmware (SeaBIOS, OVMF) assigns them from 0xc000 up, Linux itself from 0x1000 when the
@@ -65,13 +83,13 @@ fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
     let ev = ctx.ev;
     let serial = ctx.free_rows(p.coded(|_, port| u16::try_from(port).is_ok_and(ioport::is_serial)));
     if !serial.is_empty() {
-        ctx.push(Hypothesis::new("io.serial-pio-storm", ev, p, &serial).removes(0.9));
+        ctx.push(Hypothesis::new(IoRule::SerialPioStorm, ev, p, &serial).removes(0.9));
     }
     let cstate = ctx.free_rows(p.coded(|_, port| {
         is_cstate_port(port) || u16::try_from(port).is_ok_and(ioport::is_acpi_pm_timer)
     }));
     if cstate.iter().any(|r| r.code().is_some_and(is_cstate_port)) {
-        let h = Hypothesis::new("io.acpi-idle-port", ev, p, &cstate).removes(0.9);
+        let h = Hypothesis::new(IoRule::AcpiIdlePort, ev, p, &cstate).removes(0.9);
         ctx.push(h);
     }
     let virtio =
@@ -82,7 +100,7 @@ fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
             r.name.as_deref().is_some_and(|n| n.contains("virtio"))
                 && r.code().is_some_and(|c| c & 0x1f == 0x10)
         });
-        let mut h = Hypothesis::new("io.virtio-legacy-pio-notify", ev, p, &virtio)
+        let mut h = Hypothesis::new(IoRule::VirtioLegacyPioNotify, ev, p, &virtio)
             .hint_if(
                 virtio
                     .iter()
@@ -99,7 +117,7 @@ fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
     rest.sort_by_key(|r| std::cmp::Reverse(r.time_ns.unwrap_or(r.count)));
     for r in rest {
         ctx.push(
-            Hypothesis::new("io.emulated-port", ev, p, &[r])
+            Hypothesis::new(IoRule::EmulatedPort, ev, p, &[r])
                 .max(Severity::Medium)
                 .removes(0.9),
         );
@@ -132,26 +150,32 @@ fn aggregate(ctx: &mut Ctx<'_>) {
     // idle Windows guest is its tick; its clock reads (QueryPerformanceCounter) go to the ACPI
     // PM timer without hv-time, and come from running programs. Other guests have no such
     // prior: without ports the device is unknown, and every candidate is named.
-    let (lead, rivals): (&'static str, &[&'static str]) = if ev.windows() {
+    let (lead, rivals): (RuleId, &[RuleId]) = if ev.windows() {
         if hv_time == Some(true) || idle || ev.enlightened() == Some(true) {
             (
-                "timer.rtc-port",
-                &["timer.acpi-pm-port", "io.virtio-legacy-pio-notify"],
+                RuleId::Timer(TimerRule::RtcPort),
+                &[
+                    RuleId::Timer(TimerRule::AcpiPmPort),
+                    RuleId::Io(IoRule::VirtioLegacyPioNotify),
+                ],
             )
         } else {
             (
-                "timer.acpi-pm-port",
-                &["timer.rtc-port", "io.virtio-legacy-pio-notify"],
+                RuleId::Timer(TimerRule::AcpiPmPort),
+                &[
+                    RuleId::Timer(TimerRule::RtcPort),
+                    RuleId::Io(IoRule::VirtioLegacyPioNotify),
+                ],
             )
         }
     } else {
         (
-            "io.emulated-port",
+            RuleId::Io(IoRule::EmulatedPort),
             &[
-                "io.virtio-legacy-pio-notify",
-                "io.serial-pio-storm",
-                "timer.acpi-pm-port",
-                "timer.rtc-port",
+                RuleId::Io(IoRule::VirtioLegacyPioNotify),
+                RuleId::Io(IoRule::SerialPioStorm),
+                RuleId::Timer(TimerRule::AcpiPmPort),
+                RuleId::Timer(TimerRule::RtcPort),
             ],
         )
     };
@@ -167,11 +191,11 @@ fn aggregate(ctx: &mut Ctx<'_>) {
             Hint::Userspace,
         )
         .removes(0.9);
-    if lead.starts_with("timer.") {
+    if lead.family() == Family::Timer {
         h = h.grading(timer::device_grading());
     }
     for r in rivals {
-        h = h.rival(r, Confidence::Possible);
+        h = h.rival(*r, Confidence::Possible);
     }
     ctx.push(h);
 }

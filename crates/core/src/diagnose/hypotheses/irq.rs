@@ -3,7 +3,7 @@
 //! problem only when host device interrupts and housekeeping land on the vCPUs' cores. Context:
 //! never above low, never the main problem.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::Severity;
 
@@ -20,45 +20,54 @@ pub const MOSTLY: f64 = 0.75;
 /// the floor (low from 2,000/s, medium from 5,000/s, high from 20,000/s).
 pub const HOST_IRQ_RATE: [f64; 3] = [2_000.0, 5_000.0, 20_000.0];
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "irq.external",
-        tag: "irq.external-interrupt",
-        context: true,
-        thresholds: &[Threshold {
-            name: "share of exit handling to be worth a look",
-            value: DOMINANT,
-            unit: "share",
-        }],
-    },
-    Rule {
-        id: "irq.host-interrupts",
-        tag: "irq.external-interrupt",
-        context: false,
-        thresholds: &[
-            Threshold {
-                name: "share of a busy guest's exits, without a rate",
-                value: MOSTLY,
+rules! {
+    /// The rules of `irq.*`.
+    pub enum IrqRule in Irq {
+        DeliveryExits {
+            id: "irq.delivery-exits",
+            tag: "apic.apicv-inhibited",
+            role: Problem,
+            thresholds: super::io_path::DELIVERY_EXITS_THRESHOLDS,
+        },
+        External {
+            id: "irq.external",
+            tag: "irq.external-interrupt",
+            role: Context,
+            thresholds: &[Threshold {
+                name: "share of exit handling to be worth a look",
+                value: DOMINANT,
                 unit: "share",
-            },
-            Threshold {
-                name: "host interrupts per vCPU, low",
-                value: HOST_IRQ_RATE[0],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "host interrupts per vCPU, medium",
-                value: HOST_IRQ_RATE[1],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "host interrupts per vCPU, high",
-                value: HOST_IRQ_RATE[2],
-                unit: "/s per vCPU",
-            },
-        ],
-    },
-];
+            }],
+        },
+        HostInterrupts {
+            id: "irq.host-interrupts",
+            tag: "irq.external-interrupt",
+            role: Problem,
+            thresholds: &[
+                Threshold {
+                    name: "share of a busy guest's exits, without a rate",
+                    value: MOSTLY,
+                    unit: "share",
+                },
+                Threshold {
+                    name: "host interrupts per vCPU, low",
+                    value: HOST_IRQ_RATE[0],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "host interrupts per vCPU, medium",
+                    value: HOST_IRQ_RATE[1],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "host interrupts per vCPU, high",
+                    value: HOST_IRQ_RATE[2],
+                    unit: "/s per vCPU",
+                },
+            ],
+        },
+    }
+}
 
 pub fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
@@ -73,7 +82,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let h = Hypothesis::new("irq.external", ev, ex, &rows);
+    let h = Hypothesis::new(IrqRule::External, ev, ex, &rows);
     // Above a host tick per vCPU, the interrupts are the host's devices or IPIs on the vCPUs'
     // CPUs: a problem with a fix, not the floor. Without a rate, a busy guest whose exits are
     // nearly all host interrupts says the same, less surely.
@@ -90,7 +99,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             .is_some_and(|r| r >= HOST_IRQ_RATE[0])
     {
         let h = Hypothesis {
-            id: "irq.host-interrupts",
+            id: IrqRule::HostInterrupts.into(),
             ..h
         }
         .grading(Grading::Rate {
@@ -114,7 +123,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         Severity::Info
     };
     ctx.push(
-        Hypothesis::new("irq.external", ev, ex, &rows)
+        Hypothesis::new(IrqRule::External, ev, ex, &rows)
             .grading(Grading::Context(severity))
             .removes(0.3),
     );

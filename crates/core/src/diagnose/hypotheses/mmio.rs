@@ -4,19 +4,25 @@
 //! timers those exits are most likely the HPET; both readings are proposed, with the MMIO
 //! report that tells them apart.
 
-use super::{Ctx, Hint, Hypothesis, Rule, timer};
+use super::TimerRule;
+use super::{Ctx, Hint, Hypothesis, rules, timer};
 use crate::config::HvFlag;
 use crate::decode::{ExitClass, mmio};
 use crate::diagnose::evidence::Item;
 use crate::diagnose::model::{Confidence, Fact, Severity};
 use crate::profile::Key;
 
-pub const RULES: &[Rule] = &[Rule {
-    id: "mmio.emulated-device",
-    tag: "mmio.emulated-device",
-    context: false,
-    thresholds: &[],
-}];
+rules! {
+    /// The rules of `mmio.*`.
+    pub enum MmioRule in Mmio {
+        EmulatedDevice {
+            id: "mmio.emulated-device",
+            tag: "mmio.emulated-device",
+            role: Problem,
+            thresholds: &[],
+        },
+    }
+}
 
 pub fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
@@ -33,7 +39,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             }
         }
         for (_, rows) in groups {
-            let h = Hypothesis::new("mmio.emulated-device", ev, m, &rows).max(Severity::High);
+            let h = Hypothesis::new(MmioRule::EmulatedDevice, ev, m, &rows).max(Severity::High);
             ctx.push(h.removes(0.9));
         }
         return;
@@ -86,13 +92,13 @@ fn aggregate(ctx: &mut Ctx<'_>) {
                 Confidence::Possible
             })
             .support(absent)
-            .rival("mmio.emulated-device", Confidence::Possible)
+            .rival(MmioRule::EmulatedDevice, Confidence::Possible)
     } else {
-        let mut h = Hypothesis::new("mmio.emulated-device", ev, ex, &rows)
+        let mut h = Hypothesis::new(MmioRule::EmulatedDevice, ev, ex, &rows)
             .confidence(Confidence::Possible)
             .removes(0.9);
         if !ev.linux() && stimer != Some(true) {
-            h = h.rival("timer.hpet-mmio", Confidence::Possible);
+            h = h.rival(TimerRule::HpetMmio, Confidence::Possible);
         }
         h
     };

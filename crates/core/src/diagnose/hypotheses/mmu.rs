@@ -4,7 +4,7 @@
 //! host intercepts (EXCEPTION_NMI #PF, SVM `PF excp`, kvm_stat's `pf_guest` or
 //! `kvm_page_fault` at a high rate), from exits or from counters alone.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost, rules};
 use crate::diagnose::evidence::{Item, ratio, rows};
 use crate::diagnose::model::{Confidence, Severity};
 
@@ -31,62 +31,65 @@ pub const STORM_SURE: u64 = 1_000;
 /// that does not resolve: from 1,000/s worth a look, 10,000/s medium, 50,000/s high.
 pub const GUEST_PF_RATE: [f64; 3] = [1_000.0, 10_000.0, 50_000.0];
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "mmu.fault-storm",
-        tag: "mmu.page-fault-storm",
-        context: false,
-        thresholds: &[
-            Threshold {
-                name: "one fault's share of all exits",
-                value: STORM_SHARE,
+rules! {
+    /// The rules of `mmu.*`.
+    pub enum MmuRule in Mmu {
+        FaultStorm {
+            id: "mmu.fault-storm",
+            tag: "mmu.page-fault-storm",
+            role: Problem,
+            thresholds: &[
+                Threshold {
+                    name: "one fault's share of all exits",
+                    value: STORM_SHARE,
+                    unit: "share",
+                },
+                Threshold {
+                    name: "fault rate",
+                    value: STORM_RATE,
+                    unit: "/s",
+                },
+                Threshold {
+                    name: "exits for a sure storm",
+                    value: STORM_SURE as f64,
+                    unit: "exits",
+                },
+            ],
+        },
+        EptViolation {
+            id: "mmu.ept-violation",
+            tag: "mmu.ept-violation",
+            role: Problem,
+            thresholds: &[Threshold {
+                name: "share of NPFs left once the MMIO accesses are taken out",
+                value: MIN_FAULT_SHARE,
                 unit: "share",
-            },
-            Threshold {
-                name: "fault rate",
-                value: STORM_RATE,
-                unit: "/s",
-            },
-            Threshold {
-                name: "exits for a sure storm",
-                value: STORM_SURE as f64,
-                unit: "exits",
-            },
-        ],
-    },
-    Rule {
-        id: "mmu.ept-violation",
-        tag: "mmu.ept-violation",
-        context: false,
-        thresholds: &[Threshold {
-            name: "share of NPFs left once the MMIO accesses are taken out",
-            value: MIN_FAULT_SHARE,
-            unit: "share",
-        }],
-    },
-    Rule {
-        id: "mmu.guest-page-faults",
-        tag: "mmu.page-fault-storm",
-        context: false,
-        thresholds: &[
-            Threshold {
-                name: "guest page faults per vCPU, low",
-                value: GUEST_PF_RATE[0],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "guest page faults per vCPU, medium",
-                value: GUEST_PF_RATE[1],
-                unit: "/s per vCPU",
-            },
-            Threshold {
-                name: "guest page faults per vCPU, high",
-                value: GUEST_PF_RATE[2],
-                unit: "/s per vCPU",
-            },
-        ],
-    },
-];
+            }],
+        },
+        GuestPageFaults {
+            id: "mmu.guest-page-faults",
+            tag: "mmu.page-fault-storm",
+            role: Problem,
+            thresholds: &[
+                Threshold {
+                    name: "guest page faults per vCPU, low",
+                    value: GUEST_PF_RATE[0],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "guest page faults per vCPU, medium",
+                    value: GUEST_PF_RATE[1],
+                    unit: "/s per vCPU",
+                },
+                Threshold {
+                    name: "guest page faults per vCPU, high",
+                    value: GUEST_PF_RATE[2],
+                    unit: "/s per vCPU",
+                },
+            ],
+        },
+    }
+}
 
 /// `mmu.fault-storm`; runs before the other families so its rows stay its own.
 pub fn storm(ctx: &mut Ctx<'_>) {
@@ -103,7 +106,7 @@ pub fn storm(ctx: &mut Ctx<'_>) {
             continue;
         }
         let sure = r.count >= STORM_SURE;
-        let mut h = Hypothesis::new("mmu.fault-storm", ev, ex, &[r])
+        let mut h = Hypothesis::new(MmuRule::FaultStorm, ev, ex, &[r])
             .grading(Grading::Fixed(if sure {
                 Severity::Critical
             } else {
@@ -151,7 +154,7 @@ fn ept(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let h = Hypothesis::new("mmu.ept-violation", ev, ex, &rows)
+    let h = Hypothesis::new(MmuRule::EptViolation, ev, ex, &rows)
         .max(Severity::High)
         .support(support)
         .hint_if(rows.iter().any(|r| r.is(&["npf"])), Hint::Amd)
@@ -230,7 +233,7 @@ fn guest_faults(ctx: &mut Ctx<'_>) {
             .collect();
         if !rows.is_empty() {
             return ctx.push(
-                Hypothesis::new("mmu.guest-page-faults", ev, ex, &rows)
+                Hypothesis::new(MmuRule::GuestPageFaults, ev, ex, &rows)
                     .grading(grading)
                     .removes(0.9),
             );
@@ -242,7 +245,7 @@ fn guest_faults(ctx: &mut Ctx<'_>) {
             .filter_map(|n| ev.counters.fact(n))
             .collect();
         let h = Hypothesis::with_cost(
-            "mmu.guest-page-faults",
+            MmuRule::GuestPageFaults,
             cost::of_rate(
                 ev,
                 c.total,

@@ -4,19 +4,23 @@
 //! competing causes of the same exits, and hints for the words (which variant of the cause
 //! applies). Rules hold logic only: their prose is in `words`, their severity in `rank`.
 //!
-//! Families run in a fixed order; a row is explained by one hypothesis only, so later families
-//! skip rows earlier ones claimed. Adding a family (`io.*`, `hv.*`, like `sched.*`) is one file with
-//! a `check` and a `RULES` table, one line in [`run`] and one in [`rules`].
+//! A family is the prefix of its rules' ids: `timer.rs` declares the `timer.*` rules
+//! ([`rules!`]) and checks for them, `timer_<aspect>.rs` holds more of its checks. Families run
+//! in a fixed order ([`STEPS`]); a row is explained by one hypothesis only, so later families
+//! skip rows earlier ones claimed. docs/development.md has the recipes for a rule and a family.
 
 pub mod apic;
-pub mod calls;
+pub mod apic_ipi;
+pub mod apic_synic;
 pub mod cost;
+pub mod cpuid;
 pub mod emulation;
 pub mod halt;
 pub mod hv;
+pub mod hypercall;
+pub mod idle;
 pub mod io;
-pub mod iopath;
-pub mod ipi;
+pub mod io_path;
 pub mod irq;
 pub mod mmio;
 pub mod mmu;
@@ -24,16 +28,35 @@ pub mod msr;
 pub mod nested;
 pub mod sched;
 pub mod spin;
-pub mod synic;
-pub mod tick;
 pub mod timer;
+pub mod timer_tick;
 pub mod unknown;
 
 use std::collections::BTreeSet;
 
 use super::evidence::{EvidenceSet, Item, Part};
 use super::model::{Confidence, Cost, Fact, Measure, ModelEffect, Severity};
+use super::rules::Family;
+pub(crate) use super::rules::rules;
+pub use super::rules::{Rule, RuleId, Threshold};
 use crate::profile::{Key, TableKind};
+pub use apic::ApicRule;
+pub use cpuid::CpuidRule;
+pub use emulation::EmulationRule;
+pub use halt::HaltRule;
+pub use hv::HvRule;
+pub use hypercall::HypercallRule;
+pub use idle::IdleRule;
+pub use io::IoRule;
+pub use irq::IrqRule;
+pub use mmio::MmioRule;
+pub use mmu::MmuRule;
+pub use msr::MsrRule;
+pub use nested::NestedRule;
+pub use sched::SchedRule;
+pub use spin::SpinRule;
+pub use timer::TimerRule;
+pub use unknown::UnknownRule;
 
 /// How a hypothesis's severity is read (see `rank`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,8 +162,7 @@ pub enum Hint {
 /// A proposed cause.
 #[derive(Debug, Clone)]
 pub struct Hypothesis {
-    /// The catalogue id.
-    pub id: &'static str,
+    pub id: RuleId,
     pub confidence: Confidence,
     /// The rows for it; those with `explains` make up the cost.
     pub evidence: Vec<Fact>,
@@ -148,7 +170,7 @@ pub struct Hypothesis {
     pub cost: Cost,
     pub grading: Grading,
     /// Causes of the same exits it competes with.
-    pub rivals: Vec<(&'static str, Confidence)>,
+    pub rivals: Vec<(RuleId, Confidence)>,
     pub hints: Vec<Hint>,
     /// The part of the cost the fix removes (0–1).
     pub removes: f64,
@@ -161,15 +183,15 @@ pub struct Hypothesis {
 
 impl Hypothesis {
     /// A confirmed hypothesis explaining `rows` of `part`, graded by cost up to `max`.
-    pub fn new(id: &'static str, ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Hypothesis {
+    pub fn new(id: impl Into<RuleId>, ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Hypothesis {
         let facts = rows.iter().map(|r| part.fact(r)).collect();
         Hypothesis::with_cost(id, cost::of(ev, part, rows), facts)
     }
 
     /// A hypothesis whose cost is given (counters, not exit rows).
-    pub fn with_cost(id: &'static str, cost: Cost, evidence: Vec<Fact>) -> Hypothesis {
+    pub fn with_cost(id: impl Into<RuleId>, cost: Cost, evidence: Vec<Fact>) -> Hypothesis {
         Hypothesis {
-            id,
+            id: id.into(),
             confidence: Confidence::Confirmed,
             evidence,
             against: Vec::new(),
@@ -210,8 +232,8 @@ impl Hypothesis {
         self
     }
 
-    pub fn rival(mut self, id: &'static str, c: Confidence) -> Self {
-        self.rivals.push((id, c));
+    pub fn rival(mut self, id: impl Into<RuleId>, c: Confidence) -> Self {
+        self.rivals.push((id.into(), c));
         self
     }
 
@@ -273,7 +295,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether a hypothesis `id` was found.
-    pub fn has(&self, id: &str) -> bool {
+    pub fn has(&self, id: impl Into<RuleId>) -> bool {
+        let id = id.into();
         self.found.iter().any(|h| h.id == id)
     }
 
@@ -293,86 +316,60 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// A rule of the catalogue, as its family declares it.
-#[derive(Debug, Clone, Copy)]
-pub struct Rule {
-    pub id: &'static str,
-    /// The cause tag of the case corpus.
-    pub tag: &'static str,
-    /// Context findings never lead the list.
-    pub context: bool,
-    pub thresholds: &'static [Threshold],
-}
+/// A family's check: reads `ctx.ev`, pushes what it finds.
+pub type Check = fn(&mut Ctx<'_>);
 
-/// A number a rule compares with, and what it means.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct Threshold {
-    pub name: &'static str,
-    pub value: f64,
-    /// `share`, `/s`, `/s per vCPU`, `ns`, `exits`.
-    pub unit: &'static str,
-}
+/// The families' checks in the order they run: each later one leaves alone the rows earlier
+/// ones explained, so a specific reading (a port, an address, an MSR) claims its rows before
+/// the generic ones (emulated port IO, NPFs, halts) see them. Families first run in the order
+/// of [`Family::ALL`] (a test checks it); some have a second, later step.
+pub const STEPS: &[(Family, Check)] = &[
+    (Family::Unknown, unknown::check),
+    (Family::Emulation, emulation::check),
+    (Family::Nested, nested::check),
+    (Family::Mmu, mmu::storm),
+    (Family::Spin, spin::hang),
+    (Family::Timer, timer::check),
+    (Family::Apic, apic_synic::check),
+    (Family::Io, io_path::check),
+    (Family::Apic, apic::check),
+    (Family::Timer, timer_tick::check),
+    (Family::Apic, apic_ipi::check),
+    (Family::Msr, msr::check),
+    (Family::Io, io::check),
+    (Family::Mmio, mmio::check),
+    (Family::Mmu, mmu::check),
+    (Family::Spin, spin::check),
+    (Family::Halt, halt::check),
+    (Family::Hypercall, hypercall::check),
+    (Family::Cpuid, cpuid::check),
+    (Family::Sched, sched::check),
+    (Family::Hv, hv::check),
+    (Family::Irq, irq::check),
+    (Family::Idle, idle::check),
+];
 
-/// Every family in order; each later one leaves alone the rows earlier ones explained.
+/// Every family's checks, in [`STEPS`] order.
 pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
     let mut ctx = Ctx::new(ev);
-    let families: [fn(&mut Ctx<'_>); 20] = [
-        unknown::check,
-        emulation::check,
-        nested::check,
-        mmu::storm,
-        spin::hang,
-        timer::check,
-        synic::check,
-        iopath::check,
-        apic::check,
-        tick::check,
-        ipi::check,
-        msr::check,
-        io::check,
-        mmio::check,
-        mmu::check,
-        spin::check,
-        halt::check,
-        calls::check,
-        sched::check,
-        hv::check,
-    ];
-    for family in families {
-        family(&mut ctx);
+    for (_, step) in STEPS {
+        step(&mut ctx);
     }
-    irq::check(&mut ctx);
-    halt::idle(&mut ctx);
     ctx.found
 }
 
-/// Every rule of every family.
-pub fn rules() -> Vec<Rule> {
-    [
-        unknown::RULES,
-        emulation::RULES,
-        nested::RULES,
-        mmu::RULES,
-        spin::RULES,
-        timer::RULES,
-        synic::RULES,
-        apic::RULES,
-        tick::RULES,
-        ipi::RULES,
-        msr::RULES,
-        io::RULES,
-        iopath::RULES,
-        mmio::RULES,
-        halt::RULES,
-        calls::RULES,
-        irq::RULES,
-        sched::RULES,
-        hv::RULES,
-    ]
-    .concat()
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The rule `id` (every hypothesis id is in [`rules`]).
-pub fn rule(id: &str) -> Option<Rule> {
-    rules().into_iter().find(|r| r.id == id)
+    #[test]
+    fn families_first_run_in_catalogue_order() {
+        let mut first: Vec<Family> = Vec::new();
+        for (f, _) in STEPS {
+            if !first.contains(f) {
+                first.push(*f);
+            }
+        }
+        assert_eq!(first, Family::ALL, "STEPS and Family::ALL disagree");
+    }
 }

@@ -4,7 +4,9 @@
 //! proposed, the likelier one leading, with the MSR report that tells them apart. MSR rows no
 //! earlier family explained are named: Hyper-V synthetic MSRs, and any other hot MSR.
 
-use super::{Ctx, Hint, Hypothesis, Rule, Threshold, ipi, tick};
+use super::rules;
+use super::{ApicRule, TimerRule};
+use super::{Ctx, Hint, Hypothesis, Threshold, apic_ipi as ipi, timer_tick as tick};
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::evidence::{Item, is_hyperv_msr};
 use crate::diagnose::model::{Confidence, Fact, Severity};
@@ -12,24 +14,27 @@ use crate::diagnose::model::{Confidence, Fact, Severity};
 /// An MSR row is named on its own from this share of the MSR accesses up.
 pub const HOT_MSR_SHARE: f64 = 0.03;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "msr.hyperv-synthetic",
-        tag: "msr.hyperv-synthetic",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "msr.hot-msr",
-        tag: "msr.other",
-        context: false,
-        thresholds: &[Threshold {
-            name: "share of MSR accesses to be named",
-            value: HOT_MSR_SHARE,
-            unit: "share",
-        }],
-    },
-];
+rules! {
+    /// The rules of `msr.*`.
+    pub enum MsrRule in Msr {
+        HypervSynthetic {
+            id: "msr.hyperv-synthetic",
+            tag: "msr.hyperv-synthetic",
+            role: Problem,
+            thresholds: &[],
+        },
+        HotMsr {
+            id: "msr.hot-msr",
+            tag: "msr.other",
+            role: Problem,
+            thresholds: &[Threshold {
+                name: "share of MSR accesses to be named",
+                value: HOT_MSR_SHARE,
+                unit: "share",
+            }],
+        },
+    }
+}
 
 pub fn check(ctx: &mut Ctx<'_>) {
     aggregate(ctx);
@@ -77,7 +82,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         Confidence::Possible
     };
     let h = if lead_deadline {
-        Hypothesis::new("timer.tsc-deadline-rearm", ev, ex, &writes)
+        Hypothesis::new(TimerRule::TscDeadlineRearm, ev, ex, &writes)
             .grading(tick::rearm_grading())
             .support(facts(
                 &["HLT", "hlt", "halt_exits"],
@@ -87,15 +92,15 @@ fn aggregate(ctx: &mut Ctx<'_>) {
                 &["PREEMPTION_TIMER"],
                 "the deadline firing through the VMX preemption timer",
             ))
-            .rival("apic.ipi-storm", Confidence::Possible)
+            .rival(ApicRule::IpiStorm, Confidence::Possible)
     } else {
-        Hypothesis::new("apic.ipi-storm", ev, ex, &writes)
+        Hypothesis::new(ApicRule::IpiStorm, ev, ex, &writes)
             .grading(ipi::ipi_grading(Severity::Medium))
             .support(facts(
                 &["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"],
                 "the receiving side: IPIs kick running vCPUs",
             ))
-            .rival("timer.tsc-deadline-rearm", Confidence::Possible)
+            .rival(TimerRule::TscDeadlineRearm, Confidence::Possible)
     };
     let mut h = h
         .confidence(sure)
@@ -103,7 +108,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         .hint_if(paired, Hint::HaltsPaired)
         .removes(0.7);
     if ev.windows() {
-        h = h.rival("apic.apicv-inhibited-synic", Confidence::Possible);
+        h = h.rival(ApicRule::ApicvInhibitedSynic, Confidence::Possible);
     }
     ctx.push(h);
 }
@@ -121,7 +126,7 @@ fn hot(ctx: &mut Ctx<'_>) {
         .filter(|r| r.code().is_some_and(is_hyperv_msr))
         .collect();
     if !hv.is_empty() && m.share_of(&hv).0 >= HOT_MSR_SHARE {
-        let h = Hypothesis::new("msr.hyperv-synthetic", ev, m, &hv)
+        let h = Hypothesis::new(MsrRule::HypervSynthetic, ev, m, &hv)
             .max(Severity::Medium)
             .hint(Hint::HypervMsr)
             .removes(0.5);
@@ -134,7 +139,7 @@ fn hot(ctx: &mut Ctx<'_>) {
         .collect();
     rest.sort_by_key(|r| std::cmp::Reverse(r.time_ns.unwrap_or(r.count)));
     for r in rest {
-        let h = Hypothesis::new("msr.hot-msr", ev, m, &[r])
+        let h = Hypothesis::new(MsrRule::HotMsr, ev, m, &[r])
             .max(Severity::Medium)
             .removes(0.5);
         ctx.push(h);

@@ -5,7 +5,7 @@
 //! their fixes are enlightened VMCS for Hyper-V, shadow VMCS, and a host kernel with mature
 //! nested support.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost, rules};
 use crate::config::Version;
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
@@ -36,24 +36,27 @@ pub const NESTED_SVM_KERNEL: Version = Version(5, 8);
 /// An L1 exit is followed by an L1 → L2 entry: about two exits' worth of work each.
 pub const L1_EXIT_NS: u64 = 3_000;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "nested.l1-hypervisor",
-        tag: "nested.l1-hypervisor",
-        context: false,
-        thresholds: &[Threshold {
-            name: "host kernel for mature nested SVM",
-            value: 5.8,
-            unit: "version",
-        }],
-    },
-    Rule {
-        id: "nested.rsm-gp",
-        tag: "nested.kvm-bug",
-        context: false,
-        thresholds: &[],
-    },
-];
+rules! {
+    /// The rules of `nested.*`.
+    pub enum NestedRule in Nested {
+        L1Hypervisor {
+            id: "nested.l1-hypervisor",
+            tag: "nested.l1-hypervisor",
+            role: Problem,
+            thresholds: &[Threshold {
+                name: "host kernel for mature nested SVM",
+                value: 5.8,
+                unit: "version",
+            }],
+        },
+        RsmGp {
+            id: "nested.rsm-gp",
+            tag: "nested.kvm-bug",
+            role: Problem,
+            thresholds: &[],
+        },
+    }
+}
 
 pub fn check(ctx: &mut Ctx<'_>) {
     rsm(ctx);
@@ -91,11 +94,11 @@ fn l1(ctx: &mut Ctx<'_>) {
     });
     let h = match ctx.exits() {
         Some(ex) if !rows.is_empty() => {
-            Hypothesis::new("nested.l1-hypervisor", ev, ex, &rows).support(events)
+            Hypothesis::new(NestedRule::L1Hypervisor, ev, ex, &rows).support(events)
         }
         _ if let Some(ex) = l2 => {
             let all = ctx.free_rows(ex.rows.iter().filter(|r| r.count > 0).collect());
-            Hypothesis::new("nested.l1-hypervisor", ev, ex, &all)
+            Hypothesis::new(NestedRule::L1Hypervisor, ev, ex, &all)
                 .support(events)
                 .confidence(Confidence::Likely)
                 .hint(Hint::Reflected)
@@ -104,7 +107,7 @@ fn l1(ctx: &mut Ctx<'_>) {
             let n = events.iter().map(|f| f.count).max().unwrap_or(0);
             let rate = events.iter().find_map(|f| f.per_second);
             Hypothesis::with_cost(
-                "nested.l1-hypervisor",
+                NestedRule::L1Hypervisor,
                 cost::of_rate(ev, n, rate, L1_EXIT_NS),
                 events,
             )
@@ -139,7 +142,7 @@ fn rsm(ctx: &mut Ctx<'_>) {
         return;
     }
     let rows: Vec<_> = rsm.iter().chain(&gp).copied().collect();
-    let h = Hypothesis::new("nested.rsm-gp", ev, ex, &rows)
+    let h = Hypothesis::new(NestedRule::RsmGp, ev, ex, &rows)
         .grading(Grading::Fixed(Severity::High))
         .confidence(Confidence::Possible)
         .hint(Hint::Amd)

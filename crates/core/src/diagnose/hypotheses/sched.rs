@@ -13,7 +13,8 @@
 //! predicted by the over-commit model (`crate::model::overcommit`) from the measured demand.
 //! `sched.host-steal` is context: the host's own steal, reported apart.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use super::RuleId;
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::analysis::sched::{SchedSummary, VcpuShare, VmSched};
 use crate::diagnose::model::{Cost, CpuBasis, Fact, Measure, ModelEffect, Scenario, Severity};
 use crate::model::overcommit::{Inputs, Overcommit, predict};
@@ -87,37 +88,40 @@ const SCHED_THRESHOLDS: &[Threshold] = &[
     },
 ];
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "sched.overcommit",
-        tag: "sched.overcommit",
-        context: false,
-        thresholds: SCHED_THRESHOLDS,
-    },
-    Rule {
-        id: "sched.vcpu-ready",
-        tag: "sched.overcommit",
-        context: false,
-        thresholds: SCHED_THRESHOLDS,
-    },
-    Rule {
-        id: "sched.host-steal",
-        tag: "sched.overcommit",
-        context: true,
-        thresholds: &[
-            Threshold {
-                name: "host steal share, info",
-                value: READY[0],
-                unit: "share",
-            },
-            Threshold {
-                name: "host steal share, low",
-                value: READY[1],
-                unit: "share",
-            },
-        ],
-    },
-];
+rules! {
+    /// The rules of `sched.*`.
+    pub enum SchedRule in Sched {
+        Overcommit {
+            id: "sched.overcommit",
+            tag: "sched.overcommit",
+            role: Problem,
+            thresholds: SCHED_THRESHOLDS,
+        },
+        VcpuReady {
+            id: "sched.vcpu-ready",
+            tag: "sched.overcommit",
+            role: Problem,
+            thresholds: SCHED_THRESHOLDS,
+        },
+        HostSteal {
+            id: "sched.host-steal",
+            tag: "sched.overcommit",
+            role: Context,
+            thresholds: &[
+                Threshold {
+                    name: "host steal share, info",
+                    value: READY[0],
+                    unit: "share",
+                },
+                Threshold {
+                    name: "host steal share, low",
+                    value: READY[1],
+                    unit: "share",
+                },
+            ],
+        },
+    }
+}
 
 /// `sched.overcommit` or `sched.vcpu-ready`, and `sched.host-steal`.
 pub fn check(ctx: &mut Ctx<'_>) {
@@ -164,9 +168,9 @@ fn waiting(s: &SchedSummary, timed: bool) -> Option<Hypothesis> {
     }
     let over = overcommitted(s);
     let id = if over {
-        "sched.overcommit"
+        RuleId::Sched(SchedRule::Overcommit)
     } else {
-        "sched.vcpu-ready"
+        RuleId::Sched(SchedRule::VcpuReady)
     };
     let enough = s.state_samples >= MIN_READINGS && s.window_ns >= MIN_WINDOW_NS;
     let other = s.host.other_load_cpus.unwrap_or(0.0);
@@ -198,7 +202,7 @@ fn waiting(s: &SchedSummary, timed: bool) -> Option<Hypothesis> {
         .hint_if(steal >= READY[0], Hint::HostSteal)
         .hint_if(floor > Severity::Info, Hint::DispatchWait);
     if over && (other >= OTHER_LOAD_CPUS || steal >= READY[0]) {
-        h = h.rival("sched.vcpu-ready", crate::diagnose::Confidence::Possible);
+        h = h.rival(SchedRule::VcpuReady, crate::diagnose::Confidence::Possible);
     }
     let background = other + steal * f64::from(s.online_cpus);
     h.model = model_effect(
@@ -282,7 +286,7 @@ fn host_steal(s: &SchedSummary) -> Option<Hypothesis> {
         Severity::Info
     };
     Some(
-        Hypothesis::with_cost("sched.host-steal", Cost::default(), vec![fact])
+        Hypothesis::with_cost(SchedRule::HostSteal, Cost::default(), vec![fact])
             .grading(Grading::Context(sev))
             .removes(0.0),
     )

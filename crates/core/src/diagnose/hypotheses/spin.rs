@@ -3,7 +3,7 @@
 //! guest); the exits cannot tell which, so it is context with the check that can. Pause exits
 //! as a cost mean lock-holder preemption on an overcommitted host.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::{Confidence, Severity};
 
@@ -16,41 +16,44 @@ pub const HANG_MIN_EXITS: u64 = 50;
 /// among a host's interrupts (10 in 100,000) is a lock that was briefly contended.
 pub const HANG_PAUSE_SHARE: f64 = 0.01;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "spin.hung-vcpu",
-        tag: "spin.pause-loop",
-        context: true,
-        thresholds: &[
-            Threshold {
-                name: "exits to judge",
-                value: HANG_MIN_EXITS as f64,
-                unit: "exits",
-            },
-            Threshold {
-                name: "pause share of the exits",
-                value: HANG_PAUSE_SHARE,
-                unit: "share",
-            },
-        ],
-    },
-    Rule {
-        id: "spin.pause",
-        tag: "spin.pause-loop",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "spin.pv-lock-wait",
-        tag: "spin.pause-loop",
-        context: false,
-        thresholds: &[Threshold {
-            name: "kicks per halt, at least",
-            value: KICKS_PER_WAIT,
-            unit: "×",
-        }],
-    },
-];
+rules! {
+    /// The rules of `spin.*`.
+    pub enum SpinRule in Spin {
+        HungVcpu {
+            id: "spin.hung-vcpu",
+            tag: "spin.pause-loop",
+            role: Context,
+            thresholds: &[
+                Threshold {
+                    name: "exits to judge",
+                    value: HANG_MIN_EXITS as f64,
+                    unit: "exits",
+                },
+                Threshold {
+                    name: "pause share of the exits",
+                    value: HANG_PAUSE_SHARE,
+                    unit: "share",
+                },
+            ],
+        },
+        Pause {
+            id: "spin.pause",
+            tag: "spin.pause-loop",
+            role: Problem,
+            thresholds: &[],
+        },
+        PvLockWait {
+            id: "spin.pv-lock-wait",
+            tag: "spin.pause-loop",
+            role: Problem,
+            thresholds: &[Threshold {
+                name: "kicks per halt, at least",
+                value: KICKS_PER_WAIT,
+                unit: "×",
+            }],
+        },
+    }
+}
 
 /// A paravirtual spinlock waiter spins (PAUSE), then halts; the unlocker kicks it with a
 /// hypercall: with at least one kick for every three halts, the halts are lock waits.
@@ -75,7 +78,7 @@ pub fn hang(ctx: &mut Ctx<'_>) {
     }
     let rows: Vec<_> = pause.iter().chain(&ex.named(&INTERRUPT)).copied().collect();
     // A compute-bound guest shows the same mix as a hung one: context, with the check.
-    let h = Hypothesis::new("spin.hung-vcpu", ev, ex, &rows)
+    let h = Hypothesis::new(SpinRule::HungVcpu, ev, ex, &rows)
         .grading(Grading::Context(Severity::Info))
         .confidence(Confidence::Possible)
         .hint_if(ev.host.amd(), Hint::Amd)
@@ -110,7 +113,7 @@ fn pv_wait(ctx: &mut Ctx<'_>) {
     }
     let rows: Vec<_> = pause.iter().chain(&kicks).copied().collect();
     // Contention costs the guest its waiting, not the exits: a sign of it is worth a look.
-    let mut hyp = Hypothesis::new("spin.pv-lock-wait", ev, ex, &rows)
+    let mut hyp = Hypothesis::new(SpinRule::PvLockWait, ev, ex, &rows)
         .max(Severity::High)
         .floor_if(true, Severity::Low)
         .confidence(Confidence::Likely)
@@ -138,7 +141,7 @@ fn pause(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let h = Hypothesis::new("spin.pause", ev, ex, &rows)
+    let h = Hypothesis::new(SpinRule::Pause, ev, ex, &rows)
         .max(Severity::Medium)
         .removes(0.7);
     ctx.push(h);

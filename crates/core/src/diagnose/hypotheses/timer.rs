@@ -5,7 +5,8 @@
 //! VM-wide devices: their rates are judged per VM. The readings of IO and MMIO exits without
 //! ports or addresses are made, with their competitors, in `io` and `mmio`.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use super::IoRule;
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::config::HvFlag;
 use crate::decode::{ioport, mmio};
 use crate::diagnose::evidence::{Item, Part};
@@ -36,50 +37,65 @@ const DEVICE: &[Threshold] = &[
     },
 ];
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "timer.acpi-pm-port",
-        tag: "timer.acpi-pm-port",
-        context: false,
-        thresholds: DEVICE,
-    },
-    Rule {
-        id: "timer.rtc-port",
-        tag: "timer.rtc-port",
-        context: false,
-        thresholds: DEVICE,
-    },
-    Rule {
-        id: "timer.hpet-mmio",
-        tag: "timer.hpet-mmio",
-        context: false,
-        thresholds: DEVICE,
-    },
-    Rule {
-        id: "timer.pit-port",
-        tag: "timer.pit-port",
-        context: false,
-        thresholds: DEVICE,
-    },
-    Rule {
-        id: "timer.hv-ref-count-msr",
-        tag: "msr.hyperv-synthetic",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "timer.stimer-message-nested",
-        tag: "msr.hyperv-synthetic",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "timer.lapic-hypervisor-hidden",
-        tag: "timer.lapic-hypervisor-hidden",
-        context: false,
-        thresholds: &[],
-    },
-];
+rules! {
+    /// The rules of `timer.*`.
+    pub enum TimerRule in Timer {
+        AcpiPmPort {
+            id: "timer.acpi-pm-port",
+            tag: "timer.acpi-pm-port",
+            role: Problem,
+            thresholds: DEVICE,
+        },
+        RtcPort {
+            id: "timer.rtc-port",
+            tag: "timer.rtc-port",
+            role: Problem,
+            thresholds: DEVICE,
+        },
+        HpetMmio {
+            id: "timer.hpet-mmio",
+            tag: "timer.hpet-mmio",
+            role: Problem,
+            thresholds: DEVICE,
+        },
+        PitPort {
+            id: "timer.pit-port",
+            tag: "timer.pit-port",
+            role: Problem,
+            thresholds: DEVICE,
+        },
+        HvRefCountMsr {
+            id: "timer.hv-ref-count-msr",
+            tag: "msr.hyperv-synthetic",
+            role: Problem,
+            thresholds: &[],
+        },
+        StimerMessageNested {
+            id: "timer.stimer-message-nested",
+            tag: "msr.hyperv-synthetic",
+            role: Problem,
+            thresholds: &[],
+        },
+        LapicHypervisorHidden {
+            id: "timer.lapic-hypervisor-hidden",
+            tag: "timer.lapic-hypervisor-hidden",
+            role: Problem,
+            thresholds: &[],
+        },
+        TscDeadlineRearm {
+            id: "timer.tsc-deadline-rearm",
+            tag: "timer.tsc-deadline-rearm",
+            role: Problem,
+            thresholds: super::timer_tick::THRESHOLDS,
+        },
+        TickStorm {
+            id: "timer.tick-storm",
+            tag: "timer.tick-storm",
+            role: Problem,
+            thresholds: super::timer_tick::THRESHOLDS,
+        },
+    }
+}
 
 /// How a timer device's exits are graded: by cost, and by their VM-wide rate.
 pub fn device_grading() -> Grading {
@@ -112,7 +128,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
     if let Some(m) = &ev.msrs {
         let refc = msrs(ctx, m, |i, a| i == 0x4000_0020 && a != Some(Access::Write));
         if !refc.is_empty() {
-            let h = Hypothesis::new("timer.hv-ref-count-msr", ev, m, &refc).hint_if(
+            let h = Hypothesis::new(TimerRule::HvRefCountMsr, ev, m, &refc).hint_if(
                 ev.host
                     .facts
                     .clocksource
@@ -131,7 +147,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             } else {
                 Severity::Low
             };
-            ctx.push(Hypothesis::new("timer.stimer-message-nested", ev, m, &stimer).max(max));
+            ctx.push(Hypothesis::new(TimerRule::StimerMessageNested, ev, m, &stimer).max(max));
         }
     }
     lapic_hidden(ctx);
@@ -140,12 +156,12 @@ pub fn check(ctx: &mut Ctx<'_>) {
 fn rtc_pit(ctx: &mut Ctx<'_>, p: &Part) {
     let rtc = ports(ctx, p, ioport::is_rtc, false);
     if !rtc.is_empty() {
-        let h = platform("timer.rtc-port", ctx, p, &rtc);
+        let h = platform(TimerRule::RtcPort, ctx, p, &rtc);
         ctx.push(h);
     }
     let pit = ports(ctx, p, ioport::is_pit, false);
     if !pit.is_empty() {
-        let h = platform("timer.pit-port", ctx, p, &pit);
+        let h = platform(TimerRule::PitPort, ctx, p, &pit);
         ctx.push(h);
     }
 }
@@ -171,7 +187,7 @@ fn msrs<'p>(
 }
 
 /// A platform timer hypothesis with what the configuration says about the enlightenments.
-fn platform(id: &'static str, ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesis {
+fn platform(id: TimerRule, ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesis {
     let ev = ctx.ev;
     Hypothesis::new(id, ev, p, rows)
         .grading(device_grading())
@@ -193,17 +209,17 @@ fn platform(id: &'static str, ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypoth
 /// `timer.acpi-pm-port` from port rows; on a Linux (or unknown) guest the PM timer is also read
 /// by acpi_idle's dummy wait, a competitor the clocksource tells apart.
 pub fn acpi_pm(ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesis {
-    let h = platform("timer.acpi-pm-port", ctx, p, rows);
+    let h = platform(TimerRule::AcpiPmPort, ctx, p, rows);
     if ctx.ev.windows() {
         h
     } else {
-        h.rival("io.acpi-idle-port", Confidence::Possible)
+        h.rival(IoRule::AcpiIdlePort, Confidence::Possible)
     }
 }
 
 /// `timer.hpet-mmio` from HPET address rows.
 pub fn hpet(ctx: &Ctx<'_>, m: &Part, rows: &[&Item]) -> Hypothesis {
-    platform("timer.hpet-mmio", ctx, m, rows)
+    platform(TimerRule::HpetMmio, ctx, m, rows)
 }
 
 /// Windows on the LAPIC timer with no enlightenment in use: no hypercall, no MSR write, no
@@ -227,7 +243,7 @@ fn lapic_hidden(ctx: &mut Ctx<'_>) {
         ex.absent("VMCALL", "absent: no Hyper-V hypercalls"),
         ex.absent("MSR_WRITE", "absent: no synthetic-MSR or x2APIC writes"),
     ];
-    let mut h = Hypothesis::new("timer.lapic-hypervisor-hidden", ev, ex, &apic_write)
+    let mut h = Hypothesis::new(TimerRule::LapicHypervisorHidden, ev, ex, &apic_write)
         .max(Severity::Low)
         .support(absent)
         .hint(Hint::NoEnlightenment)

@@ -2,25 +2,28 @@
 //! printed as `UNKNOWN`, names of another architecture — kept and shown, with what they may be;
 //! and a guest that triple-faulted (a crash whose cause the exits cannot tell).
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule};
+use super::{Ctx, Grading, Hint, Hypothesis, rules};
 use crate::diagnose::evidence::{Item, known_exit};
 use crate::diagnose::model::{Confidence, Severity};
 use crate::profile::Key;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "unknown.exit-codes",
-        tag: "unknown-exit",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "unknown.triple-fault",
-        tag: "guest.crash",
-        context: false,
-        thresholds: &[],
-    },
-];
+rules! {
+    /// The rules of `unknown.*`.
+    pub enum UnknownRule in Unknown {
+        ExitCodes {
+            id: "unknown.exit-codes",
+            tag: "unknown-exit",
+            role: Problem,
+            thresholds: &[],
+        },
+        TripleFault {
+            id: "unknown.triple-fault",
+            tag: "guest.crash",
+            role: Problem,
+            thresholds: &[],
+        },
+    }
+}
 
 /// RISC-V KVM's exit and interrupt names, as perf kvm stat prints them.
 fn riscv(name: &str) -> bool {
@@ -60,7 +63,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let mut h = Hypothesis::new("unknown.exit-codes", ev, ex, rows)
+    let mut h = Hypothesis::new(UnknownRule::ExitCodes, ev, ex, rows)
         .max(Severity::Low)
         .hint_if(is_riscv, Hint::RiscV)
         .hint_if(!unnamed.is_empty(), Hint::Unnamed)
@@ -85,7 +88,7 @@ fn triple(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let h = Hypothesis::new("unknown.triple-fault", ev, ex, &rows)
+    let h = Hypothesis::new(UnknownRule::TripleFault, ev, ex, &rows)
         .grading(Grading::Fixed(Severity::Medium))
         .removes(0.0);
     ctx.push(h);

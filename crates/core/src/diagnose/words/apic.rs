@@ -5,12 +5,12 @@ use super::fixes::{F, hv_fix};
 use super::sources::*;
 use super::{Description, W, Words};
 use crate::config::HvFlag;
+use crate::diagnose::hypotheses::ApicRule;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::{Fix, ForGuest};
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "apic.apicv-inhibited-synic" => Description {
+pub fn describe(id: ApicRule) -> Description {
+    match id {
+        ApicRule::ApicvInhibitedSynic => Description {
             title: "SynIC's AutoEOI keeps APICv off: IPIs and EOIs exit through MSR writes",
             meaning: "A Windows guest with hv-synic uses AutoEOI unless told not to; KVM cannot combine \
                       AutoEOI with APICv/AVIC and inhibits APIC virtualization for the whole VM, so every \
@@ -25,57 +25,56 @@ pub fn describe(id: &str) -> Option<Description> {
                 KVM_FORUM_2021,
             ],
         },
-        "apic.hv-apic-msrs" => Description {
+        ApicRule::HvApicMsrs => Description {
             title: "Windows writes the synthetic EOI/ICR/TPR MSRs: every EOI exits although APICv could take it",
             meaning: "hv-vapic without hv-avic makes QEMU recommend the Hyper-V APIC-access MSRs \
                       (HV_APIC_ACCESS_RECOMMENDED); Windows then ends every interrupt with a write to \
                       HV_X64_MSR_EOI (0x40000070), an exit APICv cannot accelerate — even with APICv on.",
             sources: &[VITALY_AEOI, QEMU_HV_AVIC, QEMU_HYPERV, LIBVIRT_HYPERV],
         },
-        "apic.apicv-off" => Description {
+        ApicRule::ApicvOff => Description {
             title: "APIC virtualization is off on the host: every EOI and IPI exits",
             meaning: "With kvm_intel enable_apicv=0 (or kvm_amd avic=0, or a CPU without it) the local APIC is \
                       fully emulated: EOI, ICR and TPR accesses exit, and interrupts are injected through \
                       interrupt-window exits.",
             sources: &[QEMU_HYPERV, KVM_TRACE_H],
         },
-        "apic.apic-access-mmio" => Description {
+        ApicRule::ApicAccessMmio => Description {
             title: "local APIC page accesses are trapped and emulated: APIC virtualization is off",
             meaning: "Accesses to the xAPIC page (0xfee00000: TPR, EOI, ICR) exit and are emulated one \
                       instruction at a time when APICv/AVIC is off, absent or inhibited.",
             sources: &[QEMU_HYPERV, KVM_TRACE_H, PERF_KVM],
         },
-        "apic.apicv-inhibited" => Description {
+        ApicRule::ApicvInhibited => Description {
             title: "interrupts are injected through window exits: APIC virtualization is inhibited or off",
             meaning: "INTERRUPT_WINDOW, TPR_BELOW_THRESHOLD, CR8 writes (SVM) and `vintr` exits are what KVM \
                       needs to inject interrupts without APICv/AVIC; with it active they are rare. Inhibitors: \
                       PIT reinjection (AMD), SynIC AutoEOI, nested guests, x2APIC on hosts without x2AVIC.",
             sources: &[KVM_TRACE_H, KVM_I8254, VITALY_AEOI, LIBVIRT_TIME],
         },
-        "apic.eoi-exits" => Description {
+        ApicRule::EoiExits => Description {
             title: "end-of-interrupt writes exit",
             meaning: "x2APIC EOI (0x80b) or Hyper-V EOI (0x40000070) writes, or EOI-induced exits: without \
                       virtual-interrupt delivery every EOI is an exit; under APICv only level-triggered \
                       interrupts' EOIs are.",
             sources: &[KVM_CPUID_DOC, QEMU_HYPERV],
         },
-        "apic.ipi-storm" => Description {
+        ApicRule::IpiStorm => Description {
             title: "cross-vCPU interrupts (IPIs) at a high rate, an exit or more each",
             meaning: "Writes to the interrupt command register (x2APIC 0x830, Hyper-V 0x40000071, or APIC_WRITE \
                       exits under APICv): every IPI costs the sender an exit and, unless posted, the receiver \
                       a kick or a wake-up. Paravirtual IPIs batch them.",
             sources: &[PV_IPI, QEMU_HYPERV, KVM_FORUM_2021],
         },
-        _ => return None,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "apic.apicv-inhibited-synic" => synic(w),
-        "apic.apicv-off" => off(w),
-        "apic.hv-apic-msrs" => hv_msrs(w),
-        "apic.apic-access-mmio" => Words {
+pub fn write(w: &W<'_>, id: ApicRule) -> Words {
+    match id {
+        ApicRule::ApicvInhibitedSynic => synic(w),
+        ApicRule::HvApicMsrs => hv_msrs(w),
+        ApicRule::ApicvOff => off(w),
+        ApicRule::ApicAccessMmio => Words {
             cause: format!(
                 "{}Accesses to the xAPIC page (TPR +0x80, EOI +0xb0, ICR +0x300/+0x310) exit and are decoded \
                  and emulated one instruction at a time when APICv/AVIC is off, absent (CPUs before APICv) or \
@@ -93,8 +92,8 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                     .into(),
             ..Words::default()
         },
-        "apic.apicv-inhibited" => inhibited(w),
-        "apic.eoi-exits" => Words {
+        ApicRule::ApicvInhibited => inhibited(w),
+        ApicRule::EoiExits => Words {
             cause: if w.has(Hint::EoiInduced) {
                 "EOI-induced exits are the EOIs of level-triggered interrupts (legacy INTx devices: emulated \
                  IDE, e1000, …), which APICv still hands to KVM so it can update the IOAPIC."
@@ -132,9 +131,8 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "EOIs stop exiting".into(),
             ..Words::default()
         },
-        "apic.ipi-storm" => ipi(w),
-        _ => return None,
-    })
+        ApicRule::IpiStorm => ipi(w),
+    }
 }
 
 /// Turning APIC virtualization on in the host.

@@ -4,12 +4,12 @@
 use super::fixes::F;
 use super::sources::*;
 use super::{Description, W, Words};
+use crate::diagnose::hypotheses::EmulationRule;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::ForGuest;
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "emulation.failed" => Description {
+pub fn describe(id: EmulationRule) -> Description {
+    match id {
+        EmulationRule::Failed => Description {
             title: "KVM could not emulate a guest instruction: the guest gets an exception or stops",
             meaning: "KVM emulates an instruction when hardware cannot run it directly (an access to emulated \
                       MMIO, real mode, an intercepted fault). When emulation fails it injects an exception \
@@ -18,19 +18,18 @@ pub fn describe(id: &str) -> Option<Description> {
                       MMIO).",
             sources: &[KVM_API_DOC, KVM_TRACE_H, KVM_NESTED_DOC],
         },
-        "emulation.insn" => Description {
+        EmulationRule::Insn => Description {
             title: "KVM emulates guest instructions at a high rate",
             meaning: "Each emulated instruction is decoded and executed in software (an MMIO access, real-mode \
                       or big-real-mode code, an intercepted fault): microseconds each.",
             sources: &[KVM_TRACE_H, PERF_KVM],
         },
-        _ => return None,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "emulation.failed" => Words {
+pub fn write(w: &W<'_>, id: EmulationRule) -> Words {
+    match id {
+        EmulationRule::Failed => Words {
             cause: format!(
                 "{}KVM tried to emulate an instruction and failed: it injected an exception into the guest \
                  or returned KVM_EXIT_INTERNAL_ERROR, which stops the VM. Known causes: an instruction KVM's \
@@ -61,7 +60,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "the guest runs past the instruction".into(),
             ..Words::default()
         },
-        "emulation.insn" => Words {
+        EmulationRule::Insn => Words {
             cause: format!(
                 "KVM emulates guest instructions in software at this rate: MMIO accesses it must decode, \
                  real-mode code, intercepted faults.{}",
@@ -83,6 +82,5 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "fewer emulated instructions".into(),
             ..Words::default()
         },
-        _ => return None,
-    })
+    }
 }

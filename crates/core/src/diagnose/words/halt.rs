@@ -31,48 +31,23 @@ fn no_block() -> Words {
         ..Words::default()
     }
 }
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "halt.churn" => Description {
+use crate::diagnose::hypotheses::HaltRule;
+pub fn describe(id: HaltRule) -> Description {
+    match id {
+        HaltRule::Churn => Description {
             title: "halt/wake churn: the vCPUs halt and are woken again thousands of times a second",
             meaning: "Many short halts per second: every wake-up is an IPI, a trip through the host scheduler, \
                       an exit and an entry. Halt polling (host halt_poll_ns, the guest's cpuidle-haltpoll \
                       driver) absorbs halts shorter than its window.",
             sources: &[HALT_POLL_DOC, GUEST_HALT_POLL_DOC, HALTPOLL_GOVERNOR],
         },
-        "idle.hlt" => Description {
-            title: "the guest is mostly idle: halts dominate",
-            meaning: "HLT means the vCPU had nothing to run; KVM counts the time until the next interrupt as \
-                      the exit's handling time, so halts dominate an idle guest's Time%. It is the guest \
-                      waiting, not the cost of virtualization.",
-            sources: &[PERF_KVM, HALT_POLL_DOC],
-        },
-        _ => return None,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "halt.churn" => churn(w),
-        "idle.hlt" => Words {
-            cause: "HLT means the vCPU had nothing to run and halted; KVM counts the time until the next \
-                    interrupt as the exit's handling time, so halts dominate the Time% of an idle guest. \
-                    virtlens keeps it apart from the cost of virtualization."
-                .into(),
-            fixes: vec![
-                F::new(
-                    ForGuest::Any,
-                    "nothing to fix; only when wake-up latency matters, poll instead of halting",
-                )
-                .host("halt polling: kvm.halt_poll_ns (trades host CPU for wake-up latency)")
-                .done(),
-            ],
-            effect: "no change in throughput".into(),
-            ..Words::default()
-        },
-        _ => return None,
-    })
+pub fn write(w: &W<'_>, id: HaltRule) -> Words {
+    match id {
+        HaltRule::Churn => churn(w),
+    }
 }
 
 fn churn(w: &W<'_>) -> Words {

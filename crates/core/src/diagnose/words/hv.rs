@@ -8,21 +8,22 @@ use super::overcommit::{self, READY_MEANS};
 use super::sources::*;
 use super::{Description, W, Words};
 use crate::counters::words;
+use crate::diagnose::hypotheses::HvRule;
 use crate::diagnose::model::ForGuest;
 
-pub fn describe(id: &str) -> Option<Description> {
+pub fn describe(id: HvRule) -> Description {
     let (meaning, sources): (&'static str, &'static [crate::diagnose::model::Source]) = match id {
-        "hv.hypervisor-time" => (
+        HvRule::HypervisorTime => (
             "The VPs' `% Hypervisor Run Time` is a large share of their run time: intercepts (interrupts, \
              EOIs, IPIs, emulated IO, hypercalls) take time from the guest.",
             &[MS_HYPERV_BOTTLENECKS, PAL_HYPERV],
         ),
-        "hv.interrupt-delivery" => (
+        HvRule::InterruptDelivery => (
             "Most of the VPs' intercepts are external interrupts, EOI accesses and IPIs: interrupt \
              delivery without hardware help, two or more intercepts per IO at high IO rates.",
             &[SNIA_10M_IOPS, ELI_2012, MS_HYPERV_BOTTLENECKS],
         ),
-        "hv.overcommit" => (
+        HvRule::Overcommit => (
             READY_MEANS,
             &[
                 VMWARE_READY_KB,
@@ -31,46 +32,41 @@ pub fn describe(id: &str) -> Option<Description> {
                 MS_HYPERV_BOTTLENECKS,
             ],
         ),
-        "hv.cpu-limit" => (
+        HvRule::CpuLimit => (
             "esxtop's %MLMTD: the VM was ready but held back by its CPU limit.",
             &[VMWARE_READY_KB],
         ),
-        _ => return None,
     };
-    Some(Description {
+    Description {
         title: words::of(id).title,
         meaning,
         sources,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    let id = w.h.id;
+pub fn write(_: &W<'_>, id: HvRule) -> Words {
     let prose = words::of(id);
-    if prose.cause.is_empty() {
-        return None;
-    }
     let fixes = match id {
-        "hv.overcommit" => overcommit::fixes(),
-        _ => prose
+        HvRule::Overcommit => overcommit::fixes(),
+        HvRule::HypervisorTime | HvRule::InterruptDelivery | HvRule::CpuLimit => prose
             .fix
             .iter()
             .map(|f| F::new(ForGuest::Any, f.trim_end_matches('.')).done())
             .collect(),
     };
-    Some(Words {
+    Words {
         cause: prose.cause.to_string(),
         fixes,
         effect: match id {
-            "hv.interrupt-delivery" => {
+            HvRule::InterruptDelivery => {
                 "interrupts delivered without intercepts: fewer intercepts per IO, more IOPS per VP"
                     .into()
             }
-            "hv.hypervisor-time" => "VP time returns to the guest".into(),
-            _ => "vCPUs run when they are ready".into(),
+            HvRule::HypervisorTime => "VP time returns to the guest".into(),
+            HvRule::Overcommit | HvRule::CpuLimit => "vCPUs run when they are ready".into(),
         },
         confirm: None,
         check: None,
         title: None,
-    })
+    }
 }

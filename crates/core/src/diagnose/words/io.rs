@@ -2,52 +2,47 @@
 //! port reads, any other hot port, and emulated MMIO devices.
 
 use super::fixes::F;
+use super::io_path;
 use super::sources::*;
 use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
+use crate::diagnose::hypotheses::IoRule;
 use crate::diagnose::model::ForGuest;
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "io.serial-pio-storm" => Description {
+pub fn describe(id: IoRule) -> Description {
+    match id {
+        IoRule::SerialPioStorm => Description {
             title: "the guest talks to the emulated 8250 serial port byte by byte",
             meaning: "Every byte written to THR (0x3f8) and every poll of the line status register (0x3fd) \
                       is an exit and a round trip to QEMU: a console logging to ttyS0 or a serial loop.",
             sources: &[TGLX_SERIAL, KVM_TIMEKEEPING],
         },
-        "io.virtio-legacy-pio-notify" => Description {
+        IoRule::VirtioLegacyPioNotify => Description {
             title: "legacy virtio-pci devices notify their queues through port IO",
             meaning: "A port in the PCI IO range at BAR offset 0x10 is legacy virtio-pci's QUEUE_NOTIFY: the \
                       driver writes it for every batch of requests, each a PIO exit; modern virtio notifies \
                       through MMIO that KVM completes in the kernel.",
             sources: &[MFLEMING_2017, VIRTIO_SPEC, LIBVIRT_VIRTIO_MODELS],
         },
-        "io.acpi-idle-port" => Description {
+        IoRule::AcpiIdlePort => Description {
             title: "the guest idles through acpi_idle: C-state entry reads ACPI ports, each an exit",
             meaning: "acpi_idle enters C2/C3 by reading the P_LVLx port and then does a dummy PM-timer read \
                       (a chipset wait) — both trap in a VM, on every idle entry.",
             sources: &[ACPI_IDLE_CODE, GUEST_HALT_POLL_DOC],
         },
-        "io.emulated-port" => Description {
+        IoRule::EmulatedPort => Description {
             title: "an emulated device's port is a hot exit",
             meaning: "Every IN/OUT to the port exits; unless KVM emulates the device in the kernel (PIC, PIT, \
                       ioeventfd) the access goes to QEMU and back.",
             sources: &[PERF_KVM, KVM_TIMEKEEPING],
         },
-        "mmio.emulated-device" => Description {
-            title: "the guest hammers an emulated MMIO device: every access is an exit",
-            meaning: "Accesses to emulated MMIO (EPT_MISCONFIG on Intel) go to QEMU unless an ioeventfd or an \
-                      in-kernel device takes them: VGA framebuffers, USB controllers, virtio without \
-                      ioeventfd.",
-            sources: &[PERF_KVM, LIBVIRT_VIRTIO_MODELS],
-        },
-        _ => return None,
-    })
+        IoRule::NotifyExits => io_path::NOTIFY_EXITS,
+        IoRule::Polling => io_path::POLLING,
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "io.serial-pio-storm" => Words {
+pub fn write(w: &W<'_>, id: IoRule) -> Words {
+    match id {
+        IoRule::SerialPioStorm => Words {
             cause: "The 8250 UART is emulated in QEMU: every byte written to THR and every poll of the line \
                     status register is an exit and a round trip to userspace, plus IRQ-line updates. A \
                     guest logging to a serial console (console=ttyS0 at a high log level) or spinning in a \
@@ -69,8 +64,8 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                 .into(),
             ..Words::default()
         },
-        "io.virtio-legacy-pio-notify" => virtio(w),
-        "io.acpi-idle-port" => Words {
+        IoRule::VirtioLegacyPioNotify => virtio(w),
+        IoRule::AcpiIdlePort => Words {
             cause: "Reads of the ACPI P_LVLx ports (PMBASE+0x14/0x15) with PM-timer reads beside them: \
                     acpi_idle enters a C-state through the port and then reads the PM timer as a chipset \
                     wait. In a VM both are exits to QEMU, on every idle entry."
@@ -89,7 +84,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "idle entry becomes a HLT (or a poll) without port exits".into(),
             ..Words::default()
         },
-        "io.emulated-port" if w.has(Hint::Aggregate) => Words {
+        IoRule::EmulatedPort if w.has(Hint::Aggregate) => Words {
             title: Some("port IO exits to an emulated device: every access goes to the VMM".into()),
             cause: format!(
                 "Without port detail the device is unknown: these exits are port accesses of some \
@@ -116,7 +111,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "the port's exits disappear with the device access".into(),
             ..Words::default()
         },
-        "io.emulated-port" => Words {
+        IoRule::EmulatedPort => Words {
             title: w.h.evidence.first().map(|f| {
                 format!(
                     "port {}{} is a hot exit",
@@ -139,9 +134,9 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "the port's exits disappear with the device access".into(),
             ..Words::default()
         },
-        "mmio.emulated-device" => mmio(w),
-        _ => return None,
-    })
+        IoRule::NotifyExits => io_path::notify(w),
+        IoRule::Polling => io_path::polling(),
+    }
 }
 
 fn virtio(w: &W<'_>) -> Words {
@@ -186,62 +181,6 @@ fn virtio(w: &W<'_>) -> Words {
                  virtio-pci region confirms it"
                     .to_string()
             }),
-        ..Words::default()
-    }
-}
-
-fn mmio(w: &W<'_>) -> Words {
-    let reading = if w.has(Hint::Aggregate) {
-        w.by_guest(|g| match g {
-            ForGuest::Windows => "Without addresses this is a reading: on a Windows guest the usual candidates \
-                                  are the HPET (without hv-stimer), a legacy device's registers (VGA/QXL, USB \
-                                  controller polling) or virtio without ioeventfd."
-                .into(),
-            _ => "Without addresses this is a reading: the usual candidates are virtio notifications without \
-                  ioeventfd, a clock on the HPET (clocksource=hpet), or an emulated device polled by the guest \
-                  (VGA, USB)."
-                .into(),
-        })
-    } else {
-        String::new()
-    };
-    let title =
-        w.h.evidence
-            .first()
-            .filter(|_| !w.has(Hint::Aggregate))
-            .map(|f| {
-                format!(
-                    "the guest hammers {}: every access is an MMIO exit",
-                    f.name
-                        .as_deref()
-                        .and_then(|n| n.split([' ', ':']).next())
-                        .map_or_else(|| f.key.clone(), str::to_string)
-                )
-            });
-    Words {
-        title,
-        cause: format!(
-            "{reading} Each access to emulated MMIO exits (EPT_MISCONFIG on Intel: KVM marks those pages with a \
-             reserved-bit entry); unless an ioeventfd or an in-kernel device takes it, it is a round trip to \
-             QEMU."
-        )
-        .trim()
-        .to_string(),
-        fixes: vec![
-            F::new(
-                ForGuest::Any,
-                "replace the emulated device with a paravirtual one, or let KVM take the access in the kernel",
-            )
-            .qemu(
-                "-device virtio-…-pci,ioeventfd=on; -device qemu-xhci instead of UHCI/EHCI; virtio-gpu or QXL \
-                 instead of a VGA framebuffer the guest polls",
-            )
-            .libvirt("<driver ioeventfd='on'/> on virtio devices; <controller type='usb' model='qemu-xhci'/>")
-            .guest("find the driver touching it (guest perf/ETW on the exiting rip)")
-            .advice(&["advice.paravirtual-device"])
-            .done(),
-        ],
-        effect: "the device's MMIO exits disappear or stay in the kernel (no userspace round trip)".into(),
         ..Words::default()
     }
 }

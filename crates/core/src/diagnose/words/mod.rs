@@ -6,25 +6,35 @@
 //! from the rules' logic; numbers are not formatted here (the renderer shows them).
 
 mod apic;
+mod cpuid;
 mod emulation;
 mod fixes;
 mod halt;
 mod hv;
+mod hypercall;
+mod idle;
 mod io;
-mod iopath;
-mod misc;
+mod io_path;
+mod irq;
+mod mmio;
 mod mmu;
+mod msr;
 mod nested;
 pub mod overcommit;
 mod sched;
 pub mod sources;
+mod spin;
 mod timer;
+mod unknown;
 
 use crate::config::GuestFamily;
 
 use super::evidence::{EvidenceSet, Strength};
-use super::hypotheses::{Hint, Hypothesis};
+use super::hypotheses::{
+    ApicRule, Hint, HvRule, Hypothesis, IoRule, IrqRule, MmioRule, SchedRule, TimerRule,
+};
 use super::model::{Fix, ForGuest, Source};
+use super::rules::{Family, RuleId};
 
 pub use fixes::hv_fix;
 
@@ -110,38 +120,50 @@ pub fn label(g: ForGuest) -> &'static str {
 }
 
 /// The catalogue prose of `id`.
-pub fn describe(id: &str) -> Option<Description> {
-    timer::describe(id)
-        .or_else(|| apic::describe(id))
-        .or_else(|| io::describe(id))
-        .or_else(|| mmu::describe(id))
-        .or_else(|| halt::describe(id))
-        .or_else(|| nested::describe(id))
-        .or_else(|| emulation::describe(id))
-        .or_else(|| iopath::describe(id))
-        .or_else(|| hv::describe(id))
-        .or_else(|| misc::describe(id))
-        .or_else(|| sched::describe(id))
+pub fn describe(id: RuleId) -> Description {
+    match id {
+        RuleId::Unknown(r) => unknown::describe(r),
+        RuleId::Emulation(r) => emulation::describe(r),
+        RuleId::Nested(r) => nested::describe(r),
+        RuleId::Mmu(r) => mmu::describe(r),
+        RuleId::Spin(r) => spin::describe(r),
+        RuleId::Timer(r) => timer::describe(r),
+        RuleId::Apic(r) => apic::describe(r),
+        RuleId::Io(r) => io::describe(r),
+        RuleId::Msr(r) => msr::describe(r),
+        RuleId::Mmio(r) => mmio::describe(r),
+        RuleId::Halt(r) => halt::describe(r),
+        RuleId::Hypercall(r) => hypercall::describe(r),
+        RuleId::Cpuid(r) => cpuid::describe(r),
+        RuleId::Sched(r) => sched::describe(r),
+        RuleId::Hv(r) => hv::describe(r),
+        RuleId::Irq(r) => irq::describe(r),
+        RuleId::Idle(r) => idle::describe(r),
+    }
 }
 
 /// The words of `h` on `ev`.
 pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
     let w = W { h, ev };
-    let family = h.id.split('.').next().unwrap_or("");
-    let words = match family {
-        _ if iopath::describe(h.id).is_some() => iopath::write(&w),
-        "hv" => hv::write(&w),
-        "timer" => timer::write(&w),
-        "apic" => apic::write(&w),
-        "io" | "mmio" => io::write(&w),
-        "mmu" | "spin" => mmu::write(&w),
-        "halt" | "idle" => halt::write(&w),
-        "nested" => nested::write(&w),
-        "emulation" => emulation::write(&w),
-        "sched" => sched::write(&w),
-        _ => misc::write(&w),
+    let mut words = match h.id {
+        RuleId::Unknown(r) => unknown::write(&w, r),
+        RuleId::Emulation(r) => emulation::write(&w, r),
+        RuleId::Nested(r) => nested::write(&w, r),
+        RuleId::Mmu(r) => mmu::write(&w, r),
+        RuleId::Spin(r) => spin::write(&w, r),
+        RuleId::Timer(r) => timer::write(&w, r),
+        RuleId::Apic(r) => apic::write(&w, r),
+        RuleId::Io(r) => io::write(&w, r),
+        RuleId::Msr(r) => msr::write(&w, r),
+        RuleId::Mmio(r) => mmio::write(&w, r),
+        RuleId::Halt(r) => halt::write(&w, r),
+        RuleId::Hypercall(r) => hypercall::write(&w, r),
+        RuleId::Cpuid(r) => cpuid::write(&w, r),
+        RuleId::Sched(r) => sched::write(&w, r),
+        RuleId::Hv(r) => hv::write(&w, r),
+        RuleId::Irq(r) => irq::write(&w, r),
+        RuleId::Idle(r) => idle::write(&w, r),
     };
-    let mut words = words.unwrap_or_default();
     if !h.rivals.is_empty() && words.check.is_none() {
         words.check = Some(check_for(h.id).to_string());
     }
@@ -152,43 +174,47 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
 }
 
 /// What speaks for a rival of a finding, in a phrase.
-pub fn rival_why(id: &str) -> &'static str {
+pub fn rival_why(id: RuleId) -> &'static str {
     match id {
-        "timer.acpi-pm-port" => {
+        RuleId::Timer(TimerRule::AcpiPmPort) => {
             "a guest reading its clock from the ACPI PM timer (Windows without hv-time; Linux on clocksource acpi_pm)"
         }
-        "timer.rtc-port" => "a Windows guest without hv-stimer driving its tick through the RTC",
-        "timer.hpet-mmio" => {
+        RuleId::Timer(TimerRule::RtcPort) => {
+            "a Windows guest without hv-stimer driving its tick through the RTC"
+        }
+        RuleId::Timer(TimerRule::HpetMmio) => {
             "a guest on the emulated HPET (Windows without hv-stimer; Linux on clocksource hpet)"
         }
-        "io.virtio-legacy-pio-notify" => {
+        RuleId::Io(IoRule::VirtioLegacyPioNotify) => {
             "legacy virtio-pci devices notifying their queues through port IO"
         }
-        "io.serial-pio-storm" => "a serial console written byte by byte",
-        "io.acpi-idle-port" => "acpi_idle's C-state entry, which ends with a dummy PM-timer read",
-        "mmio.emulated-device" => {
+        RuleId::Io(IoRule::SerialPioStorm) => "a serial console written byte by byte",
+        RuleId::Io(IoRule::AcpiIdlePort) => {
+            "acpi_idle's C-state entry, which ends with a dummy PM-timer read"
+        }
+        RuleId::Mmio(MmioRule::EmulatedDevice) => {
             "an emulated device the guest polls (VGA, USB, virtio without ioeventfd)"
         }
-        "timer.tsc-deadline-rearm" => {
+        RuleId::Timer(TimerRule::TscDeadlineRearm) => {
             "the guest re-arming its timer (TSC_DEADLINE 0x6e0), around every idle entry and exit"
         }
-        "apic.ipi-storm" => {
+        RuleId::Apic(ApicRule::IpiStorm) => {
             "cross-vCPU IPIs through the x2APIC ICR (0x830), each waking another vCPU"
         }
-        "apic.apicv-inhibited-synic" => {
+        RuleId::Apic(ApicRule::ApicvInhibitedSynic) => {
             "a Windows guest whose SynIC AutoEOI keeps APICv off, so EOIs and IPIs go through MSRs"
         }
-        "apic.apicv-off" => {
+        RuleId::Apic(ApicRule::ApicvOff) => {
             "APIC virtualization switched off on the host (kvm_intel enable_apicv=0 / kvm_amd avic=0)"
         }
-        "apic.apicv-inhibited" => {
+        RuleId::Apic(ApicRule::ApicvInhibited) => {
             "APIC virtualization enabled but inhibited (PIT reinjection, SynIC AutoEOI, nested, a \
              changed APIC ID)"
         }
-        "apic.hv-apic-msrs" => {
+        RuleId::Apic(ApicRule::HvApicMsrs) => {
             "Windows steered to the Hyper-V EOI/ICR/TPR MSRs by hv-vapic without hv-avic, with APICv on"
         }
-        "sched.vcpu-ready" => {
+        RuleId::Sched(SchedRule::VcpuReady) => {
             "other load on the host, or its own steal, taking CPUs from the vCPUs besides their own number"
         }
         _ => "another cause of the same exits",
@@ -196,46 +222,50 @@ pub fn rival_why(id: &str) -> &'static str {
 }
 
 /// The capture or command that names the rows behind `id`'s exits.
-pub fn check_for(id: &str) -> &'static str {
-    match id.split('.').next().unwrap_or("") {
-        _ if matches!(id, "timer.hpet-mmio" | "mmio.emulated-device") => {
-            "record the addresses: `perf kvm stat record -a sleep 10`, then `perf kvm stat report \
-             --event=mmio` (the HPET is 0xfed00000–0xfed003ff), or `virtlens record`"
-        }
-        _ if matches!(id, "irq.delivery-exits" | "hv.interrupt-delivery") => {
-            "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \
-             `/sys/module/kvm_amd/parameters/avic`), trace why APICv is inhibited (`trace-cmd record \
-             -e kvm:kvm_apicv_inhibit_changed`), and see whether the EOIs and halts return to the \
-             VMM (a userspace irqchip): `virtlens record`, then `virtlens report`"
-        }
-        _ if matches!(
-            id,
-            "timer.tsc-deadline-rearm" | "apic.ipi-storm" | "apic.apicv-inhibited-synic"
-        ) =>
-        {
-            "record the MSRs: `perf kvm stat record -a sleep 10`, then `perf kvm stat report \
-             --event=msr` — writes to 0x6e0 are timer re-arms, to 0x830 IPIs, to 0x40000070/71 \
-             the Hyper-V EOI/ICR — or `trace-cmd record -e kvm:kvm_msr -e kvm:kvm_apic`"
-        }
-        "timer" | "io" => {
-            "record the ports: `perf kvm stat record -a sleep 10`, then `perf kvm stat report \
-             --event=ioport` (0x608/0xb008 reads: PM timer; 0x70/0x71: RTC; 0x3f8–0x3fd: serial; \
-             0xc000 and up: PCI device BARs), or `virtlens record`"
-        }
-        "apic" => {
-            "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \
-             `/sys/module/kvm_amd/parameters/avic`) and trace why APICv is inhibited: `trace-cmd \
-             record -e kvm:kvm_apicv_inhibit_changed`"
-        }
-        "sched" => {
-            "watch the ready share per vCPU live: `virtlens top --vm NAME`, or `perf sched latency` and \
-             `pidstat -t -p PID 1` on the host"
-        }
-        "halt" => {
-            "trace the halts and wake-ups: `trace-cmd record -e kvm:kvm_vcpu_wakeup -e kvm:kvm_halt_poll_ns`"
-        }
-        _ => {
-            "record the exits with their details: `perf kvm stat record -a sleep 10` and `perf kvm stat report`, or `virtlens record`"
-        }
+pub fn check_for(id: RuleId) -> &'static str {
+    const ADDRESSES: &str = "record the addresses: `perf kvm stat record -a sleep 10`, then `perf \
+         kvm stat report --event=mmio` (the HPET is 0xfed00000–0xfed003ff), or `virtlens record`";
+    const DELIVERY: &str = "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \
+         `/sys/module/kvm_amd/parameters/avic`), trace why APICv is inhibited (`trace-cmd record \
+         -e kvm:kvm_apicv_inhibit_changed`), and see whether the EOIs and halts return to the \
+         VMM (a userspace irqchip): `virtlens record`, then `virtlens report`";
+    const MSRS: &str = "record the MSRs: `perf kvm stat record -a sleep 10`, then `perf kvm stat \
+         report --event=msr` — writes to 0x6e0 are timer re-arms, to 0x830 IPIs, to 0x40000070/71 \
+         the Hyper-V EOI/ICR — or `trace-cmd record -e kvm:kvm_msr -e kvm:kvm_apic`";
+    const PORTS: &str = "record the ports: `perf kvm stat record -a sleep 10`, then `perf kvm stat \
+         report --event=ioport` (0x608/0xb008 reads: PM timer; 0x70/0x71: RTC; 0x3f8–0x3fd: \
+         serial; 0xc000 and up: PCI device BARs), or `virtlens record`";
+    const APICV: &str = "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \
+         `/sys/module/kvm_amd/parameters/avic`) and trace why APICv is inhibited: `trace-cmd \
+         record -e kvm:kvm_apicv_inhibit_changed`";
+    const READY: &str = "watch the ready share per vCPU live: `virtlens top --vm NAME`, or `perf \
+         sched latency` and `pidstat -t -p PID 1` on the host";
+    const HALTS: &str = "trace the halts and wake-ups: `trace-cmd record -e kvm:kvm_vcpu_wakeup -e \
+         kvm:kvm_halt_poll_ns`";
+    const EXITS: &str = "record the exits with their details: `perf kvm stat record -a sleep 10` \
+         and `perf kvm stat report`, or `virtlens record`";
+    match id {
+        RuleId::Timer(TimerRule::HpetMmio) | RuleId::Mmio(MmioRule::EmulatedDevice) => ADDRESSES,
+        RuleId::Irq(IrqRule::DeliveryExits) | RuleId::Hv(HvRule::InterruptDelivery) => DELIVERY,
+        RuleId::Timer(TimerRule::TscDeadlineRearm)
+        | RuleId::Apic(ApicRule::IpiStorm | ApicRule::ApicvInhibitedSynic) => MSRS,
+        _ => match id.family() {
+            Family::Timer | Family::Io => PORTS,
+            Family::Apic => APICV,
+            Family::Sched => READY,
+            Family::Halt => HALTS,
+            Family::Unknown
+            | Family::Emulation
+            | Family::Nested
+            | Family::Mmu
+            | Family::Spin
+            | Family::Irq
+            | Family::Msr
+            | Family::Mmio
+            | Family::Hypercall
+            | Family::Cpuid
+            | Family::Hv
+            | Family::Idle => EXITS,
+        },
     }
 }

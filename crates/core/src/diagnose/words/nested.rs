@@ -6,11 +6,11 @@ use super::sources::*;
 use super::{Description, W, Words};
 use crate::config::HvFlag;
 use crate::diagnose::hypotheses::Hint;
+use crate::diagnose::hypotheses::NestedRule;
 use crate::diagnose::model::ForGuest;
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "nested.l1-hypervisor" => Description {
+pub fn describe(id: NestedRule) -> Description {
+    match id {
+        NestedRule::L1Hypervisor => Description {
             title: "the guest is itself a hypervisor: its VMX/SVM instructions exit to the host",
             meaning: "VMREAD/VMWRITE/VMRESUME/VMLAUNCH/INVEPT (Intel) or vmrun/vmload/vmsave/stgi/clgi (AMD) \
                       exits, or kvm_nested_* events: an L1 hypervisor (Hyper-V role, WSL2, VBS, KVM) runs its \
@@ -24,20 +24,19 @@ pub fn describe(id: &str) -> Option<Description> {
                 QEMU_HYPERV,
             ],
         },
-        "nested.rsm-gp" => Description {
+        NestedRule::RsmGp => Description {
             title: "RSM exits followed by #GP: the nested-SVM SMM state bug",
             meaning: "On nested SVM, returning from SMM lost L1 state and the guest then takes #GP: seen \
                       booting Windows Server 2016 with the Hyper-V role.",
             sources: &[VITALY_RSM],
         },
-        _ => return None,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "nested.l1-hypervisor" => l1(w),
-        "nested.rsm-gp" => Words {
+pub fn write(w: &W<'_>, id: NestedRule) -> Words {
+    match id {
+        NestedRule::L1Hypervisor => l1(w),
+        NestedRule::RsmGp => Words {
             cause: "On nested SVM, returning from SMM (RSM) lost L1 state because of the VMCB split, and the \
                     guest then takes #GP: seen booting Windows Server 2016 with the Hyper-V role."
                 .into(),
@@ -51,8 +50,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             confirm: Some("check that the guest runs a hypervisor (nested) and the host kernel predates mid-2021".into()),
             ..Words::default()
         },
-        _ => return None,
-    })
+    }
 }
 
 fn l1(w: &W<'_>) -> Words {

@@ -8,11 +8,11 @@ use super::overcommit::{self, READY_MEANS};
 use super::sources::*;
 use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
+use crate::diagnose::hypotheses::SchedRule;
 use crate::diagnose::model::{Fix, ForGuest};
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "sched.overcommit" => Description {
+pub fn describe(id: SchedRule) -> Description {
+    match id {
+        SchedRule::Overcommit => Description {
             title: "vCPUs wait for a host CPU: more vCPUs are runnable than the host has CPUs",
             meaning: "The vCPU threads were runnable but not running for a share of the time (ready time: \
                       VMware's %RDY, Hyper-V's CPU wait per dispatch), and more vCPU threads were runnable \
@@ -28,7 +28,7 @@ pub fn describe(id: &str) -> Option<Description> {
                 LIBVIRT_CPUTUNE,
             ],
         },
-        "sched.vcpu-ready" => Description {
+        SchedRule::VcpuReady => Description {
             title: "vCPUs wait for a host CPU that other work takes",
             meaning: "The vCPU threads were runnable but not running for a share of the time, yet the vCPUs \
                       alone do not outnumber the host's CPUs: other load — the host's own processes, the \
@@ -42,22 +42,21 @@ pub fn describe(id: &str) -> Option<Description> {
                 CGROUP_CPU_WEIGHT,
             ],
         },
-        "sched.host-steal" => Description {
+        SchedRule::HostSteal => Description {
             title: "this host is itself a guest and loses CPU time to steal",
             meaning: "The host's /proc/stat counts steal: the hypervisor it runs on ran other work while it \
                       wanted to run. Every VM here slows with it, and nothing on this host changes it; it is \
                       reported apart from the VMs' own ready time.",
             sources: &[PROC_STAT_DOC, SCHEDSTAT_DOC],
         },
-        _ => return None,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "sched.overcommit" => overcommit_words(w),
-        "sched.vcpu-ready" => ready_words(w),
-        "sched.host-steal" => Words {
+pub fn write(w: &W<'_>, id: SchedRule) -> Words {
+    match id {
+        SchedRule::Overcommit => overcommit_words(w),
+        SchedRule::VcpuReady => ready_words(w),
+        SchedRule::HostSteal => Words {
             cause: "This host is itself a virtual machine: its /proc/stat counts steal, time the hypervisor \
                     it runs on gave its CPUs to other work. Every VM here runs slower with it, and nothing \
                     on this host changes it."
@@ -74,8 +73,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "no change from any fix on this host".into(),
             ..Words::default()
         },
-        _ => return None,
-    })
+    }
 }
 
 /// The VMs that wait most, by name (the evidence lists their vCPUs).

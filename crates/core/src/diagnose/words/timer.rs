@@ -11,77 +11,76 @@ use crate::diagnose::model::{Fix, ForGuest};
 
 /// The enlightenments Windows' timer and clock need (hv-stimer requires synic, vpindex, time).
 const TIMER_SET: [HvFlag; 4] = [HvFlag::Vpindex, HvFlag::Synic, HvFlag::Stimer, HvFlag::Time];
-
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "timer.acpi-pm-port" => Description {
+use crate::diagnose::hypotheses::{IoRule, RuleId, TimerRule};
+pub fn describe(id: TimerRule) -> Description {
+    match id {
+        TimerRule::AcpiPmPort => Description {
             title: "clock reads go to the emulated ACPI PM timer: every read is an exit to QEMU",
             meaning: "The guest reads the ACPI PM timer port (PMBASE+8: 0x608 on q35 and pc with SeaBIOS, \
                       0xb008 on pc with OVMF). Windows does so for QueryPerformanceCounter without the \
                       Hyper-V reference TSC page (hv-time); Linux when its clocksource is acpi_pm.",
             sources: &[VFIO_USERS_2016, QEMU_HYPERV, MSDOCS_1885, KVM_TIMEKEEPING],
         },
-        "timer.rtc-port" => Description {
+        TimerRule::RtcPort => Description {
             title: "the guest drives the emulated RTC (ports 0x70/0x71): every access is an exit to QEMU",
             meaning: "CMOS RTC index/data port accesses at a timer's rate: Windows without Hyper-V synthetic \
                       timers (hv-stimer) and without an HPET takes the RTC as its periodic timer.",
             sources: &[MSDOCS_1885, VIRT_MANAGER_205, QEMU_HYPERV, LIBVIRT_TIME],
         },
-        "timer.hpet-mmio" => Description {
+        TimerRule::HpetMmio => Description {
             title: "the guest's timer runs on the emulated HPET: every access is an MMIO exit to QEMU",
             meaning: "HPET register accesses (0xfed00000): Windows takes the HPET as its timer without \
                       hv-stimer (and as its clock without hv-time); Linux when its clocksource is hpet.",
             sources: &[KVM_FORUM_2021, QEMU_HYPERV, OPENNEBULA_79, TRUENAS_9247],
         },
-        "timer.pit-port" => Description {
+        TimerRule::PitPort => Description {
             title: "the guest programs the emulated i8254 PIT (ports 0x40–0x43)",
             meaning: "PIT port accesses at a timer's rate: a guest without a better timer (old Windows \
                       without hv-stimer and HPET; Linux whose clockevent or calibration uses the PIT).",
             sources: &[KVM_TIMEKEEPING, QEMU_HYPERV, LIBVIRT_TIME],
         },
-        "timer.hv-ref-count-msr" => Description {
+        TimerRule::HvRefCountMsr => Description {
             title: "Windows reads time through the reference-counter MSR: the TSC page is unusable",
             meaning: "RDMSR of HV_X64_MSR_TIME_REF_COUNT (0x40000020): what Windows does when the reference \
                       TSC page is not valid, which KVM allows only while the host clock is a stable TSC.",
             sources: &[KVM_HYPERV_TSC_PAGE, QEMU_HYPERV],
         },
-        "timer.stimer-message-nested" => Description {
+        TimerRule::StimerMessageNested => Description {
             title: "synthetic timers are programmed in message mode",
             meaning: "Writes to HV_X64_MSR_STIMERn_CONFIG/COUNT: each expiry is delivered as a SynIC message \
                       instead of a direct interrupt, which costs more (and which a Hyper-V L1 cannot use).",
             sources: &[QEMU_HYPERV, LIBVIRT_HYPERV],
         },
-        "timer.lapic-hypervisor-hidden" => Description {
+        TimerRule::LapicHypervisorHidden => Description {
             title: "Windows runs on the LAPIC timer with no enlightenment in use: cheap, but every Hyper-V \
                     enlightenment is lost",
             meaning: "No hypercall, no MSR write and no HPET exits, APIC writes leading: the hypervisor CPUID \
                       bit is hidden, so Windows ignores the Hyper-V interface and takes the LAPIC timer.",
             sources: &[KVM_FORUM_2021, VFIO_USERS_2016, QEMU_HYPERV],
         },
-        "timer.tsc-deadline-rearm" => Description {
+        TimerRule::TscDeadlineRearm => Description {
             title: "the guest re-arms its timer through TSC_DEADLINE writes, one exit each",
             meaning: "WRMSR IA32_TSC_DEADLINE (0x6e0) or the x2APIC timer count (0x838): the guest programs \
                       its next timer interrupt around every idle entry and exit; a periodic tick (Linux \
                       nohz=off, a high timer frequency) makes that thousands of times per second per vCPU.",
             sources: &[MARTINS3_NOHZ, KVM_TIMEKEEPING, PERF_KVM],
         },
-        "timer.tick-storm" => Description {
+        TimerRule::TickStorm => Description {
             title: "a timer-interrupt storm: one MSR write, one injected interrupt and one EOI per tick",
             meaning: "kvm_stat's counters alone show it: kvm_msr (timer re-arm), kvm_inj_virq (the tick's \
                       interrupt) and kvm_eoi rise together at thousands to tens of thousands per second.",
             sources: &[MARTINS3_NOHZ, KVM_TRACE_H, KVM_TIMEKEEPING],
         },
-        _ => return None,
-    })
+    }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "timer.acpi-pm-port" => acpi_pm(w),
-        "timer.rtc-port" => rtc(w),
-        "timer.hpet-mmio" => hpet(w),
-        "timer.pit-port" => pit(w),
-        "timer.hv-ref-count-msr" => Words {
+pub fn write(w: &W<'_>, id: TimerRule) -> Words {
+    match id {
+        TimerRule::AcpiPmPort => acpi_pm(w),
+        TimerRule::RtcPort => rtc(w),
+        TimerRule::HpetMmio => hpet(w),
+        TimerRule::PitPort => pit(w),
+        TimerRule::HvRefCountMsr => Words {
             cause: format!(
                 "HV_X64_MSR_TIME_REF_COUNT (0x40000020) is what Windows reads when the reference TSC page \
                  is not valid; KVM publishes a valid page only while the kvmclock master clock is stable, \
@@ -106,7 +105,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
                 .into(),
             ..Words::default()
         },
-        "timer.stimer-message-nested" => Words {
+        TimerRule::StimerMessageNested => Words {
             cause: "Writes to the synthetic timer MSRs program the Hyper-V timers; in message mode each \
                     expiry is a SynIC message (≥ 1,500 cycles) instead of a direct interrupt (300–400 \
                     cycles, per QEMU's documentation of hv-stimer-direct). A guest running Hyper-V itself \
@@ -121,7 +120,7 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             effect: "timer expiries are delivered as direct interrupts, several times cheaper".into(),
             ..Words::default()
         },
-        "timer.lapic-hypervisor-hidden" => Words {
+        TimerRule::LapicHypervisorHidden => Words {
             cause: "There are no hypercall and no MSR-write exits, so Windows uses no Hyper-V \
                     enlightenment, and no EPT_MISCONFIG, so no HPET: with the hypervisor CPUID bit hidden, \
                     Windows ignores the Hyper-V interface and takes the LAPIC timer (LAPIC > HPET > RTC), \
@@ -161,10 +160,9 @@ pub fn write(w: &W<'_>) -> Option<Words> {
             }),
             ..Words::default()
         },
-        "timer.tsc-deadline-rearm" => rearm(w),
-        "timer.tick-storm" => tick(w),
-        _ => return None,
-    })
+        TimerRule::TscDeadlineRearm => rearm(w),
+        TimerRule::TickStorm => tick(w),
+    }
 }
 
 fn aggregate_prefix(w: &W<'_>) -> &'static str {
@@ -240,7 +238,7 @@ fn acpi_pm(w: &W<'_>) -> Words {
             .h
             .rivals
             .iter()
-            .any(|r| r.0 == "io.acpi-idle-port")
+            .any(|r| r.0 == RuleId::Io(IoRule::AcpiIdlePort))
             .then(|| {
                 "in the guest: `cat /sys/devices/system/clocksource/clocksource0/current_clocksource` \
                  (acpi_pm: the clock) and `cat /sys/devices/system/cpu/cpuidle/current_driver` (acpi_idle: \

@@ -36,7 +36,7 @@ fn summary(a: &Analysis) -> String {
             a.input
         ),
         Some(w) => {
-            let ids: Vec<&str> = a.findings.iter().map(|f| f.id).collect();
+            let ids: Vec<&str> = a.findings.iter().map(|f| f.id.id()).collect();
             format!(
                 "{}: {} finding(s), worst {}: {}",
                 a.input,

@@ -12,7 +12,8 @@
 //! rate, and claims what it explains.
 
 use super::cost::of;
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold};
+use super::{ApicRule, IoRule, IrqRule};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold};
 use crate::diagnose::evidence::EvidenceSet;
 use crate::diagnose::evidence::io::{Rows, eoi_rows, notify_rows, window_rows};
 use crate::diagnose::model::{Confidence, Cost, Fact, Severity};
@@ -25,38 +26,23 @@ pub const DELIVERY_PER_IO: f64 = 0.25;
 pub const NOTIFY_PER_IO: f64 = 0.5;
 pub use crate::diagnose::evidence::io::POLLED;
 
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "irq.delivery-exits",
-        tag: "apic.apicv-inhibited",
-        context: false,
-        thresholds: &[Threshold {
-            name: "interrupt-delivery exits per IO, for low whatever they cost",
-            value: DELIVERY_PER_IO,
-            unit: "per IO",
-        }],
-    },
-    Rule {
-        id: "io.notify-exits",
-        tag: "io.virtio-notify",
-        context: false,
-        thresholds: &[Threshold {
-            name: "notifications per IO, for low whatever they cost",
-            value: NOTIFY_PER_IO,
-            unit: "per IO",
-        }],
-    },
-    Rule {
-        id: "io.polling",
-        tag: "io.polling",
-        context: true,
-        thresholds: &[Threshold {
-            name: "interrupts and halts per IO below which completions are polled",
-            value: POLLED,
-            unit: "per IO",
-        }],
-    },
-];
+pub const DELIVERY_EXITS_THRESHOLDS: &[Threshold] = &[Threshold {
+    name: "interrupt-delivery exits per IO, for low whatever they cost",
+    value: DELIVERY_PER_IO,
+    unit: "per IO",
+}];
+
+pub const NOTIFY_EXITS_THRESHOLDS: &[Threshold] = &[Threshold {
+    name: "notifications per IO, for low whatever they cost",
+    value: NOTIFY_PER_IO,
+    unit: "per IO",
+}];
+
+pub const POLLING_THRESHOLDS: &[Threshold] = &[Threshold {
+    name: "interrupts and halts per IO below which completions are polled",
+    value: POLLED,
+    unit: "per IO",
+}];
 
 /// The cost of rows from several parts, added up (the share only when all are of one kind).
 fn cost_of(ev: &EvidenceSet, rows: &Rows<'_>) -> Cost {
@@ -156,7 +142,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             ));
         }
         let h = Hypothesis::with_cost(
-            "irq.delivery-exits",
+            IrqRule::DeliveryExits,
             cost_of(ev, &delivery),
             facts(&delivery, io.rate.iops),
         )
@@ -167,8 +153,8 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
         .hint_if(ev.host.amd(), Hint::Amd)
         .hint_if(ev.host.emulated(), Hint::PvmBackend)
-        .rival("apic.apicv-off", Confidence::Possible)
-        .rival("apic.apicv-inhibited", Confidence::Possible)
+        .rival(ApicRule::ApicvOff, Confidence::Possible)
+        .rival(ApicRule::ApicvInhibited, Confidence::Possible)
         .removes(0.9);
         ctx.push(h);
     }
@@ -181,7 +167,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
                 .flat_map(|(_, r)| r)
                 .any(|r| r.mean_ns().is_none_or(|m| m >= 20_000.0));
         let h = Hypothesis::with_cost(
-            "io.notify-exits",
+            IoRule::NotifyExits,
             cost_of(ev, &notify),
             facts(&notify, io.rate.iops),
         )
@@ -217,7 +203,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             f.count = u64::from(qd);
             support.push(f);
         }
-        let h = Hypothesis::with_cost("io.polling", Cost::default(), Vec::new())
+        let h = Hypothesis::with_cost(IoRule::Polling, Cost::default(), Vec::new())
             .support(support)
             .grading(Grading::Context(Severity::Info))
             .removes(0.0);

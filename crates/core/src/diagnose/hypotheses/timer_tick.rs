@@ -4,7 +4,8 @@
 //! EOI per tick, at tens of thousands per second. (MSR_WRITE exits without MSR rows are read,
 //! with their competitors, in `msr`.)
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use super::{ApicRule, TimerRule};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost};
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::{Confidence, Severity};
 use crate::profile::Access;
@@ -22,7 +23,7 @@ pub const TICK_NS: u64 = 4_600;
 /// The tick counters must agree within this factor to be one tick each.
 pub const TICK_MATCH: f64 = 2.0;
 
-const THRESHOLDS: &[Threshold] = &[
+pub const THRESHOLDS: &[Threshold] = &[
     Threshold {
         name: "re-arms per vCPU, low",
         value: REARM_RATE[0],
@@ -42,21 +43,6 @@ const THRESHOLDS: &[Threshold] = &[
         name: "tick counters agree within",
         value: TICK_MATCH,
         unit: "×",
-    },
-];
-
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "timer.tsc-deadline-rearm",
-        tag: "timer.tsc-deadline-rearm",
-        context: false,
-        thresholds: THRESHOLDS,
-    },
-    Rule {
-        id: "timer.tick-storm",
-        tag: "timer.tick-storm",
-        context: false,
-        thresholds: THRESHOLDS,
     },
 ];
 
@@ -92,7 +78,7 @@ fn deadline(ctx: &mut Ctx<'_>) {
         .exits()
         .map_or(0, |ex| ex.count_of(&["HLT", "hlt", "halt_exits"]));
     let writes = sat_sum(rows.iter().map(|r| r.count));
-    let h = Hypothesis::new("timer.tsc-deadline-rearm", ev, m, &rows)
+    let h = Hypothesis::new(TimerRule::TscDeadlineRearm, ev, m, &rows)
         .grading(rearm_grading())
         .hint_if(
             halts > 0 && halts.saturating_mul(3) >= writes,
@@ -114,7 +100,7 @@ fn storm(ctx: &mut Ctx<'_>) {
         return;
     };
     let ticks = msr.min(inj);
-    if ticks <= 0.0 || msr.max(inj) > ticks * TICK_MATCH || ctx.has("timer.tsc-deadline-rearm") {
+    if ticks <= 0.0 || msr.max(inj) > ticks * TICK_MATCH || ctx.has(TimerRule::TscDeadlineRearm) {
         return;
     }
     let names = [
@@ -129,7 +115,7 @@ fn storm(ctx: &mut Ctx<'_>) {
     let facts: Vec<_> = names.iter().filter_map(|n| c.fact(n)).collect();
     let total = c.total(&["kvm_msr"]).unwrap_or(0);
     let h = Hypothesis::with_cost(
-        "timer.tick-storm",
+        TimerRule::TickStorm,
         cost::of_rate(ev, total, Some(ticks), TICK_NS),
         facts,
     )
@@ -141,7 +127,7 @@ fn storm(ctx: &mut Ctx<'_>) {
             .is_some_and(|e| e.rate.unwrap_or(0.0) * TICK_MATCH >= ticks),
         Hint::ApicvOff,
     )
-    .rival("apic.ipi-storm", Confidence::Possible)
+    .rival(ApicRule::IpiStorm, Confidence::Possible)
     .removes(0.8);
     ctx.push(h);
 }

@@ -3,7 +3,8 @@
 //! reasons) APIC_WRITE exits, which under APICv are ICR writes or timer programming. Every IPI
 //! costs the sender an exit and, unless it is posted, the receiver a kick or a wake-up.
 
-use super::{Ctx, Grading, Hint, Hypothesis, Rule, Threshold, cost};
+use super::{ApicRule, TimerRule};
+use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost};
 use crate::diagnose::model::{Confidence, Severity};
 use crate::profile::Access;
 
@@ -14,28 +15,23 @@ pub const IPI_RATE: [f64; 3] = [2_000.0, 10_000.0, 25_000.0];
 /// An IPI costs the sender's ICR exit (~1.5 µs) and the receiver's kick or wake-up (~3 µs).
 pub const IPI_NS: u64 = 4_500;
 
-pub const RULES: &[Rule] = &[Rule {
-    id: "apic.ipi-storm",
-    tag: "apic.ipi-storm",
-    context: false,
-    thresholds: &[
-        Threshold {
-            name: "IPIs per vCPU, low",
-            value: IPI_RATE[0],
-            unit: "/s per vCPU",
-        },
-        Threshold {
-            name: "IPIs per vCPU, medium",
-            value: IPI_RATE[1],
-            unit: "/s per vCPU",
-        },
-        Threshold {
-            name: "IPIs per vCPU, high",
-            value: IPI_RATE[2],
-            unit: "/s per vCPU",
-        },
-    ],
-}];
+pub const IPI_STORM_THRESHOLDS: &[Threshold] = &[
+    Threshold {
+        name: "IPIs per vCPU, low",
+        value: IPI_RATE[0],
+        unit: "/s per vCPU",
+    },
+    Threshold {
+        name: "IPIs per vCPU, medium",
+        value: IPI_RATE[1],
+        unit: "/s per vCPU",
+    },
+    Threshold {
+        name: "IPIs per vCPU, high",
+        value: IPI_RATE[2],
+        unit: "/s per vCPU",
+    },
+];
 
 /// IPIs are graded by cost and rate per vCPU; a count alone (no rate) says nothing of a storm.
 pub fn ipi_grading(without_rate: Severity) -> Grading {
@@ -54,7 +50,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             matches!(i, 0x830 | 0x4000_0071) && r.key.access() != Some(Access::Read)
         }));
         if !rows.is_empty() {
-            let h = Hypothesis::new("apic.ipi-storm", ev, m, &rows)
+            let h = Hypothesis::new(ApicRule::IpiStorm, ev, m, &rows)
                 .grading(ipi_grading(Severity::Medium))
                 .removes(0.7);
             return ctx.push(h);
@@ -76,7 +72,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             })
             .collect();
         let h = Hypothesis::with_cost(
-            "apic.ipi-storm",
+            ApicRule::IpiStorm,
             cost::of_rate(ev, n, ev.event_rate("kvm_apic_ipi"), IPI_NS),
             facts,
         )
@@ -96,11 +92,11 @@ pub fn check(ctx: &mut Ctx<'_>) {
     if rows.is_empty() {
         return;
     }
-    let h = Hypothesis::new("apic.ipi-storm", ev, ex, &rows)
+    let h = Hypothesis::new(ApicRule::IpiStorm, ev, ex, &rows)
         .confidence(Confidence::Possible)
         .grading(ipi_grading(Severity::Info))
         .hint(Hint::Aggregate)
-        .rival("timer.tsc-deadline-rearm", Confidence::Possible)
+        .rival(TimerRule::TscDeadlineRearm, Confidence::Possible)
         .removes(0.7);
     ctx.push(h);
 }

@@ -7,27 +7,13 @@
 //! no APIC_WRITE beside them are APIC accesses APICv does not see.
 
 use super::apic::{KERNEL_AEOI, QEMU_AVIC, WINDOW};
-use super::{Ctx, Hint, Hypothesis, Rule};
+use super::{ApicRule, RuleId, TimerRule};
+use super::{Ctx, Hint, Hypothesis};
 use crate::config::HvFlag;
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::evidence::{Item, Part, is_hyperv_msr};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 use crate::profile::Access;
-
-pub const RULES: &[Rule] = &[
-    Rule {
-        id: "apic.apicv-inhibited-synic",
-        tag: "apic.apicv-inhibited",
-        context: false,
-        thresholds: &[],
-    },
-    Rule {
-        id: "apic.hv-apic-msrs",
-        tag: "msr.hyperv-synthetic",
-        context: false,
-        thresholds: &[],
-    },
-];
 
 /// Hyper-V EOI/ICR/TPR and x2APIC ICR/EOI: what a guest writes per interrupt without APICv.
 fn apic_msr(index: u64) -> bool {
@@ -69,9 +55,9 @@ fn keyed(ctx: &mut Ctx<'_>, m: &Part) {
     let hv = rows.iter().any(|r| r.code().is_some_and(is_hyperv_msr));
     let (window, off) = apicv_off_signs(ctx, n);
     let id = if off || !hv || ctx.exits().is_none() {
-        "apic.apicv-inhibited-synic"
+        RuleId::Apic(ApicRule::ApicvInhibitedSynic)
     } else {
-        "apic.hv-apic-msrs"
+        RuleId::Apic(ApicRule::HvApicMsrs)
     };
     let h = Hypothesis::new(id, ev, m, &rows)
         .support(context(ctx))
@@ -113,9 +99,9 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         );
     }
     let id = if off {
-        "apic.apicv-inhibited-synic"
+        RuleId::Apic(ApicRule::ApicvInhibitedSynic)
     } else {
-        "apic.hv-apic-msrs"
+        RuleId::Apic(ApicRule::HvApicMsrs)
     };
     let h = Hypothesis::new(id, ev, ex, &rows)
         .confidence(if window {
@@ -127,17 +113,17 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         .hint(Hint::Aggregate)
         .floor_if(window, Severity::Low)
         .rival(other(id), Confidence::Possible)
-        .rival("timer.tsc-deadline-rearm", Confidence::Possible)
+        .rival(TimerRule::TscDeadlineRearm, Confidence::Possible)
         .removes(0.9);
     let h = hints(ctx, h);
     ctx.push(h);
 }
 
-fn other(id: &str) -> &'static str {
-    if id == "apic.hv-apic-msrs" {
-        "apic.apicv-inhibited-synic"
+fn other(id: RuleId) -> RuleId {
+    if id == RuleId::Apic(ApicRule::HvApicMsrs) {
+        RuleId::Apic(ApicRule::ApicvInhibitedSynic)
     } else {
-        "apic.hv-apic-msrs"
+        RuleId::Apic(ApicRule::HvApicMsrs)
     }
 }
 
@@ -172,7 +158,7 @@ fn context(ctx: &Ctx<'_>) -> Vec<Fact> {
 fn hints(ctx: &Ctx<'_>, h: Hypothesis) -> Hypothesis {
     let ev = ctx.ev;
     let id = if ev.host.apic_virt() == Some(false) {
-        "apic.apicv-off"
+        RuleId::Apic(ApicRule::ApicvOff)
     } else {
         h.id
     };

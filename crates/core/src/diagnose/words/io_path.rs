@@ -11,75 +11,71 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::{Fix, ForGuest};
 
-pub fn describe(id: &str) -> Option<Description> {
-    Some(match id {
-        "irq.delivery-exits" => Description {
-            title: "interrupt delivery exits on the IO path: EOIs and interrupt windows cost exits per IO",
-            meaning: "Each completion interrupt costs exits when APIC virtualization is not in effect: one to \
-                      inject it into a vCPU that runs with interrupts off (an interrupt window) or to kick it, \
-                      and one for the guest's EOI. APICv with posted interrupts (Intel) or AVIC (AMD) deliver \
-                      both without exits; a local APIC emulated in the VMM adds a return to it for each.",
-            sources: &[SNIA_10M_IOPS, ELI_2012, KVM_APICV_PARAMS, KVM_API_DOC],
-        },
-        "io.notify-exits" => Description {
-            title: "queue notifications exit on the IO path: doorbell writes cost exits per IO",
-            meaning: "A queue notification (virtio kick, NVMe doorbell) is a write that exits. Drivers batch \
+/// The catalogue prose of `io.notify-exits`.
+pub const NOTIFY_EXITS: Description = Description {
+    title: "queue notifications exit on the IO path: doorbell writes cost exits per IO",
+    meaning: "A queue notification (virtio kick, NVMe doorbell) is a write that exits. Drivers batch \
                       requests per notification and devices suppress notifications while they are busy \
                       (virtio EVENT_IDX, an iothread or vhost back end that polls), so at any queue depth \
                       above one it should be well under one per IO.",
-            sources: &[
-                VIRTIO_SPEC,
-                QEMU_IOTHREAD,
-                LIBVIRT_IOTHREADS,
-                QEMU_VHOST_USER_BLK,
-            ],
-        },
-        "io.polling" => Description {
-            title: "completions are polled: no interrupt delivery on the IO path, a spinning vCPU instead",
-            meaning: "IO goes on while no interrupt is delivered and the guest never halts: the driver polls \
+    sources: &[
+        VIRTIO_SPEC,
+        QEMU_IOTHREAD,
+        LIBVIRT_IOTHREADS,
+        QEMU_VHOST_USER_BLK,
+    ],
+};
+
+/// The catalogue prose of `io.polling`.
+pub const POLLING: Description = Description {
+    title: "completions are polled: no interrupt delivery on the IO path, a spinning vCPU instead",
+    meaning: "IO goes on while no interrupt is delivered and the guest never halts: the driver polls \
                       its completion queues (NVMe poll queues with io_uring IOPOLL, virtio-blk poll queues, \
                       SPDK/DPDK). That removes the interrupt-delivery exits at the price of CPU: at low \
                       queue depth the vCPU spins for the device's whole latency.",
-            sources: &[
-                IO_URING_IOPOLL,
-                NVME_POLL_QUEUES,
-                VIRTIO_BLK_POLL,
-                SNIA_10M_IOPS,
-            ],
-        },
-        _ => return None,
-    })
+    sources: &[
+        IO_URING_IOPOLL,
+        NVME_POLL_QUEUES,
+        VIRTIO_BLK_POLL,
+        SNIA_10M_IOPS,
+    ],
+};
+
+/// The catalogue prose of `irq.delivery-exits`.
+pub const DELIVERY_EXITS: Description = Description {
+    title: "interrupt delivery exits on the IO path: EOIs and interrupt windows cost exits per IO",
+    meaning: "Each completion interrupt costs exits when APIC virtualization is not in effect: one to \
+                      inject it into a vCPU that runs with interrupts off (an interrupt window) or to kick it, \
+                      and one for the guest's EOI. APICv with posted interrupts (Intel) or AVIC (AMD) deliver \
+                      both without exits; a local APIC emulated in the VMM adds a return to it for each.",
+    sources: &[SNIA_10M_IOPS, ELI_2012, KVM_APICV_PARAMS, KVM_API_DOC],
+};
+
+/// The words of `io.polling`.
+pub fn polling() -> Words {
+    Words {
+                cause: "Completions arrive without interrupts and the guest does not halt between them: it polls. \
+                        No injection, no EOI, no interrupt window is paid per IO; the vCPU spins instead, which at \
+                        queue depth 1 costs it the device's whole latency per IO and at high queue depth little."
+                    .into(),
+                fixes: vec![
+                    F::new(
+                        ForGuest::Linux,
+                        "keep polling for the latency-critical, high-IOPS queues; at low queue depth or with few \
+                         vCPUs, take interrupts again",
+                    )
+                    .guest(
+                        "nvme.poll_queues=0 (or virtio_blk.poll_queues=0), and io_uring without \
+                         IORING_SETUP_IOPOLL (fio without --hipri)",
+                    )
+                    .done(),
+                ],
+                effect: "none to remove: this is where the interrupt cost went (to the vCPU's spinning)".into(),
+                ..Words::default()
+            }
 }
 
-pub fn write(w: &W<'_>) -> Option<Words> {
-    Some(match w.h.id {
-        "irq.delivery-exits" => delivery(w),
-        "io.notify-exits" => notify(w),
-        "io.polling" => Words {
-            cause: "Completions arrive without interrupts and the guest does not halt between them: it polls. \
-                    No injection, no EOI, no interrupt window is paid per IO; the vCPU spins instead, which at \
-                    queue depth 1 costs it the device's whole latency per IO and at high queue depth little."
-                .into(),
-            fixes: vec![
-                F::new(
-                    ForGuest::Linux,
-                    "keep polling for the latency-critical, high-IOPS queues; at low queue depth or with few \
-                     vCPUs, take interrupts again",
-                )
-                .guest(
-                    "nvme.poll_queues=0 (or virtio_blk.poll_queues=0), and io_uring without \
-                     IORING_SETUP_IOPOLL (fio without --hipri)",
-                )
-                .done(),
-            ],
-            effect: "none to remove: this is where the interrupt cost went (to the vCPU's spinning)".into(),
-            ..Words::default()
-        },
-        _ => return None,
-    })
-}
-
-fn delivery(w: &W<'_>) -> Words {
+pub fn delivery(w: &W<'_>) -> Words {
     let why = if w.has(Hint::UserspaceIrqchip) {
         "The local APIC is emulated in the VMM (no in-kernel irqchip: QEMU's kernel_irqchip=off, or a VMM \
          that injects with KVM_INTERRUPT): every EOI and every halt return to the VMM, and an interrupt that \
@@ -160,7 +156,7 @@ fn poll_fix() -> Fix {
     .done()
 }
 
-fn notify(w: &W<'_>) -> Words {
+pub fn notify(w: &W<'_>) -> Words {
     let to_vmm = if w.has(Hint::Userspace) {
         " Here they return to the VMM: the device has no ioeventfd, so the VMM's main loop (QEMU's) takes \
          each one."
