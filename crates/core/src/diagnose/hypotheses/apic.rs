@@ -5,6 +5,7 @@
 //! EOIs that exit. The Windows SynIC traps are in `synic`.
 
 use super::RuleId;
+use super::effect;
 use super::{Ctx, Hint, Hypothesis, Threshold, rules};
 use crate::config::{PitPolicy, Version};
 use crate::decode::mmio;
@@ -113,7 +114,7 @@ fn access(ctx: &mut Ctx<'_>) {
     let mut h = Hypothesis::new(ApicRule::ApicAccessMmio, ev, part, &rows)
         .max(Severity::High)
         .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
-        .removes(0.8);
+        .removes(effect::MOSTLY);
     if !confirmed {
         h = h.confidence(Confidence::Likely).hint(Hint::Aggregate);
     }
@@ -205,7 +206,7 @@ fn inhibited(ctx: &mut Ctx<'_>) {
             amd && pit_reinject && ev.config.is_some(),
             Hint::PitReinject,
         )
-        .removes(0.9);
+        .removes(effect::REPLACED);
     if !known {
         h = h.rival(
             if off {
@@ -253,6 +254,6 @@ fn eoi(ctx: &mut Ctx<'_>) {
         })
         .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
         .hint_if(induced, Hint::EoiInduced)
-        .removes(0.9);
+        .removes(effect::REPLACED);
     ctx.push(h);
 }

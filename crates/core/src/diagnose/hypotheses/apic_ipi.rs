@@ -3,6 +3,7 @@
 //! reasons) APIC_WRITE exits, which under APICv are ICR writes or timer programming. Every IPI
 //! costs the sender an exit and, unless it is posted, the receiver a kick or a wake-up.
 
+use super::effect;
 use super::{ApicRule, TimerRule};
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost};
 use crate::diagnose::model::{Confidence, Severity};
@@ -52,7 +53,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         if !rows.is_empty() {
             let h = Hypothesis::new(ApicRule::IpiStorm, ev, m, &rows)
                 .grading(ipi_grading(Severity::Medium))
-                .removes(0.7);
+                .removes(effect::LARGELY);
             return ctx.push(h);
         }
     }
@@ -78,7 +79,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         )
         .grading(ipi_grading(Severity::Low))
         .hint(Hint::Aggregate)
-        .removes(0.7);
+        .removes(effect::LARGELY);
         return ctx.push(h);
     }
     let Some(ex) = ctx.exits() else {
@@ -97,6 +98,6 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .grading(ipi_grading(Severity::Info))
         .hint(Hint::Aggregate)
         .rival(TimerRule::TscDeadlineRearm, Confidence::Possible)
-        .removes(0.7);
+        .removes(effect::LARGELY);
     ctx.push(h);
 }

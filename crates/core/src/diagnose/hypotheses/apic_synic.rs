@@ -7,6 +7,7 @@
 //! no APIC_WRITE beside them are APIC accesses APICv does not see.
 
 use super::apic::{KERNEL_AEOI, QEMU_AVIC, WINDOW};
+use super::effect;
 use super::{ApicRule, RuleId, TimerRule};
 use super::{Ctx, Hint, Hypothesis};
 use crate::config::HvFlag;
@@ -63,7 +64,7 @@ fn keyed(ctx: &mut Ctx<'_>, m: &Part) {
         .support(context(ctx))
         .floor_if(window, Severity::Low)
         .rival(other(id), Confidence::Possible)
-        .removes(0.9);
+        .removes(effect::REPLACED);
     let h = hints(ctx, h);
     ctx.push(h);
 }
@@ -114,7 +115,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         .floor_if(window, Severity::Low)
         .rival(other(id), Confidence::Possible)
         .rival(TimerRule::TscDeadlineRearm, Confidence::Possible)
-        .removes(0.9);
+        .removes(effect::REPLACED);
     let h = hints(ctx, h);
     ctx.push(h);
 }

@@ -3,6 +3,7 @@
 //! (KVM_EXIT_INTERNAL_ERROR, `insn_emulation_fail`) breaks the guest whatever its cost; heavy
 //! emulation (kvm_stat's `insn_emulation`, `kvm_emulate_insn` at a rate) is a cost.
 
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, cost, rules};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
@@ -91,7 +92,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             })
             .hint_if(!stops, Hint::Aggregate)
             .hint_if(ev.event("kvm_nested_vmexit").is_some(), Hint::HypervL1)
-            .removes(1.0);
+            .removes(effect::REMOVED);
         return ctx.push(h);
     }
     let counted = ev.counters.get("insn_emulation").filter(|c| c.total > 0);
@@ -124,6 +125,6 @@ pub fn check(ctx: &mut Ctx<'_>) {
         Severity::Medium
     })
     .hint_if(ev.host.emulated(), Hint::PvmBackend)
-    .removes(0.5);
+    .removes(effect::HALF);
     ctx.push(h);
 }

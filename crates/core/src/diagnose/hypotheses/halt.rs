@@ -26,6 +26,13 @@ pub const CHURN_NS: u64 = 8_000;
 /// which shortens the sleep, cannot help.
 pub const NO_BLOCK_NS: f64 = 5_000.0;
 
+/// The share of the churn's cost polling removes: the halts shorter than its window (most of
+/// them, by [`CHURN_MEAN_NS`]) no longer schedule out, but the halt exits themselves stay.
+pub const CHURN_REMOVES: f64 = 0.6;
+
+/// When polling already absorbs most wake-ups, tuning it further removes little more.
+pub const POLLED_REMOVES: f64 = 0.2;
+
 /// Halt polling absorbs the churn when this share of halts end in a successful poll.
 pub const POLL_WORKS: f64 = 0.5;
 
@@ -127,6 +134,6 @@ pub fn check(ctx: &mut Ctx<'_>) {
     .hint_if(works, Hint::PollingWorks)
     .hint_if(mean.is_some_and(|m| m < NO_BLOCK_NS), Hint::NoBlock)
     .hint_if(mean.is_none(), Hint::Aggregate)
-    .removes(if works { 0.2 } else { 0.6 });
+    .removes(if works { POLLED_REMOVES } else { CHURN_REMOVES });
     ctx.push(h);
 }

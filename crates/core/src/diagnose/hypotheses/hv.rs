@@ -4,6 +4,7 @@
 //! with the counter values it rests on, per IO when the IO rate is given. The severity is the
 //! reading's own (ratios and published alarm levels, see docs/counters.md).
 
+use super::effect;
 use super::sched::{DISPATCH_WAIT_NS, READY};
 use super::{Ctx, Grading, Hypothesis, Threshold, rules};
 use crate::counters::hv::{COSTOP_PCT, Fact as Reading, HvFinding, Level};
@@ -144,7 +145,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         let h = Hypothesis::with_cost(id, cost, facts)
             .grading(Grading::Counters(severity(r.level)))
             .confidence(Confidence::Likely)
-            .removes(0.0);
+            .removes(effect::NOTHING);
         ctx.push(if id == HvRule::Overcommit {
             overcommit(h, hv, r)
         } else {

@@ -2,6 +2,7 @@
 //! A guest with paravirtual features makes them normally, but should not make most of its
 //! exits of them.
 
+use super::effect;
 use super::{Ctx, Hypothesis, Threshold, rules};
 use crate::diagnose::model::Severity;
 use crate::diagnose::rules::RuleId;
@@ -58,7 +59,7 @@ pub fn dominating(ctx: &mut Ctx<'_>, id: RuleId, names: &[&str]) {
         ctx.push(
             Hypothesis::new(id, ev, ex, &rows)
                 .max(Severity::Medium)
-                .removes(0.5),
+                .removes(effect::HALF),
         );
     }
 }

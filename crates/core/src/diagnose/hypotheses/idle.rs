@@ -1,6 +1,7 @@
 //! `idle.*`: the vCPU halted because it had nothing to run. That is not overhead: it is
 //! reported apart, as context, so that the exits between halts are weighed on their own.
 
+use super::effect;
 use super::{Ctx, Grading, Hypothesis, Threshold, rules};
 use crate::diagnose::evidence::ratio;
 use crate::diagnose::model::Severity;
@@ -53,7 +54,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
     }
     let mut h = Hypothesis::new(IdleRule::Hlt, ev, ex, &rows)
         .grading(Grading::Context(Severity::Info))
-        .removes(0.0);
+        .removes(effect::NOTHING);
     h.cost.cpu_share = None;
     h.cost.cpu_basis = None;
     ctx.push(h);

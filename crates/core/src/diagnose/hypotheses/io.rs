@@ -5,6 +5,7 @@
 //! others as competitors and the port report that tells them apart. Timer ports are `timer.*`
 //! and run first.
 
+use super::effect;
 use super::rules;
 use super::timer::{self, is_cstate_port};
 use super::{Ctx, Hint, Hypothesis};
@@ -83,13 +84,13 @@ fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
     let ev = ctx.ev;
     let serial = ctx.free_rows(p.coded(|_, port| u16::try_from(port).is_ok_and(ioport::is_serial)));
     if !serial.is_empty() {
-        ctx.push(Hypothesis::new(IoRule::SerialPioStorm, ev, p, &serial).removes(0.9));
+        ctx.push(Hypothesis::new(IoRule::SerialPioStorm, ev, p, &serial).removes(effect::REPLACED));
     }
     let cstate = ctx.free_rows(p.coded(|_, port| {
         is_cstate_port(port) || u16::try_from(port).is_ok_and(ioport::is_acpi_pm_timer)
     }));
     if cstate.iter().any(|r| r.code().is_some_and(is_cstate_port)) {
-        let h = Hypothesis::new(IoRule::AcpiIdlePort, ev, p, &cstate).removes(0.9);
+        let h = Hypothesis::new(IoRule::AcpiIdlePort, ev, p, &cstate).removes(effect::REPLACED);
         ctx.push(h);
     }
     let virtio =
@@ -107,7 +108,7 @@ fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
                     .any(|r| r.mean_ns().is_some_and(|m| m >= 20_000.0)),
                 Hint::Userspace,
             )
-            .removes(0.9);
+            .removes(effect::REPLACED);
         if !named {
             h = h.confidence(Confidence::Likely);
         }
@@ -119,7 +120,7 @@ fn keyed(ctx: &mut Ctx<'_>, p: &Part) {
         ctx.push(
             Hypothesis::new(IoRule::EmulatedPort, ev, p, &[r])
                 .max(Severity::Medium)
-                .removes(0.9),
+                .removes(effect::REPLACED),
         );
     }
 }
@@ -190,7 +191,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
                 .any(|r| r.mean_ns().is_some_and(|m| m >= 20_000.0)),
             Hint::Userspace,
         )
-        .removes(0.9);
+        .removes(effect::REPLACED);
     if lead.family() == Family::Timer {
         h = h.grading(timer::device_grading());
     }

@@ -12,6 +12,7 @@
 //! rate, and claims what it explains.
 
 use super::cost::of;
+use super::effect;
 use super::{ApicRule, IoRule, IrqRule};
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold};
 use crate::diagnose::evidence::EvidenceSet;
@@ -155,7 +156,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .hint_if(ev.host.emulated(), Hint::PvmBackend)
         .rival(ApicRule::ApicvOff, Confidence::Possible)
         .rival(ApicRule::ApicvInhibited, Confidence::Possible)
-        .removes(0.9);
+        .removes(effect::REPLACED);
         ctx.push(h);
     }
     // Notifications.
@@ -176,7 +177,11 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .floor_if(n >= NOTIFY_PER_IO, Severity::Low)
         .hint_if(to_vmm && ev.host.emulated(), Hint::Userspace)
         .hint_if(ev.host.emulated(), Hint::PvmBackend)
-        .removes(if n >= NOTIFY_PER_IO { 0.8 } else { 0.5 });
+        .removes(if n >= NOTIFY_PER_IO {
+            effect::MOSTLY
+        } else {
+            effect::HALF
+        });
         ctx.push(h);
     }
     // Polling: IO (notifications) with neither interrupts nor halts.
@@ -206,7 +211,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         let h = Hypothesis::with_cost(IoRule::Polling, Cost::default(), Vec::new())
             .support(support)
             .grading(Grading::Context(Severity::Info))
-            .removes(0.0);
+            .removes(effect::NOTHING);
         ctx.push(h);
     }
 }

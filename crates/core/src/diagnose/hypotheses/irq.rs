@@ -3,6 +3,7 @@
 //! problem only when host device interrupts and housekeeping land on the vCPUs' cores. Context:
 //! never above low, never the main problem.
 
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::Severity;
@@ -110,7 +111,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         })
         .floor_if(mostly, Severity::Low)
         .hint_if(mostly, Hint::Aggregate)
-        .removes(0.7);
+        .removes(effect::LARGELY);
         return ctx.push(h);
     }
     let share = ex.share_of(&rows).0;
@@ -125,6 +126,6 @@ pub fn check(ctx: &mut Ctx<'_>) {
     ctx.push(
         Hypothesis::new(IrqRule::External, ev, ex, &rows)
             .grading(Grading::Context(severity))
-            .removes(0.3),
+            .removes(effect::PART),
     );
 }

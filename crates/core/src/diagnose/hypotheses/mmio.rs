@@ -5,6 +5,7 @@
 //! report that tells them apart.
 
 use super::TimerRule;
+use super::effect;
 use super::{Ctx, Hint, Hypothesis, rules, timer};
 use crate::config::HvFlag;
 use crate::decode::{ExitClass, mmio};
@@ -40,7 +41,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         }
         for (_, rows) in groups {
             let h = Hypothesis::new(MmioRule::EmulatedDevice, ev, m, &rows).max(Severity::High);
-            ctx.push(h.removes(0.9));
+            ctx.push(h.removes(effect::REPLACED));
         }
         return;
     }
@@ -96,7 +97,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
     } else {
         let mut h = Hypothesis::new(MmioRule::EmulatedDevice, ev, ex, &rows)
             .confidence(Confidence::Possible)
-            .removes(0.9);
+            .removes(effect::REPLACED);
         if !ev.linux() && stimer != Some(true) {
             h = h.rival(TimerRule::HpetMmio, Confidence::Possible);
         }

@@ -4,6 +4,7 @@
 //! host intercepts (EXCEPTION_NMI #PF, SVM `PF excp`, kvm_stat's `pf_guest` or
 //! `kvm_page_fault` at a high rate), from exits or from counters alone.
 
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost, rules};
 use crate::diagnose::evidence::{Item, ratio, rows};
 use crate::diagnose::model::{Confidence, Severity};
@@ -113,7 +114,7 @@ pub fn storm(ctx: &mut Ctx<'_>) {
                 Severity::High
             }))
             .hint_if(r.is(&["npf"]), Hint::Sev)
-            .removes(1.0);
+            .removes(effect::REMOVED);
         if !sure {
             h = h.confidence(Confidence::Likely);
         }
@@ -158,7 +159,7 @@ fn ept(ctx: &mut Ctx<'_>) {
         .max(Severity::High)
         .support(support)
         .hint_if(rows.iter().any(|r| r.is(&["npf"])), Hint::Amd)
-        .removes(0.7);
+        .removes(effect::LARGELY);
     ctx.push(h);
 }
 
@@ -235,7 +236,7 @@ fn guest_faults(ctx: &mut Ctx<'_>) {
             return ctx.push(
                 Hypothesis::new(MmuRule::GuestPageFaults, ev, ex, &rows)
                     .grading(grading)
-                    .removes(0.9),
+                    .removes(effect::REPLACED),
             );
         }
     }
@@ -256,7 +257,7 @@ fn guest_faults(ctx: &mut Ctx<'_>) {
         )
         .grading(grading)
         .hint(Hint::Aggregate)
-        .removes(0.9);
+        .removes(effect::REPLACED);
         ctx.push(h);
     }
 }

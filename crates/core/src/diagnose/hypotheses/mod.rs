@@ -14,6 +14,7 @@ pub mod apic_ipi;
 pub mod apic_synic;
 pub mod cost;
 pub mod cpuid;
+pub mod effect;
 pub mod emulation;
 pub mod halt;
 pub mod hv;
@@ -201,7 +202,7 @@ impl Hypothesis {
             },
             rivals: Vec::new(),
             hints: Vec::new(),
-            removes: 1.0,
+            removes: effect::REMOVED,
             floor: Severity::Info,
             model: None,
         }

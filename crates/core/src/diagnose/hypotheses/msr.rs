@@ -4,6 +4,7 @@
 //! proposed, the likelier one leading, with the MSR report that tells them apart. MSR rows no
 //! earlier family explained are named: Hyper-V synthetic MSRs, and any other hot MSR.
 
+use super::effect;
 use super::rules;
 use super::{ApicRule, TimerRule};
 use super::{Ctx, Hint, Hypothesis, Threshold, apic_ipi as ipi, timer_tick as tick};
@@ -106,7 +107,7 @@ fn aggregate(ctx: &mut Ctx<'_>) {
         .confidence(sure)
         .hint(Hint::Aggregate)
         .hint_if(paired, Hint::HaltsPaired)
-        .removes(0.7);
+        .removes(effect::LARGELY);
     if ev.windows() {
         h = h.rival(ApicRule::ApicvInhibitedSynic, Confidence::Possible);
     }
@@ -129,7 +130,7 @@ fn hot(ctx: &mut Ctx<'_>) {
         let h = Hypothesis::new(MsrRule::HypervSynthetic, ev, m, &hv)
             .max(Severity::Medium)
             .hint(Hint::HypervMsr)
-            .removes(0.5);
+            .removes(effect::HALF);
         ctx.push(h);
     }
     let mut rest: Vec<&Item> = free
@@ -141,7 +142,7 @@ fn hot(ctx: &mut Ctx<'_>) {
     for r in rest {
         let h = Hypothesis::new(MsrRule::HotMsr, ev, m, &[r])
             .max(Severity::Medium)
-            .removes(0.5);
+            .removes(effect::HALF);
         ctx.push(h);
     }
 }

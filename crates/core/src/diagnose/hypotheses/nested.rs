@@ -5,6 +5,7 @@
 //! their fixes are enlightened VMCS for Hyper-V, shadow VMCS, and a host kernel with mature
 //! nested support.
 
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost, rules};
 use crate::config::Version;
 use crate::diagnose::model::{Confidence, Fact, Severity};
@@ -126,7 +127,7 @@ fn l1(ctx: &mut Ctx<'_>) {
             amd && ev.host.kernel().is_some_and(|k| k < NESTED_SVM_KERNEL),
             Hint::OldKernel,
         )
-        .removes(0.5);
+        .removes(effect::HALF);
     ctx.push(h);
 }
 
@@ -146,6 +147,6 @@ fn rsm(ctx: &mut Ctx<'_>) {
         .grading(Grading::Fixed(Severity::High))
         .confidence(Confidence::Possible)
         .hint(Hint::Amd)
-        .removes(1.0);
+        .removes(effect::REMOVED);
     ctx.push(h);
 }

@@ -14,6 +14,7 @@
 //! `sched.host-steal` is context: the host's own steal, reported apart.
 
 use super::RuleId;
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::analysis::sched::{SchedSummary, VcpuShare, VmSched};
 use crate::diagnose::model::{Cost, CpuBasis, Fact, Measure, ModelEffect, Scenario, Severity};
@@ -288,7 +289,7 @@ fn host_steal(s: &SchedSummary) -> Option<Hypothesis> {
     Some(
         Hypothesis::with_cost(SchedRule::HostSteal, Cost::default(), vec![fact])
             .grading(Grading::Context(sev))
-            .removes(0.0),
+            .removes(effect::NOTHING),
     )
 }
 

@@ -3,6 +3,7 @@
 //! guest); the exits cannot tell which, so it is context with the check that can. Pause exits
 //! as a cost mean lock-holder preemption on an overcommitted host.
 
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::diagnose::evidence::sat_sum;
 use crate::diagnose::model::{Confidence, Severity};
@@ -82,7 +83,7 @@ pub fn hang(ctx: &mut Ctx<'_>) {
         .grading(Grading::Context(Severity::Info))
         .confidence(Confidence::Possible)
         .hint_if(ev.host.amd(), Hint::Amd)
-        .removes(1.0);
+        .removes(effect::REMOVED);
     ctx.push(h);
 }
 
@@ -118,7 +119,7 @@ fn pv_wait(ctx: &mut Ctx<'_>) {
         .floor_if(true, Severity::Low)
         .confidence(Confidence::Likely)
         .hint(Hint::Aggregate)
-        .removes(0.5);
+        .removes(effect::HALF);
     // The halts are the waits: explained here, at no cost of their own (halted time is idle).
     hyp.evidence.extend(
         halts
@@ -143,6 +144,6 @@ fn pause(ctx: &mut Ctx<'_>) {
     }
     let h = Hypothesis::new(SpinRule::Pause, ev, ex, &rows)
         .max(Severity::Medium)
-        .removes(0.7);
+        .removes(effect::LARGELY);
     ctx.push(h);
 }

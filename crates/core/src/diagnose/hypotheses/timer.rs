@@ -6,6 +6,7 @@
 //! ports or addresses are made, with their competitors, in `io` and `mmio`.
 
 use super::IoRule;
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, rules};
 use crate::config::HvFlag;
 use crate::decode::{ioport, mmio};
@@ -248,7 +249,7 @@ fn lapic_hidden(ctx: &mut Ctx<'_>) {
         .support(absent)
         .hint(Hint::NoEnlightenment)
         .hint_if(hidden == Some(true), Hint::HypervisorHidden)
-        .removes(0.0);
+        .removes(effect::NOTHING);
     if hidden != Some(true) {
         h = h.confidence(Confidence::Likely).hint(Hint::Aggregate);
     }

@@ -4,6 +4,7 @@
 //! EOI per tick, at tens of thousands per second. (MSR_WRITE exits without MSR rows are read,
 //! with their competitors, in `msr`.)
 
+use super::effect;
 use super::{ApicRule, TimerRule};
 use super::{Ctx, Grading, Hint, Hypothesis, Threshold, cost};
 use crate::diagnose::evidence::sat_sum;
@@ -84,7 +85,7 @@ fn deadline(ctx: &mut Ctx<'_>) {
             halts > 0 && halts.saturating_mul(3) >= writes,
             Hint::HaltsPaired,
         )
-        .removes(0.8);
+        .removes(effect::MOSTLY);
     ctx.push(h);
 }
 
@@ -128,6 +129,6 @@ fn storm(ctx: &mut Ctx<'_>) {
         Hint::ApicvOff,
     )
     .rival(ApicRule::IpiStorm, Confidence::Possible)
-    .removes(0.8);
+    .removes(effect::MOSTLY);
     ctx.push(h);
 }

@@ -2,6 +2,7 @@
 //! printed as `UNKNOWN`, names of another architecture — kept and shown, with what they may be;
 //! and a guest that triple-faulted (a crash whose cause the exits cannot tell).
 
+use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, rules};
 use crate::diagnose::evidence::{Item, known_exit};
 use crate::diagnose::model::{Confidence, Severity};
@@ -67,7 +68,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .max(Severity::Low)
         .hint_if(is_riscv, Hint::RiscV)
         .hint_if(!unnamed.is_empty(), Hint::Unnamed)
-        .removes(0.0);
+        .removes(effect::NOTHING);
     if !unnamed.is_empty() && is_riscv {
         h = h.confidence(Confidence::Likely);
     }
@@ -90,6 +91,6 @@ fn triple(ctx: &mut Ctx<'_>) {
     }
     let h = Hypothesis::new(UnknownRule::TripleFault, ev, ex, &rows)
         .grading(Grading::Fixed(Severity::Medium))
-        .removes(0.0);
+        .removes(effect::NOTHING);
     ctx.push(h);
 }
