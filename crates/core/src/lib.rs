@@ -19,6 +19,7 @@ pub mod measure;
 pub mod model;
 pub mod profile;
 pub mod render;
+pub mod severity;
 pub mod sources;
 
 pub use error::{Error, Result};

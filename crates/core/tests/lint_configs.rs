@@ -76,7 +76,7 @@ fn expect(name: &str, opts: &Options, want: &[(&str, Severity)]) {
     assert_eq!(verdict(name, opts), want, "{name} with {:?}", opts.host);
 }
 
-use Severity::{Error, High, Info, Low, Medium};
+use Severity::{Critical as Error, High, Info, Low, Medium};
 
 const NONE: Options = Options {
     host: HostFacts {

@@ -128,7 +128,7 @@ fn preset(p: PresetArg) -> Preset {
 
 fn severity(s: SeverityArg) -> Severity {
     match s {
-        SeverityArg::Error => Severity::Error,
+        SeverityArg::Error => Severity::Critical,
         SeverityArg::High => Severity::High,
         SeverityArg::Medium => Severity::Medium,
         SeverityArg::Low => Severity::Low,

@@ -6,7 +6,7 @@
 use super::evidence::EvidenceSet;
 use super::hypotheses::{ApicRule, RuleId, SpinRule, TimerRule};
 use super::model::{
-    Confidence, ConfigFact, Effect, Finding, Fix, ForGuest, Grade, Measure, Role, Severity,
+    Confidence, ConfigFact, Effect, Finding, Fix, ForGuest, Grade, Measure, Role,
 };
 use super::words::sources;
 use crate::config::GuestFamily;
@@ -76,8 +76,8 @@ pub fn join(ev: &EvidenceSet, findings: &mut Vec<Finding>) {
             .map(|l| l.severity)
             .max()
             .unwrap_or(first.severity);
-        if Severity::from_lint(worst) > f.severity {
-            f.severity = Severity::from_lint(worst);
+        if worst > f.severity {
+            f.severity = worst;
             f.grade.why = format!(
                 "{}; raised by the configuration's lint findings",
                 f.grade.why
@@ -153,7 +153,7 @@ fn standalone(l: &lint::Finding, guest: GuestFamily) -> Finding {
         input: 0,
         rank: 0,
         role: Role::Config,
-        severity: Severity::from_lint(l.severity),
+        severity: l.severity,
         grade: Grade {
             measure: Measure::Config,
             value: None,

@@ -5,78 +5,13 @@
 //! changes, advice tags), the expected effect for this input and the public sources. Numbers are
 //! kept as numbers here; renderers format them.
 
-use std::fmt;
-
 use serde::Serialize;
 
 use crate::config::{GuestFamily, Origin};
 use crate::lint;
 use crate::profile::{Key, TableKind};
 
-/// How bad a finding is (ordered: `Info` < … < `Critical`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Low,
-    Medium,
-    High,
-    /// The guest makes no progress, or the configuration will not start.
-    Critical,
-}
-
-impl Severity {
-    /// Every severity, worst first.
-    pub const WORST_FIRST: [Severity; 5] = [
-        Severity::Critical,
-        Severity::High,
-        Severity::Medium,
-        Severity::Low,
-        Severity::Info,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
-    }
-
-    /// `info`, `low`, `medium`, `high`, `critical`.
-    pub fn parse(s: &str) -> Option<Severity> {
-        Severity::WORST_FIRST.into_iter().find(|v| v.name() == s)
-    }
-
-    /// One step less severe (`Info` stays `Info`).
-    pub fn down(self) -> Severity {
-        match self {
-            Severity::Critical => Severity::High,
-            Severity::High => Severity::Medium,
-            Severity::Medium => Severity::Low,
-            Severity::Low | Severity::Info => Severity::Info,
-        }
-    }
-
-    /// The diagnose severity of a lint severity (a configuration QEMU rejects is critical).
-    pub fn from_lint(s: lint::Severity) -> Severity {
-        match s {
-            lint::Severity::Info => Severity::Info,
-            lint::Severity::Low => Severity::Low,
-            lint::Severity::Medium => Severity::Medium,
-            lint::Severity::High => Severity::High,
-            lint::Severity::Error => Severity::Critical,
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::severity::Severity;
 
 /// How sure a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -396,7 +331,9 @@ pub struct Source {
 pub struct ConfigFact {
     /// The lint rule id (`HV-PERF-004`).
     pub rule: &'static str,
-    pub severity: lint::Severity,
+    /// As lint spells it (`error` for critical).
+    #[serde(serialize_with = "crate::severity::lint_spelling")]
+    pub severity: Severity,
     pub message: String,
     /// The XML element or argv flag at fault (or where the missing one belongs).
     pub element: Origin,

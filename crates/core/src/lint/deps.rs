@@ -74,7 +74,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         );
         out.push(ctx.finding(
             rule,
-            Severity::Error,
+            Severity::Critical,
             message,
             ctx.origin(*flag),
             fix::add(summary, &missing),
@@ -110,7 +110,7 @@ fn rejected(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         };
         out.push(ctx.finding(
             "HV-DEP-009",
-            Severity::Error,
+            Severity::Critical,
             message,
             u.origin.clone(),
             fix::Fix::words(fix),
@@ -119,7 +119,7 @@ fn rejected(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for i in &ctx.c.hyperv.invalid {
         let mut f = ctx.finding(
             "HV-DEP-009",
-            Severity::Error,
+            Severity::Critical,
             format!("{}: libvirt rejects the domain", i.what),
             i.origin.clone(),
             fix::Fix::words("write state='on' or state='off' (and mode='custom' or 'passthrough')"),
@@ -158,7 +158,7 @@ fn versions(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         if !why.is_empty() {
             out.push(ctx.finding(
                 "HV-DEP-009",
-                Severity::Error,
+                Severity::Critical,
                 format!(
                     "hv-passthrough needs {}: unknown property or schema error",
                     why.join(" and ")
@@ -178,7 +178,7 @@ fn versions(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         }
         out.push(ctx.finding(
             "HV-DEP-009",
-            Severity::Error,
+            Severity::Critical,
             format!(
                 "{} ({}) needs {}: the target rejects it as an unknown property or a schema error",
                 flag.what(),

@@ -30,7 +30,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         if let Some(message) = why {
             out.push(ctx.finding(
                 "HV-HOST-001",
-                Severity::Error,
+                Severity::Critical,
                 message,
                 s.origin.clone(),
                 fix::remove(

@@ -26,8 +26,6 @@ mod perf;
 pub mod presets;
 pub mod rules;
 
-use std::fmt;
-
 use serde::Serialize;
 
 use crate::config::{Effective, Format, Guest, GuestFamily, Origin, Version, VmConfig};
@@ -38,61 +36,14 @@ pub use presets::{Preset, Recommendation};
 /// The version of the lint JSON schema.
 pub const SCHEMA: &str = "virtlens.lint/1";
 
-/// How bad a finding is (ordered: `Info` < … < `Error`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Low,
-    Medium,
-    High,
-    /// The VM will not start, or QEMU/libvirt rejects the configuration.
-    Error,
-}
-
-impl Severity {
-    /// Every severity, worst first.
-    pub const WORST_FIRST: [Severity; 5] = [
-        Severity::Error,
-        Severity::High,
-        Severity::Medium,
-        Severity::Low,
-        Severity::Info,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Error => "error",
-        }
-    }
-
-    /// `error`, `high`, `medium`, `low`, `info` (also `warning` → low).
-    pub fn parse(s: &str) -> Option<Severity> {
-        Some(match s {
-            "info" => Severity::Info,
-            "low" | "warning" => Severity::Low,
-            "medium" => Severity::Medium,
-            "high" => Severity::High,
-            "error" => Severity::Error,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::severity::Severity;
 
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub rule: &'static str,
+    /// Spelled `error` for critical: the configuration will not start.
+    #[serde(serialize_with = "crate::severity::lint_spelling")]
     pub severity: Severity,
     /// The cause, in plain words.
     pub message: String,

@@ -203,7 +203,7 @@ fn spinlocks_and_duplicates(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         };
         out.push(ctx.finding(
             "HV-OPS-010",
-            Severity::Error,
+            Severity::Critical,
             format!("spinlock retries {n} is below the minimum: {who}"),
             s.origin.clone(),
             fix::add("raise the retries to 4095–8191", &[HvFlag::Spinlocks]),

@@ -189,7 +189,10 @@ fn finding(out: &mut String, f: &Finding, style: &Style) {
             "config",
             &format!(
                 "{} ({}) at {}: {}",
-                c.rule, c.severity, c.element, c.message
+                c.rule,
+                c.severity.lint_name(),
+                c.element,
+                c.message
             ),
         );
     }

@@ -28,12 +28,15 @@ pub fn render(report: &LintReport, style: &Style) -> String {
                 continue;
             }
             let paint = match sev {
-                Severity::Error | Severity::High => style.bad,
+                Severity::Critical | Severity::High => style.bad,
                 Severity::Medium => style.note,
                 _ => style.header,
             };
             out.push('\n');
-            out.push_str(&Style::paint(paint, &format!("{sev} ({})", group.len())));
+            out.push_str(&Style::paint(
+                paint,
+                &format!("{} ({})", sev.lint_name(), group.len()),
+            ));
             out.push('\n');
             for f in group {
                 finding(&mut out, f);
@@ -197,7 +200,7 @@ fn counts(r: &LintReport) -> String {
         .iter()
         .map(|&s| (s, r.count(s)))
         .filter(|(_, c)| *c > 0)
-        .map(|(s, c)| format!("{c} {s}"))
+        .map(|(s, c)| format!("{c} {}", s.lint_name()))
         .collect();
     if parts.is_empty() {
         "0 findings".to_string()

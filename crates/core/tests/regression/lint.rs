@@ -305,6 +305,6 @@ fn an_unknown_hyperv_child_is_an_error() {
         &Options::default(),
     );
     let f = r.findings.iter().find(|f| f.rule == "HV-DEP-009").unwrap();
-    assert_eq!(f.severity, lint::Severity::Error);
+    assert_eq!(f.severity, lint::Severity::Critical);
     assert!(f.message.contains("<turbo>"), "{}", f.message);
 }

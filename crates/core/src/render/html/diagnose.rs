@@ -166,7 +166,10 @@ fn finding(f: &Finding) -> FindingView {
             "Configuration".to_string(),
             format!(
                 "{} ({}) at {}: {}",
-                c.rule, c.severity, c.element, c.message
+                c.rule,
+                c.severity.lint_name(),
+                c.element,
+                c.message
             ),
         ));
     }
