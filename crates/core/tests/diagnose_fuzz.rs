@@ -233,9 +233,9 @@ fn table() -> impl Strategy<Value = Table> {
         Just(TableKind::Ioport),
         Just(TableKind::Mmio),
         Just(TableKind::Msr),
-        Just(TableKind::Event("kvm_stat".into())),
-        Just(TableKind::Event("kvm_stat_rate".into())),
-        Just(TableKind::Event("events".into())),
+        Just(TableKind::KvmStat),
+        Just(TableKind::KvmStatRate),
+        Just(TableKind::Events),
     ];
     let isa = prop::option::of(prop_oneof![Just(Isa::Vmx), Just(Isa::Svm), Just(Isa::Pvm)]);
     (

@@ -57,7 +57,7 @@ fn count(p: &Profile, kind: &TableKind, key: &str) -> u64 {
 }
 
 fn events() -> TableKind {
-    TableKind::Event("events".into())
+    TableKind::Events
 }
 
 /// Reads `bytes`: an error must name the input and say where or what; a profile must survive
@@ -93,7 +93,7 @@ fn the_seeds_read_as_recorded() {
     assert_eq!(count(&p, &events(), "kvm_pio"), 50);
     assert_eq!(count(&p, &events(), "kvm_fpu"), 102);
     assert_eq!(count(&p, &events(), "kvm_emulate_insn"), 156);
-    let ue = TableKind::Event("userspace_exit".into());
+    let ue = TableKind::UserspaceExit;
     assert_eq!(count(&p, &ue, "KVM_EXIT_IO"), 50);
     assert_eq!(count(&p, &ue, "KVM_EXIT_HLT"), 1);
     assert_eq!(

@@ -47,7 +47,7 @@ fn table<'a>(p: &'a Profile, kind: &TableKind) -> Option<&'a Table> {
 }
 
 fn events_kind() -> TableKind {
-    TableKind::Event("events".into())
+    TableKind::Events
 }
 
 /// Count per key text, summed over VMs and vCPUs.
@@ -122,7 +122,7 @@ fn trace_samples_hold_the_counts_of_their_lines() {
             "{prefix} exits"
         );
         assert_eq!(
-            counts(table(&p, &TableKind::Event("userspace_exit".into()))),
+            counts(table(&p, &TableKind::UserspaceExit)),
             user,
             "{prefix} userspace exits"
         );
@@ -595,7 +595,7 @@ fn exits_pair_with_entries_per_thread_in_every_dialect() {
             (adj.key.access(), stats(adj)),
             (Some(Access::Read), (1, Some(200), Some(200), Some(200)))
         );
-        let user = counts(table(&p, &TableKind::Event("userspace_exit".into())));
+        let user = counts(table(&p, &TableKind::UserspaceExit));
         assert_eq!(
             user,
             BTreeMap::from([("KVM_EXIT_IO".into(), 1), ("KVM_EXIT_MMIO".into(), 1)])
@@ -861,7 +861,7 @@ fn the_other_kvm_events() {
         ("reason restart (4)", "restart"),
     ] {
         let p = one(&format!("{pre}kvm_userspace_exit: {text}"));
-        let kind = TableKind::Event("userspace_exit".into());
+        let kind = TableKind::UserspaceExit;
         assert_eq!(only_key(&p, kind).0, key);
     }
     // kvm_hypercall: `"nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx"`; kvm_hv_hypercall:
@@ -878,11 +878,7 @@ fn the_other_kvm_events() {
         ),
     ] {
         let p = one(&format!("{pre}{line}"));
-        assert_eq!(
-            only_key(&p, TableKind::Event("hypercall".into())).0,
-            key,
-            "{line}"
-        );
+        assert_eq!(only_key(&p, TableKind::Hypercall).0, key, "{line}");
     }
     // Counted by name: kvm_apic_ipi `"dst %x vec %u (%s|%s|%s|%s|%s)"`,
     // kvm_apicv_inhibit_changed `"%s reason=%u (%s)"`, kvm_emulate_insn `"%x:%llx:%s (%s)%s"`,

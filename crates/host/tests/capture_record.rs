@@ -154,7 +154,7 @@ fn record_profile_counts_every_port_write_of_this_vm() {
     let stats = profile
         .tables
         .iter()
-        .find(|t| t.kind == TableKind::Event("kvm_stats".into()))
+        .find(|t| t.kind == TableKind::KvmStats)
         .unwrap_or_else(|| panic!("no kvm_stats table: {:?}", profile.warnings));
     assert!(stats.overlapping);
     let exits: u64 = stats

@@ -104,7 +104,7 @@ fn fixed_variants_exit_less_and_profiles_show_the_trap() {
             let signals = fp
                 .tables
                 .iter()
-                .find(|tb| tb.kind == TableKind::Event("ioeventfd".into()))
+                .find(|tb| tb.kind == TableKind::Ioeventfd)
                 .and_then(|tb| tb.rows.first())
                 .map(|r| r.count);
             assert_eq!(signals, Some(n), "every notification signalled the eventfd");

@@ -125,7 +125,7 @@ fn recorded_files_match_perf_script() {
 
     let p = sources::read_path(&file, None).unwrap();
     assert_eq!(p.origin.format, "perf-data");
-    let ours = table_counts(&p, &TableKind::Event("events".into()));
+    let ours = table_counts(&p, &TableKind::Events);
     let perf = perf_script_counts(&file);
     assert!(!perf.is_empty(), "perf script printed no events");
     assert_eq!(
@@ -143,7 +143,7 @@ fn recorded_files_match_perf_script() {
         // kvm-on-dev-machines.md §3: per port write, 1 kvm_pio, 1 userspace exit, 2 kvm_fpu.
         assert_eq!(ours.get("kvm_pio"), Some(&u64::from(N)));
         assert_eq!(ours.get("kvm_fpu"), Some(&(2 * u64::from(N) + 2)));
-        let exits = table_counts(&p, &TableKind::Event("userspace_exit".into()));
+        let exits = table_counts(&p, &TableKind::UserspaceExit);
         assert_eq!(exits.get("KVM_EXIT_IO"), Some(&u64::from(N)));
         assert_eq!(exits.get("KVM_EXIT_HLT"), Some(&1));
     }
@@ -198,7 +198,7 @@ fn perf_kvm_stat_record_files_are_read() {
         .arg(N.to_string())
         .arg(format!("{PORT:#x}")));
     let p = sources::read_path(&file, None).unwrap();
-    let ours = table_counts(&p, &TableKind::Event("events".into()));
+    let ours = table_counts(&p, &TableKind::Events);
     assert_eq!(ours, perf_script_counts(&file));
     assert_eq!(port_writes(&p, PORT), u64::from(N));
 }

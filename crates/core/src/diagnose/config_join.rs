@@ -5,9 +5,7 @@
 
 use super::evidence::EvidenceSet;
 use super::hypotheses::{ApicRule, RuleId, SpinRule, TimerRule};
-use super::model::{
-    Confidence, ConfigFact, Effect, Finding, Fix, ForGuest, Grade, Measure, Role,
-};
+use super::model::{Confidence, ConfigFact, Effect, Finding, Fix, ForGuest, Grade, Measure, Role};
 use super::words::sources;
 use crate::config::GuestFamily;
 use crate::lint;

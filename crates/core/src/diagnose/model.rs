@@ -89,7 +89,7 @@ impl Fact {
     pub fn said(table: &str, key: impl Into<String>, note: impl Into<String>) -> Fact {
         Fact {
             key: key.into(),
-            table: TableKind::Event(table.to_string()),
+            table: TableKind::from_name(table),
             access: None,
             name: None,
             count: 0,

@@ -32,9 +32,9 @@ impl Slot {
             Slot::Ioport => TableKind::Ioport,
             Slot::Mmio => TableKind::Mmio,
             Slot::Msr => TableKind::Msr,
-            Slot::UserspaceExit => TableKind::Event("userspace_exit".into()),
-            Slot::Hypercall => TableKind::Event("hypercall".into()),
-            Slot::Events => TableKind::Event("events".into()),
+            Slot::UserspaceExit => TableKind::UserspaceExit,
+            Slot::Hypercall => TableKind::Hypercall,
+            Slot::Events => TableKind::Events,
         }
     }
 }

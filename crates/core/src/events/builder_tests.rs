@@ -43,10 +43,7 @@ fn exits_pair_with_the_next_entry_on_their_thread() {
     assert_eq!((hlt.time.min_ns, hlt.time.max_ns), (Some(400), Some(7_000)));
     let msr = &t.rows[1];
     assert_eq!((msr.count, msr.time.total_ns), (1, None));
-    let events = p
-        .tables
-        .iter()
-        .find(|t| t.kind == TableKind::Event("events".into()));
+    let events = p.tables.iter().find(|t| t.kind == TableKind::Events);
     let total: u64 = events.map_or(0, |t| t.count());
     assert_eq!(total, 6);
     assert_eq!(t.window.as_ref().and_then(|w| w.duration_ns), Some(9_400));

@@ -142,22 +142,65 @@ impl Origin {
     }
 }
 
-/// The event-table name of KVM's binary statistics (`KVM_GET_STATS_FD`): a row per counter per
-/// VM and per vCPU, its increment over the table's window (captures and lab runs write it).
+/// The event-table name of KVM's binary statistics ([`TableKind::KvmStats`]).
 pub const KVM_STATS_KIND: &str = "kvm_stats";
 
-/// What a table's rows count.
+/// What a table's rows count: the four detail tables, the event tables every reader and
+/// capture knows by name, and any other event by its name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TableKind {
     Vmexit,
     Ioport,
     Mmio,
     Msr,
-    /// Another event, by name.
+    /// Every event, by name (`events`): the tracepoints that have no table of their own.
+    Events,
+    /// Returns to the VMM, by reason (`userspace_exit`: kvm_userspace_exit).
+    UserspaceExit,
+    /// Hypercalls, by number (`hypercall`).
+    Hypercall,
+    /// Halts: polled, waited (`halt`: kvm_vcpu_wakeup).
+    Halt,
+    /// KVM's binary statistics (`kvm_stats`, `KVM_GET_STATS_FD`): a row per counter per VM
+    /// and per vCPU, its increment over the table's window (captures and lab runs write it).
+    KvmStats,
+    /// kvm_stat's counters (`kvm_stat`): debugfs or tracepoint totals over the window.
+    KvmStat,
+    /// kvm_stat's per-guest counters (`kvm_stat_guest`, its `-g` screens).
+    KvmStatGuest,
+    /// kvm_stat's printed per-second values (`kvm_stat_rate`), kept apart from the totals:
+    /// a rate summed with counts would be neither.
+    KvmStatRate,
+    /// Notifications KVM signalled to an eventfd (`ioeventfd`).
+    Ioeventfd,
+    /// MMIO writes KVM batched for the VMM (`coalesced_mmio`).
+    CoalescedMmio,
+    /// The vCPU threads' scheduling (`sched`).
+    Sched,
+    /// Another event, by name (never one of the names above: [`TableKind::from_name`]).
     Event(String),
 }
 
 impl TableKind {
+    /// The kinds with a name of their own, besides [`TableKind::Event`].
+    pub const NAMED: [TableKind; 15] = [
+        TableKind::Vmexit,
+        TableKind::Ioport,
+        TableKind::Mmio,
+        TableKind::Msr,
+        TableKind::Events,
+        TableKind::UserspaceExit,
+        TableKind::Hypercall,
+        TableKind::Halt,
+        TableKind::KvmStats,
+        TableKind::KvmStat,
+        TableKind::KvmStatGuest,
+        TableKind::KvmStatRate,
+        TableKind::Ioeventfd,
+        TableKind::CoalescedMmio,
+        TableKind::Sched,
+    ];
+
     /// The name used in JSON and on the command line.
     pub fn as_str(&self) -> &str {
         match self {
@@ -165,19 +208,28 @@ impl TableKind {
             TableKind::Ioport => "ioport",
             TableKind::Mmio => "mmio",
             TableKind::Msr => "msr",
+            TableKind::Events => "events",
+            TableKind::UserspaceExit => "userspace_exit",
+            TableKind::Hypercall => "hypercall",
+            TableKind::Halt => "halt",
+            TableKind::KvmStats => KVM_STATS_KIND,
+            TableKind::KvmStat => "kvm_stat",
+            TableKind::KvmStatGuest => "kvm_stat_guest",
+            TableKind::KvmStatRate => "kvm_stat_rate",
+            TableKind::Ioeventfd => "ioeventfd",
+            TableKind::CoalescedMmio => "coalesced_mmio",
+            TableKind::Sched => "sched",
             TableKind::Event(name) => name,
         }
     }
 
-    /// The kind named `name` (the inverse of [`TableKind::as_str`]).
+    /// The kind named `name` (the inverse of [`TableKind::as_str`]): a named kind when there
+    /// is one, else [`TableKind::Event`].
     pub fn from_name(name: &str) -> Self {
-        match name {
-            "vmexit" => TableKind::Vmexit,
-            "ioport" => TableKind::Ioport,
-            "mmio" => TableKind::Mmio,
-            "msr" => TableKind::Msr,
-            other => TableKind::Event(other.to_string()),
-        }
+        TableKind::NAMED
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .unwrap_or_else(|| TableKind::Event(name.to_string()))
     }
 }
 
@@ -290,4 +342,20 @@ pub struct PrintedTotal {
 pub struct Note {
     pub line: Option<usize>,
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TableKind;
+
+    #[test]
+    fn every_named_kind_reads_back_as_itself() {
+        for k in TableKind::NAMED {
+            assert_eq!(TableKind::from_name(k.as_str()), k);
+        }
+        assert_eq!(
+            TableKind::from_name("kvm_nested_vmexit"),
+            TableKind::Event("kvm_nested_vmexit".into())
+        );
+    }
 }

@@ -14,12 +14,10 @@ pub fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
         TableKind::Ioport => "IO port accesses".to_string(),
         TableKind::Mmio => "MMIO accesses".to_string(),
         TableKind::Msr => "MSR accesses".to_string(),
-        TableKind::Event(e) => match e.as_str() {
-            "events" => "every event, by name".to_string(),
-            "userspace_exit" => "returns to the VMM (kvm_userspace_exit)".to_string(),
-            "hypercall" => "hypercalls".to_string(),
-            other => format!("{other} events"),
-        },
+        TableKind::Events => "every event, by name".to_string(),
+        TableKind::UserspaceExit => "returns to the VMM (kvm_userspace_exit)".to_string(),
+        TableKind::Hypercall => "hypercalls".to_string(),
+        other => format!("{other} events"),
     }
 }
 

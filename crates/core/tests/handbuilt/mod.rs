@@ -148,7 +148,7 @@ impl P {
                 )
             })
             .collect();
-        self.table(TableKind::Event(kind.into()), None, rows)
+        self.table(TableKind::from_name(kind), None, rows)
     }
 
     /// kvm_stat counters `(name, total, printed rate per second)`.

@@ -63,7 +63,7 @@ pub fn profile(
             accs.entry((kind, key, pid, vcpu)).or_default().count += n;
         };
         add(
-            TableKind::Event("events".into()),
+            TableKind::Events,
             Key::Event {
                 name: event.to_string(),
             },
@@ -180,12 +180,9 @@ fn keyed(event: &str, sub: u32, detail: u64, isa: Option<Isa>) -> Option<(TableK
                 access: access(Access::Read, Access::Write),
             },
         ),
-        "kvm_userspace_exit" => (
-            TableKind::Event("userspace_exit".into()),
-            userspace_key(detail, sub),
-        ),
+        "kvm_userspace_exit" => (TableKind::UserspaceExit, userspace_key(detail, sub)),
         "kvm_hypercall" | "kvm_hv_hypercall" => (
-            TableKind::Event("hypercall".into()),
+            TableKind::Hypercall,
             Key::Event {
                 name: format!("{detail:#x}"),
             },
@@ -199,12 +196,9 @@ fn timed_slot(pair: Pair, detail: u64, isa: Option<Isa>) -> Option<(TableKind, K
     Some(match pair {
         // The exit's ISA is not in the pair's key: the host's is.
         Pair::Exit => (TableKind::Vmexit, exit_key(0, detail, isa)),
-        Pair::Vmm => (
-            TableKind::Event("userspace_exit".into()),
-            userspace_key(detail, 0),
-        ),
+        Pair::Vmm => (TableKind::UserspaceExit, userspace_key(detail, 0)),
         Pair::Halt => (
-            TableKind::Event("halt".into()),
+            TableKind::Halt,
             Key::Event {
                 name: if detail != 0 { "wait" } else { "poll" }.into(),
             },

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use virtlens_core::analysis::sched::summarize;
 use virtlens_core::decode::Decoder;
 use virtlens_core::events::tracepoints;
-use virtlens_core::profile::{KVM_STATS_KIND, Key, TableKind};
+use virtlens_core::profile::{Key, TableKind};
 use virtlens_core::render::top_text::{SCHEMA, TopCounter, TopRow, TopView, TopVm};
 
 use super::live::Interval;
@@ -38,10 +38,10 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
             TableKind::Ioport => "port",
             TableKind::Mmio => "mmio",
             TableKind::Msr => "msr",
-            TableKind::Event(e) if e == "userspace_exit" => "to-vmm",
-            TableKind::Event(e) if e == "hypercall" => "hypercall",
-            TableKind::Event(e) if e == "events" => "event",
-            TableKind::Event(e) if e == KVM_STATS_KIND => {
+            TableKind::UserspaceExit => "to-vmm",
+            TableKind::Hypercall => "hypercall",
+            TableKind::Events => "event",
+            TableKind::KvmStats => {
                 for r in &t.rows {
                     *counters
                         .entry(r.pid)
@@ -51,7 +51,7 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
                 }
                 continue;
             }
-            TableKind::Event(_) => continue,
+            _ => continue,
         };
         for r in &t.rows {
             if kind == "event" {

@@ -17,7 +17,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 
 use virtlens_core::decode::kvm_stats::{Layout, StatType, StatUnit};
-use virtlens_core::profile::{KVM_STATS_KIND, Key, Row, Table, TableKind, Window};
+use virtlens_core::profile::{Key, Row, Table, TableKind, Window};
 
 use crate::discovery::{Vmm, kvm_fds};
 use crate::kvm_stats::{Snapshot, StatsFd};
@@ -187,7 +187,7 @@ impl StatsSet {
 
     /// The counters that moved between `before` and `after`, over `window_ns`.
     pub fn table(&self, before: &Snapshots, after: &Snapshots, window_ns: u64) -> Option<Table> {
-        let mut t = Table::new(TableKind::Event(KVM_STATS_KIND.into()));
+        let mut t = Table::new(TableKind::KvmStats);
         t.overlapping = true;
         t.label = Some("KVM binary statistics (KVM_GET_STATS_FD), increments".into());
         t.window = Some(Window {

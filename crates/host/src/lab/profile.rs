@@ -8,9 +8,7 @@
 use std::collections::BTreeMap;
 
 use kvm_ioctls::IoEventAddress;
-use virtlens_core::profile::{
-    Access as Dir, KVM_STATS_KIND, Key, Origin, Profile, Row, Table, TableKind, Window,
-};
+use virtlens_core::profile::{Access as Dir, Key, Origin, Profile, Row, Table, TableKind, Window};
 
 use super::HostLabel;
 use super::bench::Measured;
@@ -54,33 +52,27 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
             Access::Rdmsr(i) => (TableKind::Msr, msr_key(i, Dir::Read), "KVM_EXIT_X86_RDMSR"),
             Access::Wrmsr(i) => (TableKind::Msr, msr_key(i, Dir::Write), "KVM_EXIT_X86_WRMSR"),
             Access::Hypercall(nr) => (
-                TableKind::Event("hypercall".into()),
+                TableKind::Hypercall,
                 Key::Event {
                     name: format!("hypercall {nr}"),
                 },
                 "KVM_EXIT_HYPERCALL",
             ),
             Access::Halt => (
-                TableKind::Event("userspace_exit".into()),
+                TableKind::UserspaceExit,
                 Key::Event {
                     name: "KVM_EXIT_HLT".into(),
                 },
                 "",
             ),
-            Access::Coalesced(gpa) => (
-                TableKind::Event("coalesced_mmio".into()),
-                mmio_key(gpa, Dir::Write),
-                "",
-            ),
+            Access::Coalesced(gpa) => (TableKind::CoalescedMmio, mmio_key(gpa, Dir::Write), ""),
         };
         if !reason.is_empty() {
             *exits.entry(reason).or_default() += n;
         }
         tables.entry(kind).or_default().push(row(key, *n));
     }
-    let userspace = tables
-        .entry(TableKind::Event("userspace_exit".into()))
-        .or_default();
+    let userspace = tables.entry(TableKind::UserspaceExit).or_default();
     userspace.extend(exits.into_iter().map(|(name, n)| {
         row(
             Key::Event {
@@ -95,7 +87,7 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
             IoEventAddress::Mmio(gpa) => mmio_key(gpa, Dir::Write),
         };
         tables
-            .entry(TableKind::Event("ioeventfd".into()))
+            .entry(TableKind::Ioeventfd)
             .or_default()
             .push(row(key, *n));
     }
@@ -106,7 +98,7 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
         .map(|(name, d)| row(Key::Event { name: name.clone() }, *d as u64))
         .collect();
     if !stats.is_empty() {
-        tables.insert(TableKind::Event(KVM_STATS_KIND.into()), stats);
+        tables.insert(TableKind::KvmStats, stats);
     }
     for (kind, rows) in tables {
         if rows.is_empty() {
@@ -117,17 +109,13 @@ pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
         t.window = Some(window.clone());
         t.scope = Some(
             match &kind {
-                TableKind::Event(e) if e == KVM_STATS_KIND => {
-                    "KVM binary statistics of the VM and vCPU"
-                }
-                TableKind::Event(e) if e == "ioeventfd" => {
-                    "accesses caught in the kernel (eventfd signals)"
-                }
+                TableKind::KvmStats => "KVM binary statistics of the VM and vCPU",
+                TableKind::Ioeventfd => "accesses caught in the kernel (eventfd signals)",
                 _ => "returns to the VMM, counted by the lab's exit handling",
             }
             .to_string(),
         );
-        t.overlapping = matches!(&kind, TableKind::Event(e) if e == KVM_STATS_KIND);
+        t.overlapping = matches!(&kind, TableKind::KvmStats);
         t.rows = rows;
         p.tables.push(t);
     }

@@ -55,13 +55,11 @@ impl Family {
             TableKind::Ioport => Family::Port,
             TableKind::Mmio => Family::Mmio,
             TableKind::Msr => Family::Msr,
-            TableKind::Event(e) => match e.as_str() {
-                "userspace_exit" => Family::Userspace,
-                "hypercall" => Family::Hypercall,
-                "halt" => Family::Halt,
-                "events" => Family::Event,
-                _ => return None,
-            },
+            TableKind::UserspaceExit => Family::Userspace,
+            TableKind::Hypercall => Family::Hypercall,
+            TableKind::Halt => Family::Halt,
+            TableKind::Events => Family::Event,
+            _ => return None,
         })
     }
 }

@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::Totals;
 use crate::decode::ExitClass;
-use crate::profile::{KVM_STATS_KIND, Key, Table, TableKind};
-use crate::sources::kvm_stat::{COUNTER_KIND, RATE_KIND};
+use crate::profile::{Key, Table, TableKind};
 
 use super::super::model::Fact;
 use super::rows::{Item, Part, rate, sat_sum};
@@ -25,11 +24,20 @@ pub struct Counter {
 }
 
 /// Every counter of an input, by name.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Counters {
     pub by_name: BTreeMap<String, Counter>,
     /// The event table they come from (kvm_stat's screen or the binary statistics).
-    pub source: &'static str,
+    pub source: TableKind,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters {
+            by_name: BTreeMap::new(),
+            source: TableKind::KvmStat,
+        }
+    }
 }
 
 impl Counters {
@@ -38,7 +46,7 @@ impl Counters {
     pub fn of(tables: &[&Table]) -> Counters {
         let mut by_name: BTreeMap<String, Counter> = BTreeMap::new();
         let source = source_kind(tables);
-        for t in tables.iter().filter(|t| is(t, source)) {
+        for t in tables.iter().filter(|t| t.kind == source) {
             let window = t.window.as_ref().and_then(|w| w.duration_ns);
             for r in &t.rows {
                 let c = by_name.entry(r.key.key_text()).or_default();
@@ -46,7 +54,7 @@ impl Counters {
                 c.rate = rate(c.total, window);
             }
         }
-        for t in tables.iter().filter(|t| is(t, RATE_KIND)) {
+        for t in tables.iter().filter(|t| t.kind == TableKind::KvmStatRate) {
             for r in &t.rows {
                 if matches!(r.key, Key::Event { .. }) {
                     let c = by_name.entry(r.key.key_text()).or_default();
@@ -78,7 +86,7 @@ impl Counters {
     /// The fact of counter `name` (context: counters are not exit rows).
     pub fn fact(&self, name: &str) -> Option<Fact> {
         let c = self.get(name)?;
-        let mut f = Fact::said(COUNTER_KIND, name, "");
+        let mut f = Fact::said(TableKind::KvmStat.as_str(), name, "");
         f.note = None;
         f.count = c.total;
         f.per_second = c.rate;
@@ -87,19 +95,14 @@ impl Counters {
     }
 }
 
-/// Whether `t` is the event table named `kind`.
-fn is(t: &Table, kind: &str) -> bool {
-    matches!(&t.kind, TableKind::Event(n) if n == kind)
-}
-
 /// The table the counters come from: kvm_stat's screen when the input has one, else the binary
 /// statistics (both count the same things; summing them would count twice).
-fn source_kind(tables: &[&Table]) -> &'static str {
-    let has = |kind: &str| tables.iter().any(|t| is(t, kind));
-    if !has(COUNTER_KIND) && has(KVM_STATS_KIND) {
-        KVM_STATS_KIND
+fn source_kind(tables: &[&Table]) -> TableKind {
+    let has = |kind: TableKind| tables.iter().any(|t| t.kind == kind);
+    if !has(TableKind::KvmStat) && has(TableKind::KvmStats) {
+        TableKind::KvmStats
     } else {
-        COUNTER_KIND
+        TableKind::KvmStat
     }
 }
 
@@ -137,7 +140,7 @@ pub fn exit_part(tables: &[&Table], counters: &Counters) -> Option<Part> {
         return None;
     };
     let whole = counters.get(whole_name)?;
-    let kind = TableKind::Event(counters.source.into());
+    let kind = counters.source.clone();
     let window_ns = tables
         .iter()
         .find(|t| t.kind == kind)

@@ -106,9 +106,9 @@ impl EvidenceSet {
         let mut userspace = BTreeMap::new();
         for t in tables {
             let (map, name) = match &t.kind {
-                TableKind::Event(n) if n == "events" => (&mut events, None),
-                TableKind::Event(n) if n == "hypercall" => (&mut events, Some("hypercall")),
-                TableKind::Event(n) if n == "userspace_exit" => (&mut userspace, None),
+                TableKind::Events => (&mut events, None),
+                TableKind::Hypercall => (&mut events, Some("hypercall")),
+                TableKind::UserspaceExit => (&mut userspace, None),
                 _ => continue,
             };
             for r in &t.rows {

@@ -247,7 +247,7 @@ fn rows(s: &SchedSummary) -> Vec<Fact> {
             };
             Fact {
                 key,
-                table: TableKind::Event("sched".into()),
+                table: TableKind::Sched,
                 access: None,
                 name: Some(format!("tid {}", t.tid)),
                 count: t.dispatches,

@@ -448,7 +448,7 @@ mod tests {
         let events = p
             .tables
             .iter()
-            .find(|t| t.kind == TableKind::Event("events".into()))
+            .find(|t| t.kind == TableKind::Events)
             .unwrap();
         assert!(
             events

@@ -3,10 +3,9 @@
 //! - children of `kvm_exit` (`kvm_exit(HLT)`, or `HLT` indented under `kvm_exit`) → a `vmexit`
 //!   table keyed by decoded exit reason, checked against the parent's own count;
 //! - every other counter (debugfs `exits`, `io_exits`, …, tracepoints, `kvm_userspace_exit`
-//!   children) → an `Event("kvm_stat")` table keyed by name (`Event("kvm_stat_guest")` on a
-//!   by-guest screen);
-//! - the rate column of a screen or listing → an `Event("kvm_stat_rate")` table with the same
-//!   keys whose counts are events per second (see [`RATE_KIND`]).
+//!   children) → a `KvmStat` table keyed by name (`KvmStatGuest` on a by-guest screen);
+//! - the rate column of a screen or listing → a `KvmStatRate` table with the same keys whose
+//!   counts are events per second (see the note on rates below).
 
 use std::collections::HashMap;
 
@@ -14,21 +13,13 @@ use super::names::EXIT_PARENT;
 use crate::decode::exit_reason;
 use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
 
-/// The kind of the table holding a screen's rate column.
-///
-/// kvm_stat's `CurAvg/s` (and the older `Current`) is the change of a counter over the last
-/// refresh divided by the refresh interval, rounded; `-1`'s third column is the change over
-/// the one second it sleeps. Both are events per second at the time of printing, with no
-/// capture window behind them, so they cannot be rows of the count tables. They get a table of
-/// their own whose row `count` is that per-second rate, so reports show them and `compare`
-/// sets them side by side; the totals stay counts in the other tables.
-pub const RATE_KIND: &str = "kvm_stat_rate";
-
-/// The kind of the table holding the other counters.
-pub const COUNTER_KIND: &str = "kvm_stat";
-
-/// The kind of the table of a by-guest screen (one row per VM).
-pub const GUEST_KIND: &str = "kvm_stat_guest";
+// Why the rate column is a table of its own (`TableKind::KvmStatRate`): kvm_stat's
+// `CurAvg/s` (and the older `Current`) is the change of a counter over the last refresh
+// divided by the refresh interval, rounded; `-1`'s third column is the change over the one
+// second it sleeps. Both are events per second at the time of printing, with no capture window
+// behind them, so they cannot be rows of the count tables. They get a table of their own whose
+// row `count` is that per-second rate, so reports show them and `compare` sets them side by
+// side; the totals stay counts in the other tables.
 
 /// What printed the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,22 +102,18 @@ pub fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
     let mut exits = new_table(run, TableKind::Vmexit, run.scope.clone());
     exits.isa = isa;
     let counter_kind = if run.by_guest {
-        GUEST_KIND
+        TableKind::KvmStatGuest
     } else {
-        COUNTER_KIND
+        TableKind::KvmStat
     };
-    let mut counters = new_table(
-        run,
-        TableKind::Event(counter_kind.into()),
-        run.scope.clone(),
-    );
+    let mut counters = new_table(run, counter_kind, run.scope.clone());
     counters.printed_total = run.printed_total.map(printed);
     counters.overlapping = true;
     let rate_scope = match &run.scope {
         Some(s) => format!("{s}; {}", run.rate_meaning),
         None => run.rate_meaning.to_string(),
     };
-    let mut rates = new_table(run, TableKind::Event(RATE_KIND.into()), Some(rate_scope));
+    let mut rates = new_table(run, TableKind::KvmStatRate, Some(rate_scope));
     rates.window = None;
     rates.overlapping = true;
     rates.per_second = true;

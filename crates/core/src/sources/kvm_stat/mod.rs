@@ -5,9 +5,9 @@
 //! or not by its command line.
 //!
 //! Each run (screen, listing or log) becomes up to three tables sharing one label: `vmexit`
-//! (children of `kvm_exit`, decoded), `Event("kvm_stat")` (every other counter), and
-//! `Event("kvm_stat_rate")` (the per-second rate column of screens and listings; see
-//! [`build::RATE_KIND`] for why rates get a table of their own). Logs sum their intervals and
+//! (children of `kvm_exit`, decoded), `KvmStat` (every other counter), and `KvmStatRate` (the
+//! per-second rate column of screens and listings; `build` says why rates get a table of
+//! their own). Logs sum their intervals and
 //! carry the window their timestamps span, so rates follow from counts.
 //!
 //! A line with a row's shape that cannot be read (a screen row whose numbers are damaged, a log
@@ -34,8 +34,6 @@ use board::Board;
 use build::{Run, RunKind};
 use log::Log;
 use screen::Columns;
-
-pub use build::{COUNTER_KIND, GUEST_KIND, RATE_KIND};
 
 /// The name of this format (`--format kvm-stat`, `origin.format`).
 pub const FORMAT: &str = "kvm-stat";

@@ -185,7 +185,7 @@ impl Building {
                     },
                 }
             }
-            TableKind::Event(_) => Key::Event {
+            _ => Key::Event {
                 name: raw.key.clone(),
             },
         }

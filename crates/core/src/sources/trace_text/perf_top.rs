@@ -330,7 +330,7 @@ fn top_key(event: &str, text: &str) -> TopKey {
 }
 
 fn table_key(key: TopKey, isa: Option<Isa>) -> (TableKind, Key) {
-    let event = |n: &str| TableKind::Event(n.into());
+    let event = TableKind::from_name;
     match key {
         TopKey::ExitName(name) => {
             let key = match lookup_name(isa, &name) {

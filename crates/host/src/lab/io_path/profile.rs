@@ -16,9 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_core::profile::{
-    Access, KVM_STATS_KIND, Key, Origin, Profile, Row, Table, TableKind, Window,
-};
+use virtlens_core::profile::{Access, Key, Origin, Profile, Row, Table, TableKind, Window};
 
 use super::guest::{APIC_EOI, NOTIFY_PORT, X2APIC_EOI};
 use super::{Config, RunCounts};
@@ -108,7 +106,7 @@ pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
     .map(|(name, n)| event(name, n))
     .collect();
     tables.insert(
-        TableKind::Event("userspace_exit".into()),
+        TableKind::UserspaceExit,
         (
             returns,
             "returns to the VMM, counted by the lab's exit handling",
@@ -120,7 +118,7 @@ pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
             access: Some(Access::Out),
         };
         tables.insert(
-            TableKind::Event("ioeventfd".into()),
+            TableKind::Ioeventfd,
             (
                 vec![row(key, r.notifies)],
                 "accesses caught in the kernel (eventfd signals)",
@@ -134,7 +132,7 @@ pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
         .map(|(name, n)| event(name, *n))
         .collect();
     tables.insert(
-        TableKind::Event(KVM_STATS_KIND.into()),
+        TableKind::KvmStats,
         (stats, "KVM binary statistics of the VM and vCPU"),
     );
     for (kind, (rows, scope)) in tables {
@@ -145,7 +143,7 @@ pub fn profile(c: &Config, r: &RunCounts, host: &HostLabel) -> Profile {
         t.label = Some(label.clone());
         t.window = Some(window.clone());
         t.scope = Some(scope.to_string());
-        t.overlapping = matches!(&kind, TableKind::Event(e) if e == KVM_STATS_KIND);
+        t.overlapping = matches!(&kind, TableKind::KvmStats);
         t.rows = rows;
         p.tables.push(t);
     }
