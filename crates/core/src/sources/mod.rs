@@ -9,6 +9,7 @@ pub mod counter_table;
 pub mod fio_json;
 pub mod input;
 pub mod kvm_stat;
+mod line_reader;
 pub mod lines;
 pub mod numbers;
 pub mod perf_data;

@@ -17,10 +17,10 @@ mod table;
 use std::io::BufRead;
 
 use crate::decode::exit_reason;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::profile::{Note, Origin, Profile};
-use crate::sources::lines::{self, Lines, strip_ctrl_c, unquote};
-use crate::sources::unread::{self, Unread};
+use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+use crate::sources::lines::{self, strip_ctrl_c, unquote};
 use layout::Layout;
 use table::Run;
 
@@ -50,12 +50,7 @@ fn bare_row(t: &str) -> bool {
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
 pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
-    let mut lines = Lines::new(reader, path);
-    let mut state = Reader::new(path);
-    while let Some((n, text)) = lines.next_line()? {
-        state.line(n, &text);
-    }
-    state.end(lines.cut_line())
+    read_lines(reader, path, Reader::new(path))
 }
 
 struct Reader {
@@ -64,10 +59,7 @@ struct Reader {
     runs: Vec<Run>,
     current: Option<Run>,
     layout: Option<Layout>,
-    first_unrecognised: Option<(usize, String)>,
-    unread: Unread,
-    /// The line of the last row read.
-    last_row: Option<usize>,
+    book: LineBook,
 }
 
 impl Reader {
@@ -78,12 +70,37 @@ impl Reader {
             runs: Vec::new(),
             current: None,
             layout: None,
-            first_unrecognised: None,
-            unread: Unread::default(),
-            last_row: None,
+            book: LineBook::default(),
         }
     }
 
+    /// The run being read, started at `line` if there is none.
+    fn run(&mut self, line: usize) -> &mut Run {
+        self.current.get_or_insert_with(|| Run::new(line))
+    }
+
+    fn finish(&mut self) {
+        self.layout = None;
+        let Some(run) = self.current.take() else {
+            return;
+        };
+        if run.has_rows() {
+            self.runs.push(run);
+            return;
+        }
+        let (line, message) = match &run.failure {
+            Some((line, why)) => (*line, format!("kvmexit stopped without counts: {why}")),
+            None if run.display.is_some() => (run.line, "a kvmexit run with no rows".into()),
+            None => return,
+        };
+        self.profile.warnings.push(Note {
+            line: Some(line),
+            message,
+        });
+    }
+}
+
+impl LineFormat for Reader {
     fn line(&mut self, n: usize, text: &str) {
         let t = strip_ctrl_c(text).trim();
         if t.is_empty() {
@@ -134,7 +151,7 @@ impl Reader {
             let layout = self.layout.or_else(|| layout::guess_layout(t));
             if let Some(row) = layout.and_then(|l| layout::row(t, l)) {
                 self.layout = layout;
-                self.last_row = Some(n);
+                self.book.row(n);
                 current.add(n, row);
                 return;
             }
@@ -148,59 +165,27 @@ impl Reader {
             }
             if let Some(why) = self.layout.and_then(|l| layout::damage(t, l)) {
                 current.partial = true;
-                self.unread.row(n, t, &why);
+                self.book.unreadable(n, t, &why);
                 return;
             }
         }
-        if self.runs.is_empty()
-            && self.current.as_ref().is_none_or(|r| !r.has_rows())
-            && self.first_unrecognised.is_none()
-        {
-            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        if self.runs.is_empty() && self.current.as_ref().is_none_or(|r| !r.has_rows()) {
+            self.book.unrecognised(n, t);
         }
-    }
-
-    /// The run being read, started at `line` if there is none.
-    fn run(&mut self, line: usize) -> &mut Run {
-        self.current.get_or_insert_with(|| Run::new(line))
-    }
-
-    fn finish(&mut self) {
-        self.layout = None;
-        let Some(run) = self.current.take() else {
-            return;
-        };
-        if run.has_rows() {
-            self.runs.push(run);
-            return;
-        }
-        let (line, message) = match &run.failure {
-            Some((line, why)) => (*line, format!("kvmexit stopped without counts: {why}")),
-            None if run.display.is_some() => (run.line, "a kvmexit run with no rows".into()),
-            None => return,
-        };
-        self.profile.warnings.push(Note {
-            line: Some(line),
-            message,
-        });
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
         if let Some(run) = &mut self.current
-            && unread::row_was_cut(cut, self.last_row, &mut self.profile.warnings)
+            && self.book.last_row_cut(cut, &mut self.profile.warnings)
         {
             run.partial = true;
         }
         self.finish();
-        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
+        self.book.note_unread(cut, &mut self.profile.warnings);
         if self.runs.is_empty() {
             let expected = "expected bcc kvmexit output: a `KVM_EXIT_REASON  COUNT` header \
                             (after `PID TID`, `TID` or `TIDS` columns) followed by rows";
-            return Err(Error::nothing_found(
-                &self.path,
-                self.first_unrecognised,
-                expected,
-            ));
+            return Err(self.book.nothing_found(&self.path, expected));
         }
         for run in std::mem::take(&mut self.runs) {
             let table = run.table(&mut self.profile.warnings);

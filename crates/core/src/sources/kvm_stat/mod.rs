@@ -28,8 +28,8 @@ use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
-use crate::sources::lines::{self, Lines, strip_ctrl_c, unquote};
-use crate::sources::unread::{self, Unread};
+use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+use crate::sources::lines::{self, strip_ctrl_c, unquote};
 use board::Board;
 use build::{Run, RunKind};
 use log::Log;
@@ -77,12 +77,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
 pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
-    let mut lines = Lines::new(reader, path);
-    let mut state = Reader::new(path);
-    while let Some((n, text)) = lines.next_line()? {
-        state.line(n, &text);
-    }
-    state.end(lines.cut_line())
+    read_lines(reader, path, Reader::new(path))
 }
 
 /// What a `kvm_stat …` command line says about the output under it.
@@ -145,10 +140,8 @@ struct Reader {
     pending: Option<(usize, Vec<String>)>,
     hint: Option<Hint>,
     delay: Option<f64>,
-    first_unrecognised: Option<(usize, String)>,
-    unread: Unread,
-    /// The line of the last row or log line read.
-    last_row: Option<usize>,
+    /// Rows and log lines not read, the last read, the first line not recognised.
+    book: LineBook,
 }
 
 impl Reader {
@@ -161,9 +154,7 @@ impl Reader {
             pending: None,
             hint: None,
             delay: None,
-            first_unrecognised: None,
-            unread: Unread::default(),
-            last_row: None,
+            book: LineBook::default(),
         }
     }
 
@@ -172,80 +163,6 @@ impl Reader {
             line: Some(line),
             message,
         });
-    }
-
-    fn line(&mut self, n: usize, text: &str) {
-        let raw = strip_ctrl_c(text);
-        let t = raw.trim();
-        if t.is_empty() {
-            return;
-        }
-        if let Some((at, fields)) = self.pending.take() {
-            match log::plain_data(t) {
-                Some(sample) if sample.values.len() == fields.len() => {
-                    self.finish();
-                    let mut log = Log::new(false, fields, at, self.delay);
-                    log.add(n, sample);
-                    self.start(Current::Log(log));
-                    return;
-                }
-                _ => self.unrecognised(at, &fields.join(" ")),
-            }
-        }
-        if let Some(hint) = command(t) {
-            self.finish();
-            self.delay = hint.delay;
-            self.hint = Some(hint);
-            return;
-        }
-        if let Some(title) = screen::title(t) {
-            self.finish();
-            if title.dead {
-                self.note(
-                    n,
-                    "the guest exited while this screen was shown (`Guest is DEAD`)".into(),
-                );
-            }
-            self.start(Current::Board(Board::screen(Some(title), n)));
-            return;
-        }
-        if let Some(fields) = log::csv_banner(t) {
-            if !matches!(&self.current, Current::Log(l) if l.csv && l.fields == fields) {
-                self.finish();
-                self.start(Current::Log(Log::new(true, fields, n, self.delay)));
-            }
-            return;
-        }
-        if self.log_line(n, t) {
-            self.last_row = Some(n);
-            return;
-        }
-        if self.header(n, raw) {
-            return;
-        }
-        if let Some(fields) = log::plain_banner(t) {
-            if !matches!(&self.current, Current::Log(l) if !l.csv && l.fields == fields) {
-                self.pending = Some((n, fields));
-            }
-            return;
-        }
-        if let Current::Board(b) = &mut self.current {
-            if b.line(n, raw, t, &mut self.profile.warnings) {
-                self.last_row = Some(n);
-                return;
-            }
-        } else if screen::row(raw, Columns::TotalRate, false).is_some() {
-            self.finish();
-            let mut b = Board::batch(n);
-            if b.line(n, raw, t, &mut self.profile.warnings) {
-                self.last_row = Some(n);
-                self.start(Current::Board(b));
-                return;
-            }
-        }
-        if !self.damaged(n, raw, t) {
-            self.unrecognised(n, t);
-        }
     }
 
     /// An elision or a damaged row inside a screen or log: noted, the run marked partial.
@@ -261,7 +178,7 @@ impl Reader {
         }
         self.mark_partial();
         match why {
-            Some(why) => self.unread.row(n, t, &why),
+            Some(why) => self.book.unreadable(n, t, &why),
             None => self.note(
                 n,
                 format!("the author elided rows here (`{t}`): the run is partial"),
@@ -280,11 +197,8 @@ impl Reader {
 
     /// Remembers the first line that is not kvm_stat output, for the error when nothing is.
     fn unrecognised(&mut self, n: usize, t: &str) {
-        if self.runs.is_empty()
-            && matches!(self.current, Current::None)
-            && self.first_unrecognised.is_none()
-        {
-            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        if self.runs.is_empty() && matches!(self.current, Current::None) {
+            self.book.unrecognised(n, t);
         }
     }
 
@@ -367,54 +281,6 @@ impl Reader {
         }
     }
 
-    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
-        if !matches!(self.current, Current::None)
-            && unread::row_was_cut(cut, self.last_row, &mut self.profile.warnings)
-        {
-            self.mark_partial();
-        }
-        self.finish();
-        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
-        if let Some((at, fields)) = self.pending.take() {
-            self.unrecognised(at, &fields.join(" "));
-        }
-        if self.runs.is_empty() {
-            let expected = "expected kvm_stat output: a `kvm statistics` screen with \
-                            `Event  Total …` rows, `-1` rows (`name total delta`), or a \
-                            `-l`/`-c` log (a banner of field names, then lines of numbers)";
-            let remark = self
-                .profile
-                .warnings
-                .iter()
-                .find_map(|w| Some((w.line?, &w.message)));
-            return Err(match (self.first_unrecognised, remark) {
-                (Some((line, text)), _) => Error::Parse {
-                    path: self.path,
-                    line,
-                    message: format!("{expected}; found `{text}`"),
-                },
-                (None, Some((line, why))) => Error::Parse {
-                    path: self.path,
-                    line,
-                    message: format!("{expected}; found no counts ({why})"),
-                },
-                (None, None) => Error::Input {
-                    path: self.path,
-                    message: format!("nothing readable ({expected})"),
-                },
-            });
-        }
-        self.label_runs();
-        self.note_refreshes();
-        for run in &self.runs {
-            let tables = build::tables(run, &mut self.profile.warnings);
-            self.profile.tables.extend(tables);
-        }
-        // Only exit-reason tables carry an ISA.
-        self.profile.settle_isa();
-        Ok(self.profile)
-    }
-
     /// Labels runs of a file that holds several, keeping every label unique (so `compare` sets
     /// them side by side instead of adding them up).
     fn label_runs(&mut self) {
@@ -467,5 +333,129 @@ impl Reader {
             }
         }
         self.profile.warnings.extend(notes);
+    }
+}
+
+impl LineFormat for Reader {
+    fn line(&mut self, n: usize, text: &str) {
+        let raw = strip_ctrl_c(text);
+        let t = raw.trim();
+        if t.is_empty() {
+            return;
+        }
+        if let Some((at, fields)) = self.pending.take() {
+            match log::plain_data(t) {
+                Some(sample) if sample.values.len() == fields.len() => {
+                    self.finish();
+                    let mut log = Log::new(false, fields, at, self.delay);
+                    log.add(n, sample);
+                    self.start(Current::Log(log));
+                    return;
+                }
+                _ => self.unrecognised(at, &fields.join(" ")),
+            }
+        }
+        if let Some(hint) = command(t) {
+            self.finish();
+            self.delay = hint.delay;
+            self.hint = Some(hint);
+            return;
+        }
+        if let Some(title) = screen::title(t) {
+            self.finish();
+            if title.dead {
+                self.note(
+                    n,
+                    "the guest exited while this screen was shown (`Guest is DEAD`)".into(),
+                );
+            }
+            self.start(Current::Board(Board::screen(Some(title), n)));
+            return;
+        }
+        if let Some(fields) = log::csv_banner(t) {
+            if !matches!(&self.current, Current::Log(l) if l.csv && l.fields == fields) {
+                self.finish();
+                self.start(Current::Log(Log::new(true, fields, n, self.delay)));
+            }
+            return;
+        }
+        if self.log_line(n, t) {
+            self.book.row(n);
+            return;
+        }
+        if self.header(n, raw) {
+            return;
+        }
+        if let Some(fields) = log::plain_banner(t) {
+            if !matches!(&self.current, Current::Log(l) if !l.csv && l.fields == fields) {
+                self.pending = Some((n, fields));
+            }
+            return;
+        }
+        if let Current::Board(b) = &mut self.current {
+            if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.book.row(n);
+                return;
+            }
+        } else if screen::row(raw, Columns::TotalRate, false).is_some() {
+            self.finish();
+            let mut b = Board::batch(n);
+            if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.book.row(n);
+                self.start(Current::Board(b));
+                return;
+            }
+        }
+        if !self.damaged(n, raw, t) {
+            self.unrecognised(n, t);
+        }
+    }
+
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        if !matches!(self.current, Current::None)
+            && self.book.last_row_cut(cut, &mut self.profile.warnings)
+        {
+            self.mark_partial();
+        }
+        self.finish();
+        self.book.note_unread(cut, &mut self.profile.warnings);
+        if let Some((at, fields)) = self.pending.take() {
+            self.unrecognised(at, &fields.join(" "));
+        }
+        if self.runs.is_empty() {
+            let expected = "expected kvm_stat output: a `kvm statistics` screen with \
+                            `Event  Total …` rows, `-1` rows (`name total delta`), or a \
+                            `-l`/`-c` log (a banner of field names, then lines of numbers)";
+            let remark = self
+                .profile
+                .warnings
+                .iter()
+                .find_map(|w| Some((w.line?, &w.message)));
+            return Err(match (self.book.first_unrecognised(), remark) {
+                (Some((line, text)), _) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found `{text}`"),
+                },
+                (None, Some((line, why))) => Error::Parse {
+                    path: self.path,
+                    line,
+                    message: format!("{expected}; found no counts ({why})"),
+                },
+                (None, None) => Error::Input {
+                    path: self.path,
+                    message: format!("nothing readable ({expected})"),
+                },
+            });
+        }
+        self.label_runs();
+        self.note_refreshes();
+        for run in &self.runs {
+            let tables = build::tables(run, &mut self.profile.warnings);
+            self.profile.tables.extend(tables);
+        }
+        // Only exit-reason tables carry an ISA.
+        self.profile.settle_isa();
+        Ok(self.profile)
     }
 }

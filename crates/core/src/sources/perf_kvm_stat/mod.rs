@@ -22,8 +22,9 @@ use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
-use crate::sources::lines::{self, Lines};
-use crate::sources::unread::{self, Unread, excerpt};
+use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+use crate::sources::lines::{self};
+use crate::sources::unread::{self, excerpt};
 use layout::Scope;
 use row::Parsed;
 use table::Building;
@@ -50,12 +51,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 
 /// Reads every table of `reader`; `path` names the input in notes and errors.
 pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
-    let mut lines = Lines::new(reader, path);
-    let mut state = Reader::new(path);
-    while let Some((n, text)) = lines.next_line()? {
-        state.line(n, &text);
-    }
-    state.end(lines.cut_line())
+    read_lines(reader, path, Reader::new(path))
 }
 
 /// A row that a mailer wrapped: its text so far, where it started, and how many lines joined.
@@ -76,11 +72,10 @@ struct Reader {
     unknown: Option<table::UnknownCode>,
     carry: Option<Carry>,
     live_first: f64,
-    first_unrecognised: Option<(usize, String)>,
     names: table::NameCache,
     /// The last line, when the input ends inside it (set once the input has been read).
     cut: Option<usize>,
-    unread: Unread,
+    book: LineBook,
     /// The header line of a table the input ended in, for the error when it had no rows.
     started: Option<usize>,
     last_header: Option<(String, layout::Header)>,
@@ -99,10 +94,9 @@ impl Reader {
             unknown: None,
             carry: None,
             live_first: 0.0,
-            first_unrecognised: None,
             names: table::NameCache::default(),
             cut: None,
-            unread: Unread::default(),
+            book: LineBook::default(),
             started: None,
             last_header: None,
         }
@@ -115,60 +109,13 @@ impl Reader {
         });
     }
 
-    fn line(&mut self, n: usize, text: &str) {
-        let t = text.trim_ascii();
-        let unboxed;
-        let t = if t.starts_with('|') {
-            unboxed = pasted::unbox(t);
-            unboxed.trim_ascii()
-        } else {
-            t
-        };
-        if let Some(carry) = self.carry.take() {
-            if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
-                return;
-            }
-            self.unfinished(carry);
-        }
-        if t.is_empty() || layout::decoration(t) {
-            return;
-        }
-        // Inside a table most lines are rows, and no structural line reads as a row.
-        if self.table_line(n, t) || self.structure(n, t) {
-            return;
-        }
-        if let Some(event) = layout::command_event(t) {
-            if event.is_some() {
-                self.kind_hint = event;
-            }
-            return;
-        }
-        if self.table.is_none()
-            && let Some(layout) = pasted::implied(t)
-        {
-            self.note(
-                n,
-                "rows without a column header above them: read in perf's full layout \
-                 (Samples, Samples%, Time%, Min, Max and Avg time)"
-                    .into(),
-            );
-            self.start_table(n, None, layout);
-            self.table_line(n, t);
-            return;
-        }
-        self.prose(n, t);
-    }
-
     /// Prose ends a table with rows, and may label the next one.
     fn prose(&mut self, n: usize, t: &str) {
         if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
             self.finish();
         }
-        if self.profile.tables.is_empty()
-            && self.table.is_none()
-            && self.first_unrecognised.is_none()
-        {
-            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
+        if self.profile.tables.is_empty() && self.table.is_none() {
+            self.book.unrecognised(n, t);
         }
         self.label = pasted::label(t);
     }
@@ -178,7 +125,7 @@ impl Reader {
         if let Some(b) = &mut self.table {
             b.partial = true;
         }
-        self.unread.row(n, t, why);
+        self.book.unreadable(n, t, why);
     }
 
     /// Lines that shape tables: timestamps, scopes, totals, stderr notes, headers.
@@ -439,6 +386,52 @@ impl Reader {
             }
         }
     }
+}
+
+impl LineFormat for Reader {
+    fn line(&mut self, n: usize, text: &str) {
+        let t = text.trim_ascii();
+        let unboxed;
+        let t = if t.starts_with('|') {
+            unboxed = pasted::unbox(t);
+            unboxed.trim_ascii()
+        } else {
+            t
+        };
+        if let Some(carry) = self.carry.take() {
+            if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
+                return;
+            }
+            self.unfinished(carry);
+        }
+        if t.is_empty() || layout::decoration(t) {
+            return;
+        }
+        // Inside a table most lines are rows, and no structural line reads as a row.
+        if self.table_line(n, t) || self.structure(n, t) {
+            return;
+        }
+        if let Some(event) = layout::command_event(t) {
+            if event.is_some() {
+                self.kind_hint = event;
+            }
+            return;
+        }
+        if self.table.is_none()
+            && let Some(layout) = pasted::implied(t)
+        {
+            self.note(
+                n,
+                "rows without a column header above them: read in perf's full layout \
+                 (Samples, Samples%, Time%, Min, Max and Avg time)"
+                    .into(),
+            );
+            self.start_table(n, None, layout);
+            self.table_line(n, t);
+            return;
+        }
+        self.prose(n, t);
+    }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
         self.cut = cut;
@@ -453,7 +446,7 @@ impl Reader {
             self.profile.warnings.push(unread::cut_row(line));
         }
         self.finish();
-        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
+        self.book.note_unread(cut, &mut self.profile.warnings);
         if self.profile.tables.is_empty() {
             let expected = "expected a `perf kvm stat` table: a column header such as \
                             `VM-EXIT  Samples  Samples%  Time%  Min Time  Max Time  Avg time` \
@@ -481,11 +474,7 @@ impl Reader {
                     message: format!("{expected}; {}", note.message),
                 });
             }
-            return Err(Error::nothing_found(
-                &self.path,
-                self.first_unrecognised,
-                expected,
-            ));
+            return Err(self.book.nothing_found(&self.path, expected));
         }
         self.profile.settle_isa();
         Ok(self.profile)

@@ -20,10 +20,10 @@ mod table;
 
 use std::io::BufRead;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::profile::{Note, Origin, Profile};
-use crate::sources::lines::{self, Lines, strip_ctrl_c, unquote};
-use crate::sources::unread::{self, Unread};
+use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+use crate::sources::lines::{self, strip_ctrl_c, unquote};
 use layout::{Header, Instance};
 use table::Acc;
 
@@ -42,12 +42,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
 pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
-    let mut lines = Lines::new(reader, path);
-    let mut state = Reader::new(path);
-    while let Some((n, text)) = lines.next_line()? {
-        state.line(n, &text);
-    }
-    state.end(lines.cut_line())
+    read_lines(reader, path, Reader::new(path))
 }
 
 struct Reader {
@@ -57,10 +52,7 @@ struct Reader {
     header: Option<Header>,
     /// The instance a 2022 `kvm-exit latency THREAD N` title names.
     instance: Option<(Instance, u32)>,
-    first_unrecognised: Option<(usize, String)>,
-    unread: Unread,
-    /// The line of the last row read.
-    last_row: Option<usize>,
+    book: LineBook,
 }
 
 impl Reader {
@@ -71,9 +63,7 @@ impl Reader {
             current: None,
             header: None,
             instance: None,
-            first_unrecognised: None,
-            unread: Unread::default(),
-            last_row: None,
+            book: LineBook::default(),
         }
     }
 
@@ -81,6 +71,18 @@ impl Reader {
         self.current.get_or_insert_with(|| Acc::new(line))
     }
 
+    fn finish(&mut self) {
+        self.header = None;
+        self.instance = None;
+        if let Some(acc) = self.current.take()
+            && let Some(table) = acc.finish(&mut self.profile.warnings)
+        {
+            self.profile.tables.push(table);
+        }
+    }
+}
+
+impl LineFormat for Reader {
     fn line(&mut self, n: usize, text: &str) {
         let raw = strip_ctrl_c(text).trim();
         if raw.is_empty() {
@@ -132,7 +134,7 @@ impl Reader {
             self.current
                 .get_or_insert_with(|| Acc::new(n))
                 .row(n, r, instance);
-            self.last_row = Some(n);
+            self.book.row(n);
             return;
         }
         if self.header.is_some() && lines::elision(t) {
@@ -145,43 +147,26 @@ impl Reader {
         }
         if let Some(why) = self.header.as_ref().and_then(|h| row::damage(t, h)) {
             self.acc(n).partial = true;
-            self.unread.row(n, t, &why);
+            self.book.unreadable(n, t, &why);
             return;
         }
-        if self.profile.tables.is_empty()
-            && self.current.as_ref().is_none_or(|a| !a.has_rows())
-            && self.first_unrecognised.is_none()
-        {
-            self.first_unrecognised = Some((n, t.chars().take(80).collect()));
-        }
-    }
-
-    fn finish(&mut self) {
-        self.header = None;
-        self.instance = None;
-        if let Some(acc) = self.current.take()
-            && let Some(table) = acc.finish(&mut self.profile.warnings)
-        {
-            self.profile.tables.push(table);
+        if self.profile.tables.is_empty() && self.current.as_ref().is_none_or(|a| !a.has_rows()) {
+            self.book.unrecognised(n, t);
         }
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
         if let Some(acc) = &mut self.current
-            && unread::row_was_cut(cut, self.last_row, &mut self.profile.warnings)
+            && self.book.last_row_cut(cut, &mut self.profile.warnings)
         {
             acc.partial = true;
         }
         self.finish();
-        std::mem::take(&mut self.unread).finish(cut, &mut self.profile.warnings);
+        self.book.note_unread(cut, &mut self.profile.warnings);
         if self.profile.tables.is_empty() {
             let expected = "expected perf-prof kvm-exit output: an `exit_reason  calls  \
                             total(us) …` header followed by rows";
-            return Err(Error::nothing_found(
-                &self.path,
-                self.first_unrecognised,
-                expected,
-            ));
+            return Err(self.book.nothing_found(&self.path, expected));
         }
         self.profile.distinct_labels();
         self.profile.settle_isa();
