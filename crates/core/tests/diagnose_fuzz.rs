@@ -102,7 +102,7 @@ fn options(which: u8) -> Options {
         qemu_version: (which & 32 != 0).then_some(virtlens_core::config::Version(6, 0)),
         window_s: (which & 2 != 0).then_some(if which & 1 != 0 { 1e-9 } else { 10.0 }),
         vcpus: (which & 128 != 0).then_some(u32::from(which % 7) + 1),
-        io: (which & 64 != 0).then_some(virtlens_core::diagnose::evidence::io::IoRate {
+        io: (which & 64 != 0).then_some(virtlens_core::diagnose::IoRate {
             iops: if which & 1 != 0 { 1e-300 } else { 50_000.0 },
             basis: "option",
             fio: None,

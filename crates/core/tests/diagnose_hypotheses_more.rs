@@ -8,8 +8,8 @@ mod handbuilt;
 
 use handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
 use virtlens_core::config::GuestFamily;
-use virtlens_core::diagnose::evidence::{GuestBasis, Strength};
 use virtlens_core::diagnose::{CpuBasis, Measure, Role, Severity, Verdict};
+use virtlens_core::diagnose::{GuestBasis, Strength};
 use virtlens_core::profile::Access::Write;
 
 // --- faults ---------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ fn the_talks_vp_table_at_4_5_m_iops_is_interrupt_delivery_at_2_intercepts_per_io
     let text = include_bytes!("../../../testdata/perfmon/talk-10m-iops-vp-table.txt");
     let p = virtlens_core::sources::read_bytes(text, "talk-10m-iops-vp-table.txt", None).unwrap();
     let options = Options {
-        io: Some(virtlens_core::diagnose::evidence::io::IoRate {
+        io: Some(virtlens_core::diagnose::IoRate {
             iops: 4_500_000.0,
             basis: "option",
             fio: None,
@@ -217,7 +217,7 @@ fn esxtop_ready_is_over_commit_in_diagnose() {
     );
     assert_eq!(
         f.grade.thresholds,
-        Some(virtlens_core::diagnose::hypotheses::sched::READY)
+        Some(virtlens_core::diagnose::READY_SHARE)
     );
     assert_eq!(f.grade.value, Some(0.25));
     assert!(
@@ -228,11 +228,11 @@ fn esxtop_ready_is_over_commit_in_diagnose() {
     );
     let fixes: Vec<&str> = f.fixes.iter().map(|x| x.summary.as_str()).collect();
     assert!(
-        fixes.contains(&virtlens_core::diagnose::words::overcommit::FEWER_VCPUS),
+        fixes.contains(&virtlens_core::diagnose::overcommit::FEWER_VCPUS),
         "{fixes:?}"
     );
     assert!(
-        fixes.contains(&virtlens_core::diagnose::words::overcommit::PIN),
+        fixes.contains(&virtlens_core::diagnose::overcommit::PIN),
         "{fixes:?}"
     );
 }

@@ -176,7 +176,7 @@ fn findings_on_every_real_input_cite_public_material() {
         };
         read += 1;
         // With and without an IO rate: the IO-path findings speak only when it is given.
-        let io = Some(virtlens_core::diagnose::evidence::io::IoRate {
+        let io = Some(virtlens_core::diagnose::IoRate {
             iops: 50_000.0,
             basis: "option",
             fio: None,

@@ -9,8 +9,8 @@
 mod handbuilt;
 
 use handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
-use virtlens_core::diagnose::hypotheses::sched::{READY, model_effect};
 use virtlens_core::diagnose::{Measure, Role, Scenario, Severity, Verdict};
+use virtlens_core::diagnose::{READY_SHARE as READY, model_effect};
 use virtlens_core::profile::sched::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
 
 /// Samples under construction: shares are of the window.

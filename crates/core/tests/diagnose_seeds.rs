@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use virtlens_core::config::{self, GuestFamily, ReadOptions, VmConfig};
 use virtlens_core::decode::Decoder;
-use virtlens_core::diagnose::evidence::{GuestBasis, Strength};
 use virtlens_core::diagnose::{
     self, Confidence, Diagnosis, Finding, Options, Role, Severity, Verdict,
 };
+use virtlens_core::diagnose::{GuestBasis, Strength};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources;

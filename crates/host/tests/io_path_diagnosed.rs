@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use virtlens_core::decode::Decoder;
-use virtlens_core::diagnose::evidence::io::IoRate;
+use virtlens_core::diagnose::IoRate;
 use virtlens_core::diagnose::{self, Diagnosis, Options, Role, Severity};
 use virtlens_host::lab::io_path::{self, Config, Delivery, RunCounts};
 use virtlens_testkit::Need;

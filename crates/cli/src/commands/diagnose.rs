@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
-use virtlens_core::diagnose::evidence::io::IoRate;
+use virtlens_core::diagnose::IoRate;
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::fio_json;

@@ -15,22 +15,26 @@
 pub mod catalogue;
 pub mod compare;
 mod config_join;
-pub mod evidence;
-pub mod hypotheses;
+pub(crate) mod evidence;
+pub(crate) mod hypotheses;
 pub mod model;
-pub mod rank;
+pub(crate) mod rank;
 pub mod rules;
-pub mod words;
+pub(crate) mod words;
 
 use hypotheses::UnknownRule;
 use serde::Serialize;
 
 pub use compare::{Change, Comparison};
-pub use evidence::{EvidenceSet, Input};
+pub use evidence::io::IoRate;
+pub use evidence::{EvidenceSet, GuestBasis, Input, Strength, VcpuBasis, VendorBasis, WindowBasis};
+pub use hypotheses::sched::{READY as READY_SHARE, model_effect};
 pub use model::{
     Confidence, ConfigFact, Cost, CpuBasis, Effect, Fact, Finding, Fix, ForGuest, Grade, Measure,
     ModelEffect, Rival, Role, Scenario, Severity, ShareOf, Source,
 };
+pub use rules::{Family, Rule, RuleId, Threshold};
+pub use words::overcommit;
 
 use crate::analysis::{self, Totals};
 use crate::config::{Format, GuestFamily, Version, VmConfig};

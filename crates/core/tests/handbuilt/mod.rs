@@ -245,7 +245,7 @@ impl O {
     }
 
     pub fn iops(mut self, n: f64) -> O {
-        self.options.io = Some(virtlens_core::diagnose::evidence::io::IoRate {
+        self.options.io = Some(virtlens_core::diagnose::IoRate {
             iops: n,
             basis: "option",
             fio: None,

@@ -29,7 +29,7 @@ use crate::profile::{Key, Profile, Table, TableKind};
 
 use super::model::Fact;
 pub use counters::Counters;
-pub use guest::{Guest, GuestBasis, Strength, is_hyperv_msr, is_kvm_msr};
+pub use guest::{Guest, GuestBasis, Strength, is_hyperv_msr};
 pub use host::{ConfigInfo, Host, VendorBasis};
 pub use rate::{Rate, VcpuBasis, WindowBasis};
 pub use rows::{Item, Part, known_exit, ratio, sat_sum};

@@ -39,7 +39,7 @@ use super::evidence::{EvidenceSet, Item, Part};
 use super::model::{Confidence, Cost, Fact, Measure, ModelEffect, Severity};
 use super::rules::Family;
 pub(crate) use super::rules::rules;
-pub use super::rules::{Rule, RuleId, Threshold};
+pub use super::rules::{RuleId, Threshold};
 use crate::profile::{Key, TableKind};
 pub use apic::ApicRule;
 pub use cpuid::CpuidRule;

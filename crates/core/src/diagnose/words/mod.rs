@@ -36,8 +36,6 @@ use super::hypotheses::{
 use super::model::{Fix, ForGuest, Source};
 use super::rules::{Family, RuleId};
 
-pub use fixes::hv_fix;
-
 /// The catalogue prose of one hypothesis id.
 #[derive(Debug, Clone, Copy)]
 pub struct Description {
