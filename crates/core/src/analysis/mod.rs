@@ -3,9 +3,9 @@
 //! what changed. Both produce plain data that the renderers print.
 
 pub mod compare;
-pub mod distribution;
+pub(crate) mod distribution;
 pub mod filter;
-pub mod inputs;
+pub(crate) mod inputs;
 pub mod report;
 pub mod sched;
 pub mod stretch;

@@ -303,19 +303,6 @@ const fn info(
     }
 }
 
-/// Hard dependencies QEMU enforces on KVM (reference §4, machine-readable form).
-pub const DEPENDENCIES: [(HvFlag, &[HvFlag]); 9] = [
-    (HvFlag::Stimer, &[HvFlag::Synic, HvFlag::Time]),
-    (HvFlag::Synic, &[HvFlag::Vpindex]),
-    (HvFlag::StimerDirect, &[HvFlag::Stimer]),
-    (HvFlag::Tlbflush, &[HvFlag::Vpindex]),
-    (HvFlag::Ipi, &[HvFlag::Vpindex]),
-    (HvFlag::Evmcs, &[HvFlag::Vapic]),
-    (HvFlag::TlbflushExt, &[HvFlag::Tlbflush]),
-    (HvFlag::TlbflushDirect, &[HvFlag::Vapic]),
-    (HvFlag::Syndbg, &[HvFlag::Synic, HvFlag::Relaxed]),
-];
-
 impl HvFlag {
     /// Every flag, in table order.
     pub fn all() -> impl Iterator<Item = HvFlag> {

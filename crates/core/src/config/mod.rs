@@ -9,18 +9,18 @@
 //! the shell model of [`script`], [`proxmox`]); [`effective`] computes the flag set QEMU would
 //! actually run with; the lint rules in [`crate::lint`] read only this model.
 
-pub mod detect;
-pub mod effective;
-pub mod flags;
-pub mod guest;
-pub mod input;
-pub mod libvirt;
-pub mod proxmox;
-pub mod qemu;
+pub(crate) mod detect;
+pub(crate) mod effective;
+pub(crate) mod flags;
+pub(crate) mod guest;
+pub(crate) mod input;
+pub(crate) mod libvirt;
+pub(crate) mod proxmox;
+pub(crate) mod qemu;
 mod qemu_cpu;
 mod qemu_options;
-pub mod script;
-pub mod shell;
+pub(crate) mod script;
+pub(crate) mod shell;
 mod xml_docs;
 
 use std::collections::{BTreeMap, HashMap};

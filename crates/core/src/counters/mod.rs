@@ -5,11 +5,11 @@
 //! Sources read the files ([`crate::sources::perfmon_csv`], [`crate::sources::counter_table`]);
 //! this module never parses.
 
-pub mod compare;
+pub(crate) mod compare;
 pub mod hv;
 pub mod names;
 pub mod pal;
-pub mod words;
+pub(crate) mod words;
 
 use serde::Serialize;
 

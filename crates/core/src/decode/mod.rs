@@ -6,11 +6,11 @@
 //! names, classes and descriptions out. Unknown codes are never an error: they stay numeric.
 
 pub mod exit_reason;
-pub mod ioport;
+pub(crate) mod ioport;
 pub mod kvm_stats;
-pub mod mmio;
-pub mod msr;
-pub mod mtree;
+pub(crate) mod mmio;
+pub(crate) mod msr;
+pub(crate) mod mtree;
 pub mod ring_buffer;
 pub mod trace_format;
 

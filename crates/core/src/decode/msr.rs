@@ -295,24 +295,6 @@ fn ranged_name(index: u32) -> Option<String> {
     Some(name)
 }
 
-/// The class of an MSR index (known or not: unknown indexes in a known range get that range's
-/// class, everything else is `Other`).
-pub fn msr_class(index: u32) -> MsrClass {
-    if let Some(c) = msr_hyperv::class(index) {
-        return c;
-    }
-    match index {
-        0x6e0 | 0x10 | 0x3b | 0x832 | 0x838 | 0x839 | 0x83e => MsrClass::Timer,
-        0x830 | 0x83f => MsrClass::Ipi,
-        0x80b => MsrClass::Eoi,
-        0x1b | 0x800..=0x8ff => MsrClass::ApicOther,
-        0x48 | 0x49 | 0x10a | 0x10b | 0x122 | 0x123 | 0xc001_011f | 0xc001_1020 | 0xc001_1029 => {
-            MsrClass::Speculation
-        }
-        _ => MsrClass::Other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,7 +362,6 @@ mod tests {
             assert_eq!(n(i).as_deref(), Some(want), "{i:#x}");
         }
         assert_eq!(n(0x831), None);
-        assert_eq!(msr_class(0x831), MsrClass::ApicOther);
     }
 
     #[test]
@@ -393,28 +374,6 @@ mod tests {
         assert_eq!(n(0x4b56_4d03).as_deref(), Some("MSR_KVM_STEAL_TIME"));
         assert_eq!(n(0x11).as_deref(), Some("MSR_KVM_WALL_CLOCK"));
         assert_eq!(n(0x1234_5678), None);
-    }
-
-    #[test]
-    fn classes() {
-        assert_eq!(msr_class(0x6e0), MsrClass::Timer);
-        assert_eq!(msr_class(0x4000_00b0), MsrClass::Timer);
-        assert_eq!(msr_class(0x4000_0020), MsrClass::Timer);
-        assert_eq!(msr_class(0x830), MsrClass::Ipi);
-        assert_eq!(msr_class(0x83f), MsrClass::Ipi);
-        assert_eq!(msr_class(0x4000_0071), MsrClass::Ipi);
-        assert_eq!(msr_class(0x80b), MsrClass::Eoi);
-        assert_eq!(msr_class(0x4000_0070), MsrClass::Eoi);
-        assert_eq!(msr_class(0x808), MsrClass::ApicOther);
-        assert_eq!(msr_class(0x4000_0084), MsrClass::HypervSynic);
-        assert_eq!(msr_class(0x4000_009c), MsrClass::HypervSynic);
-        assert_eq!(msr_class(0x4000_0001), MsrClass::HypervOther);
-        assert_eq!(msr_class(0x4b56_4d01), MsrClass::KvmPv);
-        assert_eq!(msr_class(0x12), MsrClass::KvmPv);
-        assert_eq!(msr_class(0x48), MsrClass::Speculation);
-        assert_eq!(msr_class(0x10b), MsrClass::Speculation);
-        assert_eq!(msr_class(0xc000_0080), MsrClass::Other);
-        assert_eq!(msr_class(0xdead_beef), MsrClass::Other);
     }
 
     #[test]

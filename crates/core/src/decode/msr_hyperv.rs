@@ -67,15 +67,6 @@ static KVM: &[(u32, &str)] = &[
     (0x4b56_4df5, "MSR_PVM_RETU_RIP"),
 ];
 
-/// The first Hyper-V synthetic MSR.
-pub(super) const HYPERV_FIRST: u32 = 0x4000_0000;
-/// The last MSR of the Hyper-V synthetic range we consider (the crash and TSC MSRs sit above
-/// 0x400000ff).
-pub(super) const HYPERV_LAST: u32 = 0x4000_01ff;
-/// KVM's paravirtual MSR range (`0x4b564d00` is "KVM" in ASCII).
-pub(super) const KVM_FIRST: u32 = 0x4b56_4d00;
-pub(super) const KVM_LAST: u32 = 0x4b56_4dff;
-
 /// The name and class of a Hyper-V synthetic MSR.
 pub(super) fn hyperv(index: u32) -> Option<(String, MsrClass)> {
     if let Some((_, name, class)) = HYPERV.iter().find(|(i, _, _)| *i == index) {
@@ -104,20 +95,6 @@ pub(super) fn kvm(index: u32) -> Option<&'static str> {
     KVM.iter().find(|(i, _)| *i == index).map(|(_, n)| *n)
 }
 
-/// The class of an MSR in the Hyper-V or KVM ranges, known or not.
-pub(super) fn class(index: u32) -> Option<MsrClass> {
-    if let Some((_, c)) = hyperv(index) {
-        return Some(c);
-    }
-    if (HYPERV_FIRST..=HYPERV_LAST).contains(&index) {
-        return Some(MsrClass::HypervOther);
-    }
-    if (KVM_FIRST..=KVM_LAST).contains(&index) || kvm(index).is_some() {
-        return Some(MsrClass::KvmPv);
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,7 +112,6 @@ mod tests {
         assert_eq!(n(0x4000_0105).as_deref(), Some("HV_X64_MSR_CRASH_CTL"));
         assert_eq!(n(0x4000_00ff).as_deref(), Some("HV_X64_MSR_SYNDBG_OPTIONS"));
         assert_eq!(n(0x4000_0050), None);
-        assert_eq!(class(0x4000_0050), Some(MsrClass::HypervOther));
     }
 
     #[test]
@@ -145,6 +121,5 @@ mod tests {
         assert_eq!(kvm(0x12), Some("MSR_KVM_SYSTEM_TIME"));
         assert_eq!(kvm(0x4b56_4df1), Some("MSR_PVM_VCPU_STRUCT"));
         assert_eq!(kvm(0x4b56_4df2), None);
-        assert_eq!(class(0x4b56_4df2), Some(MsrClass::KvmPv));
     }
 }

@@ -13,13 +13,13 @@
 //! same path — a file read by [`crate::sources`] or a live capture.
 
 pub mod catalogue;
-pub mod compare;
+pub(crate) mod compare;
 mod config_join;
 pub(crate) mod evidence;
 pub(crate) mod hypotheses;
-pub mod model;
+pub(crate) mod model;
 pub(crate) mod rank;
-pub mod rules;
+pub(crate) mod rules;
 pub(crate) mod words;
 
 use hypotheses::UnknownRule;

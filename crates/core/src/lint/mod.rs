@@ -19,7 +19,7 @@
 mod caveats;
 mod context;
 mod deps;
-pub mod fix;
+pub(crate) mod fix;
 mod host;
 mod ops;
 mod perf;

@@ -2,20 +2,20 @@
 //! HTML page, all through [`Export`]. They never compute: every share, total and delta comes
 //! ready from [`crate::analysis`].
 
-pub mod compare_text;
-pub mod counters_text;
+pub(crate) mod compare_text;
+pub(crate) mod counters_text;
 pub mod diagnose_numbers;
 pub mod diagnose_text;
 mod export;
 pub mod findings_md;
 pub mod format;
 pub mod html;
-pub mod io_path_text;
-pub mod lab_text;
+pub(crate) mod io_path_text;
+pub(crate) mod lab_text;
 pub mod lint_text;
-pub mod model_text;
-pub mod report_text;
-pub mod stretch_text;
+pub(crate) mod model_text;
+pub(crate) mod report_text;
+pub(crate) mod stretch_text;
 mod style;
 pub mod top_text;
 

@@ -2,22 +2,22 @@
 //! [`Profile`]. This module picks the format (auto-detected from the first bytes, or forced
 //! with `--format`); [`input`] opens files, standard input and pipes.
 
-pub mod bcc_kvmexit;
+pub(crate) mod bcc_kvmexit;
 pub mod capture;
 mod checks;
-pub mod counter_table;
+pub(crate) mod counter_table;
 pub mod fio_json;
 pub mod input;
-pub mod kvm_stat;
+pub(crate) mod kvm_stat;
 mod line_reader;
-pub mod lines;
-pub mod numbers;
+pub(crate) mod lines;
+pub(crate) mod numbers;
 pub mod perf_data;
-pub mod perf_kvm_stat;
-pub mod perf_prof;
-pub mod perfmon_csv;
+pub(crate) mod perf_kvm_stat;
+pub(crate) mod perf_prof;
+pub(crate) mod perfmon_csv;
 pub mod trace_text;
-pub mod unread;
+pub(crate) mod unread;
 
 use std::io::{BufRead, Cursor, Seek};
 use std::path::Path;

@@ -30,11 +30,6 @@ impl Unread {
         }
     }
 
-    /// Whether any row was left out.
-    pub fn any(&self) -> bool {
-        !self.rows.is_empty()
-    }
-
     /// The notes onto `notes`; a row on line `cut` (where the input ends without a newline)
     /// is said to be cut off.
     pub fn finish(self, cut: Option<usize>, notes: &mut Vec<Note>) {

@@ -14,13 +14,13 @@
 //! programs, lockdown, a verifier that refuses a program) [`Aggregation::start`] says why, and
 //! the caller falls back to the tracefs capture.
 
-pub mod insn;
+pub(crate) mod insn;
 pub mod live;
-pub mod maps;
+pub(crate) mod maps;
 pub mod plan;
-pub mod profile;
-pub mod program;
-pub mod snapshot;
+pub(crate) mod profile;
+pub(crate) mod program;
+pub(crate) mod snapshot;
 pub mod source;
 #[allow(unsafe_code)]
 mod sys;

@@ -19,7 +19,6 @@ use super::insn::Insn;
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
-const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
 const BPF_PROG_LOAD: libc::c_long = 5;
@@ -180,13 +179,6 @@ impl Map {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
             Err(e) => Err(e),
         }
-    }
-
-    /// Sets `key` to `value` (`flags`: 0 any, 1 only new, 2 only existing).
-    pub fn update(&self, key: &[u8], value: &[u8], flags: u64) -> io::Result<()> {
-        self.check(key, Some(value.len()))?;
-        let mut a = self.elem_attr(key, value.as_ptr() as u64, flags);
-        bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
     }
 
     /// Deletes `key`; `false` when it was not there.

@@ -19,27 +19,27 @@
 //!
 //! Needs root and tracefs; [`CaptureError`] says exactly what is missing.
 
-pub mod buffers;
-pub mod clock;
-pub mod error;
-pub mod events;
-pub mod identity;
+pub(crate) mod buffers;
+pub(crate) mod clock;
+pub(crate) mod error;
+pub(crate) mod events;
+pub(crate) mod identity;
 pub mod leftovers;
-pub mod live;
-pub mod merge;
-pub mod output;
-pub mod parquet_out;
-pub mod pipes;
-pub mod ready_fd;
-pub mod record;
-pub mod session;
-pub mod signals;
-pub mod spool;
+pub(crate) mod live;
+pub(crate) mod merge;
+pub(crate) mod output;
+pub(crate) mod parquet_out;
+pub(crate) mod pipes;
+pub(crate) mod ready_fd;
+pub(crate) mod record;
+pub(crate) mod session;
+pub(crate) mod signals;
+pub(crate) mod spool;
 mod summary_text;
 pub mod top_view;
-pub mod tracefs;
+pub(crate) mod tracefs;
 pub mod tty;
-pub mod vm_stats;
+pub(crate) mod vm_stats;
 
 use std::path::PathBuf;
 use std::time::Duration;

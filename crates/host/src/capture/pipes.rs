@@ -71,10 +71,6 @@ impl Pipes {
         self.pipes.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.pipes.is_empty()
-    }
-
     /// The CPU number of pipe `i`.
     pub fn cpu(&self, i: usize) -> u32 {
         self.pipes.get(i).map_or(0, |p| p.cpu)

@@ -322,15 +322,6 @@ impl Session {
             lost_by_cpu,
         })
     }
-
-    /// The VMM processes whose events count: the selected ones, else every VMM seen.
-    pub fn keeps(&self, pid: Option<u32>) -> bool {
-        match (&self.selected, pid) {
-            (None, _) => true,
-            (Some(s), Some(p)) => s.contains(&p),
-            (Some(_), None) => false,
-        }
-    }
 }
 
 impl Drop for Session {

@@ -65,11 +65,6 @@ impl Spool {
         Ok(())
     }
 
-    /// Bytes spooled so far.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
     /// Flushes the files and opens them for reading, pipe by pipe.
     pub fn into_readers(mut self) -> Result<(SpoolDir, Vec<SpoolReader>), CaptureError> {
         let mut readers = Vec::with_capacity(self.files.len());
@@ -161,7 +156,7 @@ mod tests {
         s.write(0, b"first").unwrap_or_else(|e| panic!("{e}"));
         s.write(1, b"other").unwrap_or_else(|e| panic!("{e}"));
         s.write(0, b"second!").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(s.bytes(), 4 * 3 + 5 + 5 + 7);
+        assert_eq!(s.bytes, 4 * 3 + 5 + 5 + 7);
         let (dir, mut readers) = s.into_readers().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.dir.clone();
         let mut buf = Vec::new();

@@ -4,9 +4,9 @@
 //! runs when its name says ([`vcpus`]), and its KVM fds ([`kvm_fds`]) for binary statistics.
 //! Reading `/proc` only; a process that vanishes while it is looked at is skipped.
 
-pub mod kvm_fds;
-pub mod names;
-pub mod vcpus;
+pub(crate) mod kvm_fds;
+pub(crate) mod names;
+pub(crate) mod vcpus;
 
 use std::path::{Path, PathBuf};
 

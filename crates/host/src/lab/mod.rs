@@ -16,9 +16,9 @@
 
 mod asm;
 mod bench;
-pub mod catalog;
+pub(crate) mod catalog;
 pub mod crowd;
-pub mod devices;
+pub(crate) mod devices;
 pub mod io_path;
 #[allow(unsafe_code)]
 mod jit;

@@ -8,12 +8,12 @@
 //! by the next run after a SIGKILL).
 
 pub mod exposition;
-pub mod families;
+pub(crate) mod families;
 pub mod http;
 pub mod qmp;
-pub mod ready;
+pub(crate) mod ready;
 pub mod state;
-pub mod window;
+pub(crate) mod window;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -8,10 +8,10 @@
 //! layer each) and published figures ([`figures`]: several layers in one file). The maths is in
 //! [`compare`], the causes in [`cause`]; the renderer is `render::stretch_text`.
 
-pub mod cause;
-pub mod compare;
-pub mod figures;
-pub mod input;
+pub(crate) mod cause;
+pub(crate) mod compare;
+pub(crate) mod figures;
+pub(crate) mod input;
 
 use std::collections::BTreeMap;
 

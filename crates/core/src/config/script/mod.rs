@@ -8,7 +8,7 @@
 
 mod invocation;
 
-pub use invocation::{Invocation, invocations, is_qemu_option};
+pub use invocation::{invocations, is_qemu_option};
 
 use std::collections::HashMap;
 

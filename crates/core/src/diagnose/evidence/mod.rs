@@ -9,14 +9,14 @@
 //! Hyper-V counters) is one more field here filled by one more file, read by one more
 //! hypotheses file.
 
-pub mod counters;
-pub mod guest;
-pub mod host;
-pub mod hv;
-pub mod io;
-pub mod rate;
-pub mod rows;
-pub mod sched;
+pub(crate) mod counters;
+pub(crate) mod guest;
+pub(crate) mod host;
+pub(crate) mod hv;
+pub(crate) mod io;
+pub(crate) mod rate;
+pub(crate) mod rows;
+pub(crate) mod sched;
 
 use std::collections::BTreeMap;
 

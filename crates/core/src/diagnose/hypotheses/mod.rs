@@ -9,29 +9,29 @@
 //! in a fixed order ([`STEPS`]); a row is explained by one hypothesis only, so later families
 //! skip rows earlier ones claimed. docs/development.md has the recipes for a rule and a family.
 
-pub mod apic;
-pub mod apic_ipi;
-pub mod apic_synic;
-pub mod cost;
-pub mod cpuid;
-pub mod effect;
-pub mod emulation;
-pub mod halt;
-pub mod hv;
-pub mod hypercall;
-pub mod idle;
-pub mod io;
-pub mod io_path;
-pub mod irq;
-pub mod mmio;
-pub mod mmu;
-pub mod msr;
-pub mod nested;
-pub mod sched;
-pub mod spin;
-pub mod timer;
-pub mod timer_tick;
-pub mod unknown;
+pub(crate) mod apic;
+pub(crate) mod apic_ipi;
+pub(crate) mod apic_synic;
+pub(crate) mod cost;
+pub(crate) mod cpuid;
+pub(crate) mod effect;
+pub(crate) mod emulation;
+pub(crate) mod halt;
+pub(crate) mod hv;
+pub(crate) mod hypercall;
+pub(crate) mod idle;
+pub(crate) mod io;
+pub(crate) mod io_path;
+pub(crate) mod irq;
+pub(crate) mod mmio;
+pub(crate) mod mmu;
+pub(crate) mod msr;
+pub(crate) mod nested;
+pub(crate) mod sched;
+pub(crate) mod spin;
+pub(crate) mod timer;
+pub(crate) mod timer_tick;
+pub(crate) mod unknown;
 
 use std::collections::BTreeSet;
 

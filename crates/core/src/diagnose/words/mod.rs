@@ -22,7 +22,7 @@ mod msr;
 mod nested;
 pub mod overcommit;
 mod sched;
-pub mod sources;
+pub(crate) mod sources;
 mod spin;
 mod timer;
 mod unknown;

@@ -18,7 +18,7 @@
 //! Interleaved rounds and their statistics are in `rounds`.
 
 mod device;
-pub mod guest;
+pub(crate) mod guest;
 pub mod profile;
 pub mod rounds;
 
