@@ -4,7 +4,7 @@
 //!
 //! A reader that goes away (`virtlens top | head -1`) closes the pipe: the next write fails
 //! with EPIPE (Rust ignores SIGPIPE), and the program ends quietly with status 0, as `head`
-//! asked, without an error message. Commands print once they have cleaned up, so [`print`]
+//! asked, without an error message. Commands print once they have cleaned up, so [`fn@print`]
 //! ends the process there; a loop that still holds resources (a live capture) uses
 //! [`try_print`] and unwinds through its cleanup first.
 
@@ -98,7 +98,7 @@ pub fn print(text: &str) {
     }
 }
 
-/// [`print`] for callers that must clean up before the program ends: stdout closed by its
+/// [`fn@print`] for callers that must clean up before the program ends: stdout closed by its
 /// reader is [`StdoutClosed`] (which `main` turns into a quiet exit 0); other write errors are
 /// ignored, as a terminal that cannot show text has no better place to say so.
 pub fn try_print(text: &str) -> anyhow::Result<()> {

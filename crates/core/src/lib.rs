@@ -1,6 +1,6 @@
 //! virtlens-core: everything in virtlens that needs neither root nor unsafe code.
 //!
-//! The crate mirrors the pipeline of DESIGN.md:
+//! The folders follow the pipeline (docs/development.md has the layout):
 //! [`sources`] read files into a [`profile::Profile`] (the one data model), [`decode`] names
 //! exit reasons, ports, addresses and MSRs for everyone, [`analysis`] turns profiles into
 //! reports and comparisons, and [`render`] prints those as aligned text or JSON.

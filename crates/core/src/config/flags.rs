@@ -1,6 +1,7 @@
 //! The Hyper-V enlightenments QEMU knows (`hv-*` CPU properties), with their libvirt names, the
 //! hard dependencies QEMU enforces on KVM, and the first QEMU and libvirt versions that accept
-//! each one (reference §1, §2 and §4).
+//! each one (QEMU's docs/system/i386/hyperv.rst and target/i386/kvm/hyperv.c, libvirt's
+//! formatdomain "Hypervisor features").
 
 use std::fmt;
 

@@ -4,7 +4,7 @@
 
 use super::msr::MsrClass;
 
-/// Fixed Hyper-V synthetic MSRs (the SINT and STIMER ranges are named by [`hyperv_name`]).
+/// Fixed Hyper-V synthetic MSRs (the SINT and STIMER ranges are named by [`hyperv`]).
 #[rustfmt::skip]
 static HYPERV: &[(u32, &str, MsrClass)] = &[
     (0x4000_0000, "HV_X64_MSR_GUEST_OS_ID", MsrClass::HypervOther),

@@ -1,7 +1,7 @@
 //! The rule registry: every diagnosis rule as a type. A family (`timer`, `apic`, `io`, …: the
 //! prefix of its rules' ids) declares its rules once, in `hypotheses/<family>.rs`, with
 //! [`rules!`] — each rule's id, cause tag, role and thresholds — which makes the family's enum
-//! (`TimerRule`, …). [`families!`] below joins the families into [`RuleId`] and [`Family`].
+//! (`TimerRule`, …). `families!` below joins the families into [`RuleId`] and [`Family`].
 //!
 //! Everything that must know every rule matches on these types exhaustively: the words
 //! (`words/<family>.rs`: title, meaning, sources, cause, fixes), the checks, the catalogue and

@@ -8,7 +8,8 @@ use super::context::Ctx;
 use super::{Finding, Severity, fix};
 use crate::config::{Format, HvFlag, Version};
 
-/// (rule, flag, what it needs) — reference §4, one rule per edge group.
+/// (rule, flag, what it needs): the dependencies QEMU's `hyperv.c` enforces, one rule per
+/// edge group.
 const EDGES: [(&str, HvFlag, &[HvFlag]); 9] = [
     ("HV-DEP-001", HvFlag::Stimer, &[HvFlag::Synic]),
     ("HV-DEP-002", HvFlag::Stimer, &[HvFlag::Time]),

@@ -1,4 +1,4 @@
-//! `lint`: checks a [`VmConfig`] against the Hyper-V enlightenment rules of reference §6 —
+//! `lint`: checks a [`VmConfig`] against the Hyper-V enlightenment rules (docs/lint.md) —
 //! dependencies QEMU enforces (`HV-DEP-*`), host mismatches (`HV-HOST-*`), performance traps
 //! (`HV-PERF-*`) and operational traps (`HV-OPS-*`) — with optional host facts, and prints the
 //! workload presets ([`presets`]). Rules never parse: they read the configuration model and

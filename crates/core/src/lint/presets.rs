@@ -1,4 +1,4 @@
-//! Workload presets (reference §6): the recommended Hyper-V set for general Windows, IPI-heavy,
+//! Workload presets: the recommended Hyper-V set for general Windows, IPI-heavy,
 //! dense VDI, nested and migration-fleet VMs, adapted to the host (hv-evmcs only on Intel,
 //! hv-avic only with APICv/AVIC, versions the target cannot take left out) and written both as
 //! a libvirt domain XML skeleton and as QEMU options.

@@ -160,7 +160,7 @@ fn insert_then_lookup(
     a.jump_imm(Cond::Eq, R0, 0, done);
 }
 
-/// counts[key] += 1, inserting the key (at 0) when new; a full map counts in
+/// `counts[key] += 1`, inserting the key (at 0) when new; a full map counts in
 /// `overflow[event]`.
 fn count(a: &mut Asm, event: u32, maps: &MapFds) {
     let have = a.new_label();

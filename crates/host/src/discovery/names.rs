@@ -1,6 +1,6 @@
 //! Naming a VM from its VMM's command line: QEMU's `-name guest=NAME,…` (libvirt passes the
 //! domain name there) or `-name NAME`, Firecracker's `--id ID`, libvirt's pid files
-//! (`/run/libvirt/qemu/NAME.pid`), else the process title (argv[0]'s file name, or the
+//! (`/run/libvirt/qemu/NAME.pid`), else the process title (`argv[0]`'s file name, or the
 //! kernel's `comm`). Pure functions over the strings, so every rule is tested without a VMM.
 
 use std::path::Path;
@@ -21,7 +21,7 @@ pub enum VmmKind {
 }
 
 impl VmmKind {
-    /// The kind of the program called `prog` (argv[0]'s file name or comm).
+    /// The kind of the program called `prog` (`argv[0]`'s file name or comm).
     pub fn of_program(prog: &str) -> VmmKind {
         let p = prog.to_ascii_lowercase();
         if p.starts_with("qemu-system") || p == "qemu-kvm" || p.starts_with("qemu-kvm") {
@@ -111,7 +111,7 @@ fn option_value(args: &[String], opts: &[&str]) -> Option<String> {
     None
 }
 
-/// The process title: argv[0]'s file name, else `comm`.
+/// The process title: `argv[0]`'s file name, else `comm`.
 pub fn process_title(args: &[String], comm: &str) -> String {
     args.first()
         .and_then(|a| Path::new(a).file_name())

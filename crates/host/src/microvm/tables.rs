@@ -1,7 +1,7 @@
 //! The system tables a guest of each mode needs (see `layout` for where they go): the GDT,
 //! the IDT and its exception stubs for 32- and 64-bit code, the 64-bit TSS with its I/O bitmap,
 //! the identity-mapped page tables, and the segment registers KVM is given for each mode.
-//! A stub reports its vector on [`EXCEPTION_PORT`](super::guest::EXCEPTION_PORT), like the
+//! A stub reports its vector on [`super::guest::EXCEPTION_PORT`], like the
 //! real-mode ones, so a guest fault becomes an error naming the vector and the faulting rip.
 
 use iced_x86::code_asm::{CodeAssembler, al, dx};

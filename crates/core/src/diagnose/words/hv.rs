@@ -1,6 +1,6 @@
 //! The words of `hv.*` in diagnose: the prose of [`crate::counters::words`] (what `virtlens
 //! counters` prints), as diagnose's causes and fixes, with public sources. The over-commit
-//! fixes (esxtop ready / co-stop, Hyper-V CPU wait) are in [`overcommit_fixes`], one function,
+//! fixes (esxtop ready / co-stop, Hyper-V CPU wait) are in [`overcommit::fixes`], one function,
 //! so that they can be shared with the KVM ready-time findings (`sched.*`).
 
 use super::fixes::F;

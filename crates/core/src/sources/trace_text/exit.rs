@@ -1,4 +1,4 @@
-//! The text of a `kvm_exit` event in every era's spelling (see reference/exit-tools.md §1.1):
+//! The text of a `kvm_exit` event in every era's spelling (the kernel's `kvm_exit` TP_printk over the years, and libtraceevent's plugin):
 //!
 //! - ~2010: `reason apic_access rip 0xc011518c` (lowercase VMX names, no vCPU);
 //! - 2015–2020: `reason EXCEPTION_NMI rip 0x1007 info 66 80000b0e`;

@@ -1,6 +1,6 @@
 //! Source for event traces as text: `perf script`, `trace-cmd report`, raw ftrace (`trace`,
 //! `trace_pipe`) and perf top's "Trace output" view, for every `kvm_*` event text the kernel
-//! and libtraceevent have printed since 2010 (see reference/exit-tools.md §1.1 and §2.4).
+//! and libtraceevent have printed since 2010 (the kernel's arch/x86/kvm/trace.h and libtraceevent's kvm plugin).
 //!
 //! Each event line becomes a borrowed [`Event`] pushed into a [`ProfileBuilder`], which pairs
 //! exits with entries per host thread the way `perf kvm stat` does. Lines without a thread id
