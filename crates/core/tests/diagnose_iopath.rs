@@ -3,11 +3,7 @@
 //! VMM), notifications per IO, polled completions, the per-IO view and its ceiling; and the
 //! Hyper-V counters as diagnose evidence (the talk's VP table at 4.5 M IOPS).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod handbuilt;
-
-use handbuilt::{get, has, opts, profile, run};
+use crate::handbuilt::{self, get, has, opts, profile, run};
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Options, Role, Severity};

@@ -6,14 +6,10 @@
 //! where a line is at fault, a line inside the input and what was expected; whatever is read
 //! lints, renders and serialises.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_config --release` runs a
-//! longer campaign.
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_config::` runs
+//! a longer campaign.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+use crate::common::{self, Edit, apply};
 
 use proptest::prelude::*;
 use virtlens_core::config::{self, Format, ReadOptions};

@@ -3,14 +3,10 @@
 //! that is read is a finite number ≥ 0 and the sum of its directions; every error names the
 //! input (and a line it has, when a line is at fault).
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_fio_json --release` runs a
-//! longer campaign.
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_fio_json::`
+//! runs a longer campaign.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+use crate::common::{self, Edit, apply};
 
 use proptest::prelude::*;
 use virtlens_core::sources::fio_json;

@@ -4,14 +4,10 @@
 //! UTF-8, a lost cell) never takes the other rows with it. Mutations also insert the shapes
 //! authors paste: label lines, elisions, headers cut to a few columns.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_perf_kvm_stat --release`
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_perf_kvm_stat::`
 //! runs a longer campaign.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+use crate::common::{self, Edit, apply};
 
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};

@@ -4,12 +4,10 @@
 //! profile never panic; and the capture reader, on a real capture and on truncated, mutated
 //! and random copies of it, returns the profile or an error naming the file, never a panic.
 //!
-//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test fuzz_ring_buffer --release` runs a
-//! longer campaign.
+//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test tests --release -- fuzz_ring_buffer::`
+//! runs a longer campaign.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use virtlens_core::decode::ring_buffer::build::PageBuilder;

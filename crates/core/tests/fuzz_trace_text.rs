@@ -4,14 +4,10 @@
 //! where a line is at fault, the line; every warning points at a line that exists; and one
 //! damaged event line never takes the other events with it.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_trace_text --release`
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_trace_text::`
 //! runs a longer campaign.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+use crate::common::{self, Edit, apply};
 
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
