@@ -6,11 +6,7 @@
 //! each wait most of the time, whatever else runs: the assertions are about evidence the test
 //! made, not timings. The crowd runs until each command is done. Needs root, tracefs, /dev/kvm.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{TempDir, finish, record_own, run, shared};
+use crate::common::{TempDir, exclusive, finish, record_own, run};
 use serde_json::Value;
 use virtlens_guest::procfs::online_cpus;
 use virtlens_host::lab::crowd::Busy;
@@ -44,7 +40,9 @@ fn record_report_diagnose_and_top_show_ready_per_vcpu_on_a_crowded_host() {
     if !require(&[Need::Root, Need::Tracefs, Need::Kvm]) {
         return;
     }
-    let _shared = shared();
+    // Alone: the test counts this process's vCPU threads (other tests make theirs) and
+    // crowds the machine's CPUs.
+    let _alone = exclusive();
     let k = 3 * u32::try_from(online_cpus()).unwrap();
     let busy = Busy::start(k, None).unwrap();
     let dir = TempDir::new("sched");
