@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::*;
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
+
+use crate::common::*;
 
 const HOST: [Need; 3] = [Need::Root, Need::Tracefs, Need::Kvm];
 

@@ -20,8 +20,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::scoring::{self, strings};
 use serde_json::Value;
+
+use crate::common::scoring::{self, strings};
 
 /// Dev cases whose expected main cause virtlens does not name, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[

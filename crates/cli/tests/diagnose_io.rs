@@ -4,10 +4,11 @@
 
 use std::process::Command;
 
-use crate::common::run as virtlens;
-use crate::common::{self, TempDir, data};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
+
+use crate::common::run as virtlens;
+use crate::common::{self, TempDir, data};
 
 fn json(args: &[&str]) -> Value {
     common::json_of(args, &[0, 1])

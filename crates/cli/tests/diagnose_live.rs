@@ -6,10 +6,11 @@
 
 use std::sync::{Arc, Barrier};
 
-use crate::common::{finish_any, signal, start_ready};
 use virtlens_core::measure::Mode;
 use virtlens_host::lab::scenarios::variant_profile;
 use virtlens_testkit::{Need, require};
+
+use crate::common::{finish_any, signal, start_ready};
 
 #[test]
 fn live_diagnosis_names_the_acpi_pm_timer_trap() {

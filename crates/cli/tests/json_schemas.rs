@@ -11,10 +11,11 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::*;
 use serde_json::Value;
 use virtlens_core::sources::capture::{CAPTURE_KEY, PROFILE_KEY, footer};
 use virtlens_testkit::{Need, require};
+
+use crate::common::*;
 
 fn root() -> PathBuf {
     virtlens_testkit::repo_root()

@@ -21,15 +21,15 @@
 //! every dev miss to a reason in [`KNOWN_MISSES`], every case to no wrong advice
 //! (`expected.must_not`) and every baseline to nothing above low.
 
-use crate::common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::scoring::{self, rank, strings};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
+
+use crate::common;
+use crate::common::scoring::{self, rank, strings};
 
 /// The formats of a case: a name, and the file a user of that tool has.
 const FORMATS: &[(&str, &str)] = &[

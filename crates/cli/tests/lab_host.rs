@@ -15,15 +15,15 @@
 //! host down (lab/README.md): a boot whose host or guest failed is tried again, at most
 //! [`BOOTS`] times, and every failed boot is printed.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::scoring::{self, strings};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
+
+use crate::common;
+use crate::common::scoring::{self, strings};
 
 const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
 /// Boots one part may take before it fails.

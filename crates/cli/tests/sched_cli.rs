@@ -6,11 +6,12 @@
 //! each wait most of the time, whatever else runs: the assertions are about evidence the test
 //! made, not timings. The crowd runs until each command is done. Needs root, tracefs, /dev/kvm.
 
-use crate::common::{TempDir, exclusive, finish, record_own, run};
 use serde_json::Value;
 use virtlens_guest::procfs::online_cpus;
 use virtlens_host::lab::crowd::Busy;
 use virtlens_testkit::{Need, require};
+
+use crate::common::{TempDir, exclusive, finish, record_own, run};
 
 /// This process's vCPU rows in a `sched` summary (from `top --json` or `report --json`).
 fn my_vcpus(sched: &Value) -> Vec<Value> {

@@ -6,8 +6,6 @@
 //! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test tests --release -- diagnose_fuzz::`
 //! runs longer.
 
-use crate::common::{self, Edit, apply};
-
 use proptest::prelude::*;
 use virtlens_core::config::{self, GuestFamily, ReadOptions, VmConfig};
 use virtlens_core::decode::{Decoder, Isa};
@@ -17,6 +15,8 @@ use virtlens_core::profile::{
     Access, Key, Origin, Profile, Row, Table, TableKind, TimeStats, Window,
 };
 use virtlens_core::sources;
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&str; 15] = [
     include_str!("../../../testdata/exit-reports/01-bcc-kvmexit-all-threads.txt"),

@@ -6,10 +6,10 @@
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_counters::`
 //! runs a longer campaign.
 
-use crate::common::{self, Edit, apply};
-
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 /// Real samples and hand-written outputs of each format (the latter from the tools' printf
 /// formats, as in the per-format tests).

@@ -6,10 +6,10 @@
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_fio_json::`
 //! runs a longer campaign.
 
-use crate::common::{self, Edit, apply};
-
 use proptest::prelude::*;
 use virtlens_core::sources::fio_json;
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&[u8]; 2] = [
     include_bytes!("../../../testdata/fio/randread-qd32-io_uring.json"),

@@ -7,10 +7,10 @@
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_perf_kvm_stat::`
 //! runs a longer campaign.
 
-use crate::common::{self, Edit, apply};
-
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&str; 11] = [
     include_str!("../../../testdata/exit-reports/05-perf-kvm-stat-msr-event-tscdeadline.txt"),

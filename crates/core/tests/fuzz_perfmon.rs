@@ -6,11 +6,11 @@
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_perfmon::`
 //! runs a longer campaign.
 
-use crate::common::{self, Edit, apply};
-
 use proptest::prelude::*;
 use virtlens_core::counters;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [(Format, &[u8]); 4] = [
     (

@@ -7,8 +7,6 @@
 //! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test tests --release -- fuzz_ring_buffer::`
 //! runs a longer campaign.
 
-use crate::common;
-
 use proptest::prelude::*;
 use virtlens_core::decode::ring_buffer::build::PageBuilder;
 use virtlens_core::decode::ring_buffer::{Missed, PageLayout};
@@ -16,6 +14,8 @@ use virtlens_core::decode::trace_format;
 use virtlens_core::profile::{Origin, TableKind};
 use virtlens_core::sources::capture::decoder::{EventTable, Hit, ProfileFeed, ThreadInfo};
 use virtlens_core::sources::{self, Format};
+
+use crate::common;
 
 /// `virtlens record` while `pio_guest 2000 0x80` ran (see testdata/capture/README.md).
 const CAPTURE: &[u8] = include_bytes!("../../../testdata/capture/pio-guest-2000.parquet");

@@ -7,10 +7,10 @@
 //! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_trace_text::`
 //! runs a longer campaign.
 
-use crate::common::{self, Edit, apply};
-
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&str; 8] = [
     include_str!("../../../testdata/readers/bare-events-nsvm-smm-kuznetsov.txt"),
