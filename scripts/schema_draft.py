@@ -7,7 +7,7 @@ every object strict (additionalProperties false); a field required when every sa
 serde does not skip it when empty; nullable when the Rust field of that name is an Option (read
 from crates/); BTreeMap/HashMap fields as maps. Review the draft before committing it:
 enumerations, fields no sample filled (reported as `untyped`), descriptions. Then
-`cargo test -p virtlens --test json_schemas` validates the real outputs against it.
+`cargo test -p virtlens --test tests -- json_schemas::` validates the real outputs against it.
 
   target/debug/virtlens lab --quick --json > /tmp/a.json
   target/debug/virtlens lab --offline --json > /tmp/b.json

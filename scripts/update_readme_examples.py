@@ -5,7 +5,7 @@ Every ```console block whose first line is `$ virtlens ARGS...` is run from the 
 (NO_COLOR=1; `dir/*.ext` expanded like a shell, sorted, README.md left out) and its body
 replaced by the output (stdout, then stderr). A block whose last line is a lone `…` shows the
 first lines only: it keeps as many lines as it showed, then the `…`. The test `cargo test -p
-virtlens --test readme` only compares and fails on drift; this script is the one way to change
+virtlens --test tests -- readme::` only compares and fails on drift; this script is the one way to change
 the expected text, and its result is a diff to read before committing:
 
   scripts/update_readme_examples.py [--bin target/debug/virtlens] [--no-build] [PAGE...]

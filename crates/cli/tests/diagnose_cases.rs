@@ -17,15 +17,12 @@
 //!
 //! `VIRTLENS_CASES=dev` runs the dev cases only (while rules are being written).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::scoring::{self, strings};
 use serde_json::Value;
+
+use crate::common::scoring::{self, strings};
 
 /// Dev cases whose expected main cause virtlens does not name, and why.
 const KNOWN_MISSES: &[(&str, &str)] = &[
@@ -103,6 +100,7 @@ struct Scored {
 }
 
 fn run(dir: &Path, case: &Value) -> Option<Value> {
+    let _g = virtlens_testkit::shared();
     let out = Command::new(env!("CARGO_BIN_EXE_virtlens"))
         .args(["diagnose", "--json", "--fail-on", "critical"])
         .args(strings(&case["options"]))

@@ -2,15 +2,10 @@
 //! 2 on bad input), the JSON contract (`virtlens.diagnose/2` with every finding field), the
 //! comparison of several inputs, the configuration join, and text that reads as an answer.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::process::Output;
-
 use serde_json::Value;
 
-mod common;
-
-use common::data;
+use crate::common::run as virtlens;
+use crate::common::{self, data};
 
 fn seed(n: u8) -> String {
     let name = match n {
@@ -20,10 +15,6 @@ fn seed(n: u8) -> String {
         _ => "4-all-hyperv-features-stimer-optimized.txt",
     };
     data(&format!("seed-kvm-hyperv-traps/{name}"))
-}
-
-fn virtlens(args: &[&str]) -> Output {
-    common::run(args)
 }
 
 fn code(args: &[&str]) -> i32 {

@@ -2,23 +2,15 @@
 //! `report`, `compare` and `diagnose`: the talk's VP table at 4.5 M IOPS, real fio JSON
 //! (recorded here, and run live when fio is installed), bad rates and files (exit 2).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+use std::process::Command;
 
-mod common;
-
-use std::process::{Command, Output};
-
-use common::{TempDir, data};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
 
-fn virtlens(args: &[&str]) -> Output {
-    let _reading = common::shared();
-    common::run(args)
-}
+use crate::common::run as virtlens;
+use crate::common::{self, TempDir, data};
 
 fn json(args: &[&str]) -> Value {
-    let _reading = common::shared();
     common::json_of(args, &[0, 1])
 }
 

@@ -4,22 +4,22 @@
 //! guest starts when the capture says it is ready (`--ready-fd`) and the capture ends at
 //! SIGINT once the guest is done: no sleep, no time window. Needs root, tracefs and /dev/kvm.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::sync::{Arc, Barrier};
 
-use common::{finish_any, signal, start_ready};
 use virtlens_core::measure::Mode;
 use virtlens_host::lab::scenarios::variant_profile;
 use virtlens_testkit::{Need, require};
+
+use crate::common::{finish_any, signal, start_ready};
 
 #[test]
 fn live_diagnosis_names_the_acpi_pm_timer_trap() {
     if !require(&[Need::Root, Need::Tracefs, Need::Kvm]) {
         return;
     }
+    // Alone: the capture takes every KVM event of this process (other tests run VMs in it)
+    // and diagnoses their rates.
+    let _alone = virtlens_testkit::exclusive();
     let me = std::process::id().to_string();
     // `--pid` selects a VMM: this process must hold a KVM VM, and its vCPU thread must exist,
     // before the capture starts (the kernel filter lists the VMM's threads).

@@ -1,25 +1,16 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! Captures of many hosts, queried together: a capture kept in the repository (host
 //! `alpha`) and one recorded here now (host `beta`), each in its `host=NAME` folder, are
 //! read by one DuckDB query over the folder (the query of docs/fleet.md), which must give
 //! each host's port writes exactly.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use virtlens_host::microvm::{MicroVm, guest};
-use virtlens_testkit::{Need, require};
+use virtlens_testkit::{Need, TempDir, require};
 
 const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Waits until recorder `child` has its kvm events on (its tracefs instance says so).
 fn wait_recording(child: &mut Child) {
@@ -60,14 +51,15 @@ fn one_duckdb_query_reads_the_captures_of_two_hosts() {
     if !require(&[Need::Root, Need::Kvm, Need::Tracefs, Need::Duckdb]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     const N: u32 = 1700;
-    const PORT: u16 = 0x5f3;
-    let root = TempDir(std::env::temp_dir().join(format!("virtlens-fleet-{}", std::process::id())));
+    // Not 0x5f3 (json_schemas' `top` VM): this process's writes to the port are counted.
+    const PORT: u16 = 0x5f5;
+    let root = TempDir::new("fleet");
     let (alpha, beta) = (root.0.join("host=alpha"), root.0.join("host=beta"));
     std::fs::create_dir_all(&alpha).unwrap();
     std::fs::create_dir_all(&beta).unwrap();
-    let kept =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/capture/pio-guest-2000.parquet");
+    let kept = virtlens_testkit::testdata("capture/pio-guest-2000.parquet");
     std::fs::copy(&kept, alpha.join("capture.parquet")).unwrap();
 
     let me = std::process::id();

@@ -9,20 +9,15 @@
 //! `target/ci-artifacts/html/` (CI keeps it), with two printed PDFs whose text checks the print
 //! stylesheet. `a_bad_page_is_caught` proves the checks can fail.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod browser;
-mod common;
-
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use serde_json::Value;
 use virtlens_core::render::format;
 use virtlens_testkit::{Need, require};
 
-use browser::Loaded;
-use common::{TempDir, data};
+use crate::browser::{self, Loaded};
+use crate::common::run as virtlens;
+use crate::common::{TempDir, data};
 
 fn seeds() -> Vec<String> {
     [
@@ -34,10 +29,6 @@ fn seeds() -> Vec<String> {
     .iter()
     .map(|n| data(&format!("seed-kvm-hyperv-traps/{n}")))
     .collect()
-}
-
-fn virtlens(args: &[&str]) -> Output {
-    common::run(args)
 }
 
 /// Runs `virtlens ARGS --html PAGE` (exit status `code`), then the same with `--json`.

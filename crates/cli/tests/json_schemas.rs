@@ -6,22 +6,19 @@
 //! of a micro-VM of this process (record, top, serve). The schemas forbid unknown fields, so a
 //! renamed field fails here: a breaking change needs a new version (docs/json.md).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
 use serde_json::Value;
 use virtlens_core::sources::capture::{CAPTURE_KEY, PROFILE_KEY, footer};
 use virtlens_testkit::{Need, require};
 
+use crate::common::*;
+
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    virtlens_testkit::repo_root()
 }
 
 /// Every schema of docs/schemas, compiled, by the name its file stands for.
@@ -106,6 +103,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
 /// `virtlens ARGS…` from the repository root; its stdout as JSON documents (one, or one per
 /// line for `top`). Exit statuses other than `ok` fail.
 fn json_of(args: &[&str], ok: &[i32]) -> Vec<Value> {
+    let _g = shared();
     let out = Command::new(BIN)
         .args(args)
         .current_dir(root())

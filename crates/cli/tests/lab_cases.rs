@@ -21,17 +21,15 @@
 //! every dev miss to a reason in [`KNOWN_MISSES`], every case to no wrong advice
 //! (`expected.must_not`) and every baseline to nothing above low.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::scoring::{self, rank, strings};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
+
+use crate::common;
+use crate::common::scoring::{self, rank, strings};
 
 /// The formats of a case: a name, and the file a user of that tool has.
 const FORMATS: &[(&str, &str)] = &[
@@ -156,6 +154,7 @@ fn user_knows(format: &str, run: &Value, script: &Path) -> Vec<String> {
 }
 
 fn diagnose(dir: &Path, case: &Value, file: &Path, known: &[String]) -> Option<Value> {
+    let _g = virtlens_testkit::shared();
     let out = Command::new(env!("CARGO_BIN_EXE_virtlens"))
         .args(["diagnose", "--json", "--fail-on", "critical"])
         .args(strings(&case["options"]))

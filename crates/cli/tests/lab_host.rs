@@ -15,17 +15,15 @@
 //! host down (lab/README.md): a boot whose host or guest failed is tried again, at most
 //! [`BOOTS`] times, and every failed boot is printed.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::scoring::{self, strings};
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
+
+use crate::common;
+use crate::common::scoring::{self, strings};
 
 const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
 /// Boots one part may take before it fails.
@@ -40,12 +38,8 @@ const LIVE_SCENARIOS: [&str; 3] = [
 ];
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    virtlens_testkit::repo_root()
 }
-
-/// One lab host at a time: two would share the machine's two cores (and TCG's timing is
-/// what makes the host flaky).
-static ONE_HOST: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The last lines of a run's host console, for a failure message.
 fn console_tail(out: &Path) -> String {
@@ -57,7 +51,9 @@ fn console_tail(out: &Path) -> String {
 /// Runs `inside.py ARGS…` in a boot of the lab host with `out` shared, retrying a boot whose
 /// host or guest failed.
 fn in_lab_host(out: &Path, args: &[&str]) {
-    let _one = ONE_HOST.lock().unwrap_or_else(|e| e.into_inner());
+    // The machine to itself: a second lab host, or any other test, would share the machine's
+    // two cores with it (and TCG's timing is what makes the host flaky).
+    let _alone = virtlens_testkit::exclusive();
     let inside = root().join("lab/inside.py");
     for boot in 1..=BOOTS {
         let _ = std::fs::remove_dir_all(out);
@@ -449,6 +445,7 @@ fn three_lab_scenarios_run_live_end_to_end() {
         );
         let run: Value = json_file(&out.join("run.json"));
         eprintln!("{id}: {}", run["steps_s"]);
+        let _g = virtlens_testkit::shared();
         let d = Command::new(BIN)
             .args(["diagnose", "--json", "--fail-on", "critical"])
             .args(strings(&case["options"]))

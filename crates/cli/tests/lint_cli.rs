@@ -2,22 +2,17 @@
 //! `--fail-on`, 2 bad input), the JSON contract, and `--recommend` output that parses back
 //! (the XML is a well-formed domain; the QEMU flags re-read to the same flag set).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use virtlens_core::config::{self, Format, ReadOptions};
 
-mod common;
+use crate::common;
+use crate::common::run as virtlens;
 
 fn data(name: &str) -> String {
     common::data(&format!("configs/{name}"))
-}
-
-fn virtlens(args: &[&str]) -> Output {
-    common::run(args)
 }
 
 fn code(args: &[&str]) -> i32 {
@@ -187,6 +182,7 @@ fn text_is_grouped_and_plain_when_piped() {
 
 #[test]
 fn reads_standard_input_and_probes_the_host() {
+    let _g = common::shared();
     let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
         .args(["lint", "-", "--json", "--host-facts", "auto"])
         .stdin(Stdio::piped())

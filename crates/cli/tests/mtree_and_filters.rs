@@ -1,22 +1,14 @@
 //! `--mtree` with real QEMU `info mtree` dumps names ports the built-in map cannot (device
 //! BARs), and `--pid/--vm/--vcpu` filter rows or explain why they cannot.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
-fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
-}
+use crate::common::data;
 
 fn virtlens(args: &[&str]) -> (Option<i32>, String, String) {
+    let _g = virtlens_testkit::shared();
     let out = Command::new(env!("CARGO_BIN_EXE_virtlens"))
         .args(args)
         .output()

@@ -2,19 +2,16 @@
 //! `NO_COLOR` wins over a forced terminal), JSON never coloured, and nothing on stderr in a
 //! pipe where a terminal would show progress.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use crate::common::data;
+
 fn seed() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/seed-kvm-hyperv-traps/1-no-hyperv-features.txt")
-        .display()
-        .to_string()
+    data("seed-kvm-hyperv-traps/1-no-hyperv-features.txt")
 }
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let _g = virtlens_testkit::shared();
     let mut c = Command::new(env!("CARGO_BIN_EXE_virtlens"));
     c.args(args)
         .env_remove("NO_COLOR")

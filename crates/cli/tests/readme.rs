@@ -5,8 +5,6 @@
 //! To change the examples, `scripts/update_readme_examples.py` rewrites the blocks with
 //! today's output for a human to review (`git diff README.md docs/`) and commit.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -14,7 +12,7 @@ use std::process::Command;
 const CUT: &str = "…";
 
 fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    virtlens_testkit::repo_root()
 }
 
 /// README.md and every page of docs/, sorted.
@@ -56,6 +54,7 @@ fn run(command: &str) -> String {
         .skip(1)
         .flat_map(expand)
         .collect();
+    let _g = virtlens_testkit::shared();
     let out = Command::new(env!("CARGO_BIN_EXE_virtlens"))
         .args(&args)
         .current_dir(root())

@@ -1,19 +1,10 @@
 //! The `report` and `compare` commands end to end: real sample files in, exit codes, the JSON
 //! contract, and text without escape codes when piped.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::process::Output;
-
 use serde_json::Value;
 
-mod common;
-
-use common::data;
-
-fn virtlens(args: &[&str]) -> Output {
-    common::run(args)
-}
+use crate::common::run as virtlens;
+use crate::common::{self, data};
 
 fn json(args: &[&str]) -> Value {
     common::json_of(args, &[0])

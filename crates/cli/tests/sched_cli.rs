@@ -6,15 +6,12 @@
 //! each wait most of the time, whatever else runs: the assertions are about evidence the test
 //! made, not timings. The crowd runs until each command is done. Needs root, tracefs, /dev/kvm.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{TempDir, finish, record_own, run, shared};
 use serde_json::Value;
 use virtlens_guest::procfs::online_cpus;
 use virtlens_host::lab::crowd::Busy;
 use virtlens_testkit::{Need, require};
+
+use crate::common::{TempDir, exclusive, finish, record_own, run};
 
 /// This process's vCPU rows in a `sched` summary (from `top --json` or `report --json`).
 fn my_vcpus(sched: &Value) -> Vec<Value> {
@@ -44,7 +41,9 @@ fn record_report_diagnose_and_top_show_ready_per_vcpu_on_a_crowded_host() {
     if !require(&[Need::Root, Need::Tracefs, Need::Kvm]) {
         return;
     }
-    let _shared = shared();
+    // Alone: the test counts this process's vCPU threads (other tests make theirs) and
+    // crowds the machine's CPUs.
+    let _alone = exclusive();
     let k = 3 * u32::try_from(online_cpus()).unwrap();
     let busy = Busy::start(k, None).unwrap();
     let dir = TempDir::new("sched");

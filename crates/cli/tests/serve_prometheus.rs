@@ -1,4 +1,3 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! `virtlens serve` against a real Prometheus: a micro-VM in this process makes port exits in
 //! phases of known size; after each phase Prometheus (scraping every second) must hold
 //! exactly the guest's cumulative count for that VM's port, and the exits per second it
@@ -12,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use virtlens_host::microvm::{MicroVm, guest};
-use virtlens_testkit::{Need, require};
+use virtlens_testkit::{Need, TempDir, require};
 
 /// How long a condition may take before the test gives up (a failure, not a timing claim).
 const PATIENCE: Duration = Duration::from_secs(90);
@@ -102,19 +101,9 @@ impl Drop for Prometheus {
     }
 }
 
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn start_prometheus(target: SocketAddr) -> Prometheus {
-    let dir = std::env::temp_dir().join(format!("virtlens-prom-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("prometheus.yml");
+    let dir = TempDir::new("prom");
+    let config = dir.0.join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
@@ -128,7 +117,7 @@ fn start_prometheus(target: SocketAddr) -> Prometheus {
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(
             "--storage.tsdb.path={}",
-            dir.join("data").display()
+            dir.0.join("data").display()
         ))
         .arg(format!("--web.listen-address={addr}"))
         .stdout(Stdio::null())
@@ -138,7 +127,7 @@ fn start_prometheus(target: SocketAddr) -> Prometheus {
     let p = Prometheus {
         child,
         addr,
-        _dir: TempDir(dir),
+        _dir: dir,
     };
     wait_for("Prometheus to be ready", || {
         http_get(addr, "/-/ready").filter(|(s, _)| *s == 200)
@@ -175,6 +164,7 @@ fn prometheus_sees_exactly_the_port_exits_the_guest_made() {
     ]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     const PORT: u16 = 0x5e1;
     const PER_PHASE: u32 = 20_000;
     let mut vm = MicroVm::new(1 << 20).unwrap();
@@ -261,6 +251,7 @@ fn killing_the_exporter_at_any_point_leaves_no_bpf_object() {
     if !require(&[Need::Root, Need::Bpf, Need::Tracefs]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     // Killed while starting (any moment before it answers), and while serving.
     for delay in [
         Duration::ZERO,
@@ -322,8 +313,10 @@ fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
     if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     const N: u32 = 900;
-    const PORT: u16 = 0x5e7;
+    // Not 0x5e7 (capture_cli's `top` VM): this process's writes to the port are counted.
+    const PORT: u16 = 0x5ed;
     let mut vm = MicroVm::new(1 << 20).unwrap();
     vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
         .unwrap();
@@ -390,8 +383,8 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
     if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs, Need::Qemu]) {
         return;
     }
-    let dir = TempDir(std::env::temp_dir().join(format!("virtlens-qmp-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let _g = virtlens_testkit::shared();
+    let dir = TempDir::new("qmp");
     let (ours, control) = (dir.0.join("exporter.sock"), dir.0.join("control.sock"));
     // A PC machine, paused before its first instruction; the firmware runs once `cont`inued.
     let qmp = |p: &std::path::Path| format!("unix:{},server=on,wait=off", p.display());

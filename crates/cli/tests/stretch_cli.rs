@@ -2,21 +2,14 @@
 //! checked answers, the published figures' stated summaries, exit codes on bad input, and —
 //! with /dev/kvm — the in-lab stretch and a crowded host's over-commit measured with micro-VMs.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::process::Output;
-
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
 
-mod common;
+use crate::common;
+use crate::common::run as virtlens;
 
 fn data(name: &str) -> String {
     common::data(&format!("stretch/{name}"))
-}
-
-fn virtlens(args: &[&str]) -> Output {
-    common::run(args)
 }
 
 fn json(args: &[&str]) -> Value {

@@ -2,23 +2,15 @@
 //! written here from its printf formats (each input names the format it reproduces), with the
 //! ways people paste it: the glued `^C`, e-mail quoting, stray characters, a failed run.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use virtlens_core::Error;
 use virtlens_core::decode::Isa;
 use virtlens_core::profile::{Key, Profile, Row, Table, TableKind};
 use virtlens_core::sources::{self, Format};
+use virtlens_testkit::testdata;
 
 const SAMPLE_01: &str = "exit-reports/01-bcc-kvmexit-all-threads.txt";
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-}
 
 fn read_text(text: &str) -> Profile {
     match sources::read_bytes(text.as_bytes(), "pasted", Some(Format::BccKvmexit)) {
@@ -119,8 +111,8 @@ fn assert_matches_independent(p: &Profile, text: &str) {
 
 #[test]
 fn sample_01_two_runs_every_row_counted_independently() {
-    let text = std::fs::read_to_string(data(SAMPLE_01)).unwrap();
-    let p = sources::read_path(&data(SAMPLE_01), None).unwrap();
+    let text = std::fs::read_to_string(testdata(SAMPLE_01)).unwrap();
+    let p = sources::read_path(&testdata(SAMPLE_01), None).unwrap();
     assert_eq!(p.origin.format, "bcc-kvmexit");
     assert_eq!(p.origin.isa, Some(Isa::Vmx));
     assert_matches_independent(&p, &text);
@@ -148,7 +140,7 @@ fn sample_01_two_runs_every_row_counted_independently() {
 
 #[test]
 fn sample_01_e_mail_quoted_and_with_stray_characters_keeps_every_row() {
-    let text = std::fs::read_to_string(data(SAMPLE_01)).unwrap();
+    let text = std::fs::read_to_string(testdata(SAMPLE_01)).unwrap();
     let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
     let p = read_text(&quoted);
     assert_matches_independent(&p, &text);
@@ -347,7 +339,7 @@ fn old_bcc_gaps_are_kept_by_name() {
 
 #[test]
 fn detection_and_errors() {
-    let text = std::fs::read_to_string(data(SAMPLE_01)).unwrap();
+    let text = std::fs::read_to_string(testdata(SAMPLE_01)).unwrap();
     assert_eq!(sources::detect(text.as_bytes()), Some(Format::BccKvmexit));
     let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
     assert_eq!(sources::detect(quoted.as_bytes()), Some(Format::BccKvmexit));

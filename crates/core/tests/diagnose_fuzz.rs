@@ -3,13 +3,8 @@
 //! windows of any length), under every guest, with and without host facts and a configuration.
 //! Every result serialises to JSON.
 //!
-//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test diagnose_fuzz --release` runs longer.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test tests --release -- diagnose_fuzz::`
+//! runs longer.
 
 use proptest::prelude::*;
 use virtlens_core::config::{self, GuestFamily, ReadOptions, VmConfig};
@@ -20,6 +15,8 @@ use virtlens_core::profile::{
     Access, Key, Origin, Profile, Row, Table, TableKind, TimeStats, Window,
 };
 use virtlens_core::sources;
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&str; 15] = [
     include_str!("../../../testdata/exit-reports/01-bcc-kvmexit-all-threads.txt"),
@@ -60,7 +57,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 fn configs() -> Vec<VmConfig> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/configs");
+    let dir = virtlens_testkit::testdata("configs");
     [
         "04-libvirt-test-hyperv-off.xml",
         "30-virt-install-win11-default.xml",

@@ -2,13 +2,10 @@
 //! writes read as competing causes, port IO and MMIO. (Faults, spinning, halts, nested,
 //! emulation, host interrupts, calls and the guest: `diagnose_hypotheses_more`.)
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod handbuilt;
-
-use handbuilt::{advice, get, has, main_id, opts, profile, run};
 use virtlens_core::diagnose::{Confidence, ForGuest, Role, Severity};
 use virtlens_core::profile::Access::{In, Out, Read, Write};
+
+use crate::handbuilt::{self, advice, get, has, main_id, opts, profile, run};
 
 // --- timers ---------------------------------------------------------------------------------
 

@@ -2,15 +2,12 @@
 //! nested virtualization, emulation, host interrupts, hypercalls and CPUID, unnamed exits, the
 //! guest's inference, and severity from absolute cost.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod handbuilt;
-
-use handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
 use virtlens_core::config::GuestFamily;
 use virtlens_core::diagnose::{CpuBasis, Measure, Role, Severity, Verdict};
 use virtlens_core::diagnose::{GuestBasis, Strength};
 use virtlens_core::profile::Access::Write;
+
+use crate::handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
 
 // --- faults ---------------------------------------------------------------------------------
 

@@ -3,15 +3,12 @@
 //! VMM), notifications per IO, polled completions, the per-IO view and its ceiling; and the
 //! Hyper-V counters as diagnose evidence (the talk's VP table at 4.5 M IOPS).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod handbuilt;
-
-use handbuilt::{get, has, opts, profile, run};
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Options, Role, Severity};
 use virtlens_core::profile::Access::{Out, Write};
+
+use crate::handbuilt::{self, get, has, opts, profile, run};
 
 /// A guest doing `iops` IOs per second for 10 s, interrupt-driven with an exiting EOI per IO
 /// (x2APIC MSR), a notify per four IOs, interrupt windows and host interrupts.

@@ -5,8 +5,6 @@
 //! or a talk, and every URL is https. The lint rules' sources and the generated finding
 //! catalogue (docs/findings.md) are held to the same.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 
 use virtlens_core::config::GuestFamily;
@@ -157,7 +155,7 @@ fn inputs(dir: &Path, out: &mut Vec<PathBuf>) {
 
 #[test]
 fn findings_on_every_real_input_cite_public_material() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let root = virtlens_testkit::repo_root().join("testdata");
     let mut files = Vec::new();
     for dir in [
         "exit-reports",
@@ -206,7 +204,7 @@ fn findings_on_every_real_input_cite_public_material() {
 
 #[test]
 fn findings_joined_with_real_configurations_cite_public_material() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let root = virtlens_testkit::repo_root().join("testdata");
     let seed = sources::read_path(
         &root.join("seed-kvm-hyperv-traps/1-no-hyperv-features.txt"),
         None,

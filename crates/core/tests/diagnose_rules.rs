@@ -2,10 +2,6 @@
 //! have none: synthetic `perf kvm stat` tables in the real layout, read by the real source.
 //! Also: a rule stays silent below its threshold, and a row is explained by one finding only.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::{AddressMap, Decoder};
 use virtlens_core::diagnose::{self, Confidence, Diagnosis, Finding, Options, Severity};
@@ -188,7 +184,7 @@ fn serial_console_storm() {
 
 #[test]
 fn legacy_virtio_confirmed_by_the_qemu_map() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let dir = virtlens_testkit::repo_root().join("testdata");
     let text = std::fs::read_to_string(dir.join("mtree/pc-info-mtree.txt")).unwrap();
     let map = AddressMap::parse(&text, "pc-info-mtree.txt").unwrap();
     let p =

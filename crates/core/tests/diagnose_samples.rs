@@ -3,8 +3,6 @@
 //! above low; and every diagnosis keeps its contract (ranks, shares that never explain more
 //! than the whole, every field filled, confirm given whenever the evidence is aggregate).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::PathBuf;
 
 use virtlens_core::config::GuestFamily;
@@ -13,16 +11,11 @@ use virtlens_core::diagnose::{
     self, Confidence, Diagnosis, Finding, Options, Role, Severity, Verdict,
 };
 use virtlens_core::sources;
-
-fn path(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-}
+use virtlens_testkit::testdata;
 
 /// The first file in `dir` whose name starts with `prefix`.
 fn sample(dir: &str, prefix: &str) -> PathBuf {
-    let d = path(dir);
+    let d = testdata(dir);
     let mut names: Vec<_> = std::fs::read_dir(&d)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -305,7 +298,7 @@ fn s01_bcc_demo_raises_no_alarm() {
 #[test]
 fn every_sample_keeps_the_contract() {
     for dir in ["exit-reports", "seed-kvm-hyperv-traps", "perf-data"] {
-        for e in std::fs::read_dir(path(dir)).unwrap() {
+        for e in std::fs::read_dir(testdata(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "md") {
                 continue;
@@ -331,7 +324,7 @@ fn every_sample_keeps_the_contract() {
 
 #[test]
 fn perf_data_recordings_are_diagnosed() {
-    let p = sources::read_path(&path("perf-data/pio-guest-50.perf.data"), None).unwrap();
+    let p = sources::read_path(&testdata("perf-data/pio-guest-50.perf.data"), None).unwrap();
     let d = diagnose::diagnose(&[p], None, &Decoder::builtin(), &Options::default());
     contract(&d);
     assert_eq!(top(&d, 1).id, "io.emulated-port");

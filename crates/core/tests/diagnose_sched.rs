@@ -4,14 +4,11 @@
 //! window, bursts that are not sustained, the host's own steal as context, and a mostly halted
 //! vCPU that raises nothing.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod handbuilt;
-
-use handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
 use virtlens_core::diagnose::{Measure, Role, Scenario, Severity, Verdict};
 use virtlens_core::diagnose::{READY_SHARE as READY, model_effect};
 use virtlens_core::profile::sched::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
+
+use crate::handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
 
 /// Samples under construction: shares are of the window.
 struct S {

@@ -3,10 +3,6 @@
 //! and joins exit evidence with the lint findings of real configurations (testdata/configs)
 //! into one finding that names both.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use virtlens_core::config::{self, GuestFamily, ReadOptions, VmConfig};
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{
@@ -16,12 +12,7 @@ use virtlens_core::diagnose::{GuestBasis, Strength};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources;
-
-fn testdata(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-}
+use virtlens_testkit::testdata;
 
 fn seed(n: u8) -> Profile {
     let name = match n {

@@ -3,10 +3,6 @@
 //! generator writes. It also holds the page to what a user can open: no project notes, design
 //! file or test data named anywhere in it.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use virtlens_core::diagnose::catalogue;
 use virtlens_core::lint::rules;
 use virtlens_core::render::findings_md;
@@ -21,7 +17,7 @@ fn generated() -> String {
 
 #[test]
 fn docs_findings_md_is_what_the_catalogue_generates() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/findings.md");
+    let path = virtlens_testkit::repo_root().join("docs/findings.md");
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     let now = generated();
     if on_disk != now {

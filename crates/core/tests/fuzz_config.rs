@@ -6,20 +6,16 @@
 //! where a line is at fault, a line inside the input and what was expected; whatever is read
 //! lints, renders and serialises.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_config --release` runs a
-//! longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_config::` runs
+//! a longer campaign.
 
 use proptest::prelude::*;
 use virtlens_core::config::{self, Format, ReadOptions};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options};
 use virtlens_core::render::{self, Style};
+
+use crate::common::{self, Edit, apply};
 
 /// A launch script with the shell forms the model resolves.
 const SCRIPT: &str = "#!/bin/bash\nQEMU=${QEMU:-/usr/bin/qemu-system-x86_64}\nexport N=4\n\

@@ -3,17 +3,13 @@
 //! round-trips through JSON, and every error names the input and, where a line is at fault,
 //! the line.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_counters --release` runs a
-//! longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_counters::`
+//! runs a longer campaign.
 
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 /// Real samples and hand-written outputs of each format (the latter from the tools' printf
 /// formats, as in the per-format tests).
@@ -188,7 +184,7 @@ fn every_sample_reads_as_its_format() {
 
 #[test]
 fn no_other_real_sample_is_claimed_by_these_formats() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let dir = virtlens_testkit::repo_root().join("testdata");
     for sub in ["exit-reports", "seed-kvm-hyperv-traps"] {
         for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
             let path = entry.unwrap().path();

@@ -3,17 +3,13 @@
 //! that is read is a finite number ≥ 0 and the sum of its directions; every error names the
 //! input (and a line it has, when a line is at fault).
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_fio_json --release` runs a
-//! longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_fio_json::`
+//! runs a longer campaign.
 
 use proptest::prelude::*;
 use virtlens_core::sources::fio_json;
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&[u8]; 2] = [
     include_bytes!("../../../testdata/fio/randread-qd32-io_uring.json"),

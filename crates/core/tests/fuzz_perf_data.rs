@@ -4,10 +4,8 @@
 //! a copy damaged among its records still gives the profile of what came before, with a
 //! warning.
 //!
-//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test fuzz_perf_data --release` runs a
-//! longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test tests --release -- fuzz_perf_data::`
+//! runs a longer campaign.
 
 use proptest::prelude::*;
 use virtlens_core::Error;

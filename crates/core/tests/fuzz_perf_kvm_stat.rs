@@ -4,17 +4,13 @@
 //! UTF-8, a lost cell) never takes the other rows with it. Mutations also insert the shapes
 //! authors paste: label lines, elisions, headers cut to a few columns.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_perf_kvm_stat --release`
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_perf_kvm_stat::`
 //! runs a longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
 
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&str; 11] = [
     include_str!("../../../testdata/exit-reports/05-perf-kvm-stat-msr-event-tscdeadline.txt"),

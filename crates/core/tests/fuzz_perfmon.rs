@@ -3,18 +3,14 @@
 //! format's pieces and random bytes never panic; whatever is read round-trips through JSON
 //! and the counter analysis runs on it; every error names the input and a line it has.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_perfmon --release` runs a
-//! longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_perfmon::`
+//! runs a longer campaign.
 
 use proptest::prelude::*;
 use virtlens_core::counters;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [(Format, &[u8]); 4] = [
     (

@@ -4,12 +4,8 @@
 //! profile never panic; and the capture reader, on a real capture and on truncated, mutated
 //! and random copies of it, returns the profile or an error naming the file, never a panic.
 //!
-//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test fuzz_ring_buffer --release` runs a
-//! longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+//! `PROPTEST_CASES=20000 cargo test -p virtlens-core --test tests --release -- fuzz_ring_buffer::`
+//! runs a longer campaign.
 
 use proptest::prelude::*;
 use virtlens_core::decode::ring_buffer::build::PageBuilder;
@@ -18,6 +14,8 @@ use virtlens_core::decode::trace_format;
 use virtlens_core::profile::{Origin, TableKind};
 use virtlens_core::sources::capture::decoder::{EventTable, Hit, ProfileFeed, ThreadInfo};
 use virtlens_core::sources::{self, Format};
+
+use crate::common;
 
 /// `virtlens record` while `pio_guest 2000 0x80` ran (see testdata/capture/README.md).
 const CAPTURE: &[u8] = include_bytes!("../../../testdata/capture/pio-guest-2000.parquet");

@@ -4,17 +4,13 @@
 //! where a line is at fault, the line; every warning points at a line that exists; and one
 //! damaged event line never takes the other events with it.
 //!
-//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test fuzz_trace_text --release`
+//! `PROPTEST_CASES=100000 cargo test -p virtlens-core --test tests --release -- fuzz_trace_text::`
 //! runs a longer campaign.
-
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
-use common::{Edit, apply};
 
 use proptest::prelude::*;
 use virtlens_core::sources::{self, Format};
+
+use crate::common::{self, Edit, apply};
 
 const SAMPLES: [&str; 8] = [
     include_str!("../../../testdata/readers/bare-events-nsvm-smm-kuznetsov.txt"),

@@ -4,22 +4,13 @@
 //! pid titles; several screens in one paste; `-1`; `-l` and `-c` logs with and without
 //! timestamps; e-mail quoting and pasted stray characters.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use virtlens_core::Error;
 use virtlens_core::decode::Isa;
 use virtlens_core::profile::{Profile, Row, Table, TableKind};
 use virtlens_core::sources::{self, Format};
+use virtlens_testkit::testdata;
 
 const SAMPLE_18: &str = "exit-reports/18-kvm_stat-debugfs-legacy-haswell-io-exits.txt";
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-}
 
 fn read_text(text: &str) -> Profile {
     match sources::read_bytes(text.as_bytes(), "pasted", Some(Format::KvmStat)) {
@@ -110,8 +101,8 @@ fn assert_matches_18(p: &Profile, text: &str) {
 
 #[test]
 fn sample_18_every_row_counted_independently() {
-    let text = std::fs::read_to_string(data(SAMPLE_18)).unwrap();
-    let p = sources::read_path(&data(SAMPLE_18), None).unwrap();
+    let text = std::fs::read_to_string(testdata(SAMPLE_18)).unwrap();
+    let p = sources::read_path(&testdata(SAMPLE_18), None).unwrap();
     assert_eq!(p.origin.format, "kvm-stat");
     assert_matches_18(&p, &text);
     let counts = table(&p, "kvm_stat", None);
@@ -122,7 +113,7 @@ fn sample_18_every_row_counted_independently() {
 
 #[test]
 fn sample_18_quoted_and_with_a_stray_character() {
-    let text = std::fs::read_to_string(data(SAMPLE_18)).unwrap();
+    let text = std::fs::read_to_string(testdata(SAMPLE_18)).unwrap();
     let quoted: String = text.lines().map(|l| format!("> {l}\n")).collect();
     assert_eq!(sources::detect(quoted.as_bytes()), Some(Format::KvmStat));
     assert_matches_18(&read_text(&quoted), &text);
@@ -586,7 +577,7 @@ fn logs_and_screens_in_one_file_are_separate_runs() {
 
 #[test]
 fn detection_and_errors() {
-    let text = std::fs::read_to_string(data(SAMPLE_18)).unwrap();
+    let text = std::fs::read_to_string(testdata(SAMPLE_18)).unwrap();
     assert_eq!(sources::detect(text.as_bytes()), Some(Format::KvmStat));
     assert_eq!(
         sources::detect(intel_screen(false).as_bytes()),
@@ -595,7 +586,8 @@ fn detection_and_errors() {
     let banner = "exits halt_exits \n 1 2\n";
     assert_eq!(sources::detect(banner.as_bytes()), Some(Format::KvmStat));
     // Neither bcc's nor perf-prof's samples read as kvm_stat.
-    let bcc = std::fs::read_to_string(data("exit-reports/01-bcc-kvmexit-all-threads.txt")).unwrap();
+    let bcc =
+        std::fs::read_to_string(testdata("exit-reports/01-bcc-kvmexit-all-threads.txt")).unwrap();
     assert_eq!(sources::detect(bcc.as_bytes()), Some(Format::BccKvmexit));
 
     match sources::read_bytes(

@@ -6,8 +6,6 @@
 //! vCPUs, architecture) and the same rules fire, under several host and guest assumptions.
 //! The few differences that are right are listed in [`EXCEPTIONS`], each with its reason.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

@@ -4,8 +4,6 @@
 //! own golden XML → QEMU argv mappings, and Proxmox's `.conf`/`.args` pairs its config → argv
 //! mappings: the effective configuration read from each side must be the same.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::PathBuf;
 
 use virtlens_core::config::{self, Effective, GuestFamily, ReadOptions, VmConfig};
@@ -13,9 +11,7 @@ use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options, Severity};
 
 fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/configs")
-        .join(name)
+    virtlens_testkit::testdata("configs").join(name)
 }
 
 fn read_with(name: &str, vendor: Option<Vendor>) -> Vec<VmConfig> {

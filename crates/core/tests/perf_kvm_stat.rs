@@ -1,22 +1,13 @@
 //! The perf kvm stat source on every real sample, and on the same samples the way people paste
 //! them (e-mail quoted and wrapped, Markdown-indented, with stderr notes and live intervals).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use virtlens_core::decode::Isa;
 use virtlens_core::profile::{Key, Profile, Table, TableKind};
 use virtlens_core::sources::{self, Format};
-
-fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-}
+use virtlens_testkit::testdata;
 
 fn read(rel: &str) -> Profile {
-    match sources::read_path(&data(rel), None) {
+    match sources::read_path(&testdata(rel), None) {
         Ok(p) => p,
         Err(e) => panic!("{rel}: {e}"),
     }
@@ -68,7 +59,7 @@ fn complete_samples_add_up_to_their_printed_total() {
         "seed-kvm-hyperv-traps/3-hypervisor-cpuid-hidden.txt",
     ];
     for rel in complete {
-        let text = std::fs::read_to_string(data(rel)).unwrap_or_default();
+        let text = std::fs::read_to_string(testdata(rel)).unwrap_or_default();
         let p = read(rel);
         assert_eq!(p.tables.len(), 1, "{rel}");
         let t = &p.tables[0];
@@ -258,7 +249,7 @@ fn quoted_and_wrapped_mail_reads_the_same() {
         "exit-reports/09-perf-kvm-stat-vmexit-2012-format.txt",
         "exit-reports/17-perf-kvm-stat-live-amd-sev-es-hung-vcpu.txt",
     ] {
-        let text = std::fs::read_to_string(data(rel)).unwrap_or_default();
+        let text = std::fs::read_to_string(testdata(rel)).unwrap_or_default();
         let original = read(rel);
         for width in [72, 78] {
             let pasted = quote(&mail_wrap(&text, width), "> ");
@@ -273,7 +264,7 @@ fn quoted_and_wrapped_mail_reads_the_same() {
 #[test]
 fn markdown_indentation_and_fences_are_ignored() {
     let rel = "exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt";
-    let text = std::fs::read_to_string(data(rel)).unwrap_or_default();
+    let text = std::fs::read_to_string(testdata(rel)).unwrap_or_default();
     let md = format!(
         "Here is what I see:\n\n```\n{}```\n\nAny idea?\n",
         quote(&text, "    ")
@@ -359,7 +350,7 @@ Total Samples:10, Total events handled time:10.00us.
 #[test]
 fn elided_rows_warn_but_keep_what_is_there() {
     let rel = "exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt";
-    let text = std::fs::read_to_string(data(rel)).unwrap_or_default();
+    let text = std::fs::read_to_string(testdata(rel)).unwrap_or_default();
     let cut: String = text
         .lines()
         .map(|l| {

@@ -4,8 +4,6 @@
 //! of the current docs (with their `# ` prefix), `--tsc`, the early log2-histogram version, and
 //! e-mail quoting.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use virtlens_core::Error;
 use virtlens_core::decode::Isa;
 use virtlens_core::profile::{Profile, Row, Table, TableKind};

@@ -2,8 +2,6 @@
 //! the talk's per-VP table, and Hyper-V / esxtop logs built here to the documented PDH-CSV
 //! layout (no public log with those counters could be found; these are labelled synthetic).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use virtlens_core::counters::{self, hv::Level, pal::Condition};
 use virtlens_core::profile::{CounterLog, CounterTool, Profile};
 use virtlens_core::sources::{self, Format};

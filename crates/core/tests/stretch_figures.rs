@@ -2,16 +2,10 @@
 //! analysis: the stated summaries that agree with the studies' own numbers are said to agree,
 //! and those that do not are said not to.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
-
 use virtlens_core::analysis::stretch::{Layer, StretchReport, Verdict, analyse, read_layers};
 
 fn layers(file: &str) -> Vec<Layer> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/stretch")
-        .join(file);
+    let path = virtlens_testkit::testdata("stretch").join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     read_layers(&path.display().to_string(), &text).unwrap()
 }

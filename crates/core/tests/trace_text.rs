@@ -3,8 +3,6 @@
 //! durations, and on one hand-written line per event text variant, written from the
 //! kernel's `TP_printk` formats (cited next to each line).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -15,9 +13,7 @@ use virtlens_core::profile::{Access, Key, Latency, Profile, Row, Table, TableKin
 use virtlens_core::sources::{self, Format, trace_text};
 
 fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/exit-reports")
-        .join(rel)
+    virtlens_testkit::testdata("exit-reports").join(rel)
 }
 
 fn sample(prefix: &str) -> (PathBuf, String) {

@@ -114,8 +114,9 @@ mod tests {
         let vcpu = vm
             .create_vcpu(0)
             .unwrap_or_else(|e| panic!("create_vcpu: {e}"));
-        // SAFETY: `vm` and `vcpu` own these fds and outlive the borrows.
+        // SAFETY: `vm` owns this fd and outlives the borrow.
         let vm_fd = unsafe { BorrowedFd::borrow_raw(vm.as_raw_fd()) };
+        // SAFETY: `vcpu` owns this fd and outlives the borrow.
         let vcpu_fd = unsafe { BorrowedFd::borrow_raw(vcpu.as_raw_fd()) };
         let vm_stats = StatsFd::open(vm_fd).unwrap_or_else(|e| panic!("vm stats: {e}"));
         // The id names the thread that created the VM (here the test's thread), not the process.

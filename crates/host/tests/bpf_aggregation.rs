@@ -1,4 +1,3 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! The in-kernel aggregation on a real kernel with a real micro-VM: N port writes by this
 //! thread are counted exactly N times under (this process, this thread, kvm_pio, out, port),
 //! the userspace-exit → KVM_RUN latency pair closes once per exit, and the kvm_exit/kvm_entry
@@ -21,6 +20,7 @@ fn port_writes_of_a_micro_vm_are_counted_exactly_in_the_kernel() {
     if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     const N: u32 = 2500;
     const PORT: u16 = 0x5d1;
     let agg = Aggregation::start(None, Limits::default()).unwrap();
@@ -79,6 +79,7 @@ fn a_full_count_map_counts_in_the_other_bucket() {
     if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     // A map of one key: the first key takes it, every other key overflows.
     let limits = Limits {
         counts: 1,
@@ -105,6 +106,7 @@ fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
     if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     use virtlens_core::profile::{Key, TableKind};
     use virtlens_host::bpf::live::BpfLive;
     use virtlens_host::capture::CaptureOptions;
@@ -171,6 +173,7 @@ fn the_kernel_times_each_program_while_asked_to() {
     if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     use virtlens_host::bpf::RunTimeStats;
     const N: u32 = 400;
     let agg = Aggregation::start(None, Limits::default()).unwrap();

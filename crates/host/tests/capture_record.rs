@@ -8,8 +8,6 @@
 //! the test sets its stop flag after the guest is done, and the VM lives until the capture has
 //! read its statistics: no sleep, no time window. Needs root, tracefs and /dev/kvm.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, mpsc};
@@ -66,6 +64,7 @@ fn record_profile_counts_every_port_write_of_this_vm() {
     if !require(&HOST) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let me = std::process::id();
     // The VM exists before the capture starts (so its statistics are read), runs its writes
     // once the capture is on, and lives until the capture has read its statistics.
@@ -172,6 +171,7 @@ fn without_a_matching_vm_it_is_a_selection_error() {
     if !require(&HOST) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let stop = AtomicBool::new(true);
     let opts = CaptureOptions {
         vm: Some("no-such-vm-anywhere".into()),

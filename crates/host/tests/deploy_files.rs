@@ -1,4 +1,3 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! The dashboard and the alert rules in `deploy/` query only metrics `serve` exports, and
 //! Prometheus's own checker accepts the rules and every dashboard query.
 
@@ -13,9 +12,7 @@ use virtlens_host::serve::state::State;
 use virtlens_testkit::{Need, require};
 
 fn deploy(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../deploy")
-        .join(rel)
+    virtlens_testkit::repo_root().join("deploy").join(rel)
 }
 
 /// The metric families `serve` declares (every family is declared, with or without series),

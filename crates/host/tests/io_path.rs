@@ -1,4 +1,3 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! The IO path on a real /dev/kvm: for each delivery mode, queue depth and coalescing, the
 //! exits and returns to the VMM per IO are what the mode's design says — counts, never times.
 
@@ -27,6 +26,7 @@ fn vmm_injected_interrupts_return_to_the_vmm_twice_per_interrupt() {
     if !virtlens_testkit::require(&[Need::Kvm]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     for (qd, k) in [(1, 1), (4, 1), (16, 1), (16, 4), (5, 2)] {
         let r = run(Delivery::VmmInject, qd, k, false);
         let b = u64::from(BATCHES);
@@ -45,6 +45,7 @@ fn irqfd_interrupts_and_polling_never_return_to_the_vmm() {
     if !virtlens_testkit::require(&[Need::Kvm]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let b = u64::from(BATCHES);
     for qd in [1, 4, 16] {
         for (k, x2apic) in [(1, false), (4, false), (1, true)] {
@@ -74,6 +75,7 @@ fn the_lab_rows_give_exits_and_vmm_returns_per_io_for_each_mode() {
     if !virtlens_testkit::require(&[Need::Kvm]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let mut configs = Vec::new();
     for qd in [1, 8] {
         for delivery in Delivery::ALL {

@@ -1,4 +1,3 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! The micro-VM on a real /dev/kvm: every mode runs a program, reports guest faults with the
 //! vector and the faulting rip, and a hung `KVM_RUN` (a guest spinning without exits on every
 //! backend; VMCALL in ring 0 on PVM) is reported once the watchdog's limit has passed. Needs
@@ -33,6 +32,7 @@ fn real_mode_pio_loop_counts_every_exit() {
     if !kvm_usable() {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let mut vm = MicroVm::new(1 << 16).unwrap();
     vm.load_real_mode(&guest::pio_loop(0x80, 250).unwrap())
         .unwrap();
@@ -50,6 +50,7 @@ fn every_mode_runs_and_reports_faults_with_vector_and_rip() {
     if !kvm_usable() {
         return;
     }
+    let _g = virtlens_testkit::shared();
     for mode in Mode::ALL {
         let mut vm = MicroVm::new(0x8_0000).unwrap();
         vm.load(
@@ -89,6 +90,7 @@ fn a_hung_kvm_run_is_reported_once_the_watchdog_limit_passed() {
     if !kvm_usable() {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let limit = Duration::from_millis(300);
     for mode in Mode::ALL {
         // A guest spinning in place never exits, on any backend.
@@ -118,6 +120,7 @@ fn vmcall_in_ring_0_hangs_on_pvm_and_returns_elsewhere() {
     if !kvm_usable() {
         return;
     }
+    let _g = virtlens_testkit::shared();
     for mode in [Mode::Prot32, Mode::Long64] {
         let mut vm = MicroVm::new(0x8_0000).unwrap();
         let code = program(mode, |a| {
@@ -140,8 +143,9 @@ fn vmcall_in_ring_0_hangs_on_pvm_and_returns_elsewhere() {
     }
 }
 
-/// The test [`without_kvm_a_test_that_needs_it_fails_loudly`] re-runs without /dev/kvm.
-const PROBE: &str = "real_mode_pio_loop_counts_every_exit";
+/// The test [`without_kvm_a_test_that_needs_it_fails_loudly`] re-runs without /dev/kvm (its
+/// name in the test binary: module, then function).
+const PROBE: &str = "lab_microvm::real_mode_pio_loop_counts_every_exit";
 
 #[test]
 fn without_kvm_a_test_that_needs_it_fails_loudly() {

@@ -5,15 +5,13 @@
 //!
 //! Needs /dev/kvm, perf and root (`virtlens_testkit::require`).
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use virtlens_core::profile::{Access, Key, Profile, TableKind};
 use virtlens_core::sources::{self, Format};
-use virtlens_testkit::{Need, require};
+use virtlens_testkit::{Need, TempDir, require};
 
 const N: u32 = 300;
 const PORT: u16 = 0x510;
@@ -34,22 +32,6 @@ fn example() -> PathBuf {
     }
     assert!(bin.exists(), "no example at {}", bin.display());
     bin
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("virtlens-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn run(cmd: &mut Command) -> String {
@@ -112,6 +94,7 @@ fn recorded_files_match_perf_script() {
     if !require(&[Need::Root, Need::Kvm, Need::Perf]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let guest = example();
     let dir = TempDir::new("perf-record");
     let file = dir.0.join("pio.data");
@@ -187,6 +170,7 @@ fn perf_kvm_stat_record_files_are_read() {
     if !require(&[Need::Root, Need::Kvm, Need::Perf]) {
         return;
     }
+    let _g = virtlens_testkit::shared();
     let guest = example();
     let dir = TempDir::new("perf-kvm-stat");
     let file = dir.0.join("kvm-stat.data");

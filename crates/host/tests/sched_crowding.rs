@@ -12,9 +12,6 @@
 //! A capture ends once it has reported its progress three times (three seconds, some sixty
 //! readings of the threads' states): no sleep. Needs root, tracefs and /dev/kvm.
 
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use virtlens_core::analysis::sched::{SchedSummary, VmSched, summarize};
@@ -27,9 +24,6 @@ use virtlens_host::lab::crowd::Busy;
 use virtlens_testkit::{Need, require};
 
 const HOST: [Need; 3] = [Need::Root, Need::Tracefs, Need::Kvm];
-
-/// The tests crowd the same process: one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// This process's capture, ended after `ticks` progress reports.
 fn capture_this_process(ticks: u32) -> Profile {
@@ -84,7 +78,9 @@ fn a_crowded_host_shows_every_vcpus_ready_share_and_raises_overcommit() {
     if !require(&HOST) {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Alone: it crowds the machine's CPUs, and counts this process's vCPU threads (other tests
+    // make theirs).
+    let _alone = virtlens_testkit::exclusive();
     let cpus = u32::try_from(online_cpus()).unwrap();
     let k = 3 * cpus;
     let busy = Busy::start(k, None).unwrap();
@@ -129,7 +125,9 @@ fn a_halted_vcpu_is_reported_and_raises_nothing_above_low() {
     if !require(&HOST) {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Alone: it crowds the machine's CPUs, and counts this process's vCPU threads (other tests
+    // make theirs).
+    let _alone = virtlens_testkit::exclusive();
     let idle = Busy::start(1, Some(1)).unwrap();
     let p = capture_this_process(3);
     assert_eq!(idle.stop().unwrap(), vec![1]);

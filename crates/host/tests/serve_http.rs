@@ -1,4 +1,3 @@
-#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 //! The exporter's HTTP side on a real socket: concurrent scrapes all get the whole current
 //! text, OpenMetrics only when asked for, and the endpoint is read-only.
 

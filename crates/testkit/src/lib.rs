@@ -13,10 +13,20 @@
 //! [`ready::with_ready_fd`] lets a test wait for a program's readiness line instead of
 //! sleeping. [`rerun_without_kvm`] proves the loud failure: it re-runs one test of a test binary in a
 //! mount namespace where /dev/kvm is /dev/null.
+//!
+//! Each crate's integration tests are one test binary, their tests threads of one process:
+//! [`shared`], [`exclusive`] and [`in_own_process`] (module [`machine`]) keep apart the tests
+//! that must not overlap. [`repo_root`], [`testdata`] and [`TempDir`] are the files every suite
+//! uses.
 
 #![allow(clippy::panic)]
 
+pub mod files;
+pub mod machine;
 pub mod ready;
+
+pub use files::{TempDir, repo_root, testdata};
+pub use machine::{Guard, exclusive, in_own_process, shared};
 
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -176,7 +186,7 @@ fn lab_host_missing() -> Option<String> {
     if let Some(why) = tools.iter().find_map(|(t, a)| runs(t, a)) {
         return Some(why);
     }
-    let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/lab-host");
+    let cache = repo_root().join("target/lab-host");
     ["vmlinuz", "host.gz", "kvm_stat"]
         .iter()
         .find(|f| !cache.join(f).is_file())

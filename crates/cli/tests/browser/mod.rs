@@ -5,8 +5,6 @@
 //! and prints pages to PDF (their text read back with `pdftotext`). One Chromium at a time:
 //! the machine is small.
 
-#![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -112,6 +110,7 @@ fn url(page: &Path) -> String {
 
 /// Loads `page` and returns its DOM, console messages and network requests.
 pub fn load(page: &Path) -> Loaded {
+    let _machine = virtlens_testkit::shared();
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let work = TempDir::new(&format!(
         "chromium-{}",
@@ -159,7 +158,7 @@ fn page_requests(log: &Value) -> Vec<String> {
 /// Where the screenshots go: `target/ci-artifacts/html/` (CARGO_TARGET_DIR honoured).
 pub fn artifacts() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        || virtlens_testkit::repo_root().join("target"),
         PathBuf::from,
     );
     target.join("ci-artifacts/html")
@@ -167,6 +166,7 @@ pub fn artifacts() -> PathBuf {
 
 /// Saves a screenshot of `page` (1280 px wide, the top 4000 px) as `NAME.png`.
 pub fn screenshot(page: &Path, name: &str) {
+    let _machine = virtlens_testkit::shared();
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = artifacts();
     std::fs::create_dir_all(&dir).unwrap();
@@ -183,6 +183,7 @@ pub fn screenshot(page: &Path, name: &str) {
 /// footer) to `NAME.pdf` among the artifacts, and returns the PDF's text (`pdftotext -layout`)
 /// and its page count.
 pub fn print(page: &Path, name: &str) -> (String, usize) {
+    let _machine = virtlens_testkit::shared();
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = artifacts();
     std::fs::create_dir_all(&dir).unwrap();

@@ -1,81 +1,44 @@
 //! What the CLI tests that capture share: the binary, temporary folders, a micro-VM in a
 //! thread named like a QEMU vCPU thread, `virtlens record` started with `--ready-fd` and
 //! waited for (never a sleep), signals, and the reading back of captures.
-
-#![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+//!
+//! Every virtlens command first removes what killed virtlens processes left (tracefs
+//! instances, spools, unfinished files): each virtlens run here holds the machine shared
+//! (`virtlens_testkit::shared`), and a test that kills one and looks at what it left holds it
+//! exclusively.
 
 pub mod scoring;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Barrier, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use serde_json::Value;
 use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_testkit::Guard;
 use virtlens_testkit::ready::{Ready, with_ready_fd};
+pub use virtlens_testkit::{TempDir, exclusive, shared};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// The path of `rel` under the repository's `testdata/`.
 pub fn data(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(rel)
-        .display()
-        .to_string()
+    virtlens_testkit::testdata(rel).display().to_string()
 }
 
-/// Every virtlens run removes what killed virtlens processes left; a test that kills one and
-/// looks at what it left holds this for writing, every other test that runs virtlens for
-/// reading.
-static LEFTOVERS: RwLock<()> = RwLock::new(());
-
-pub fn shared() -> RwLockReadGuard<'static, ()> {
-    LEFTOVERS.read().unwrap_or_else(|e| e.into_inner())
-}
-
-pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    LEFTOVERS.write().unwrap_or_else(|e| e.into_inner())
-}
-
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(tag: &str) -> Self {
-        let d = std::env::temp_dir().join(format!("virtlens-cli-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Self(d)
-    }
-
-    /// The names in the folder, hidden ones included, sorted.
-    pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A micro-VM created now in a thread named `CPU 0/KVM`; `run()` lets it do its writes.
+/// A micro-VM created now in a thread named `CPU 0/KVM`; `run()` lets it do its writes. It
+/// holds the machine shared: a test that counts this process's vCPU threads holds it alone.
 pub struct Vcpu {
     go: Arc<Barrier>,
     done: std::thread::JoinHandle<u64>,
+    _machine: Guard,
 }
 
 impl Vcpu {
     pub fn new(port: u16, writes: u32) -> Vcpu {
+        let machine = shared();
         let ready = Arc::new(Barrier::new(2));
         let go = Arc::new(Barrier::new(2));
         let (r, g) = (Arc::clone(&ready), Arc::clone(&go));
@@ -91,7 +54,11 @@ impl Vcpu {
             })
             .unwrap();
         ready.wait();
-        Vcpu { go, done }
+        Vcpu {
+            go,
+            done,
+            _machine: machine,
+        }
     }
 
     pub fn run(self) -> u64 {
@@ -105,8 +72,9 @@ pub fn instance_of(pid: u32) -> PathBuf {
 }
 
 /// A virtlens process of a test; when the test fails before it was waited for, it gets a
-/// SIGINT and is waited for, so no failed test leaves a capture running.
-pub struct Running(Option<Child>);
+/// SIGINT and is waited for, so no failed test leaves a capture running. It holds the machine
+/// shared until then.
+pub struct Running(Option<Child>, Guard);
 
 impl Running {
     pub fn id(&self) -> u32 {
@@ -139,13 +107,14 @@ pub fn spawn_with_ready(args: &[&str]) -> (Running, Ready) {
 
 /// Starts `cmd` (which runs virtlens with `--ready-fd 3`) with stdout and stderr piped.
 pub fn spawn_command_with_ready(cmd: &Command) -> (Running, Ready) {
+    let guard = shared();
     let (mut wrapped, ready) = with_ready_fd(cmd);
     let child = wrapped
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn();
     drop(wrapped);
-    (Running(Some(child.unwrap())), ready)
+    (Running(Some(child.unwrap()), guard), ready)
 }
 
 /// Starts `virtlens ARGS… --ready-fd 3` with stdout and stderr piped, and returns it once it
@@ -236,6 +205,7 @@ pub fn finish_any(child: Running) -> Output {
 
 /// `virtlens ARGS…`, run to its end (without colour, whatever the environment says).
 pub fn run(args: &[&str]) -> Output {
+    let _g = shared();
     Command::new(BIN)
         .args(args)
         .env("NO_COLOR", "1")
@@ -263,6 +233,7 @@ pub fn json_of(args: &[&str], codes: &[i32]) -> Value {
 }
 
 pub fn report_json(file: &Path, extra: &[&str]) -> Value {
+    let _g = shared();
     let out = Command::new(BIN)
         .arg("report")
         .arg("--json")

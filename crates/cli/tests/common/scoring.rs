@@ -135,9 +135,7 @@ pub fn score(expected: &Value, guest: &str, inputs: &[String], d: Option<&Value>
 /// The case folders under `testdata/<set>` (those holding `file`, the case's description),
 /// sorted, each with its description.
 pub fn case_dirs(set: &str, file: &str) -> Vec<(std::path::PathBuf, Value)> {
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(set);
+    let root = virtlens_testkit::testdata(set);
     let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir(&root)
         .unwrap()
         .flatten()

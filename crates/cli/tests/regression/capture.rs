@@ -2,7 +2,7 @@
 //! on a folder or an existing file, SIGQUIT/SIGUSR1 leaving the instance and the spool, a
 //! killed run's spool cleaned only next to the same `-o`, `--buffer-kb` 0 and 4 GiB.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 use virtlens_testkit::{Need, require};
@@ -152,8 +152,8 @@ fn after_sigkill_a_reading_command_elsewhere_removes_the_spool_the_part_and_the_
     let _ = rec.take().wait();
     assert_eq!(leftovers_in(&dir, pid).len(), 2, "{:?}", dir.names());
     // Another command, reading a file somewhere else, from another folder.
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt");
+    let sample =
+        virtlens_testkit::testdata("exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt");
     let out = std::process::Command::new(BIN)
         .arg("report")
         .arg(&sample)

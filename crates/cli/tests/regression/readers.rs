@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use virtlens_testkit::Need;
 
-use super::common::{BIN, data, shared};
+use crate::common::{BIN, data, shared};
 
 /// The address-space limit (KiB) commands run under here: far above what streaming needs,
 /// far below what reading 256 MiB whole needs.
@@ -22,6 +22,7 @@ const LIMIT_KIB: u64 = 192 * 1024;
 
 /// `virtlens ARGS` under the address-space limit, with `stdin` written to it from a thread.
 fn limited(args: &[&str], stdin: Option<Box<dyn Read + Send>>) -> Output {
+    let _g = shared();
     let script = format!("ulimit -v {LIMIT_KIB} && exec \"$0\" \"$@\"");
     let mut child = Command::new("sh")
         .arg("-c")
@@ -120,6 +121,7 @@ fn forced_text_format_on_dev_zero_ends_with_a_clear_error() {
 fn perf_data_through_a_pipe_is_read() {
     let file = data("perf-data/kvm-stat-record-pio-50.perf.data");
     let bytes = std::fs::read(&file).unwrap();
+    let _g = shared();
     let expected = Command::new(BIN)
         .args(["report", "--json", &file])
         .output()
@@ -143,6 +145,7 @@ fn perf_data_through_a_pipe_is_read() {
 
 #[test]
 fn huge_durations_are_refused_before_anything_starts() {
+    let _g = shared();
     for args in [
         [
             "record",

@@ -24,7 +24,7 @@ pub fn render(entries: &[Entry], shared: &[Threshold], lint: &[Rule]) -> String 
         "# Findings: every id `diagnose` and `lint` report\n\n\
          Generated from the rule catalogues (`diagnose::catalogue::entries()` and \
          `lint::rules::RULES`) by\n`{REGENERATE}`; do not edit by hand \
-         (`cargo test -p virtlens-core --test findings_doc` fails when\nthis file differs). \
+         (`cargo test -p virtlens-core --test tests -- findings_doc::` fails when\nthis file differs). \
          How the diagnosis works: [diagnose.md](diagnose.md); the configuration lint: \
          [lint.md](lint.md).\n"
     );

@@ -2,9 +2,6 @@
 //! samples into near-misses (flipped and inserted bytes, format tokens in the wrong place,
 //! duplicated lines, truncation), and the check that an error names the input and a real line.
 
-// Each test crate that includes this module uses only part of it.
-#![allow(dead_code)]
-
 use proptest::prelude::*;
 use virtlens_core::Error;
 

@@ -3,12 +3,9 @@
 //! userspace exits, capture windows, vCPU scheduler samples — and a diagnosis of them under given options, with the
 //! lookups the tests use.
 
-#![allow(dead_code, clippy::panic, clippy::unwrap_used, clippy::expect_used)]
-
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::{Decoder, Isa};
 use virtlens_core::diagnose::{self, Diagnosis, Finding, Options};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::{
     Access, Key, Origin, Profile, Row, SchedSamples, Table, TableKind, TimeStats, Window,
 };
@@ -69,12 +66,6 @@ impl P {
     /// SVM exit reasons `(name, count, mean µs)`.
     pub fn svm(self, rows: &[(&str, u64, f64)]) -> P {
         self.exits(Isa::Svm, rows, true)
-    }
-
-    /// VMX exit reasons with counts only.
-    pub fn vmx_counts(self, rows: &[(&str, u64)]) -> P {
-        let rows: Vec<(&str, u64, f64)> = rows.iter().map(|(n, c)| (*n, *c, 0.0)).collect();
-        self.exits(Isa::Vmx, &rows, false)
     }
 
     fn exits(self, isa: Isa, rows: &[(&str, u64, f64)], timed: bool) -> P {
@@ -228,19 +219,6 @@ impl O {
 
     pub fn vcpus(mut self, n: u32) -> O {
         self.options.vcpus = Some(n);
-        self
-    }
-
-    pub fn window(mut self, s: f64) -> O {
-        self.options.window_s = Some(s);
-        self
-    }
-
-    pub fn amd(mut self) -> O {
-        self.options.host = HostFacts {
-            vendor: Some(Vendor::Amd),
-            ..self.options.host
-        };
         self
     }
 

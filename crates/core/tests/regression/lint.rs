@@ -4,18 +4,11 @@
 //! PIT, vCPU counts, architectures, unknown `<hyperv>` children), size and time bounds, and
 //! repeated findings. Only the public reading and lint API and the JSON output are used.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, VmConfig};
 use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, LintReport, Options};
-
-fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata")
-        .join(name)
-}
+use virtlens_testkit::testdata;
 
 fn read(bytes: &[u8]) -> Result<Vec<VmConfig>, String> {
     config::read_bytes(bytes, "input", &ReadOptions::default()).map_err(|e| e.to_string())
@@ -80,7 +73,7 @@ fn gzip_compressed_xml_is_refused_not_read_as_a_cmdline() {
 
 #[test]
 fn utf16_domain_xml_is_decoded_and_keeps_its_error_finding() {
-    let xml = std::fs::read_to_string(data("configs/01-libvirt-test-hyperv.xml")).unwrap();
+    let xml = std::fs::read_to_string(testdata("configs/01-libvirt-test-hyperv.xml")).unwrap();
     for little in [true, false] {
         let mut bytes: Vec<u8> = if little {
             vec![0xff, 0xfe]
@@ -103,7 +96,7 @@ fn utf16_domain_xml_is_decoded_and_keeps_its_error_finding() {
 
 #[test]
 fn perf_data_and_random_bytes_are_refused_as_binary() {
-    let perf = std::fs::read(data("perf-data/pio-guest-50.perf.data")).unwrap();
+    let perf = std::fs::read(testdata("perf-data/pio-guest-50.perf.data")).unwrap();
     assert!(refused(&perf).contains("perf.data"));
     let mut x: u32 = 0x1234_5678;
     let random: Vec<u8> = (0..4096)

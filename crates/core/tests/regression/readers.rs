@@ -14,8 +14,8 @@ use virtlens_core::profile::{Key, Profile};
 use virtlens_core::sources::{self, Format};
 
 fn data(rel: &str) -> Vec<u8> {
-    let path = format!("{}/../../testdata/{rel}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    let path = virtlens_testkit::testdata(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn read(bytes: &[u8], name: &str, format: Format) -> Profile {

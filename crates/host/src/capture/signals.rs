@@ -105,9 +105,11 @@ impl Drop for StopSignals {
 
 /// Whether `sig` is ignored now (`SIG_IGN`).
 fn ignored(sig: i32) -> bool {
-    // SAFETY: a zeroed sigaction is a valid value to be overwritten, and sigaction(2) with a
-    // null new action only reads the current one into it.
+    // SAFETY: `libc::sigaction` is a plain C struct for which all zero bytes is a valid value
+    // (it is only overwritten below).
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: sigaction(2) with a null new action changes nothing and only writes the current
+    // action into `old`, a valid, exclusively borrowed `sigaction`.
     let r = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
     r == 0 && old.sa_sigaction == libc::SIG_IGN
 }

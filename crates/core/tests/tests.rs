@@ -1,0 +1,47 @@
+//! virtlens-core's integration tests: every reader against real samples, the diagnosis and
+//! lint rules, the fuzz properties (proptest) and the regression cases.
+//!
+//! One test binary for the whole crate (each former `tests/X.rs` is module `X`; it links the
+//! crate once instead of once per file). Run it all, or one module:
+//!
+//! ```text
+//! cargo test -p virtlens-core --test tests
+//! cargo test -p virtlens-core --test tests -- kvm_stat::
+//! ```
+//!
+//! Its tests run as threads of one process: those that must not overlap take
+//! `virtlens_testkit::shared()` or `exclusive()` (crates/testkit/src/machine.rs).
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod handbuilt;
+
+mod bcc_kvmexit;
+mod diagnose_fuzz;
+mod diagnose_hypotheses;
+mod diagnose_hypotheses_more;
+mod diagnose_iopath;
+mod diagnose_public_sources;
+mod diagnose_rules;
+mod diagnose_samples;
+mod diagnose_sched;
+mod diagnose_seeds;
+mod findings_doc;
+mod fuzz_config;
+mod fuzz_counters;
+mod fuzz_fio_json;
+mod fuzz_perf_data;
+mod fuzz_perf_kvm_stat;
+mod fuzz_perfmon;
+mod fuzz_ring_buffer;
+mod fuzz_trace_text;
+mod kvm_stat;
+mod libvirt_oracle;
+mod lint_configs;
+mod perf_kvm_stat;
+mod perf_prof;
+mod perfmon;
+mod regression;
+mod stretch_figures;
+mod trace_text;

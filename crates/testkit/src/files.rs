@@ -1,0 +1,60 @@
+//! Where the tests find the repository's files, and the temporary folders they write to.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The repository's root folder (the workspace's).
+pub fn repo_root() -> PathBuf {
+    let testkit = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match testkit.ancestors().nth(2) {
+        Some(root) => root.to_path_buf(),
+        None => panic!("{} is not crates/testkit of a workspace", testkit.display()),
+    }
+}
+
+/// The path of `rel` under the repository's `testdata/`.
+pub fn testdata(rel: &str) -> PathBuf {
+    repo_root().join("testdata").join(rel)
+}
+
+/// A new, empty temporary folder, removed with what it holds when dropped. Its name,
+/// `virtlens-<tag>-<pid>-<n>`, differs between the tests of a process whatever their tags.
+#[derive(Debug)]
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("virtlens-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            panic!("creating {}: {e}", dir.display());
+        }
+        Self(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The names in the folder, hidden ones included, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let entries = match std::fs::read_dir(&self.0) {
+            Ok(entries) => entries,
+            Err(e) => panic!("reading {}: {e}", self.0.display()),
+        };
+        let mut v: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
