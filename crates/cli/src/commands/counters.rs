@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use virtlens_core::counters::{self, hv::Level};
+use virtlens_core::counters::{self, Level};
 
 use super::inputs;
 use crate::args::{CounterLevelArg, CountersArgs};

@@ -7,8 +7,8 @@ use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::decode::{AddressMap, Decoder};
 use virtlens_core::profile::Profile;
-use virtlens_core::sources::input::{CONFIG_CAP, display_name, read_capped};
 use virtlens_core::sources::{self, Format};
+use virtlens_core::sources::{CONFIG_CAP, display_name, read_capped};
 
 use crate::args::InputArgs;
 

@@ -12,7 +12,7 @@ use virtlens_core::analysis::report::{self, By, Options};
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::Note;
 use virtlens_host::bpf::Limits;
-use virtlens_host::bpf::source::Source;
+use virtlens_host::bpf::Source;
 use virtlens_host::capture::{CaptureOptions, ReadyFd, StopSignals};
 use virtlens_host::sched::Sampler;
 

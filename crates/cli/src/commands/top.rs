@@ -12,8 +12,8 @@ use anyhow::Context;
 use virtlens_core::decode::Decoder;
 use virtlens_core::render::TopScreen;
 use virtlens_host::bpf::Limits;
-use virtlens_host::bpf::source::Source;
-use virtlens_host::capture::tty::RawTerminal;
+use virtlens_host::bpf::Source;
+use virtlens_host::capture::RawTerminal;
 use virtlens_host::capture::{ReadyFd, StopSignals, top_view};
 use virtlens_host::sched::Sampler;
 

@@ -15,6 +15,8 @@ use serde::Serialize;
 
 use crate::profile::{CounterLog, LogHeader, Profile};
 
+pub use hv::Level;
+
 /// The version of the counters JSON schema.
 pub const SCHEMA: &str = "virtlens.counters/1";
 

@@ -7,7 +7,7 @@ pub mod capture;
 mod checks;
 pub(crate) mod counter_table;
 pub mod fio_json;
-pub mod input;
+pub(crate) mod input;
 pub(crate) mod kvm_stat;
 mod line_reader;
 pub(crate) mod lines;
@@ -24,6 +24,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::profile::Profile;
+
+pub use input::{CONFIG_CAP, display_name, read_capped};
 
 /// The input formats virtlens reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,7 +21,7 @@ pub mod plan;
 pub(crate) mod profile;
 pub(crate) mod program;
 pub(crate) mod snapshot;
-pub mod source;
+pub(crate) mod source;
 #[allow(unsafe_code)]
 mod sys;
 
@@ -35,6 +35,7 @@ use virtlens_core::decode::trace_format;
 pub use maps::{Hist, Key, Limits};
 pub use plan::Pair;
 pub use snapshot::Snapshot;
+pub use source::Source;
 
 use crate::capture::tracefs::{self, Tracefs};
 use maps::Maps;

@@ -38,7 +38,7 @@ pub(crate) mod spool;
 mod summary_text;
 pub mod top_view;
 pub(crate) mod tracefs;
-pub mod tty;
+pub(crate) mod tty;
 pub(crate) mod vm_stats;
 
 use std::path::PathBuf;
@@ -54,6 +54,7 @@ pub use record::{
     Control, Progress, RECORD_SCHEMA, Ready, RecordSummary, record_profile, record_to_file,
 };
 pub use signals::StopSignals;
+pub use tty::RawTerminal;
 
 /// What can be checked before anything is set up: root, tracefs, the ring buffers' size.
 /// (`record` does it before it checks and creates its output, so a user who cannot capture
