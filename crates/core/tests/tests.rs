@@ -45,3 +45,4 @@ mod perfmon;
 mod regression;
 mod stretch_figures;
 mod trace_text;
+mod wrapped_inputs;

@@ -10,13 +10,15 @@
 //!   as it is created (nothing is left behind, even after a crash) and read from there.
 //! - Inputs that are read whole (configurations, mtree dumps) go through [`read_capped`], which
 //!   stops at a cap and says so instead of reading `/dev/zero` until memory runs out.
+//! - A compressed (gzip, zstd, xz) or UTF-16 input is unwrapped as a stream first
+//!   ([`wrapped`]) and then read as above; an empty file says it is empty.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{DETECT_BYTES, Format, detect, unknown_format};
+use super::{DETECT_BYTES, Format, detect, unknown_format, wrapped};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
@@ -40,43 +42,80 @@ fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Reads `path` (`-` for standard input) as `format`, or as the detected format.
+/// Reads `path` (`-` for standard input) as `format`, or as the detected format. A compressed
+/// or UTF-16 input is unwrapped first ([`wrapped`]).
 pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
     let name = display_name(path);
     let io = |e| Error::io(path, e);
     if is_stdin(path) {
-        return read_stream(std::io::stdin().lock(), path, &name, format);
+        return read_stream(std::io::stdin().lock(), path, &name, format, 0);
     }
     let file = File::open(path).map_err(io)?;
     if !file.metadata().map_err(io)?.is_file() {
-        return read_stream(file, path, &name, format);
+        return read_stream(file, path, &name, format, 0);
     }
     let mut reader = BufReader::with_capacity(BUFFER, file);
+    let head = reader.fill_buf().map_err(io)?;
+    if head.is_empty() {
+        return Err(empty(&name));
+    }
+    if wrapped::wrapping(head).is_some() {
+        return read_stream(reader, path, &name, format, 0);
+    }
     let format = match format {
         Some(f) => f,
         None => {
-            let head = reader.fill_buf().map_err(io)?;
-            detect(&head[..head.len().min(DETECT_BYTES)]).ok_or_else(|| unknown_format(&name))?
+            let head = &head[..head.len().min(DETECT_BYTES)];
+            detect(head).ok_or_else(|| unknown_format(&name, head))?
         }
     };
     format.read(reader, &name)
 }
 
-/// Reads a stream that cannot seek (standard input, a pipe, a device).
+/// Wrappings inside wrappings an input may have (UTF-16 in gzip is two).
+const MAX_WRAPPINGS: usize = 3;
+
+/// Reads a stream that cannot seek (standard input, a pipe, a device, an unwrapped input);
+/// `depth` wrappings were taken off it already.
 fn read_stream<R: Read>(
     mut source: R,
     path: &Path,
     name: &str,
     format: Option<Format>,
+    depth: usize,
 ) -> Result<Profile> {
     let mut head = Vec::with_capacity(DETECT_BYTES);
     (&mut source)
         .take(DETECT_BYTES as u64)
         .read_to_end(&mut head)
         .map_err(|e| Error::io(path, e))?;
+    if head.is_empty() {
+        return Err(if depth == 0 {
+            empty(name)
+        } else {
+            Error::Input {
+                path: name.to_string(),
+                message: "empty once unwrapped: nothing to read".into(),
+            }
+        });
+    }
+    if depth < MAX_WRAPPINGS
+        && let Some(w) = wrapped::wrapping(&head)
+    {
+        let inner =
+            wrapped::unwrap(w, Cursor::new(head).chain(source)).map_err(|e| Error::Input {
+                path: name.to_string(),
+                message: format!("not readable as {} ({e})", w.name()),
+            })?;
+        let inner = Unwrapped {
+            inner,
+            what: w.name(),
+        };
+        return read_stream(inner, path, name, format, depth + 1);
+    }
     let format = match format {
         Some(f) => f,
-        None => detect(&head).ok_or_else(|| unknown_format(name))?,
+        None => detect(&head).ok_or_else(|| unknown_format(name, &head))?,
     };
     let stream = Cursor::new(head).chain(source);
     if format.needs_seek() {
@@ -84,6 +123,33 @@ fn read_stream<R: Read>(
         return format.read(BufReader::with_capacity(BUFFER, file), name);
     }
     format.read_text(BufReader::with_capacity(BUFFER, stream), name)
+}
+
+/// The error for an input with no bytes at all.
+fn empty(name: &str) -> Error {
+    Error::Input {
+        path: name.to_string(),
+        message: "the file is empty: nothing to read (was the capture or the copy cut short?)"
+            .into(),
+    }
+}
+
+/// An unwrapped stream, whose read errors say that the wrapping broke (a gzip cut short
+/// reads as an error where it ends, never as a shorter input).
+struct Unwrapped<R> {
+    inner: R,
+    what: &'static str,
+}
+
+impl<R: Read> Read for Unwrapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("the {} data ends or breaks here ({e})", self.what),
+            )
+        })
+    }
 }
 
 /// Copies `stream` into an unlinked temporary file, rewound, for a format that must seek.

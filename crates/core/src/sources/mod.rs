@@ -18,6 +18,7 @@ pub(crate) mod perf_prof;
 pub(crate) mod perfmon_csv;
 pub mod trace_text;
 pub(crate) mod unread;
+mod wrapped;
 
 use std::io::{BufRead, Cursor, Seek};
 use std::path::Path;
@@ -153,19 +154,46 @@ pub fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Pr
     let format = match format {
         Some(f) => f,
         None => {
-            detect(&bytes[..bytes.len().min(DETECT_BYTES)]).ok_or_else(|| unknown_format(name))?
+            let head = &bytes[..bytes.len().min(DETECT_BYTES)];
+            detect(head).ok_or_else(|| unknown_format(name, head))?
         }
     };
     format.read(Cursor::new(bytes), name)
 }
 
-fn unknown_format(name: &str) -> Error {
+fn unknown_format(name: &str, head: &[u8]) -> Error {
     let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-    Error::Input {
-        path: name.to_string(),
-        message: format!(
+    let message = match configuration(head) {
+        Some(what) => format!(
+            "this is {what}, a VM configuration, not a recording of what the VM did: `virtlens \
+             lint FILE` checks it, and `virtlens diagnose --config FILE RECORDING` joins it with \
+             a recording"
+        ),
+        None => format!(
             "not a format virtlens reads (looked for: {}); use --format to force one",
             known.join(", ")
         ),
+    };
+    Error::Input {
+        path: name.to_string(),
+        message,
+    }
+}
+
+/// What configuration `head` is, when it is one: a libvirt domain, a QEMU command line or a
+/// Proxmox VM config.
+fn configuration(head: &[u8]) -> Option<&'static str> {
+    let text = std::str::from_utf8(head)
+        .ok()
+        .or_else(|| std::str::from_utf8(&head[..head.len().saturating_sub(3)]).ok())?;
+    match crate::config::detect::detect(text, "") {
+        Ok(crate::config::Format::Libvirt) if text.contains("<domain") => Some("libvirt XML"),
+        Ok(crate::config::Format::Proxmox) => Some("a Proxmox VM config"),
+        Ok(crate::config::Format::Qemu)
+            if text.contains("qemu-system") || text.contains("qemu-kvm") =>
+        {
+            Some("a QEMU command line")
+        }
+        _ => None,
     }
 }
