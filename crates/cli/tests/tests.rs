@@ -23,6 +23,7 @@ mod diagnose_cli;
 mod diagnose_io;
 mod diagnose_live;
 mod fleet_captures;
+mod help_examples;
 mod html_pages;
 mod json_schemas;
 mod lab_cases;
