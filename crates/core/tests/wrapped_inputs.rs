@@ -117,6 +117,15 @@ fn odd_inputs_say_what_they_are() {
         "{e}"
     );
 
+    // A document that quotes a tool's output: what virtlens looked for, not one format's
+    // expectation.
+    let readme = virtlens_testkit::repo_root().join("README.md");
+    let e = error(&readme);
+    assert!(
+        e.contains("this is a document") && e.contains("perf-kvm-stat"),
+        "{e}"
+    );
+
     // A gzip cut in the middle: an error that says the compressed data breaks, never a
     // profile that silently lacks the rest.
     let sample = testdata("exit-reports/24-perf-script-kvm-events-nested-triple-fault.txt");

@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{DETECT_BYTES, Format, detect, unknown_format, wrapped};
+use super::{DETECT_BYTES, Format, detect, is_document, unknown_format, wrapped};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
@@ -62,14 +62,43 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
     if wrapped::wrapping(head).is_some() {
         return read_stream(reader, path, &name, format, 0);
     }
-    let format = match format {
-        Some(f) => f,
+    let (format, guessed) = match format {
+        Some(f) => (f, false),
         None => {
             let head = &head[..head.len().min(DETECT_BYTES)];
-            detect(head).ok_or_else(|| unknown_format(&name, head))?
+            (
+                detect(head).ok_or_else(|| unknown_format(&name, head))?,
+                true,
+            )
         }
     };
-    format.read(reader, &name)
+    let document = guessed && is_document(&head[..head.len().min(DETECT_BYTES)]);
+    format.read(reader, &name).map_err(|e| {
+        if document {
+            not_a_recording(&name, format, e)
+        } else {
+            e
+        }
+    })
+}
+
+/// The error for a document in which a format was detected (from an example in its text) but
+/// not found: what virtlens looked for, instead of one format's expectation.
+fn not_a_recording(name: &str, format: Format, e: Error) -> Error {
+    if matches!(e, Error::Io { .. }) {
+        return e;
+    }
+    let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+    Error::Input {
+        path: name.to_string(),
+        message: format!(
+            "this is a document (Markdown or HTML), not a tool's output: it quotes a {} line, \
+             but holds no table virtlens can read (it reads: {}; docs/report.md says how to \
+             collect each)",
+            format.name(),
+            known.join(", ")
+        ),
+    }
 }
 
 /// Wrappings inside wrappings an input may have (UTF-16 in gzip is two).

@@ -164,6 +164,11 @@ pub fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Pr
 fn unknown_format(name: &str, head: &[u8]) -> Error {
     let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
     let message = match configuration(head) {
+        _ if is_document(head) => format!(
+            "this is a document (Markdown or HTML), not a tool's output (virtlens reads: {}; \
+             docs/report.md says how to collect each)",
+            known.join(", ")
+        ),
         Some(what) => format!(
             "this is {what}, a VM configuration, not a recording of what the VM did: `virtlens \
              lint FILE` checks it, and `virtlens diagnose --config FILE RECORDING` joins it with \
@@ -178,6 +183,20 @@ fn unknown_format(name: &str, head: &[u8]) -> Error {
         path: name.to_string(),
         message,
     }
+}
+
+/// Whether `head` starts like a document written for people (Markdown, HTML) rather than a
+/// tool's output: a format found in it is an example quoted in the text.
+pub(crate) fn is_document(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return false;
+    };
+    first.starts_with("# ")
+        || first.starts_with("## ")
+        || first == "---"
+        || first.to_ascii_lowercase().starts_with("<!doctype html")
+        || first.to_ascii_lowercase().starts_with("<html")
 }
 
 /// What configuration `head` is, when it is one: a libvirt domain, a QEMU command line or a
