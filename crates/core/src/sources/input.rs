@@ -18,7 +18,7 @@ use std::io::{BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{DETECT_BYTES, Format, detect, is_document, unknown_format, wrapped};
+use super::{DETECT_BYTES, Format, refusal, wrapped};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
@@ -62,43 +62,19 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
     if wrapped::wrapping(head).is_some() {
         return read_stream(reader, path, &name, format, 0);
     }
-    let (format, guessed) = match format {
-        Some(f) => (f, false),
-        None => {
-            let head = &head[..head.len().min(DETECT_BYTES)];
-            (
-                detect(head).ok_or_else(|| unknown_format(&name, head))?,
-                true,
-            )
-        }
-    };
-    let document = guessed && is_document(&head[..head.len().min(DETECT_BYTES)]);
-    format.read(reader, &name).map_err(|e| {
+    let (format, document) = refusal::choose(format, &head[..head.len().min(DETECT_BYTES)], &name)?;
+    refused(format.read(reader, &name), &name, format, document)
+}
+
+/// `read`, or, when it failed on a document that only quotes `format`, the error saying so.
+fn refused(read: Result<Profile>, name: &str, format: Format, document: bool) -> Result<Profile> {
+    read.map_err(|e| {
         if document {
-            not_a_recording(&name, format, e)
+            refusal::quoted_format(name, format, e)
         } else {
             e
         }
     })
-}
-
-/// The error for a document in which a format was detected (from an example in its text) but
-/// not found: what virtlens looked for, instead of one format's expectation.
-fn not_a_recording(name: &str, format: Format, e: Error) -> Error {
-    if matches!(e, Error::Io { .. }) {
-        return e;
-    }
-    let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-    Error::Input {
-        path: name.to_string(),
-        message: format!(
-            "this is a document (Markdown or HTML), not a tool's output: it quotes a {} line, \
-             but holds no table virtlens can read (it reads: {}; docs/report.md says how to \
-             collect each)",
-            format.name(),
-            known.join(", ")
-        ),
-    }
 }
 
 /// Wrappings inside wrappings an input may have (UTF-16 in gzip is two).
@@ -142,16 +118,15 @@ fn read_stream<R: Read>(
         };
         return read_stream(inner, path, name, format, depth + 1);
     }
-    let format = match format {
-        Some(f) => f,
-        None => detect(&head).ok_or_else(|| unknown_format(name, &head))?,
-    };
+    let (format, document) = refusal::choose(format, &head, name)?;
     let stream = Cursor::new(head).chain(source);
-    if format.needs_seek() {
-        let file = spool(stream, path, format)?;
-        return format.read(BufReader::with_capacity(BUFFER, file), name);
-    }
-    format.read_text(BufReader::with_capacity(BUFFER, stream), name)
+    let read = if format.needs_seek() {
+        spool(stream, path, format)
+            .and_then(|file| format.read(BufReader::with_capacity(BUFFER, file), name))
+    } else {
+        format.read_text(BufReader::with_capacity(BUFFER, stream), name)
+    };
+    refused(read, name, format, document)
 }
 
 /// The error for an input with no bytes at all.

@@ -16,6 +16,7 @@ pub mod perf_data;
 pub(crate) mod perf_kvm_stat;
 pub(crate) mod perf_prof;
 pub(crate) mod perfmon_csv;
+mod refusal;
 pub mod trace_text;
 pub(crate) mod unread;
 mod wrapped;
@@ -155,64 +156,8 @@ pub fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Pr
         Some(f) => f,
         None => {
             let head = &bytes[..bytes.len().min(DETECT_BYTES)];
-            detect(head).ok_or_else(|| unknown_format(name, head))?
+            detect(head).ok_or_else(|| refusal::unknown_format(name, head))?
         }
     };
     format.read(Cursor::new(bytes), name)
-}
-
-fn unknown_format(name: &str, head: &[u8]) -> Error {
-    let known: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
-    let message = match configuration(head) {
-        _ if is_document(head) => format!(
-            "this is a document (Markdown or HTML), not a tool's output (virtlens reads: {}; \
-             docs/report.md says how to collect each)",
-            known.join(", ")
-        ),
-        Some(what) => format!(
-            "this is {what}, a VM configuration, not a recording of what the VM did: `virtlens \
-             lint FILE` checks it, and `virtlens diagnose --config FILE RECORDING` joins it with \
-             a recording"
-        ),
-        None => format!(
-            "not a format virtlens reads (looked for: {}); use --format to force one",
-            known.join(", ")
-        ),
-    };
-    Error::Input {
-        path: name.to_string(),
-        message,
-    }
-}
-
-/// Whether `head` starts like a document written for people (Markdown, HTML) rather than a
-/// tool's output: a format found in it is an example quoted in the text.
-pub(crate) fn is_document(head: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(head);
-    let Some(first) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
-        return false;
-    };
-    first.starts_with("# ")
-        || first.starts_with("## ")
-        || first == "---"
-        || first.to_ascii_lowercase().starts_with("<!doctype html")
-        || first.to_ascii_lowercase().starts_with("<html")
-}
-
-/// What configuration `head` is, when it is one: a libvirt domain, a QEMU command line or a
-/// Proxmox VM config.
-fn configuration(head: &[u8]) -> Option<&'static str> {
-    let text = std::str::from_utf8(head)
-        .ok()
-        .or_else(|| std::str::from_utf8(&head[..head.len().saturating_sub(3)]).ok())?;
-    match crate::config::detect::detect(text, "") {
-        Ok(crate::config::Format::Libvirt) if text.contains("<domain") => Some("libvirt XML"),
-        Ok(crate::config::Format::Proxmox) => Some("a Proxmox VM config"),
-        Ok(crate::config::Format::Qemu)
-            if text.contains("qemu-system") || text.contains("qemu-kvm") =>
-        {
-            Some("a QEMU command line")
-        }
-        _ => None,
-    }
 }

@@ -75,6 +75,8 @@ struct Utf16<R> {
     /// UTF-8 decoded and not yet handed out.
     out: Vec<u8>,
     at: usize,
+    /// The code units of the chunk being decoded (reused).
+    units: Vec<u16>,
     /// A high surrogate waiting for its pair.
     high: Option<u16>,
     started: bool,
@@ -88,6 +90,7 @@ impl<R: Read> Utf16<R> {
             unit,
             out: Vec::with_capacity(16 * 1024),
             at: 0,
+            units: Vec::with_capacity(4 * 1024),
             high: None,
             started: false,
             done: false,
@@ -111,25 +114,30 @@ impl<R: Read> Utf16<R> {
         }
         self.out.clear();
         self.at = 0;
-        let mut units: Vec<u16> = raw[..n - n % 2]
+        self.units.clear();
+        self.units.extend(self.high.take());
+        let mut chunk = raw[..n - n % 2]
             .chunks_exact(2)
-            .map(|c| (self.unit)([c[0], c[1]]))
-            .collect();
-        if !self.started && !units.is_empty() {
+            .map(|c| (self.unit)([c[0], c[1]]));
+        if !self.started {
             self.started = true;
-            if units[0] == 0xfeff {
-                units.remove(0);
+            match chunk.next() {
+                Some(0xfeff) | None => {}
+                Some(u) => self.units.push(u),
             }
         }
-        if let Some(h) = self.high.take() {
-            units.insert(0, h);
-        }
+        self.units.extend(chunk);
         // A high surrogate at the end of the chunk waits for the next one.
-        if !self.done && units.last().is_some_and(|u| (0xd800..0xdc00).contains(u)) {
-            self.high = units.pop();
+        if !self.done
+            && self
+                .units
+                .last()
+                .is_some_and(|u| (0xd800..0xdc00).contains(u))
+        {
+            self.high = self.units.pop();
         }
         let mut buf = [0u8; 4];
-        for c in char::decode_utf16(units) {
+        for c in char::decode_utf16(self.units.iter().copied()) {
             let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
             self.out
                 .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
