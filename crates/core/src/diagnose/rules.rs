@@ -216,18 +216,6 @@ impl std::fmt::Display for RuleId {
     }
 }
 
-impl Serialize for RuleId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl PartialEq<&str> for RuleId {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
