@@ -237,38 +237,3 @@ pub fn module_present(name: &str) -> bool {
 pub fn module_param(module: &str, param: &str) -> Option<String> {
     read(format!("/sys/module/{module}/parameters/{param}")).map(|s| s.trim().to_string())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn proc_stat_steal_and_busy() {
-        let a = CpuTicks::parse("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3").unwrap();
-        let b = CpuTicks::parse("cpu  200 0 100 850 50 0 0 100 0 0\n").unwrap();
-        assert_eq!(a.busy, 150);
-        // 150 busy, 50 idle, 100 steal between them
-        assert_eq!(a.steal_pct_until(&b), Some(100.0 / 3.0));
-        assert_eq!(a.busy_pct_until(&b), Some(50.0));
-        assert!(CpuTicks::parse("intr 1 2").is_none());
-        assert_eq!(
-            procs_running_in("cpu  1 2\nprocs_running 7\nprocs_blocked 0\n"),
-            Some(7)
-        );
-    }
-
-    #[test]
-    fn schedstat_and_smaps_and_cpu_lists() {
-        let s = SchedStat::parse("2000 500 7\n").unwrap();
-        assert_eq!((s.run_ns, s.wait_ns, s.slices), (2000, 500, 7));
-        assert!(SchedStat::parse("x").is_none());
-        let smaps = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0\nSize: 4096 kB\nAnonHugePages:   2048 kB\n\
-                     7f0000400000-7f0000500000 rw-p 00000000 00:00 0\nAnonHugePages:      0 kB\n";
-        assert_eq!(anon_huge_kb_in(smaps, 0x7f00_0020_0000), Some(2048));
-        assert_eq!(anon_huge_kb_in(smaps, 0x7f00_0040_0000), Some(0));
-        assert_eq!(anon_huge_kb_in(smaps, 0x1000), None);
-        assert_eq!(count_cpu_list("0-3,6"), Some(5));
-        assert_eq!(count_cpu_list("0"), Some(1));
-        assert_eq!(count_cpu_list("3-1"), None);
-    }
-}

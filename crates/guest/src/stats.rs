@@ -78,22 +78,3 @@ pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     };
     a + (b - a) * (pos - lo as f64)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_and_quartiles_interpolate_between_ranks() {
-        let s = Spread::of(&[5.0, 1.0, 3.0, 2.0, 4.0]).unwrap_or_else(|| unreachable!());
-        assert_eq!(
-            (s.median, s.q1, s.q3, s.min, s.max, s.n),
-            (3.0, 2.0, 4.0, 1.0, 5.0, 5)
-        );
-        assert_eq!(s.band(), (2.0, 4.0));
-        let few = Spread::of(&[1.0, 3.0]).unwrap_or_else(|| unreachable!());
-        assert_eq!((few.median, few.band()), (2.0, (1.0, 3.0)));
-        assert!(Spread::of(&[]).is_none());
-        assert!(Spread::of(&[1.0, f64::NAN]).is_none());
-    }
-}

@@ -230,8 +230,8 @@ fn kvm_missing() -> Option<String> {
     }
 }
 
-/// `(major, minor)` of a kernel release such as `6.1.0-18-amd64`.
-fn kernel_version(release: &str) -> (u32, u32) {
+/// `(major, minor)` of a kernel release such as `6.1.0-18-amd64` (`(0, 0)` when it has none).
+pub fn kernel_version(release: &str) -> (u32, u32) {
     let mut parts = release
         .trim()
         .split(|c: char| !c.is_ascii_digit())
@@ -299,41 +299,5 @@ fn runs(cmd: &str, args: &[&str]) -> Option<String> {
         Ok(s) if s.success() => None,
         Ok(s) => Some(format!("`{cmd} {}` exited with {s}", args.join(" "))),
         Err(e) => Some(format!("`{cmd}` cannot run: {e}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_distinct() {
-        let all = [
-            Need::Root,
-            Need::Kvm,
-            Need::KvmStats,
-            Need::Tracefs,
-            Need::Perf,
-            Need::Duckdb,
-            Need::Chromium,
-            Need::Prometheus,
-            Need::Bpf,
-            Need::Fio,
-            Need::LibvirtTestdata,
-            Need::Qemu,
-            Need::Pdftotext,
-        ];
-        let mut names: Vec<_> = all.iter().map(|n| n.name()).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), all.len());
-    }
-
-    #[test]
-    fn kernel_versions() {
-        assert_eq!(kernel_version("6.1.0-18-amd64\n"), (6, 1));
-        assert_eq!(kernel_version("5.14.0"), (5, 14));
-        assert_eq!(kernel_version("4.19.0+"), (4, 19));
-        assert_eq!(kernel_version("junk"), (0, 0));
     }
 }

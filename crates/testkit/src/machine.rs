@@ -96,6 +96,11 @@ pub fn exclusive() -> Guard {
     })
 }
 
+/// Whether no test holds the machine now (shared or exclusive); it does not wait.
+pub fn is_free() -> bool {
+    MACHINE.try_write().is_ok()
+}
+
 /// Set in the process [`in_own_process`] starts: the name of the test it runs.
 const ALONE: &str = "VIRTLENS_TEST_ALONE";
 
@@ -137,31 +142,4 @@ pub fn in_own_process() -> bool {
         out.status
     );
     false
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_hold_is_reentrant_and_ends_with_its_last_guard() {
-        let outer = exclusive();
-        let inner = shared();
-        drop(outer);
-        // Still held: another thread cannot hold the machine exclusively.
-        assert!(
-            std::thread::spawn(|| MACHINE.try_write().is_err())
-                .join()
-                .unwrap_or(false)
-        );
-        drop(inner);
-        assert!(
-            std::thread::spawn(|| MACHINE.try_write().is_ok())
-                .join()
-                .unwrap_or(false)
-        );
-        let _shared = shared();
-        let upgrade = std::panic::catch_unwind(|| exclusive());
-        assert!(upgrade.is_err(), "shared() then exclusive() is refused");
-    }
 }

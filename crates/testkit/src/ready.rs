@@ -48,30 +48,3 @@ impl Ready {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_on_fd_3_is_readiness_and_an_exit_without_one_is_not() {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo ready >&3; echo out"]);
-        let (mut wrapped, ready) = with_ready_fd(&cmd);
-        let child = wrapped.stdout(Stdio::piped()).spawn();
-        drop(wrapped);
-        let child = child.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ready.wait().as_deref(), Ok("ready"));
-        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "out\n");
-
-        let mut silent = Command::new("sh");
-        silent.args(["-c", "exit 3"]);
-        let (mut wrapped, ready) = with_ready_fd(&silent);
-        let child = wrapped.spawn();
-        drop(wrapped);
-        let mut child = child.unwrap_or_else(|e| panic!("{e}"));
-        assert!(ready.wait().is_err());
-        assert_eq!(child.wait().ok().and_then(|s| s.code()), Some(3));
-    }
-}

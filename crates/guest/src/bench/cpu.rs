@@ -90,15 +90,3 @@ impl Probe for Search {
         })
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queens_counts_match_the_known_sequence() {
-        for n in 1..=10 {
-            assert_eq!(queens(n), SOLUTIONS[n as usize], "n = {n}");
-        }
-    }
-}

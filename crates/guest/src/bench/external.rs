@@ -171,26 +171,3 @@ impl Probe for Iperf3 {
         Ok(vec![mbs, cpu.unwrap_or(f64::NAN)])
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fio_and_iperf3_documents_give_their_figures() {
-        let fio: Value = serde_json::json!({"jobs": [{"jobname": "rw4k",
-            "read": {"total_ios": 0, "iops": 0.0},
-            "write": {"total_ios": 1000, "iops": 465536.5, "clat_ns": {"mean": 2100.0}}}]});
-        assert_eq!(
-            fio_figures(&fio),
-            vec![
-                ("fio.rw4k.write.iops".to_string(), 465536.5),
-                ("fio.rw4k.write.clat_mean_us".to_string(), 2.1)
-            ]
-        );
-        let iperf: Value = serde_json::json!({"end": {"sum_received": {"bits_per_second": 8.0e9},
-            "cpu_utilization_percent": {"host_total": 12.5}}});
-        assert_eq!(iperf3_figures(&iperf), Some((1000.0, Some(12.5))));
-        assert_eq!(iperf3_figures(&serde_json::json!({})), None);
-    }
-}

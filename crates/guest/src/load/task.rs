@@ -66,36 +66,3 @@ pub fn io_wait(rng: &mut fastrand::Rng, mean_ms: f64, cv: f64) -> Duration {
     let ms = (mu + sigma2.sqrt() * z).exp();
     Duration::from_secs_f64(ms.min(mean_ms * 100.0) / 1e3)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_task_is_deterministic_for_its_seed() {
-        let w = Work {
-            iterations: 2,
-            elements: 1000,
-            contention: 0.5,
-            io_wait_ms: 0.0,
-            io_wait_cv: 0.0,
-        };
-        let lock = Mutex::new(());
-        assert_eq!(w.run(3, 7, &lock), w.run(3, 7, &lock));
-        assert_ne!(w.run(3, 7, &lock), w.run(4, 7, &lock));
-    }
-
-    #[test]
-    fn io_waits_have_the_asked_mean_and_variation() {
-        let mut rng = fastrand::Rng::with_seed(1);
-        let n = 20_000;
-        let v: Vec<f64> = (0..n)
-            .map(|_| io_wait(&mut rng, 2.0, 0.5).as_secs_f64() * 1e3)
-            .collect();
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-        assert!((mean - 2.0).abs() < 0.1, "mean {mean}");
-        assert!((sd / mean - 0.5).abs() < 0.05, "cv {}", sd / mean);
-        assert_eq!(io_wait(&mut rng, 3.0, 0.0), Duration::from_millis(3));
-    }
-}
