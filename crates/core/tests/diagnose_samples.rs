@@ -3,32 +3,15 @@
 //! above low; and every diagnosis keeps its contract (ranks, shares that never explain more
 //! than the whole, every field filled, confirm given whenever the evidence is aggregate).
 
-use std::path::PathBuf;
-
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{
     self, Confidence, Diagnosis, Finding, Options, Role, Severity, Verdict,
 };
 use virtlens_core::sources;
-use virtlens_testkit::testdata;
 
-/// The first file in `dir` whose name starts with `prefix`.
-fn sample(dir: &str, prefix: &str) -> PathBuf {
-    let d = testdata(dir);
-    let mut names: Vec<_> = std::fs::read_dir(&d)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(prefix))
-        .collect();
-    names.sort();
-    d.join(
-        names
-            .first()
-            .unwrap_or_else(|| panic!("no {dir}/{prefix}*")),
-    )
-}
+use super::common::sample;
+use virtlens_testkit::testdata;
 
 fn diag(prefix: &str, guest: Option<GuestFamily>) -> Diagnosis {
     let p = sources::read_path(&sample("exit-reports", prefix), None).unwrap();

@@ -195,7 +195,7 @@ fn no_other_real_sample_is_claimed_by_these_formats() {
             let bytes = std::fs::read(&path).unwrap();
             let want = if name.starts_with("01-") {
                 Some(Format::BccKvmexit)
-            } else if name.starts_with("18-") {
+            } else if name.starts_with("18-") || name.starts_with("36-") {
                 Some(Format::KvmStat)
             } else {
                 None

@@ -17,6 +17,7 @@
 mod common;
 mod handbuilt;
 
+mod architectures;
 mod bcc_kvmexit;
 mod diagnose_fuzz;
 mod diagnose_hypotheses;

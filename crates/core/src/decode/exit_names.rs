@@ -21,8 +21,10 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
+use super::exit_arm64::{ARM64_ALIASES, ARM64_EXITS, ARM64_PREFIXES};
 use super::exit_pvm::{PVM_EXITS, PVM_PREFIXES};
 use super::exit_reason::{ExitReasonInfo, Isa, lookup_code};
+use super::exit_riscv::{RISCV_EXITS, RISCV_PREFIXES};
 use super::exit_svm::{SVM_ALIASES, SVM_DEFINES, SVM_EXITS};
 use super::exit_vmx::{VMX_ALIASES, VMX_EXITS, VMX_PREFIXES};
 
@@ -32,6 +34,7 @@ pub fn lookup_name(isa: Option<Isa>, name: &str) -> Option<&'static ExitReasonIn
     let ranks = resolve(name);
     match isa {
         Some(isa) => ranks[isa.index()].map(|(info, _)| info),
+        None if generic(name) => None,
         None => unique_best(&ranks)
             .map(|i| ranks[i])
             .and_then(|r| r.map(|(info, _)| info)),
@@ -45,7 +48,7 @@ pub fn lookup_name(isa: Option<Isa>, name: &str) -> Option<&'static ExitReasonIn
 /// names and `EXIT_REASON_*` to VMX, `HC_*`, `ERETU`, `SYSCALL` to PVM.
 pub fn guess_isa<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Isa> {
     let mut score = [0u64; Isa::ALL.len()];
-    for name in names {
+    for name in names.into_iter().filter(|n| !generic(n)) {
         let ranks = resolve(name);
         let hits = ranks.iter().filter(|r| r.is_some()).count();
         match hits {
@@ -72,6 +75,14 @@ pub fn guess_isa<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Isa> {
         return None;
     }
     score.iter().position(|&s| s == max).map(|i| Isa::ALL[i])
+}
+
+/// Names too common to say which ISA a capture is from (arm64's class 0 `UNKNOWN` is also what
+/// tools print for codes they cannot name; `IRQ` is a word of every architecture): they resolve
+/// only under an ISA known otherwise, and do not count for [`guess_isa`].
+fn generic(name: &str) -> bool {
+    let name = name.trim();
+    name.eq_ignore_ascii_case("UNKNOWN") || name.eq_ignore_ascii_case("IRQ")
 }
 
 type Ranked = Option<(&'static ExitReasonInfo, u8)>;
@@ -167,6 +178,29 @@ fn build_index() -> HashMap<String, Vec<Candidate>> {
         add(info, info.name.to_string(), 0);
         for p in PVM_PREFIXES {
             add(info, format!("{p}{}", info.name), 1);
+        }
+    }
+
+    for info in ARM64_EXITS {
+        add(info, info.name.to_string(), 0);
+        for p in ARM64_PREFIXES {
+            add(info, format!("{p}{}", info.name), 1);
+        }
+    }
+    for (alias, code) in ARM64_ALIASES {
+        if let Some(info) = by_code(Isa::Arm64, *code) {
+            add(info, (*alias).to_string(), 1);
+        }
+    }
+
+    for info in RISCV_EXITS {
+        add(info, info.name.to_string(), 0);
+        // perf before Linux 6.17 printed the names without their prefix.
+        if let Some(bare) = RISCV_PREFIXES
+            .iter()
+            .find_map(|p| info.name.strip_prefix(p))
+        {
+            add(info, bare.to_string(), 1);
         }
     }
     map
@@ -381,5 +415,31 @@ mod tests {
         assert_eq!(guess_isa(["UNKNOWN", "frobnicate"]), None);
         assert_eq!(guess_isa(std::iter::empty::<&str>()), None);
         assert_eq!(guess_isa(["PF excp"]), None);
+        // arm64 (perf kvm stat, kvm_stat, the bcc aarch64 script) and RISC-V (both perf eras).
+        let arm = ["DABT_LOW", "IRQ", "WFx", "IABT_LOW", "SYS64", "HVC64"];
+        assert_eq!(guess_isa(arm), Some(Isa::Arm64));
+        assert_eq!(guess_isa(["EC_WFx", "EC_SYS64"]), Some(Isa::Arm64));
+        assert_eq!(
+            name(Some(Isa::Arm64), "UNKNOWN"),
+            Some((Isa::Arm64, "UNKNOWN"))
+        );
+        assert_eq!(name(Some(Isa::Arm64), "IRQ"), Some((Isa::Arm64, "IRQ")));
+        assert_eq!(name(None, "IRQ"), None);
+        let old = [
+            "STORE_GUEST_PAGE_FAULT",
+            "UNKNOWN",
+            "VIRTUAL_INST_FAULT",
+            "SUPERVISOR_SYSCALL",
+        ];
+        assert_eq!(guess_isa(old), Some(Isa::Riscv));
+        assert_eq!(
+            name(Some(Isa::Riscv), "STORE_GUEST_PAGE_FAULT"),
+            Some((Isa::Riscv, "EXC_STORE_GUEST_PAGE_FAULT"))
+        );
+        assert_eq!(
+            guess_isa(["IRQ_S_TIMER", "EXC_LOAD_GUEST_PAGE_FAULT"]),
+            Some(Isa::Riscv)
+        );
+        assert_eq!(name(Some(Isa::Riscv), "UNKNOWN"), None);
     }
 }

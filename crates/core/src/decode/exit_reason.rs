@@ -1,28 +1,33 @@
-//! VM-exit reasons: the types, lookup by code for VMX, SVM and PVM (VMX flag bits included), and
-//! the display key of unknown codes. The tables live in `exit_vmx.rs`, `exit_svm.rs` and
-//! `exit_pvm.rs`; lookup by name in every era's spelling and the ISA guess in `exit_names.rs`
+//! VM-exit reasons: the types, lookup by code for VMX, SVM, PVM, arm64 and RISC-V (VMX flag bits
+//! included), and the display key of unknown codes. The tables live in `exit_<isa>.rs`; lookup by name in every era's spelling and the ISA guess in `exit_names.rs`
 //! (re-exported here).
 
 use serde::{Deserialize, Serialize};
 
+use super::exit_arm64::ARM64_EXITS;
 use super::exit_pvm::PVM_EXITS;
+use super::exit_riscv::RISCV_EXITS;
 use super::exit_svm::{SVM_EXIT_ERR, SVM_EXITS};
 use super::exit_vmx::VMX_EXITS;
 
 pub use super::exit_names::{guess_isa, lookup_name};
 
-/// The virtualization extension whose exit codes a capture uses.
+/// The virtualization extension (or architecture) whose exit codes a capture uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Isa {
     Vmx,
     Svm,
     Pvm,
+    /// AArch64 KVM: exits are exception types and, for traps, ESR_EL2 exception classes.
+    Arm64,
+    /// RISC-V KVM (the H extension): exits are trap causes (`scause`).
+    Riscv,
 }
 
 impl Isa {
     /// Every ISA, in the order of [`Isa::index`] (checked when compiling).
-    pub const ALL: [Isa; 3] = [Isa::Vmx, Isa::Svm, Isa::Pvm];
+    pub const ALL: [Isa; 5] = [Isa::Vmx, Isa::Svm, Isa::Pvm, Isa::Arm64, Isa::Riscv];
 
     /// The ISA's place in [`Isa::ALL`]: tables indexed by ISA are `[T; Isa::ALL.len()]`.
     pub const fn index(self) -> usize {
@@ -30,16 +35,27 @@ impl Isa {
             Isa::Vmx => 0,
             Isa::Svm => 1,
             Isa::Pvm => 2,
+            Isa::Arm64 => 3,
+            Isa::Riscv => 4,
         }
     }
 
-    /// The lowercase name used in JSON and on the command line: `vmx`, `svm`, `pvm`.
+    /// The lowercase name used in JSON and on the command line: `vmx`, `svm`, `pvm`, `arm64`,
+    /// `riscv`.
     pub fn as_str(self) -> &'static str {
         match self {
             Isa::Vmx => "vmx",
             Isa::Svm => "svm",
             Isa::Pvm => "pvm",
+            Isa::Arm64 => "arm64",
+            Isa::Riscv => "riscv",
         }
+    }
+
+    /// Whether the ISA is one of x86's (VMX, SVM, PVM): the rules that name x86 devices,
+    /// registers and instructions apply.
+    pub fn is_x86(self) -> bool {
+        matches!(self, Isa::Vmx | Isa::Svm | Isa::Pvm)
     }
 }
 
@@ -120,6 +136,8 @@ pub fn table(isa: Isa) -> &'static [ExitReasonInfo] {
         Isa::Vmx => VMX_EXITS,
         Isa::Svm => SVM_EXITS,
         Isa::Pvm => PVM_EXITS,
+        Isa::Arm64 => ARM64_EXITS,
+        Isa::Riscv => RISCV_EXITS,
     }
 }
 

@@ -1,4 +1,4 @@
-//! Decoding tables shared by every source, rule and renderer: VM-exit reasons (VMX, SVM, PVM),
+//! Decoding tables shared by every source, rule and renderer: VM-exit reasons (VMX, SVM, PVM, arm64, RISC-V),
 //! MSR names, IO ports and MMIO ranges of QEMU's PC machines, and QEMU `info mtree` maps that
 //! override the built-in names.
 //!
@@ -14,8 +14,10 @@ pub(crate) mod mtree;
 pub mod ring_buffer;
 pub mod trace_format;
 
+mod exit_arm64;
 mod exit_names;
 mod exit_pvm;
+mod exit_riscv;
 mod exit_svm;
 mod exit_vmx;
 mod msr_hyperv;

@@ -180,6 +180,7 @@ macro_rules! families {
 
 families! {
     Unknown(unknown::UnknownRule) = "unknown",
+    Arch(arch::ArchRule) = "arch",
     Emulation(emulation::EmulationRule) = "emulation",
     Nested(nested::NestedRule) = "nested",
     Mmu(mmu::MmuRule) = "mmu",
@@ -196,6 +197,33 @@ families! {
     Hv(hv::HvRule) = "hv",
     Irq(irq::IrqRule) = "irq",
     Idle(idle::IdleRule) = "idle",
+}
+
+impl Family {
+    /// Whether the family's rules are about x86 alone (its ports, MSRs, APIC, timers, Hyper-V
+    /// enlightenments, instructions): they do not run on exits of arm64 or RISC-V.
+    pub fn x86_only(self) -> bool {
+        match self {
+            Family::Unknown
+            | Family::Arch
+            | Family::Halt
+            | Family::Sched
+            | Family::Irq
+            | Family::Idle => false,
+            Family::Emulation
+            | Family::Nested
+            | Family::Mmu
+            | Family::Spin
+            | Family::Timer
+            | Family::Apic
+            | Family::Io
+            | Family::Msr
+            | Family::Mmio
+            | Family::Hypercall
+            | Family::Cpuid
+            | Family::Hv => true,
+        }
+    }
 }
 
 impl RuleId {

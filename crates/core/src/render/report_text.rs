@@ -174,7 +174,8 @@ fn second_cell(t: &ReportTable, r: &ReportRow) -> Option<String> {
         (_, "vm") => r.pid.map(|p| p.to_string()),
         (_, "vcpu") => None,
         (TableKind::Vmexit, _) => r.code.map(|c| match t.isa {
-            Some(Isa::Svm) => format!("{c:#x}"),
+            // The manuals' spelling: SVM exit codes and arm64 exception classes in hex.
+            Some(Isa::Svm | Isa::Arm64) => format!("{c:#x}"),
             _ => c.to_string(),
         }),
         _ => r.name.clone(),

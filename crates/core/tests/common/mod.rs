@@ -1,9 +1,13 @@
 //! Shared by the fuzz tests: how many cases a property runs, and the edits that mutate real
 //! samples into near-misses (flipped and inserted bytes, format tokens in the wrong place,
-//! duplicated lines, truncation), and the check that an error names the input and a real line.
+//! duplicated lines, truncation), the check that an error names the input and a real line, and
+//! the sample files by their number.
+
+use std::path::PathBuf;
 
 use proptest::prelude::*;
 use virtlens_core::Error;
+use virtlens_testkit::testdata;
 
 /// `PROPTEST_CASES` when set (a longer campaign), else `default` (what CI runs every time).
 pub fn cases(default: u32) -> u32 {
@@ -116,4 +120,21 @@ pub fn damage_line(
         input.push(b'\n');
     }
     input
+}
+
+/// The first file in `dir` whose name starts with `prefix`.
+pub fn sample(dir: &str, prefix: &str) -> PathBuf {
+    let d = testdata(dir);
+    let mut names: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    names.sort();
+    d.join(
+        names
+            .first()
+            .unwrap_or_else(|| panic!("no {dir}/{prefix}*")),
+    )
 }

@@ -12,6 +12,7 @@
 pub(crate) mod apic;
 pub(crate) mod apic_ipi;
 pub(crate) mod apic_synic;
+pub(crate) mod arch;
 pub(crate) mod cost;
 pub(crate) mod cpuid;
 pub(crate) mod effect;
@@ -42,6 +43,7 @@ pub(crate) use super::rules::rules;
 pub use super::rules::{RuleId, Threshold};
 use crate::profile::{Key, TableKind};
 pub use apic::ApicRule;
+pub use arch::ArchRule;
 pub use cpuid::CpuidRule;
 pub use emulation::EmulationRule;
 pub use halt::HaltRule;
@@ -133,6 +135,8 @@ pub enum Hint {
     RiscV,
     /// The unnamed rows are printed as UNKNOWN by the tool.
     Unnamed,
+    /// Most guest aborts were stage-2 faults on memory, not emulated MMIO (arm64, RISC-V).
+    StageTwoFaults,
     /// The configuration keeps the in-kernel PIT in reinjection mode (AMD AVIC inhibit).
     PitReinject,
     /// The EOIs that exit are EOI-induced exits (level-triggered interrupts under APICv).
@@ -326,6 +330,7 @@ pub type Check = fn(&mut Ctx<'_>);
 /// of [`Family::ALL`] (a test checks it); some have a second, later step.
 pub const STEPS: &[(Family, Check)] = &[
     (Family::Unknown, unknown::check),
+    (Family::Arch, arch::check),
     (Family::Emulation, emulation::check),
     (Family::Nested, nested::check),
     (Family::Mmu, mmu::storm),
@@ -353,8 +358,12 @@ pub const STEPS: &[(Family, Check)] = &[
 /// Every family's checks, in [`STEPS`] order.
 pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
     let mut ctx = Ctx::new(ev);
-    for (_, step) in STEPS {
-        step(&mut ctx);
+    // On arm64 and RISC-V the x86 families would read their exits under x86's names and causes.
+    let x86 = ev.isa().is_none_or(|isa| isa.is_x86());
+    for (family, step) in STEPS {
+        if x86 || !family.x86_only() {
+            step(&mut ctx);
+        }
     }
     ctx.found
 }

@@ -4,6 +4,7 @@
 
 use super::effect;
 use super::{Ctx, Grading, Hint, Hypothesis, rules};
+use crate::decode::Isa;
 use crate::diagnose::evidence::{Item, known_exit};
 use crate::diagnose::model::{Confidence, Severity};
 use crate::profile::Key;
@@ -26,19 +27,6 @@ rules! {
     }
 }
 
-/// RISC-V KVM's exit and interrupt names, as perf kvm stat prints them.
-fn riscv(name: &str) -> bool {
-    [
-        "GUEST_PAGE_FAULT",
-        "VIRTUAL_INST_FAULT",
-        "SUPERVISOR_SYSCALL",
-        "IRQ_S_",
-        "IRQ_VS_",
-    ]
-    .iter()
-    .any(|k| name.contains(k))
-}
-
 pub fn check(ctx: &mut Ctx<'_>) {
     triple(ctx);
     let ev = ctx.ev;
@@ -55,7 +43,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
         .copied()
         .filter(|r| r.exit_name().is_some_and(|n| n.starts_with("UNKNOWN")))
         .collect();
-    let is_riscv = foreign.iter().any(|r| r.exit_name().is_some_and(riscv));
+    let is_riscv = ev.isa() == Some(Isa::Riscv);
     let rows = if unnamed.is_empty() {
         &foreign
     } else {

@@ -77,33 +77,37 @@ fn churn(w: &W<'_>) -> Words {
         .advice(&["advice.halt-poll"])
         .done(),
     ];
-    fixes.extend(w.fixes_by_guest(|g| match g {
-        ForGuest::Linux => vec![
-            F::new(
-                ForGuest::Linux,
-                "let the guest poll before halting (cpuidle-haltpoll): no exit, and no wake-up IPI for a \
-                 polling vCPU",
-            )
-            .qemu("-cpu …,kvm-poll-control=on")
-            .libvirt("<features><kvm><poll-control state='on'/></kvm></features>")
-            .guest(
-                "CONFIG_HALTPOLL_CPUIDLE (cpuidle_haltpoll.force=1 on older kernels); only as a last resort \
-                 idle=poll, which keeps every idle vCPU spinning at 100% of a host CPU",
-            )
-            .advice(&["advice.guest-haltpoll"])
-            .done(),
-        ],
-        _ => vec![
-            F::new(
-                ForGuest::Windows,
-                "Windows has no guest-side halt polling: rely on the host's, or keep HLT in the guest on \
-                 dedicated cores",
-            )
-            .qemu("-overcommit cpu-pm=on (dedicated pCPUs only: HLT no longer exits, idle vCPUs hold their cores)")
-            .advice(&["advice.halt-poll"])
-            .done(),
-        ],
-    }));
+    // The guest-side fixes are x86's (cpuidle-haltpoll, cpu-pm); on arm64 and RISC-V only the
+    // host's halt polling applies.
+    if w.ev.isa().is_none_or(|isa| isa.is_x86()) {
+        fixes.extend(w.fixes_by_guest(|g| match g {
+            ForGuest::Linux => vec![
+                F::new(
+                    ForGuest::Linux,
+                    "let the guest poll before halting (cpuidle-haltpoll): no exit, and no wake-up IPI for a \
+                     polling vCPU",
+                )
+                .qemu("-cpu …,kvm-poll-control=on")
+                .libvirt("<features><kvm><poll-control state='on'/></kvm></features>")
+                .guest(
+                    "CONFIG_HALTPOLL_CPUIDLE (cpuidle_haltpoll.force=1 on older kernels); only as a last resort \
+                     idle=poll, which keeps every idle vCPU spinning at 100% of a host CPU",
+                )
+                .advice(&["advice.guest-haltpoll"])
+                .done(),
+            ],
+            _ => vec![
+                F::new(
+                    ForGuest::Windows,
+                    "Windows has no guest-side halt polling: rely on the host's, or keep HLT in the guest on \
+                     dedicated cores",
+                )
+                .qemu("-overcommit cpu-pm=on (dedicated pCPUs only: HLT no longer exits, idle vCPUs hold their cores)")
+                .advice(&["advice.halt-poll"])
+                .done(),
+            ],
+        }));
+    }
     Words {
         cause: format!(
             "{reading}The vCPUs halt for a short time and are woken again at a high rate: every wake-up is \

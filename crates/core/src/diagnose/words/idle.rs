@@ -3,6 +3,7 @@
 use super::fixes::F;
 use super::sources::*;
 use super::{Description, W, Words};
+use crate::decode::Isa;
 use crate::diagnose::hypotheses::IdleRule;
 use crate::diagnose::model::ForGuest;
 pub fn describe(id: IdleRule) -> Description {
@@ -17,13 +18,19 @@ pub fn describe(id: IdleRule) -> Description {
     }
 }
 
-pub fn write(_w: &W<'_>, id: IdleRule) -> Words {
+pub fn write(w: &W<'_>, id: IdleRule) -> Words {
+    let halt = match w.ev.isa() {
+        Some(Isa::Arm64) => "WFI (WFx exits)",
+        Some(Isa::Riscv) => "WFI",
+        _ => "HLT",
+    };
     match id {
         IdleRule::Hlt => Words {
-            cause: "HLT means the vCPU had nothing to run and halted; KVM counts the time until the next \
-                    interrupt as the exit's handling time, so halts dominate the Time% of an idle guest. \
-                    virtlens keeps it apart from the cost of virtualization."
-                .into(),
+            cause: format!(
+                "{halt} means the vCPU had nothing to run and halted; KVM counts the time until the next \
+                 interrupt as the exit's handling time, so halts dominate the Time% of an idle guest. \
+                 virtlens keeps it apart from the cost of virtualization."
+            ),
             fixes: vec![
                 F::new(
                     ForGuest::Any,

@@ -6,6 +6,7 @@
 //! from the rules' logic; numbers are not formatted here (the renderer shows them).
 
 mod apic;
+mod arch;
 mod cpuid;
 mod emulation;
 mod fixes;
@@ -121,6 +122,7 @@ pub fn label(g: ForGuest) -> &'static str {
 pub fn describe(id: RuleId) -> Description {
     match id {
         RuleId::Unknown(r) => unknown::describe(r),
+        RuleId::Arch(r) => arch::describe(r),
         RuleId::Emulation(r) => emulation::describe(r),
         RuleId::Nested(r) => nested::describe(r),
         RuleId::Mmu(r) => mmu::describe(r),
@@ -145,6 +147,7 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
     let w = W { h, ev };
     let mut words = match h.id {
         RuleId::Unknown(r) => unknown::write(&w, r),
+        RuleId::Arch(r) => arch::write(&w, r),
         RuleId::Emulation(r) => emulation::write(&w, r),
         RuleId::Nested(r) => nested::write(&w, r),
         RuleId::Mmu(r) => mmu::write(&w, r),
@@ -253,6 +256,7 @@ pub fn check_for(id: RuleId) -> &'static str {
             Family::Sched => READY,
             Family::Halt => HALTS,
             Family::Unknown
+            | Family::Arch
             | Family::Emulation
             | Family::Nested
             | Family::Mmu

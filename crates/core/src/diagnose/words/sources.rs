@@ -413,3 +413,41 @@ pub const PAL_HYPERV: Source = src(
     "PAL's thresholds for the Hyper-V hypervisor counter objects",
     Some("https://github.com/clinthuffman/PAL"),
 );
+
+// arm64 and RISC-V.
+pub const PERF_KVM_ARM64: Source = src(
+    "lore",
+    "<20200917100225.208794-1-sergey.senozhatsky@gmail.com>",
+    "perf kvm: add kvm-stat for arm64 — traps keyed by exception class (DABT_LOW, WFx, SYS64, HVC64), other exits by type (IRQ)",
+    Some("https://lore.kernel.org/r/20200917100225.208794-1-sergey.senozhatsky@gmail.com"),
+);
+pub const QEMU_ARM_VIRT: Source = src(
+    "doc",
+    "QEMU: 'virt' generic virtual platform",
+    "the arm64 machine for KVM guests: virtio-mmio/PCIe devices, in-kernel GIC",
+    Some("https://www.qemu.org/docs/master/system/arm/virt.html"),
+);
+pub const QEMU_ARM_CPU_FEATURES: Source = src(
+    "doc",
+    "QEMU: Arm CPU features",
+    "pmu=on|off and the other CPU properties of KVM arm64 guests",
+    Some("https://www.qemu.org/docs/master/system/arm/cpu-features.html"),
+);
+pub const KVM_ARM_HYPERCALLS: Source = src(
+    "doc",
+    "Linux: ARM Hypercall Interface",
+    "the firmware calls (PSCI, SMCCC, vendor services) KVM answers for arm64 guests",
+    Some("https://docs.kernel.org/virt/kvm/arm/hypercalls.html"),
+);
+pub const HUGETLB_DOC: Source = src(
+    "doc",
+    "Linux: HugeTLB Pages",
+    "huge pages: fewer, larger stage-2 mappings for guest memory",
+    Some("https://docs.kernel.org/admin-guide/mm/hugetlbpage.html"),
+);
+pub const RISCV_SBI_SPEC: Source = src(
+    "doc",
+    "RISC-V Supervisor Binary Interface specification",
+    "the SBI calls a guest kernel makes (TIME, IPI, RFENCE, console)",
+    Some("https://github.com/riscv-non-isa/riscv-sbi-doc"),
+);

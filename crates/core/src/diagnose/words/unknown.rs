@@ -3,6 +3,7 @@
 use super::fixes::F;
 use super::sources::*;
 use super::{Description, W, Words};
+use crate::decode::Isa;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::UnknownRule;
 use crate::diagnose::model::ForGuest;
@@ -47,9 +48,9 @@ pub fn write(w: &W<'_>, id: UnknownRule) -> Words {
 fn unknown(w: &W<'_>) -> Words {
     let (cause, fix) = if w.has(Hint::RiscV) && w.has(Hint::Unnamed) {
         (
-            "These are RISC-V KVM's exit names (virtlens's rules know x86: VMX, SVM, PVM). The rows printed as \
-             UNKNOWN are exits the tool could not name: perf kvm stat on RISC-V printed interrupt exits as \
-             UNKNOWN until commit 3b7270c76622 taught it the interrupt causes (IRQ_S_TIMER, IRQ_VS_EXT, …).",
+            "The rows printed as UNKNOWN are exits the tool could not name: perf kvm stat on RISC-V printed \
+             interrupt exits as UNKNOWN until commit 3b7270c76622 taught it the interrupt causes \
+             (IRQ_S_TIMER, IRQ_VS_EXT, …).",
             "use a perf with 3b7270c76622 (\"RISC-V: perf/kvm: Add reporting of interrupt events\") to see which \
              interrupts they are",
         )
@@ -57,11 +58,22 @@ fn unknown(w: &W<'_>) -> Words {
         (
             "Exit codes no table knows: a newer CPU or kernel than virtlens's tables, or another hypervisor's \
              codes read under the wrong ISA. They are kept as numbers; no rule can say what they cost.",
-            "check the host's exit-reason list (arch/x86/include/uapi/asm/vmx.h, svm.h) and the capture's ISA",
+            match w.ev.isa() {
+                Some(Isa::Arm64) => {
+                    "check the host's exception classes (arch/arm64/include/asm/esr.h) and the capture's ISA"
+                }
+                Some(Isa::Riscv) => {
+                    "check the host's trap causes (arch/riscv/include/asm/csr.h) and the capture's ISA"
+                }
+                _ => {
+                    "check the host's exit-reason list (arch/x86/include/uapi/asm/vmx.h, svm.h) and the capture's ISA"
+                }
+            },
         )
     } else {
         (
-            "Exit names of an architecture virtlens's rules do not cover (they know x86: VMX, SVM, PVM); the \
+            "Exit names of an architecture virtlens's rules do not cover (they know x86: VMX, SVM, PVM; arm64; \
+             RISC-V); the \
              rows are reported, but no cause is derived from them.",
             "read the rows with the architecture's KVM documentation",
         )

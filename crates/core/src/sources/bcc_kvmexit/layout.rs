@@ -5,7 +5,10 @@
 //! `"%s%-35s %s" % (header_format, "KVM_EXIT_REASON", "COUNT")` (`header_format` is
 //! `"PID      TID      "`, `"TID      "`, `"TIDS     "` or empty), and the rows of each mode:
 //! `"%-8u %-8u %-35s %-8u"` (all threads), `"%-8u %-35s %-8u"` (`-p -a`, `-T`) and
-//! `"%-35s %-8u"` (`-p`, `-p -v`, `-t`).
+//! `"%-35s %-8u"` (`-p`, `-p -v`, `-t`). Also the aarch64 port of the tool (kvmexitaarch64.py,
+//! kylinos 2023): `TGID TID COMM KVM_EXIT_REASON COUNT AVG_TIME`, rows
+//! `"%-8u %-8u %-16s %-16s %-8u %-11.1f"` with the thread name printed as Python bytes
+//! (`b'CPU 1/KVM'`), the reason as `EC_WFx`, and the mean exit-to-entry time in ns.
 
 /// What a run counts, from its `Display …` line or its command line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -122,12 +125,14 @@ pub enum Layout {
     Tid,
     /// `KVM_EXIT_REASON COUNT` (`-p`, `-p -v`, `-t`).
     Reason,
+    /// `TGID TID COMM KVM_EXIT_REASON COUNT AVG_TIME` (the aarch64 port).
+    TgidTidComm,
 }
 
 impl Layout {
     fn ids(self) -> usize {
         match self {
-            Layout::PidTid => 2,
+            Layout::PidTid | Layout::TgidTidComm => 2,
             Layout::Tid => 1,
             Layout::Reason => 0,
         }
@@ -141,6 +146,14 @@ pub fn header(t: &str) -> Option<Layout> {
         ["PID", "TID", "KVM_EXIT_REASON", "COUNT"] => Some(Layout::PidTid),
         ["TID" | "TIDS", "KVM_EXIT_REASON", "COUNT"] => Some(Layout::Tid),
         ["KVM_EXIT_REASON", "COUNT"] => Some(Layout::Reason),
+        [
+            "TGID",
+            "TID",
+            "COMM",
+            "KVM_EXIT_REASON",
+            "COUNT",
+            "AVG_TIME",
+        ] => Some(Layout::TgidTidComm),
         _ => None,
     }
 }
@@ -152,6 +165,8 @@ pub struct RawRow {
     pub tid: Option<u32>,
     pub reason: String,
     pub count: u64,
+    /// The exits' total handling time, from the mean the aarch64 port prints (ns).
+    pub total_ns: Option<u64>,
     /// Words that fit no column (pasted junk).
     pub strays: Vec<String>,
 }
@@ -160,9 +175,24 @@ pub struct RawRow {
 /// longest word there, so a stray character pasted into the row does not take its place).
 pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    let (words, mean_ns) = match layout {
+        Layout::TgidTidComm => {
+            let (mean, rest) = words.split_last()?;
+            let mean: f64 = mean
+                .parse()
+                .ok()
+                .filter(|m: &f64| m.is_finite() && *m >= 0.0)?;
+            (rest, Some(mean))
+        }
+        _ => (words.as_slice(), None),
+    };
     let (count, rest) = words.split_last()?;
     let count: u64 = count.parse().ok()?;
-    let (id_words, middle) = rest.split_at_checked(layout.ids())?;
+    let (id_words, mut middle) = rest.split_at_checked(layout.ids())?;
+    if layout == Layout::TgidTidComm {
+        // The thread name (`b'CPU 1/KVM'`) comes before the reason: the reason is the last word.
+        middle = middle.get(middle.len().checked_sub(1)?..)?;
+    }
     let id_values: Vec<u32> = id_words
         .iter()
         .map(|w| w.parse().ok())
@@ -185,6 +215,7 @@ pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
         tid,
         reason: reason.to_string(),
         count,
+        total_ns: mean_ns.map(|m| (m * count as f64).round() as u64),
         strays: middle
             .iter()
             .filter(|w| **w != reason)
@@ -207,6 +238,15 @@ pub fn damage(t: &str, layout: Layout) -> Option<String> {
     if let Some(why) = crate::sources::unread::damage(t) {
         return Some(why.into());
     }
+    let words = match (layout, words.split_last()) {
+        (Layout::TgidTidComm, Some((mean, rest))) => {
+            if mean.parse::<f64>().is_err() {
+                return Some(format!("`{mean}` is not a mean time in ns"));
+            }
+            rest
+        }
+        _ => words.as_slice(),
+    };
     let (count, rest) = words.split_last()?;
     if rest.is_empty() {
         return Some(if known(count) {
@@ -307,5 +347,25 @@ mod tests {
             Some(("EXIT_REASON_HLT".into(), vec!["G".into()]))
         );
         assert!(row("12 34", Layout::Reason).is_none());
+        assert_eq!(
+            header("TGID     TID      COMM             KVM_EXIT_REASON  COUNT    AVG_TIME    "),
+            Some(Layout::TgidTidComm)
+        );
+        let r = row(
+            "24919    24938    b'CPU 1/KVM'     EC_SYS64         8        8545.0     ",
+            Layout::TgidTidComm,
+        );
+        assert_eq!(
+            r.map(|r| (r.pid, r.tid, r.reason, r.count, r.total_ns, r.strays.len())),
+            Some((
+                Some(24_919),
+                Some(24_938),
+                "EC_SYS64".into(),
+                8,
+                Some(68_360),
+                0
+            ))
+        );
+        assert!(damage("24919 24938 b'CPU 1/KVM' EC_SYS64 8 x", Layout::TgidTidComm).is_some());
     }
 }

@@ -14,6 +14,12 @@ use super::layout::{Context, RawRow};
 use crate::decode::exit_reason;
 use crate::profile::{Key, Note, Row, Table, TableKind, Window};
 
+/// A row as printed: its reason and its pid column.
+type RowKey = (String, Option<u32>);
+
+/// The exits of a row: their count and, when the tool printed it, their total time (ns).
+type Tally = (u64, Option<u64>);
+
 /// A run being read: where it starts, its command line, what it counts, and its counts.
 #[derive(Debug, Default)]
 pub struct Run {
@@ -25,9 +31,9 @@ pub struct Run {
     pub display: Option<Context>,
     /// Why kvmexit stopped without output (`Exception: …`).
     pub failure: Option<(usize, String)>,
-    /// Counts by (reason as printed, pid column).
-    counts: Vec<((String, Option<u32>), u64)>,
-    index: HashMap<(String, Option<u32>), usize>,
+    /// Counts and total times (when printed) by (reason as printed, pid column).
+    counts: Vec<(RowKey, Tally)>,
+    index: HashMap<RowKey, usize>,
     /// Thread ids seen, by pid column.
     threads: BTreeMap<Option<u32>, BTreeSet<u32>>,
     notes: Vec<Note>,
@@ -67,13 +73,14 @@ impl Run {
         let key = (raw.reason, raw.pid);
         match self.index.get(&key) {
             Some(&i) => {
-                if let Some((_, n)) = self.counts.get_mut(i) {
+                if let Some((_, (n, t))) = self.counts.get_mut(i) {
                     *n = n.saturating_add(raw.count);
+                    *t = t.zip(raw.total_ns).map(|(a, b)| a.saturating_add(b));
                 }
             }
             None => {
                 self.index.insert(key.clone(), self.counts.len());
-                self.counts.push((key, raw.count));
+                self.counts.push((key, (raw.count, raw.total_ns)));
             }
         }
     }
@@ -110,7 +117,7 @@ impl Run {
         });
         let mut unnamed = 0u64;
         let mut at: HashMap<(Key, Option<u32>), usize> = HashMap::new();
-        for ((reason, pid), count) in self.counts {
+        for ((reason, pid), (count, total_ns)) in self.counts {
             let key = match exit_reason::lookup_name(table.isa, &reason) {
                 Some(info) => Key::Exit {
                     name: info.name.to_string(),
@@ -127,6 +134,10 @@ impl Run {
                 }
             };
             let mut row = Row::new(key, count);
+            if total_ns.is_some() {
+                row.time.total_ns = total_ns;
+                row.time.timed = Some(count);
+            }
             row.pid = pid.or(ctx.pid);
             row.vcpu = ctx.vcpu;
             match at.get(&(row.key.clone(), row.pid)) {

@@ -170,20 +170,31 @@ fn vmx_flags(text: &str) -> Option<u64> {
     Some(info.code | bits)
 }
 
-/// arm64's `kvm_exit`: `%s: HSR_EC: 0x%04x (%s), PC: 0x%016lx` (`ESR_EC` since 5.x).
+/// arm64's `kvm_exit`: `%s: HSR_EC: 0x%04x (%s), PC: 0x%016lx`, the exception type then the
+/// class. Only a TRAP has a class; any other type (IRQ, SERROR, ILLEGAL) prints class 0
+/// (`UNKNOWN`) and is keyed by its type, as `perf kvm stat` keys it. The layout proves arm64.
 fn arm64(text: &str, noise: bool) -> Option<ExitText<'_>> {
     let at = text.find("SR_EC: ")?;
     let rest = &text[at..];
     let open = rest.find('(')?;
     let close = rest[open..].find(')')?;
-    let name = rest[open + 1..open + close].trim();
+    let class = rest[open + 1..open + close].trim();
+    let kind = text[..at]
+        .trim_end()
+        .strip_suffix(": H")
+        .or_else(|| text[..at].trim_end().strip_suffix(": E"))
+        .map(|k| k.rsplit(['>', ' ']).next().unwrap_or(k).trim());
+    let name = match kind {
+        Some(k) if !k.is_empty() && k != "TRAP" => k,
+        _ => class,
+    };
     if name.is_empty() {
         return None;
     }
     let rip = rest.find("PC: ").and_then(|p| hex(&rest[p + 4..]));
     Some(ExitText {
         reason: Reason::Name(name),
-        isa: None,
+        isa: Some(Isa::Arm64),
         vcpu: None,
         rip,
         failed_entry: false,
@@ -232,6 +243,15 @@ mod tests {
         assert_eq!(
             r("TRAP: HSR_EC: 0x0016 (HVC64), PC: 0xffff800010"),
             Some((Reason::Name("HVC64"), None, Some(0xffff800010)))
+        );
+        // A non-trap exit is keyed by its type; its class is a meaningless 0.
+        assert_eq!(
+            r("IRQ: HSR_EC: 0x0000 (UNKNOWN), PC: 0xffff87259e30"),
+            Some((Reason::Name("IRQ"), None, Some(0xffff87259e30)))
+        );
+        assert_eq!(
+            parse("TRAP: ESR_EC: 0x24 (DABT_LOW), PC: 0x1000").map(|e| (e.reason, e.isa)),
+            Some((Reason::Name("DABT_LOW"), Some(Isa::Arm64)))
         );
         assert_eq!(
             r("vcpu 23 reason DR_ACCESS info1 0x0000000000000216"),
