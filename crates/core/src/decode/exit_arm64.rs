@@ -33,6 +33,9 @@ const fn e(
 /// Where the exception types that carry no class start in the code space.
 pub(super) const TYPE_BASE: u64 = 0x100;
 
+/// The `ret` of `kvm_exit` for a trap (`ARM_EXCEPTION_TRAP`): its `esr_ec` names the exit.
+const TYPE_TRAP: u64 = 2;
+
 /// `ARM_EXCEPTION_HYP_GONE` (`HVC_STUB_ERR`, 0xbadca11), stored at 0x1ff.
 pub(super) const HYP_GONE: u64 = 0x1ff;
 
@@ -104,3 +107,13 @@ pub(super) static ARM64_ALIASES: &[(&str, u64)] = &[
 /// Prefixes seen before a class name: the kernel's `ESR_ELx_EC_` defines, the bcc script's `EC_`,
 /// and the `ARM_EXCEPTION_` defines of the types.
 pub(super) static ARM64_PREFIXES: &[&str] = &["ESR_ELx_EC_", "EC_", "ARM_EXCEPTION_"];
+
+/// The code of an arm64 `kvm_exit` from its exception type (`ret`) and class (`esr_ec`): the
+/// class for a trap, `0x100 + type` for the other types (see the module docs).
+pub fn arm64_code(ret: u64, esr_ec: u64) -> u64 {
+    match ret {
+        TYPE_TRAP => esr_ec & 0x3f,
+        r if r < 0xff => TYPE_BASE + r,
+        _ => HYP_GONE,
+    }
+}

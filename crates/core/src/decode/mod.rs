@@ -24,6 +24,7 @@ mod msr_hyperv;
 mod mtree_flat;
 mod mtree_parse;
 
+pub use exit_arm64::arm64_code;
 pub use exit_reason::{ExitClass, ExitReasonInfo, Isa};
 pub use mtree::AddressMap;
 

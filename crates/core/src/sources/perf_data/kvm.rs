@@ -9,8 +9,8 @@
 
 use super::bytes::Endian;
 use super::userspace_exit;
-use crate::decode::Isa;
 use crate::decode::trace_format::{EventFormat, Field};
+use crate::decode::{Isa, arm64_code};
 use crate::events::{EventKind, MmioAccess, Reason};
 
 /// Where a scalar field sits in the payload.
@@ -59,6 +59,12 @@ pub enum Decoder {
         vcpu: Option<FieldRef>,
         rip: Option<FieldRef>,
     },
+    /// arm64's `kvm_exit`: the exception type (`ret`) and, for a trap, its class (`esr_ec`).
+    Arm64Exit {
+        ret: FieldRef,
+        esr_ec: FieldRef,
+        pc: Option<FieldRef>,
+    },
     Entry {
         vcpu: Option<FieldRef>,
     },
@@ -98,12 +104,22 @@ impl Decoder {
                 .find_map(|n| format.field(n).and_then(FieldRef::of))
         };
         let decoder = match format.name.as_str() {
-            "kvm_exit" => f(&["exit_reason", "exit_code"]).map(|reason| Decoder::Exit {
-                reason,
-                isa: f(&["isa"]),
-                vcpu: f(&["vcpu_id"]),
-                rip: f(&["guest_rip", "rip"]),
-            }),
+            "kvm_exit" => f(&["exit_reason", "exit_code"])
+                .map(|reason| Decoder::Exit {
+                    reason,
+                    isa: f(&["isa"]),
+                    vcpu: f(&["vcpu_id"]),
+                    rip: f(&["guest_rip", "rip"]),
+                })
+                .or_else(|| {
+                    f(&["ret"])
+                        .zip(f(&["esr_ec"]))
+                        .map(|(ret, esr_ec)| Decoder::Arm64Exit {
+                            ret,
+                            esr_ec,
+                            pc: f(&["vcpu_pc"]),
+                        })
+                }),
             "kvm_entry" => Some(Decoder::Entry {
                 vcpu: f(&["vcpu_id"]),
             }),
@@ -158,6 +174,16 @@ impl Decoder {
                         _ => None,
                     }),
                     vcpu: vcpu_of(vcpu, e, p),
+                    rip: rip.unwrap_or(0),
+                    has_rip: rip.is_some(),
+                }
+            }
+            Decoder::Arm64Exit { ret, esr_ec, pc } => {
+                let rip = pc.and_then(|f| f.get(e, p));
+                Kind::Exit {
+                    code: arm64_code(ret.get(e, p)?, esr_ec.get(e, p)?),
+                    isa: Some(Isa::Arm64),
+                    vcpu: NONE,
                     rip: rip.unwrap_or(0),
                     has_rip: rip.is_some(),
                 }
@@ -320,6 +346,41 @@ mod tests {
             })
         );
         assert_eq!(d.decode(Endian::Little, &p[..12], 0), None, "short payload");
+    }
+
+    #[test]
+    fn arm64_exit_is_its_class_for_a_trap_and_its_type_otherwise() {
+        // arch/arm64/kvm/trace_arm.h: int ret; unsigned int esr_ec; unsigned long vcpu_pc.
+        let f = fmt(
+            "kvm_exit",
+            "\tfield:int ret;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:unsigned int esr_ec;\toffset:12;\tsize:4;\tsigned:0;\n\
+             \tfield:unsigned long vcpu_pc;\toffset:16;\tsize:8;\tsigned:0;\n",
+        );
+        let (d, note) = Decoder::for_format(&f);
+        assert!(note.is_none());
+        let exit = |ret: u32, ec: u32| {
+            let mut p = vec![0u8; 24];
+            p[8..12].copy_from_slice(&ret.to_le_bytes());
+            p[12..16].copy_from_slice(&ec.to_le_bytes());
+            p[16..24].copy_from_slice(&0xffff_8000_1020u64.to_le_bytes());
+            match d.decode(Endian::Little, &p, 0) {
+                Some(Kind::Exit { code, isa, rip, .. }) => Some((code, isa, rip)),
+                _ => None,
+            }
+        };
+        let name = |code| crate::decode::exit_reason::lookup_code(Isa::Arm64, code).map(|i| i.name);
+        let (code, isa, rip) = exit(2, 0x24).unwrap_or_default();
+        assert_eq!(
+            (name(code), isa, rip),
+            (Some("DABT_LOW"), Some(Isa::Arm64), 0xffff_8000_1020)
+        );
+        assert_eq!(exit(0, 0).map(|(c, ..)| name(c)), Some(Some("IRQ")));
+        assert_eq!(exit(2, 0x01).map(|(c, ..)| name(c)), Some(Some("WFx")));
+        assert_eq!(
+            exit(0x0bad_ca11, 0).map(|(c, ..)| name(c)),
+            Some(Some("HYP_GONE"))
+        );
     }
 
     #[test]
