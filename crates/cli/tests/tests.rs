@@ -36,6 +36,7 @@ mod readme;
 mod regression;
 mod report_compare;
 mod sched_cli;
+mod serve_network;
 mod serve_prometheus;
 mod stretch_cli;
 mod testkit_units;

@@ -42,7 +42,6 @@ pub fn run(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         bpf: !a.no_bpf,
         limits: Limits::default(),
         capture: options(&a.live)?,
-        http_workers: 2,
         qmp: a.qmp.clone(),
         bpf_stats: a.bpf_stats,
     };

@@ -49,7 +49,6 @@ pub struct ServeOptions {
     pub limits: Limits,
     /// `--pid`/`--vm`, the tracefs location and the fallback capture's events and buffer.
     pub capture: CaptureOptions,
-    pub http_workers: usize,
     /// QMP sockets of QEMU VMs to read KVM statistics from (`query-stats`).
     pub qmp: Vec<std::path::PathBuf>,
     /// Have the kernel time the BPF programs while serving.
@@ -94,7 +93,7 @@ pub fn serve(
     let registry = exposition::registry(state.clone());
     let texts = Arc::new(RwLock::new(http::Texts::default()));
     publish(&registry, &texts);
-    let server = match http::Http::start(opts.listen, opts.http_workers, texts.clone()) {
+    let server = match http::Http::start(opts.listen, texts.clone()) {
         Ok(s) => s,
         Err(e) => {
             let _ = source.stop();
@@ -106,7 +105,9 @@ pub fn serve(
         source: source.name(),
         notes,
     });
-    let result = collect_loop(opts, &mut source, &state, &registry, &texts, stop);
+    let result = collect_loop(opts, &mut source, &state, &registry, &texts, stop, &|| {
+        server.failure()
+    });
     server.stop();
     let stopped = source.stop();
     result.and(stopped)
@@ -117,8 +118,8 @@ fn publish(registry: &prometheus_client::registry::Registry, texts: &RwLock<http
     if let Ok(om) = exposition::encode(registry) {
         let classic = exposition::classic(&om);
         if let Ok(mut t) = texts.write() {
-            t.openmetrics = Arc::new(om);
-            t.classic = Arc::new(classic);
+            t.openmetrics = om.into();
+            t.classic = classic.into();
         }
     }
 }
@@ -187,6 +188,7 @@ fn collect_loop(
     registry: &prometheus_client::registry::Registry,
     texts: &RwLock<http::Texts>,
     stop: &AtomicBool,
+    http_failure: &dyn Fn() -> Option<String>,
 ) -> Result<(), CaptureError> {
     let decoder = Decoder::builtin();
     let diag = diagnose::Options {
@@ -224,6 +226,13 @@ fn collect_loop(
         }
         if stop.load(Ordering::Relaxed) {
             break;
+        }
+        // Without its listener the exporter is of no use: end with an error, so that the
+        // supervisor (systemd's Restart=on-failure) starts it again.
+        if let Some(why) = http_failure() {
+            return Err(CaptureError::Usage(format!(
+                "the HTTP server stopped: {why}"
+            )));
         }
         let started = Instant::now();
         let (iv, extras) = source.take()?;
