@@ -196,6 +196,7 @@ families! {
     Hv(hv::HvRule) = "hv",
     Irq(irq::IrqRule) = "irq",
     Idle(idle::IdleRule) = "idle",
+    Hostlog(hostlog::HostlogRule) = "hostlog",
 }
 
 impl RuleId {

@@ -113,10 +113,11 @@ pub fn event(body: &str) -> Option<Result<Event, &'static str>> {
 
 fn hex(t: &str) -> Option<u64> {
     let t = t.trim();
-    let h = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    let end = h
-        .find(|c: char| !c.is_ascii_hexdigit())
-        .unwrap_or(h.len());
+    let h = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    let end = h.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(h.len());
     if end == 0 {
         return None;
     }
@@ -156,7 +157,9 @@ fn lock(body: &str) -> Option<Result<Event, &'static str>> {
     };
     let r = r.trim_start();
     // Boot-time lines: `#AC: crashing the kernel on kernel split_locks and …`.
-    if r.starts_with("crashing the kernel") || r.contains(" on user-space ") || r.starts_with("setting ")
+    if r.starts_with("crashing the kernel")
+        || r.contains(" on user-space ")
+        || r.starts_with("setting ")
     {
         return None;
     }
@@ -282,9 +285,8 @@ fn hung_task(body: &str) -> Option<Result<Event, &'static str>> {
 fn rcu(body: &str) -> Option<Result<Event, &'static str>> {
     let r = body.strip_prefix("rcu: ").unwrap_or(body);
     let r = r.strip_prefix("INFO: ")?;
-    (r.starts_with("rcu_")
-        && (r.contains("self-detected stall") || r.contains("detected stalls")))
-    .then_some(Ok(Event::RcuStall))
+    (r.starts_with("rcu_") && (r.contains("self-detected stall") || r.contains("detected stalls")))
+        .then_some(Ok(Event::RcuStall))
 }
 
 /// `CPU: 3 PID: 4321 Comm: CPU 0/KVM Tainted: G …` (also `UID: 0 PID:` and `Not tainted`).
@@ -310,7 +312,11 @@ fn comm(body: &str) -> Option<Thread> {
 /// `split_lock_warn: 3 callbacks suppressed` and the MSR ratelimits'.
 fn suppressed(body: &str) -> Option<Result<Event, &'static str>> {
     let (func, r) = body.split_once(": ")?;
-    let n = r.strip_suffix(" callbacks suppressed")?.trim().parse().ok()?;
+    let n = r
+        .strip_suffix(" callbacks suppressed")?
+        .trim()
+        .parse()
+        .ok()?;
     let what = if func.contains("split_lock") || func.contains("bus_lock") {
         Suppressed::Lock
     } else if func.contains("msr") || func.contains("unimpl") {
@@ -340,9 +346,17 @@ pub const KVM_MESSAGES: &[(&str, &str)] = &[
 /// The id of a KVM module warning: a message of `kvm`, `kvm_intel`, `kvm_amd`, `SVM`/`VMX`.
 fn kvm(body: &str) -> Option<&'static str> {
     let lower = body.to_ascii_lowercase();
-    let kvm_line = ["kvm:", "kvm_intel:", "kvm_amd:", "kvm [", "svm:", "vmx:", "*** guest state"]
-        .iter()
-        .any(|p| lower.starts_with(p));
+    let kvm_line = [
+        "kvm:",
+        "kvm_intel:",
+        "kvm_amd:",
+        "kvm [",
+        "svm:",
+        "vmx:",
+        "*** guest state",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p));
     if !kvm_line {
         return None;
     }
@@ -367,14 +381,18 @@ mod tests {
 
     #[test]
     fn lock_traps() {
-        let e = ok("x86/split lock detection: #AC: CPU 1/KVM/175479 took a split_lock trap at address: 0x7efb5050");
+        let e = ok(
+            "x86/split lock detection: #AC: CPU 1/KVM/175479 took a split_lock trap at address: 0x7efb5050",
+        );
         let Event::Lock { bus, fatal, thread } = e else {
             panic!()
         };
         assert!(!bus && !fatal);
         assert_eq!(thread.class(), Class::Vcpu(1));
         assert_eq!(thread.tid, Some(175_479));
-        let e = ok("x86/split lock detection: #DB: qemu-system-x86/4185 took a bus_lock trap at address: 0x1");
+        let e = ok(
+            "x86/split lock detection: #DB: qemu-system-x86/4185 took a bus_lock trap at address: 0x1",
+        );
         assert!(matches!(e, Event::Lock { bus: true, .. }));
         assert!(event("x86/split lock detection: #AC: crashing the kernel on kernel split_locks and warning on user-space split_locks").is_none());
         assert!(matches!(
@@ -386,13 +404,55 @@ mod tests {
     #[test]
     fn msr_spellings() {
         for (line, vm, vcpu, index, write) in [
-            ("kvm [12633]: vcpu0 unhandled rdmsr: 0x1c9", 12633, 0, 0x1c9, false),
-            ("kvm [3412]: vcpu0, guest rIP: 0xfffff8019c8d6103 unhandled rdmsr: 0x611", 3412, 0, 0x611, false),
-            ("kvm [2154]: vcpu0, guest rIP: 0xfff0 unhandled wrmsr: 0x38d data 0x0", 2154, 0, 0x38d, true),
-            ("kvm_amd: kvm [67539]: vcpu3, guest rIP: 0xfffff8547ad7624d Unhandled WRMSR(0xc0010115) = 0x0", 67539, 3, 0xc001_0115, true),
-            ("kvm [1]: vcpu2, guest rIP: 0x1 Unhandled RDMSR(0x1a0)", 1, 2, 0x1a0, false),
-            ("kvm [9]: vcpu1, guest rIP: 0x1 ignored rdmsr: 0x34 data 0x0", 9, 1, 0x34, false),
-            ("kvm: 2345: cpu1 unhandled rdmsr: 0xce", 2345, 1, 0xce, false),
+            (
+                "kvm [12633]: vcpu0 unhandled rdmsr: 0x1c9",
+                12633,
+                0,
+                0x1c9,
+                false,
+            ),
+            (
+                "kvm [3412]: vcpu0, guest rIP: 0xfffff8019c8d6103 unhandled rdmsr: 0x611",
+                3412,
+                0,
+                0x611,
+                false,
+            ),
+            (
+                "kvm [2154]: vcpu0, guest rIP: 0xfff0 unhandled wrmsr: 0x38d data 0x0",
+                2154,
+                0,
+                0x38d,
+                true,
+            ),
+            (
+                "kvm_amd: kvm [67539]: vcpu3, guest rIP: 0xfffff8547ad7624d Unhandled WRMSR(0xc0010115) = 0x0",
+                67539,
+                3,
+                0xc001_0115,
+                true,
+            ),
+            (
+                "kvm [1]: vcpu2, guest rIP: 0x1 Unhandled RDMSR(0x1a0)",
+                1,
+                2,
+                0x1a0,
+                false,
+            ),
+            (
+                "kvm [9]: vcpu1, guest rIP: 0x1 ignored rdmsr: 0x34 data 0x0",
+                9,
+                1,
+                0x34,
+                false,
+            ),
+            (
+                "kvm: 2345: cpu1 unhandled rdmsr: 0xce",
+                2345,
+                1,
+                0xce,
+                false,
+            ),
         ] {
             assert_eq!(
                 ok(line),
@@ -406,7 +466,10 @@ mod tests {
                 "{line}"
             );
         }
-        assert!(matches!(event("kvm [1]: vcpu0 unhandled rdmsr: zz"), Some(Err(_))));
+        assert!(matches!(
+            event("kvm [1]: vcpu0 unhandled rdmsr: zz"),
+            Some(Err(_))
+        ));
     }
 
     #[test]
@@ -418,8 +481,18 @@ mod tests {
         assert_eq!((kind, secs), (Stall::SoftLockup, Some(2471)));
         assert_eq!(thread.class(), Class::Vcpu(0));
         let e = ok("INFO: task CPU 1/KVM:1234 blocked for more than 120 seconds.");
-        assert!(matches!(e, Event::Stall { kind: Stall::HungTask, secs: Some(120), .. }));
-        assert_eq!(ok("rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"), Event::RcuStall);
+        assert!(matches!(
+            e,
+            Event::Stall {
+                kind: Stall::HungTask,
+                secs: Some(120),
+                ..
+            }
+        ));
+        assert_eq!(
+            ok("rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"),
+            Event::RcuStall
+        );
         let Event::Comm(t) = ok("CPU: 3 PID: 4321 Comm: CPU 0/KVM Tainted: G        W") else {
             panic!()
         };
@@ -431,7 +504,10 @@ mod tests {
 
     #[test]
     fn kvm_messages() {
-        assert_eq!(ok("kvm: disabled by bios"), Event::Kvm("kvm_disabled_by_bios"));
+        assert_eq!(
+            ok("kvm: disabled by bios"),
+            Event::Kvm("kvm_disabled_by_bios")
+        );
         assert_eq!(
             ok("kvm: emulating exchange as write"),
             Event::Kvm("kvm_xchg_emulated_as_write")

@@ -17,7 +17,9 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use crate::error::Result;
-use crate::profile::{Access, Key, Note, Origin, Profile, Row, Table, TableKind, TimeStats, Window};
+use crate::profile::{
+    Access, Key, Note, Origin, Profile, Row, Table, TableKind, TimeStats, Window,
+};
 use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use crate::sources::lines::unquote;
 use event::{Class, Event, Stall, Suppressed, Thread};
@@ -37,7 +39,11 @@ pub fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut lines = 0usize;
     let mut prefixed = 0usize;
-    for l in text.lines().map(|l| unquote(l).trim()).filter(|l| !l.is_empty()) {
+    for l in text
+        .lines()
+        .map(|l| unquote(l).trim())
+        .filter(|l| !l.is_empty())
+    {
         lines += 1;
         let s = prefix::split(l);
         if s.prefixed {
@@ -74,8 +80,16 @@ struct Acc {
 /// What identifies a row.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum RowId {
-    Event { name: &'static str, thread: Option<Thread> },
-    Msr { vm: Option<u32>, vcpu: Option<u32>, index: u64, write: bool },
+    Event {
+        name: &'static str,
+        thread: Option<Thread>,
+    },
+    Msr {
+        vm: Option<u32>,
+        vcpu: Option<u32>,
+        index: u64,
+        write: bool,
+    },
 }
 
 struct Reader {
@@ -328,7 +342,11 @@ impl LineFormat for Reader {
             row.vcpu = acc.vcpu;
             row.pid = acc.pid;
             if !acc.secs.is_empty() {
-                let ns: Vec<u64> = acc.secs.iter().map(|s| s.saturating_mul(1_000_000_000)).collect();
+                let ns: Vec<u64> = acc
+                    .secs
+                    .iter()
+                    .map(|s| s.saturating_mul(1_000_000_000))
+                    .collect();
                 row.time = TimeStats {
                     total_ns: Some(ns.iter().fold(0u64, |a, b| a.saturating_add(*b))),
                     min_ns: ns.iter().min().copied(),
@@ -359,7 +377,11 @@ impl Reader {
                 self.unrelated
             )));
         }
-        if self.rows.keys().any(|k| matches!(k, RowId::Event { name, .. } if name.contains("_lock"))) {
+        if self
+            .rows
+            .keys()
+            .any(|k| matches!(k, RowId::Event { name, .. } if name.contains("_lock")))
+        {
             out.push(note(
                 "the kernel reports a split or bus lock once per thread (and at most 10 lines \
                  per 5 s): a row is a thread that trapped at least once, not a count of traps"

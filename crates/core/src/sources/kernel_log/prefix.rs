@@ -165,7 +165,11 @@ fn month_day_time(month: &str, day: &str, time: &str) -> Option<f64> {
     let mut hms = time.split(':');
     let h: u32 = hms.next()?.parse().ok().filter(|h| *h < 24)?;
     let min: u32 = hms.next()?.parse().ok().filter(|m| *m < 60)?;
-    let s: f64 = hms.next()?.parse().ok().filter(|s: &f64| (0.0..61.0).contains(s))?;
+    let s: f64 = hms
+        .next()?
+        .parse()
+        .ok()
+        .filter(|s: &f64| (0.0..61.0).contains(s))?;
     if hms.next().is_some() {
         return None;
     }
