@@ -181,7 +181,8 @@ fn lock(body: &str) -> Option<Result<Event, &'static str>> {
 }
 
 /// Every spelling of `vcpu_unimpl`'s MSR lines: `kvm: PID: cpuN …` (3.x), `kvm [PID]: vcpuN …`,
-/// `kvm [PID]: vcpuN, guest rIP: 0x… …`, each followed by `unhandled rdmsr: 0xI`,
+/// `kvm [PID]: vcpuN, guest rIP: 0x… …`, `kvm_pr_unimpl`'s `kvm [PID]: ` (no vCPU), each
+/// followed by `unhandled rdmsr: 0xI`,
 /// `unhandled wrmsr: 0xI data 0xD`, `ignored rdmsr/wrmsr: …`, `Unhandled RDMSR(0xI)`,
 /// `Unhandled WRMSR(0xI) = 0xD` (6.x), or a perfctr spelling; a module prefix (`kvm_amd: `)
 /// may come first.
@@ -193,8 +194,9 @@ fn msr(body: &str) -> Option<Result<Event, &'static str>> {
         return None;
     }
     let head = &body[start..at];
+    // `kvm_pr_unimpl` (5.x `ignored …` lines) names the VM but not the vCPU.
     let (vm, vcpu) = vm_vcpu(head);
-    if vcpu.is_none() {
+    if vm.is_none() && vcpu.is_none() {
         return None;
     }
     let write = lower[at..].starts_with("wrmsr");

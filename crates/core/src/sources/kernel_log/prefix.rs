@@ -143,9 +143,7 @@ fn iso(t: &str) -> Option<(f64, &str)> {
     let (_, m, day) = (d.next()?, d.next()?, d.next()?);
     let m: usize = m.parse().ok()?;
     let month = MONTHS.get(m.checked_sub(1)?)?;
-    let end = time
-        .find(|c: char| c == '+' || c == 'Z' || c == '-')
-        .unwrap_or(time.len());
+    let end = time.find(['+', 'Z', '-']).unwrap_or(time.len());
     let secs = month_day_time(month, day, &time[..end])?;
     Some((secs, host_kernel(r)?))
 }
