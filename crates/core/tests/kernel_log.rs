@@ -241,3 +241,23 @@ fn damaged_lines_are_noted() {
         p.warnings
     );
 }
+
+/// An MSR line wrapped after its guest rIP (as mail and narrow terminals do) reads as one line;
+/// the continuation of another message is not taken for it.
+#[test]
+fn wrapped_msr_lines_read_as_one() {
+    let text = "[ 6044.472516] kvm [3412]: vcpu0, guest rIP: 0xfffff8019c8d6103\n\
+                unhandled rdmsr: 0x611\n\
+                [ 6046.201977] kvm [3412]: vcpu1, guest rIP: 0xfffff8019d7c9188\n\
+                [ 6047.000000] usb 1-1: new device\n";
+    let p = sources::read_bytes(text.as_bytes(), "w.txt", None).unwrap();
+    let msrs: Vec<_> = p.tables[0]
+        .rows
+        .iter()
+        .filter(|r| matches!(r.key, Key::Msr { index: 0x611, .. }))
+        .collect();
+    assert_eq!(msrs.len(), 1);
+    assert_eq!((msrs[0].pid, msrs[0].vcpu), (Some(3412), Some(0)));
+    // The second head had no continuation: kept as a KVM line, not an MSR.
+    assert_eq!(rows(&p, "kvm_other"), [(None, 1)]);
+}

@@ -126,7 +126,8 @@ pub struct EvidenceSummary {
     /// The exit rows are counters (kvm_stat / binary stats), not exit reasons.
     pub from_counters: bool,
     /// The tables the input held: `vmexit`, `ioport`, `mmio`, `msr`, `counters`, `events`,
-    /// `sched` (the vCPU threads' scheduler samples), `perfmon`.
+    /// `sched` (the vCPU threads' scheduler samples), `perfmon`, `kernel_log` (the host's
+    /// kernel log, this input's or one joined with it).
     pub tables: Vec<&'static str>,
     /// The vCPU threads' scheduler samples as shares, when the input has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -356,6 +357,10 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
         (!ev.events.is_empty(), "events"),
         (ev.sched.is_some(), "sched"),
         (ev.hv.is_some(), "perfmon"),
+        (
+            ev.host_log.as_ref().is_some_and(|l| !l.rows.is_empty()),
+            "kernel_log",
+        ),
     ] {
         if present {
             tables.push(name);

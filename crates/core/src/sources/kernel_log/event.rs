@@ -222,6 +222,29 @@ fn msr(body: &str) -> Option<Result<Event, &'static str>> {
     )
 }
 
+/// Whether `body` is the head of an MSR line cut after its guest rIP (`kvm [PID]: vcpuN,
+/// guest rIP: 0x…`), its MSR wrapped onto the next line.
+pub fn wrapped_msr(body: &str) -> bool {
+    let Some((head, rip)) = body.rsplit_once(" guest rIP: ") else {
+        return false;
+    };
+    let lower = head.to_ascii_lowercase();
+    !lower.contains("msr")
+        && vm_vcpu(&body[body.find("kvm").unwrap_or(0)..]).1.is_some()
+        && rip
+            .strip_prefix("0x")
+            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Whether `body` is the rest of a wrapped MSR line (`unhandled rdmsr: 0x…`).
+pub fn continues_msr(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    ["unhandled ", "ignored "]
+        .iter()
+        .any(|p| lower.starts_with(p))
+        && lower.contains("msr")
+}
+
 /// The VMM pid and vCPU of `kvm [PID]: vcpuN` / `kvm: PID: cpuN`.
 fn vm_vcpu(head: &str) -> (Option<u32>, Option<u32>) {
     let digits = |t: &str| -> Option<u32> {
@@ -472,6 +495,19 @@ mod tests {
             event("kvm [1]: vcpu0 unhandled rdmsr: zz"),
             Some(Err(_))
         ));
+    }
+
+    #[test]
+    fn wrapped_msr_lines() {
+        assert!(wrapped_msr(
+            "kvm [3412]: vcpu0, guest rIP: 0xfffff8019c8d6103"
+        ));
+        assert!(!wrapped_msr(
+            "kvm [3412]: vcpu0, guest rIP: 0xfff0 unhandled rdmsr: 0x1"
+        ));
+        assert!(!wrapped_msr("guest rIP: 0x1"));
+        assert!(continues_msr("unhandled rdmsr: 0x611"));
+        assert!(!continues_msr("unhandled page fault"));
     }
 
     #[test]

@@ -106,6 +106,8 @@ struct Reader {
     wall: Option<(f64, f64)>,
     /// An RCU stall waiting for its `Comm:` line: (its line).
     rcu: Option<usize>,
+    /// An MSR line's head waiting for the rest a wrap put on the next line: (line, text).
+    wrapped: Option<(usize, String)>,
     suppressed_locks: u64,
     suppressed_msrs: u64,
     ignored_msrs: u64,
@@ -125,6 +127,7 @@ impl Reader {
             boot: None,
             wall: None,
             rcu: None,
+            wrapped: None,
             suppressed_locks: 0,
             suppressed_msrs: 0,
             ignored_msrs: 0,
@@ -233,10 +236,39 @@ impl LineFormat for Reader {
         if self.rcu.is_some_and(|at| n > at + RCU_REPORT_LINES) {
             self.rcu_unnamed();
         }
-        match event::event(s.body) {
+        // A `kvm [PID]: vcpuN, guest rIP: 0x…` line whose MSR a mail or terminal wrapped onto
+        // the next line: the two read as one.
+        if let Some((at, head)) = self.wrapped.take() {
+            if !s.prefixed && event::continues_msr(s.body) {
+                let joined = format!("{head} {}", s.body);
+                self.message(at, &joined, &joined, true);
+                return;
+            }
+            self.message(at, &head, &head, true);
+        }
+        if event::wrapped_msr(s.body) {
+            self.wrapped = Some((n, s.body.to_string()));
+            return;
+        }
+        self.message(n, t, s.body, s.prefixed);
+    }
+
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        if let Some((at, head)) = self.wrapped.take() {
+            self.message(at, &head, &head, true);
+        }
+        self.finish(cut)
+    }
+}
+
+impl Reader {
+    /// The message `body` of line `n` (`t`, for notes), `prefixed` when it had a kernel-log
+    /// prefix.
+    fn message(&mut self, n: usize, t: &str, body: &str, prefixed: bool) {
+        match event::event(body) {
             None => {
                 self.unrelated += 1;
-                if !s.prefixed {
+                if !prefixed {
                     self.book.unrecognised(n, t);
                 }
             }
@@ -308,7 +340,7 @@ impl LineFormat for Reader {
         }
     }
 
-    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+    fn finish(mut self, cut: Option<usize>) -> Result<Profile> {
         self.rcu_unnamed();
         let mut profile = Profile::new(Origin::new(FORMAT, Some(&self.path)));
         let mut table = Table::new(TableKind::KernelLog);
