@@ -261,3 +261,29 @@ fn wrapped_msr_lines_read_as_one() {
     // The second head had no continuation: kept as a KVM line, not an MSR.
     assert_eq!(rows(&p, "kvm_other"), [(None, 1)]);
 }
+
+/// Without bus-lock exits, VMX's EXCEPTION_NMI rows (where a split-lock #AC exits) join the
+/// finding as context only: the log's threads grade it.
+#[test]
+fn exception_exits_are_context_for_split_locks() {
+    let exits = "Analyze events for all VMs, all VCPUs:\n\n\
+        VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time\n\n\
+        EXCEPTION_NMI  3000    30.00%    20.00%      1.00us     90.00us      5.00us ( +-   1.00% )\n\
+        HLT            7000    70.00%    80.00%      1.00us   9000.00us     15.00us ( +-   1.00% )\n\n\
+        Total Samples:10000, Total events handled time:120000.00us.\n";
+    let exit_p = sources::read_bytes(exits.as_bytes(), "exits.txt", None).unwrap();
+    let (_, log) = read("03-jfcarter-syslog-one-split-lock.txt");
+    let d = diagnose(&[exit_p, log]);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "hostlog.split-lock")
+        .unwrap();
+    assert_eq!(f.severity, Severity::Low);
+    let e = f
+        .evidence
+        .iter()
+        .find(|e| e.key == "EXCEPTION_NMI")
+        .unwrap();
+    assert!(!e.explains);
+}

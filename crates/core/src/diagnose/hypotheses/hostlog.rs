@@ -102,14 +102,21 @@ rules! {
     }
 }
 
-/// Exit names of a bus-lock VM exit (VMX 74, SVM 0xa5), every tool's spelling.
+/// Exit names of a bus-lock VM exit (VMX 74, SVM 0xa5) and of SVM's #AC intercept (0x51),
+/// every tool's spelling: the same guest instructions as the log's traps.
 const BUS_LOCK_EXITS: &[&str] = &[
     "BUS_LOCK",
     "BUSLOCK",
     "buslock",
     "bus_lock",
     "EXIT_BUS_LOCK",
+    "AC excp",
+    "EXIT_EXCP_AC",
 ];
+
+/// VMX's exit for every intercepted exception: a split-lock #AC (vector 17) exits as one of
+/// them, so these rows may hold the traps without being only them.
+const EXCEPTION_EXITS: &[&str] = &["EXCEPTION_NMI"];
 
 pub fn check(ctx: &mut Ctx<'_>) {
     let Some(log) = &ctx.ev.host_log else {
@@ -143,14 +150,8 @@ fn split_lock(ctx: &mut Ctx<'_>, log: &HostLog) {
     let facts: Vec<Fact> = rows
         .iter()
         .map(|r| {
-            fact(
-                r,
-                format!(
-                    "{} took a {} trap",
-                    who(r),
-                    r.key.key_text().replace('_', "-")
-                ),
-            )
+            let what = r.key.key_text().replace('_', "-");
+            fact(r, format!("{} took a {what} trap", who(r)))
         })
         .collect();
     let others: Vec<Fact> = log
@@ -158,35 +159,56 @@ fn split_lock(ctx: &mut Ctx<'_>, log: &HostLog) {
         .into_iter()
         .map(|r| fact(r, "a process that is not a VM's trapped too".into()))
         .collect();
-    let exits = ctx.exits().map(|ex| {
-        let rows: Vec<_> = ex
-            .named(BUS_LOCK_EXITS)
-            .into_iter()
-            .filter(|r| r.count > 0)
-            .collect();
-        (ex, rows)
-    });
-    let h = match exits {
-        Some((ex, bus)) if !bus.is_empty() => Hypothesis::new(HostlogRule::SplitLock, ev, ex, &bus)
-            .grading(Grading::Rate {
-                thresholds: LOCK_RATE,
-                per_vcpu: true,
-                max: Severity::High,
-                without_rate: Severity::Medium,
-            })
-            .support(facts),
-        _ => {
-            let vcpus: BTreeSet<Option<u32>> = rows.iter().map(|r| r.vcpu).collect();
-            let severity = if rows.len() >= SEVERAL_THREADS && vcpus.len() >= SEVERAL_THREADS {
-                Severity::Medium
+    let h = match ctx.exits() {
+        Some(ex) => {
+            let bus: Vec<_> = ex
+                .named(BUS_LOCK_EXITS)
+                .into_iter()
+                .filter(|r| r.count > 0)
+                .collect();
+            if bus.is_empty() {
+                let maybe: Vec<Fact> = ex
+                    .named(EXCEPTION_EXITS)
+                    .into_iter()
+                    .filter(|r| r.count > 0)
+                    .map(|r| {
+                        let mut f = ex.fact(r).context();
+                        f.note = Some(
+                            "a split-lock #AC exits as an exception (vector 17): these may hold \
+                             the traps, with every other intercepted exception"
+                                .into(),
+                        );
+                        f
+                    })
+                    .collect();
+                from_log(&rows, facts).support(maybe)
             } else {
-                Severity::Low
-            };
-            Hypothesis::with_cost(HostlogRule::SplitLock, Cost::default(), facts)
-                .grading(Grading::Fixed(severity))
+                Hypothesis::new(HostlogRule::SplitLock, ev, ex, &bus)
+                    .grading(Grading::Rate {
+                        thresholds: LOCK_RATE,
+                        per_vcpu: true,
+                        max: Severity::High,
+                        without_rate: Severity::Medium,
+                    })
+                    .support(facts)
+            }
         }
+        None => from_log(&rows, facts),
     };
     ctx.push(h.support(others).removes(effect::REMOVED));
+}
+
+/// `hostlog.split-lock` from the log's threads alone (the kernel names each once): low for
+/// one thread, medium when several vCPUs trapped.
+fn from_log(rows: &[&Row], facts: Vec<Fact>) -> Hypothesis {
+    let vcpus: BTreeSet<Option<u32>> = rows.iter().map(|r| r.vcpu).collect();
+    let severity = if rows.len() >= SEVERAL_THREADS && vcpus.len() >= SEVERAL_THREADS {
+        Severity::Medium
+    } else {
+        Severity::Low
+    };
+    Hypothesis::with_cost(HostlogRule::SplitLock, Cost::default(), facts)
+        .grading(Grading::Fixed(severity))
 }
 
 fn unhandled_msr(ctx: &mut Ctx<'_>, log: &HostLog) {
