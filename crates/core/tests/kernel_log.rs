@@ -192,9 +192,31 @@ fn a_kernel_log_joins_the_exit_profile() {
 /// refused when forced, naming its first line.
 #[test]
 fn detection_is_strict_and_refusal_stays() {
-    for dir in ["exit-reports", "perfmon"] {
-        for e in std::fs::read_dir(testdata(dir)).unwrap() {
+    let mut files = Vec::new();
+    let mut dirs: Vec<_> = [
+        "exit-reports",
+        "perfmon",
+        "configs",
+        "readers",
+        "fio",
+        "mtree",
+        "cases",
+    ]
+    .map(testdata)
+    .into();
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten() {
             let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 50);
+    {
+        for path in files {
             let bytes = std::fs::read(&path).unwrap();
             let head = &bytes[..bytes.len().min(sources::DETECT_BYTES)];
             assert_ne!(
