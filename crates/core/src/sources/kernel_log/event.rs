@@ -1,6 +1,6 @@
 //! The kernel's KVM-relevant messages, recognised in a line's message (its prefix gone): split
 //! and bus lock traps (arch/x86/kernel/cpu/bus_lock.c), MSR accesses KVM does not emulate
-//! (`vcpu_unimpl`, every spelling since 3.x), soft lockups, hung tasks and RCU stalls with the
+//! (`vcpu_unimpl`: [`super::msr`]), soft lockups, hung tasks and RCU stalls with the
 //! thread they name, and KVM's own module warnings. Each recogniser returns `None` for a
 //! message that is not its kind and `Some(Err(why))` for one that is but is damaged.
 
@@ -102,7 +102,7 @@ pub enum Suppressed {
 /// has the start of one but not the rest.
 pub fn event(body: &str) -> Option<Result<Event, &'static str>> {
     lock(body)
-        .or_else(|| msr(body))
+        .or_else(|| super::msr::msr(body))
         .or_else(|| soft_lockup(body))
         .or_else(|| hung_task(body))
         .or_else(|| rcu(body))
@@ -111,7 +111,7 @@ pub fn event(body: &str) -> Option<Result<Event, &'static str>> {
         .or_else(|| kvm(body).map(|id| Ok(Event::Kvm(id))))
 }
 
-fn hex(t: &str) -> Option<u64> {
+pub(super) fn hex(t: &str) -> Option<u64> {
     let t = t.trim();
     let h = t
         .strip_prefix("0x")
@@ -178,92 +178,6 @@ fn lock(body: &str) -> Option<Result<Event, &'static str>> {
             .map(|thread| Event::Lock { bus, fatal, thread })
             .ok_or("a lock trap whose thread is not `name/tid`"),
     )
-}
-
-/// Every spelling of `vcpu_unimpl`'s MSR lines: `kvm: PID: cpuN …` (3.x), `kvm [PID]: vcpuN …`,
-/// `kvm [PID]: vcpuN, guest rIP: 0x… …`, `kvm_pr_unimpl`'s `kvm [PID]: ` (no vCPU), each
-/// followed by `unhandled rdmsr: 0xI`,
-/// `unhandled wrmsr: 0xI data 0xD`, `ignored rdmsr/wrmsr: …`, `Unhandled RDMSR(0xI)`,
-/// `Unhandled WRMSR(0xI) = 0xD` (6.x), or a perfctr spelling; a module prefix (`kvm_amd: `)
-/// may come first.
-fn msr(body: &str) -> Option<Result<Event, &'static str>> {
-    let lower = body.to_ascii_lowercase();
-    let at = lower.find("rdmsr").or_else(|| lower.find("wrmsr"))?;
-    let start = lower.find("kvm [").or_else(|| lower.find("kvm: "))?;
-    if start > at {
-        return None;
-    }
-    let head = &body[start..at];
-    // `kvm_pr_unimpl` (5.x `ignored …` lines) names the VM but not the vCPU.
-    let (vm, vcpu) = vm_vcpu(head);
-    if vm.is_none() && vcpu.is_none() {
-        return None;
-    }
-    let write = lower[at..].starts_with("wrmsr");
-    let ignored = lower[..at].contains("ignored");
-    let after = &body[at + 5..];
-    let index = if let Some(r) = after.strip_prefix('(') {
-        hex(r)
-    } else if let Some(r) = after.strip_prefix(':') {
-        hex(r)
-    } else {
-        None
-    };
-    Some(
-        index
-            .map(|index| Event::Msr {
-                vm,
-                vcpu,
-                index,
-                write,
-                ignored,
-            })
-            .ok_or("an MSR line without its MSR index"),
-    )
-}
-
-/// Whether `body` is the head of an MSR line cut after its guest rIP (`kvm [PID]: vcpuN,
-/// guest rIP: 0x…`), its MSR wrapped onto the next line.
-pub fn wrapped_msr(body: &str) -> bool {
-    let Some((head, rip)) = body.rsplit_once(" guest rIP: ") else {
-        return false;
-    };
-    let lower = head.to_ascii_lowercase();
-    !lower.contains("msr")
-        && vm_vcpu(&body[body.find("kvm").unwrap_or(0)..]).1.is_some()
-        && rip
-            .strip_prefix("0x")
-            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// Whether `body` is the rest of a wrapped MSR line (`unhandled rdmsr: 0x…`).
-pub fn continues_msr(body: &str) -> bool {
-    let lower = body.to_ascii_lowercase();
-    ["unhandled ", "ignored "]
-        .iter()
-        .any(|p| lower.starts_with(p))
-        && lower.contains("msr")
-}
-
-/// The VMM pid and vCPU of `kvm [PID]: vcpuN` / `kvm: PID: cpuN`.
-fn vm_vcpu(head: &str) -> (Option<u32>, Option<u32>) {
-    let digits = |t: &str| -> Option<u32> {
-        let end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        t[..end].parse().ok()
-    };
-    if let Some(r) = head.strip_prefix("kvm [") {
-        let vm = digits(r);
-        let vcpu = r
-            .find("]: vcpu")
-            .and_then(|i| digits(r[i + 7..].trim_start()));
-        return (vm, vcpu);
-    }
-    if let Some(r) = head.strip_prefix("kvm: ") {
-        let vm = digits(r);
-        let vcpu = r.find(": cpu").and_then(|i| digits(&r[i + 5..]));
-        return (vm, vcpu);
-    }
-    (None, None)
 }
 
 /// `BUG: soft lockup - CPU#3 stuck for 22s! [CPU 0/KVM:4321]`.
@@ -424,90 +338,6 @@ mod tests {
             event("x86/split lock detection: #AC: CPU 1/KVM/17"),
             Some(Err(_))
         ));
-    }
-
-    #[test]
-    fn msr_spellings() {
-        for (line, vm, vcpu, index, write) in [
-            (
-                "kvm [12633]: vcpu0 unhandled rdmsr: 0x1c9",
-                12633,
-                0,
-                0x1c9,
-                false,
-            ),
-            (
-                "kvm [3412]: vcpu0, guest rIP: 0xfffff8019c8d6103 unhandled rdmsr: 0x611",
-                3412,
-                0,
-                0x611,
-                false,
-            ),
-            (
-                "kvm [2154]: vcpu0, guest rIP: 0xfff0 unhandled wrmsr: 0x38d data 0x0",
-                2154,
-                0,
-                0x38d,
-                true,
-            ),
-            (
-                "kvm_amd: kvm [67539]: vcpu3, guest rIP: 0xfffff8547ad7624d Unhandled WRMSR(0xc0010115) = 0x0",
-                67539,
-                3,
-                0xc001_0115,
-                true,
-            ),
-            (
-                "kvm [1]: vcpu2, guest rIP: 0x1 Unhandled RDMSR(0x1a0)",
-                1,
-                2,
-                0x1a0,
-                false,
-            ),
-            (
-                "kvm [9]: vcpu1, guest rIP: 0x1 ignored rdmsr: 0x34 data 0x0",
-                9,
-                1,
-                0x34,
-                false,
-            ),
-            (
-                "kvm: 2345: cpu1 unhandled rdmsr: 0xce",
-                2345,
-                1,
-                0xce,
-                false,
-            ),
-        ] {
-            assert_eq!(
-                ok(line),
-                Event::Msr {
-                    vm: Some(vm),
-                    vcpu: Some(vcpu),
-                    index,
-                    write,
-                    ignored: line.contains("ignored"),
-                },
-                "{line}"
-            );
-        }
-        assert!(matches!(
-            event("kvm [1]: vcpu0 unhandled rdmsr: zz"),
-            Some(Err(_))
-        ));
-    }
-
-    #[test]
-    fn wrapped_msr_lines() {
-        assert!(wrapped_msr(
-            "kvm [3412]: vcpu0, guest rIP: 0xfffff8019c8d6103"
-        ));
-        assert!(!wrapped_msr(
-            "kvm [3412]: vcpu0, guest rIP: 0xfff0 unhandled rdmsr: 0x1"
-        ));
-        assert!(!wrapped_msr("guest rIP: 0x1"));
-        assert!(continues_msr("unhandled rdmsr: 0x611"));
-        assert!(!continues_msr("unhandled page fault"));
     }
 
     #[test]

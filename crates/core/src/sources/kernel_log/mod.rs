@@ -11,6 +11,7 @@
 //! line and left out; a file in which no line has a kernel-log shape is refused.
 
 mod event;
+mod msr;
 mod prefix;
 
 use std::collections::BTreeMap;
@@ -239,14 +240,14 @@ impl LineFormat for Reader {
         // A `kvm [PID]: vcpuN, guest rIP: 0x…` line whose MSR a mail or terminal wrapped onto
         // the next line: the two read as one.
         if let Some((at, head)) = self.wrapped.take() {
-            if !s.prefixed && event::continues_msr(s.body) {
+            if !s.prefixed && msr::continues_msr(s.body) {
                 let joined = format!("{head} {}", s.body);
                 self.message(at, &joined, &joined, true);
                 return;
             }
             self.message(at, &head, &head, true);
         }
-        if event::wrapped_msr(s.body) {
+        if msr::wrapped_msr(s.body) {
             self.wrapped = Some((n, s.body.to_string()));
             return;
         }
