@@ -17,7 +17,12 @@ pub fn describe(id: HostlogRule) -> Description {
                       stops the vCPU; while kernel.split_lock_mitigate is 1 it also sleeps 10 ms and \
                       split lockers run one at a time. The kernel logs each thread once, so the log \
                       says which vCPUs trapped, not how often.",
-            sources: &[BUSLOCK_DOC, SPLIT_LOCK_MITIGATE, SPLIT_LOCK_PARAM],
+            sources: &[
+                BUSLOCK_DOC,
+                SPLIT_LOCK_MITIGATE,
+                SPLIT_LOCK_PARAM,
+                LWN_SPLIT_LOCK_MISERY,
+            ],
         },
         HostlogRule::UnhandledMsr => Description {
             title: "the guest touches MSRs KVM does not emulate",

@@ -457,3 +457,10 @@ pub const RCU_STALLS: Source = src(
      interrupts off",
     Some("https://docs.kernel.org/RCU/stallwarn.html"),
 );
+pub const LWN_SPLIT_LOCK_MISERY: Source = src(
+    "post",
+    "LWN: The search for the correct amount of split-lock misery (2022)",
+    "why split lockers are slowed down by default (a denial-of-service vector for other VMs), and \
+     the kernel.split_lock_mitigate knob (Linux 6.2) that keeps the warning without the slowdown",
+    Some("https://lwn.net/Articles/911219/"),
+);
