@@ -25,7 +25,8 @@ pub const LOCK_RATE: [f64; 3] = [
 ];
 
 /// VM threads that trapped, from which the split locks are the guest's common code rather
-/// than a one-off: more than one vCPU (the kernel reports each thread once).
+/// than a one-off: more than one (the kernel reports each thread once, so each is another
+/// vCPU, or another VM).
 pub const SEVERAL_THREADS: usize = 2;
 
 /// Lines of one MSR from one vCPU beyond which the guest is not probing it once at boot
@@ -198,11 +199,10 @@ fn split_lock(ctx: &mut Ctx<'_>, log: &HostLog) {
     ctx.push(h.support(others).removes(effect::REMOVED));
 }
 
-/// `hostlog.split-lock` from the log's threads alone (the kernel names each once): low for
-/// one thread, medium when several vCPUs trapped.
+/// `hostlog.split-lock` from the log's threads alone (the kernel names each once; a row is a
+/// thread): low for one thread, medium when several VM threads trapped.
 fn from_log(rows: &[&Row], facts: Vec<Fact>) -> Hypothesis {
-    let vcpus: BTreeSet<Option<u32>> = rows.iter().map(|r| r.vcpu).collect();
-    let severity = if rows.len() >= SEVERAL_THREADS && vcpus.len() >= SEVERAL_THREADS {
+    let severity = if rows.len() >= SEVERAL_THREADS {
         Severity::Medium
     } else {
         Severity::Low
