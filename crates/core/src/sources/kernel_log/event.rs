@@ -282,6 +282,13 @@ pub const KVM_MESSAGES: &[(&str, &str)] = &[
     ("*** guest state ***", "kvm_vmentry_failed"),
 ];
 
+/// KVM warnings that older kernels printed without a `kvm:` prefix, distinct enough to know
+/// by themselves.
+const UNPREFIXED: &[&str] = &[
+    "user requested tsc rate below hardware speed",
+    "invalid tsc scaling ratio",
+];
+
 /// The id of a KVM module warning: a message of `kvm`, `kvm_intel`, `kvm_amd`, `SVM`/`VMX`.
 fn kvm(body: &str) -> Option<&'static str> {
     let lower = body.to_ascii_lowercase();
@@ -296,7 +303,9 @@ fn kvm(body: &str) -> Option<&'static str> {
     ]
     .iter()
     .any(|p| lower.starts_with(p));
-    if !kvm_line {
+    // x86.c printed its TSC warnings without a prefix before KVM's modules got one (6.x).
+    let unprefixed = UNPREFIXED.iter().any(|n| lower.starts_with(n));
+    if !kvm_line && !unprefixed {
         return None;
     }
     Some(
@@ -383,6 +392,10 @@ mod tests {
         assert_eq!(
             ok("kvm: zapping shadow pages for mmio generation wraparound"),
             Event::Kvm("kvm_mmio_generation_wrap")
+        );
+        assert_eq!(
+            ok("user requested TSC rate below hardware speed"),
+            Event::Kvm("kvm_tsc_rate")
         );
         assert!(event("usb 1-1: new high-speed USB device").is_none());
         assert!(event("EXT4-fs (sda1): mounted filesystem").is_none());

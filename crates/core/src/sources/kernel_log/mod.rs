@@ -203,7 +203,8 @@ impl Reader {
         Some(Window {
             start: Some(format!("{a:.6} {kind}")),
             end: Some(format!("{b:.6} {kind}")),
-            duration_ns: Some(((b - a).max(0.0) * 1e9) as u64),
+            // One stamp (or one second of a wall clock) tells no span.
+            duration_ns: (b > a).then(|| ((b - a) * 1e9) as u64),
             intervals: 0,
         })
     }
