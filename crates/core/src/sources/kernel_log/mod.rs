@@ -204,7 +204,7 @@ impl Reader {
             start: Some(format!("{a:.6} {kind}")),
             end: Some(format!("{b:.6} {kind}")),
             // One stamp (or one second of a wall clock) tells no span.
-            duration_ns: (b > a).then(|| ((b - a) * 1e9) as u64),
+            duration_ns: (b > a).then_some(((b - a) * 1e9) as u64),
             intervals: 0,
         })
     }
