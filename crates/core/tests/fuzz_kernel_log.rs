@@ -23,6 +23,13 @@ const SAMPLES: [&str; 5] = [
     include_str!("../../../testdata/kernel-logs/05-harvester-dmesg-T-vcpu-soft-lockup.txt"),
 ];
 
+/// An exit profile the logs are joined with (perf kvm stat's report layout).
+const EXITS: &str = "Analyze events for all VMs, all VCPUs:\n\n\
+    VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time\n\n\
+    BUS_LOCK      600    60.00%    50.00%      1.00us     90.00us     10.00us ( +-   1.00% )\n\
+    HLT           400    40.00%    50.00%      1.00us   9000.00us     15.00us ( +-   1.00% )\n\n\
+    Total Samples:1000, Total events handled time:12000.00us.\n";
+
 fn edit() -> impl Strategy<Value = Edit> {
     common::edit(vec![
         b"\n".to_vec(),
@@ -53,6 +60,11 @@ fn check(bytes: &[u8]) -> Result<(), TestCaseError> {
             let json = serde_json::to_string(&p).unwrap();
             let back: Profile = serde_json::from_str(&json).unwrap();
             prop_assert_eq!(back.tables.len(), p.tables.len());
+            // Alone, and joined with an exit profile as `diagnose exits.txt dmesg.txt` does.
+            let exits = sources::read_bytes(EXITS.as_bytes(), "exits.txt", None).unwrap();
+            let joined = [exits, p.clone()];
+            let d = diagnose::diagnose(&joined, None, &Decoder::builtin(), &Options::default());
+            prop_assert_eq!(d.inputs.len(), 1);
             let _ = diagnose::diagnose(&[p], None, &Decoder::builtin(), &Options::default());
         }
         Err(e) => common::check_error(e, "k.txt", bytes)?,
