@@ -309,3 +309,20 @@ fn exception_exits_are_context_for_split_locks() {
         .unwrap();
     assert!(!e.explains);
 }
+
+/// A stall of a vCPU thread in a run whose other input shows over-commit names it as the
+/// likelier cause (the over-commit reading here is an esxtop log's: the logic, not a host).
+#[test]
+fn a_stall_beside_overcommit_says_so() {
+    let path = testdata("perfmon").join("esxtop-built-to-layout.csv");
+    let esx = sources::read_path(&path, None).unwrap();
+    let (_, log) = read("05-harvester-dmesg-T-vcpu-soft-lockup.txt");
+    let d = diagnose(&[esx, log]);
+    assert!(d.findings.iter().any(|f| f.id == "hv.overcommit"));
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "hostlog.vcpu-stall")
+        .unwrap();
+    assert!(f.evidence.iter().any(|e| e.key == "hv.overcommit"));
+}

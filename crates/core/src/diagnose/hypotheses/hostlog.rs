@@ -6,9 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use super::{Ctx, Grading, Hypothesis, Threshold, effect, rules};
+use super::{Ctx, Grading, HvRule, Hypothesis, RuleId, Threshold, effect, rules};
 use crate::diagnose::evidence::hostlog::HostLog;
 use crate::diagnose::model::{Confidence, Cost, Fact, Severity};
+use crate::diagnose::rules::Family;
 use crate::profile::{Key, Row};
 
 /// The sleep `split_lock_warn` takes before letting a trapped thread go on, while
@@ -280,6 +281,23 @@ fn stall(ctx: &mut Ctx<'_>, log: &HostLog) {
         .into_iter()
         .map(|r| fact(r, "a stall of a host thread that is not a VM's".into()))
         .collect();
+    // The same input's scheduling findings (run before this family) say whether the host was
+    // over-committed: then that is the likelier cause of the stall than a KVM bug.
+    let crowded: Vec<Fact> = ctx
+        .found
+        .iter()
+        .filter(|h| {
+            matches!(h.id.family(), Family::Sched) || h.id == RuleId::Hv(HvRule::Overcommit)
+        })
+        .map(|h| {
+            Fact::said(
+                "sched",
+                h.id.as_str(),
+                "the same run shows vCPUs waiting for a host CPU: over-commit is the likelier \
+                 cause of the stall",
+            )
+        })
+        .collect();
     let longest = rows.iter().filter_map(|r| r.time.max_ns).max().unwrap_or(0);
     let high = longest >= LONG_STALL_S * 1_000_000_000 || rows.len() >= SEVERAL_THREADS;
     let h = Hypothesis::with_cost(HostlogRule::VcpuStall, Cost::default(), facts)
@@ -289,6 +307,7 @@ fn stall(ctx: &mut Ctx<'_>, log: &HostLog) {
             Severity::Medium
         }))
         .removes(effect::NOTHING)
-        .support(others);
+        .support(others)
+        .support(crowded);
     ctx.push(h);
 }
