@@ -8,7 +8,7 @@ mod checks;
 pub(crate) mod counter_table;
 pub mod fio_json;
 pub(crate) mod input;
-pub mod kernel_log;
+pub(crate) mod kernel_log;
 pub(crate) mod kvm_stat;
 mod line_reader;
 pub(crate) mod lines;

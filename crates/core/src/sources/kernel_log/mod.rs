@@ -26,8 +26,6 @@ use crate::sources::lines::unquote;
 use event::{Class, Event, Stall, Suppressed, Thread};
 use prefix::Stamp;
 
-pub use event::classify;
-
 /// The name of this format (`--format kernel-log`, `origin.format`).
 pub const FORMAT: &str = "kernel-log";
 
