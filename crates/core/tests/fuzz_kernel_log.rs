@@ -13,7 +13,7 @@ use virtlens_core::sources::{self, Format};
 
 use crate::common::{self, Edit, apply};
 
-const SAMPLES: [&str; 5] = [
+const SAMPLES: [&str; 6] = [
     include_str!("../../../testdata/kernel-logs/01-novm-dmesg-unhandled-rdmsr.txt"),
     include_str!(
         "../../../testdata/kernel-logs/02-virt-manager-journalctl-amd-unhandled-wrmsr.txt"
@@ -21,6 +21,7 @@ const SAMPLES: [&str; 5] = [
     include_str!("../../../testdata/kernel-logs/03-jfcarter-syslog-one-split-lock.txt"),
     include_str!("../../../testdata/kernel-logs/04-virtualbox-dmesg-split-lock-every-vcpu.txt"),
     include_str!("../../../testdata/kernel-logs/05-harvester-dmesg-T-vcpu-soft-lockup.txt"),
+    include_str!("../../../testdata/kernel-logs/06-opennebula-dmesg-qemu-hung-task-panic.txt"),
 ];
 
 /// An exit profile the logs are joined with (perf kvm stat's report layout).

@@ -326,3 +326,30 @@ fn a_stall_beside_overcommit_says_so() {
         .unwrap();
     assert!(f.evidence.iter().any(|e| e.key == "hv.overcommit"));
 }
+
+/// kube-opennebula#1: a QEMU thread hung 120 s before the host's kernel oopsed — the stall
+/// leads, the perfctr MSR line (4.4's `disabled perfctr wrmsr`) is context.
+#[test]
+fn qemu_hung_task_before_a_panic_leads() {
+    let (_, p) = read("06-opennebula-dmesg-qemu-hung-task-panic.txt");
+    assert_eq!(
+        rows(&p, "hung_task"),
+        [(None, 1)],
+        "a VMM thread, vCPU unknown"
+    );
+    assert!(p.tables[0].rows.iter().any(|r| r.key
+        == Key::Msr {
+            index: 0xc2,
+            access: Some(virtlens_core::profile::Access::Write)
+        }));
+    let d = diagnose(&[p]);
+    let f = d.main_of(1).unwrap();
+    assert_eq!(f.id, "hostlog.vcpu-stall");
+    assert_eq!(f.severity, Severity::High);
+    let m = d
+        .findings
+        .iter()
+        .find(|f| f.id == "hostlog.unhandled-msr")
+        .unwrap();
+    assert_eq!(m.severity, Severity::Info);
+}

@@ -282,8 +282,12 @@ impl Reader {
                     self.thread_event(n, name, thread, None);
                 }
                 Event::Suppressed { what, n: k } => match what {
-                    Suppressed::Lock => self.suppressed_locks += k,
-                    Suppressed::Msr => self.suppressed_msrs += k,
+                    Suppressed::Lock => {
+                        self.suppressed_locks = self.suppressed_locks.saturating_add(k)
+                    }
+                    Suppressed::Msr => {
+                        self.suppressed_msrs = self.suppressed_msrs.saturating_add(k)
+                    }
                 },
                 Event::Msr {
                     vm,
