@@ -44,6 +44,7 @@ Examples:
   virtlens diagnose exits.txt --guest windows --window 10     a 10 s `perf kvm stat` capture
   virtlens diagnose exits.txt --config /etc/libvirt/qemu/win10.xml
   virtlens diagnose before.txt after.txt                      did the change help, and why?
+  virtlens diagnose exits.txt dmesg.txt                       the host's kernel log joined in
   virtlens diagnose exits.txt --window 10 --fio fio.json     exits per IO at fio's IO rate
   sudo virtlens diagnose --live --vm win10 --duration 10
 

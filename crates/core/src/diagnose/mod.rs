@@ -126,7 +126,8 @@ pub struct EvidenceSummary {
     /// The exit rows are counters (kvm_stat / binary stats), not exit reasons.
     pub from_counters: bool,
     /// The tables the input held: `vmexit`, `ioport`, `mmio`, `msr`, `counters`, `events`,
-    /// `sched` (the vCPU threads' scheduler samples), `perfmon`.
+    /// `sched` (the vCPU threads' scheduler samples), `perfmon`, `kernel_log` (the host's
+    /// kernel log, this input's or one joined with it).
     pub tables: Vec<&'static str>,
     /// The vCPU threads' scheduler samples as shares, when the input has them.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -175,7 +176,28 @@ pub fn diagnose(
     decoder: &Decoder,
     options: &Options,
 ) -> Diagnosis {
+    // Kernel logs are evidence about the other inputs' guests: joined with each of them, not
+    // diagnosed (nor compared) on their own — unless they are all there is.
+    let is_log = |p: &Profile| p.origin.format == crate::sources::kernel_log::FORMAT;
+    let join_logs = profiles.iter().any(is_log) && !profiles.iter().all(is_log);
+    let owned: Vec<Profile>;
+    let mut host_log = Vec::new();
+    let mut log_notes = Vec::new();
+    let profiles: &[Profile] = if join_logs {
+        for p in profiles.iter().filter(|p| is_log(p)) {
+            host_log.extend(p.tables.iter().cloned());
+            log_notes.push(format!(
+                "{}: a kernel log, joined with every other input as evidence about the host",
+                p.origin.path.as_deref().unwrap_or("kernel log")
+            ));
+        }
+        owned = profiles.iter().filter(|p| !is_log(p)).cloned().collect();
+        &owned
+    } else {
+        profiles
+    };
     let given = Given {
+        host_log,
         guest: options.guest,
         host: options.host.clone(),
         qemu_version: options.qemu_version,
@@ -187,6 +209,7 @@ pub fn diagnose(
     let mut inputs = Vec::new();
     let mut findings = Vec::new();
     let mut notes = analysis::report::input_notes(profiles);
+    notes.extend(log_notes);
     for (input, profile, tables) in evidence::split(profiles) {
         let ev = EvidenceSet::gather(input, profile, &tables, decoder, &given);
         let mut found: Vec<Finding> = hypotheses::run(&ev)
@@ -334,6 +357,10 @@ fn report(ev: &EvidenceSet, found: &[Finding]) -> InputReport {
         (!ev.events.is_empty(), "events"),
         (ev.sched.is_some(), "sched"),
         (ev.hv.is_some(), "perfmon"),
+        (
+            ev.host_log.as_ref().is_some_and(|l| !l.rows.is_empty()),
+            "kernel_log",
+        ),
     ] {
         if present {
             tables.push(name);

@@ -197,6 +197,7 @@ families! {
     Hv(hv::HvRule) = "hv",
     Irq(irq::IrqRule) = "irq",
     Idle(idle::IdleRule) = "idle",
+    Hostlog(hostlog::HostlogRule) = "hostlog",
 }
 
 impl Family {
@@ -206,6 +207,8 @@ impl Family {
         match self {
             Family::Unknown
             | Family::Arch
+            // The log's own lines say which architecture they come from.
+            | Family::Hostlog
             | Family::Halt
             | Family::Sched
             | Family::Irq

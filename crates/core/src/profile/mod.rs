@@ -177,13 +177,16 @@ pub enum TableKind {
     CoalescedMmio,
     /// The vCPU threads' scheduling (`sched`).
     Sched,
+    /// KVM-relevant messages of the host's kernel log (`kernel_log`): lock traps, MSRs KVM
+    /// does not emulate, lockups of vCPU threads, KVM's module warnings.
+    KernelLog,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).
     Event(String),
 }
 
 impl TableKind {
     /// The kinds with a name of their own, besides [`TableKind::Event`].
-    pub const NAMED: [TableKind; 15] = [
+    pub const NAMED: [TableKind; 16] = [
         TableKind::Vmexit,
         TableKind::Ioport,
         TableKind::Mmio,
@@ -199,6 +202,7 @@ impl TableKind {
         TableKind::Ioeventfd,
         TableKind::CoalescedMmio,
         TableKind::Sched,
+        TableKind::KernelLog,
     ];
 
     /// The name used in JSON and on the command line.
@@ -219,6 +223,7 @@ impl TableKind {
             TableKind::Ioeventfd => "ioeventfd",
             TableKind::CoalescedMmio => "coalesced_mmio",
             TableKind::Sched => "sched",
+            TableKind::KernelLog => "kernel_log",
             TableKind::Event(name) => name,
         }
     }

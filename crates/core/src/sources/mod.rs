@@ -8,6 +8,7 @@ mod checks;
 pub(crate) mod counter_table;
 pub mod fio_json;
 pub(crate) mod input;
+pub(crate) mod kernel_log;
 pub(crate) mod kvm_stat;
 mod line_reader;
 pub(crate) mod lines;
@@ -50,11 +51,13 @@ pub enum Format {
     PerfmonCsv,
     /// A pasted table of counter values (perfmon report view, `Get-Counter`).
     CounterTable,
+    /// A KVM host's kernel log (`dmesg`, `journalctl -k`): evidence joined with the others.
+    KernelLog,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Capture,
         Format::PerfmonCsv,
         Format::PerfData,
@@ -63,6 +66,7 @@ impl Format {
         Format::BccKvmexit,
         Format::PerfProf,
         Format::TraceText,
+        Format::KernelLog,
         Format::CounterTable,
     ];
 
@@ -78,6 +82,7 @@ impl Format {
             Format::Capture => capture::FORMAT,
             Format::PerfmonCsv => perfmon_csv::FORMAT,
             Format::CounterTable => counter_table::FORMAT,
+            Format::KernelLog => kernel_log::FORMAT,
         }
     }
 
@@ -97,6 +102,7 @@ impl Format {
             Format::Capture => capture::looks_like(head),
             Format::PerfmonCsv => perfmon_csv::looks_like(head),
             Format::CounterTable => counter_table::looks_like(head),
+            Format::KernelLog => kernel_log::looks_like(head),
         }
     }
 
@@ -128,6 +134,7 @@ impl Format {
             Format::PerfProf => perf_prof::read(reader, path),
             Format::TraceText => trace_text::read(reader, path),
             Format::CounterTable => counter_table::read(reader, path),
+            Format::KernelLog => kernel_log::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),

@@ -12,6 +12,7 @@
 pub(crate) mod counters;
 pub(crate) mod guest;
 pub(crate) mod host;
+pub(crate) mod hostlog;
 pub(crate) mod hv;
 pub(crate) mod io;
 pub(crate) mod rate;
@@ -59,6 +60,8 @@ pub struct Given<'a> {
     pub vcpus: Option<u32>,
     /// `--iops N` / `--fio FILE`.
     pub io: Option<io::IoRate>,
+    /// The kernel-log tables of the run's kernel-log inputs, joined with every other input.
+    pub host_log: Vec<Table>,
 }
 
 /// Everything known about one input.
@@ -84,6 +87,8 @@ pub struct EvidenceSet {
     pub io: Option<io::IoView>,
     /// Hyper-V / esxtop performance counters.
     pub hv: Option<hv::HvEvidence>,
+    /// The host's kernel log: this input's, or one given beside it.
+    pub host_log: Option<hostlog::HostLog>,
 }
 
 impl EvidenceSet {
@@ -177,6 +182,8 @@ impl EvidenceSet {
             io: None,
             hv: hv::HvEvidence::of(profile, given.io.as_ref().map(|r| r.iops))
                 .filter(|h| !h.is_empty()),
+            host_log: hostlog::HostLog::of(tables.iter().copied(), false)
+                .or_else(|| hostlog::HostLog::of(&given.host_log, true)),
         };
         ev.io = given
             .io
@@ -196,6 +203,7 @@ impl EvidenceSet {
             && self.events.is_empty()
             && self.sched.is_none()
             && self.hv.is_none()
+            && self.host_log.as_ref().is_none_or(|l| l.rows.is_empty())
     }
 
     /// How many events the input counts: the largest of its exit and breakdown tables.

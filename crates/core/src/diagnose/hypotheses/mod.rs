@@ -18,6 +18,7 @@ pub(crate) mod cpuid;
 pub(crate) mod effect;
 pub(crate) mod emulation;
 pub(crate) mod halt;
+pub(crate) mod hostlog;
 pub(crate) mod hv;
 pub(crate) mod hypercall;
 pub(crate) mod idle;
@@ -47,6 +48,7 @@ pub use arch::ArchRule;
 pub use cpuid::CpuidRule;
 pub use emulation::EmulationRule;
 pub use halt::HaltRule;
+pub use hostlog::HostlogRule;
 pub use hv::HvRule;
 pub use hypercall::HypercallRule;
 pub use idle::IdleRule;
@@ -353,6 +355,7 @@ pub const STEPS: &[(Family, Check)] = &[
     (Family::Hv, hv::check),
     (Family::Irq, irq::check),
     (Family::Idle, idle::check),
+    (Family::Hostlog, hostlog::check),
 ];
 
 /// Every family's checks, in [`STEPS`] order.

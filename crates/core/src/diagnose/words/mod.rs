@@ -11,6 +11,7 @@ mod cpuid;
 mod emulation;
 mod fixes;
 mod halt;
+mod hostlog;
 mod hv;
 mod hypercall;
 mod idle;
@@ -139,6 +140,7 @@ pub fn describe(id: RuleId) -> Description {
         RuleId::Hv(r) => hv::describe(r),
         RuleId::Irq(r) => irq::describe(r),
         RuleId::Idle(r) => idle::describe(r),
+        RuleId::Hostlog(r) => hostlog::describe(r),
     }
 }
 
@@ -164,6 +166,7 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
         RuleId::Hv(r) => hv::write(&w, r),
         RuleId::Irq(r) => irq::write(&w, r),
         RuleId::Idle(r) => idle::write(&w, r),
+        RuleId::Hostlog(r) => hostlog::write(&w, r),
     };
     if !h.rivals.is_empty() && words.check.is_none() {
         words.check = Some(check_for(h.id).to_string());
@@ -243,6 +246,9 @@ pub fn check_for(id: RuleId) -> &'static str {
          sched latency` and `pidstat -t -p PID 1` on the host";
     const HALTS: &str = "trace the halts and wake-ups: `trace-cmd record -e kvm:kvm_vcpu_wakeup -e \
          kvm:kvm_halt_poll_ns`";
+    const HOSTLOG: &str = "watch the host's kernel log while the guest runs (`dmesg -w`, \
+         `journalctl -kf`) and record the exits beside it (`perf kvm stat record -a sleep 10`), \
+         then give both to `virtlens diagnose exits.txt dmesg.txt`";
     const EXITS: &str = "record the exits with their details: `perf kvm stat record -a sleep 10` \
          and `perf kvm stat report`, or `virtlens record`";
     match id {
@@ -255,6 +261,7 @@ pub fn check_for(id: RuleId) -> &'static str {
             Family::Apic => APICV,
             Family::Sched => READY,
             Family::Halt => HALTS,
+            Family::Hostlog => HOSTLOG,
             Family::Unknown
             | Family::Arch
             | Family::Emulation

@@ -451,3 +451,55 @@ pub const RISCV_SBI_SPEC: Source = src(
     "the SBI calls a guest kernel makes (TIME, IPI, RFENCE, console)",
     Some("https://github.com/riscv-non-isa/riscv-sbi-doc"),
 );
+
+pub const BUSLOCK_DOC: Source = src(
+    "doc",
+    "Linux: Documentation/arch/x86/buslock.rst",
+    "split-lock and bus-lock detection: #AC / #DB traps, split_lock_detect=off|warn|fatal|ratelimit:N",
+    Some("https://docs.kernel.org/arch/x86/buslock.html"),
+);
+pub const SPLIT_LOCK_MITIGATE: Source = src(
+    "doc",
+    "Linux: sysctl kernel.split_lock_mitigate",
+    "1 (default): a split-locking thread sleeps 10 ms and split lockers run one at a time; \
+     0: only a warning (added in Linux 6.2)",
+    Some("https://docs.kernel.org/admin-guide/sysctl/kernel.html#split-lock-mitigate-x86-only"),
+);
+pub const SPLIT_LOCK_PARAM: Source = src(
+    "doc",
+    "Linux: kernel parameters, split_lock_detect=",
+    "off / warn (default) / fatal / ratelimit:N for split and bus locks",
+    Some("https://docs.kernel.org/admin-guide/kernel-parameters.html"),
+);
+pub const IGNORE_MSRS: Source = src(
+    "doc",
+    "Linux: kernel parameters, kvm.ignore_msrs / kvm.report_ignored_msrs",
+    "ignore guest accesses to MSRs KVM does not emulate (no #GP), and whether to log them",
+    Some("https://docs.kernel.org/admin-guide/kernel-parameters.html"),
+);
+pub const IGNORE_MSRS_QUIET: Source = src(
+    "commit",
+    "Linux fab0aa3b776f",
+    "KVM: x86: Allow suppressing prints on RDMSR/WRMSR of unhandled MSRs (report_ignored_msrs)",
+    Some("https://git.kernel.org/torvalds/c/fab0aa3b776f"),
+);
+pub const LOCKUP_WATCHDOGS: Source = src(
+    "doc",
+    "Linux: Documentation/admin-guide/lockup-watchdogs.rst",
+    "soft lockup: a CPU in kernel mode without scheduling for more than 2 × watchdog_thresh (20 s)",
+    Some("https://docs.kernel.org/admin-guide/lockup-watchdogs.html"),
+);
+pub const RCU_STALLS: Source = src(
+    "doc",
+    "Linux: Documentation/RCU/stallwarn.rst",
+    "what RCU CPU stall warnings mean: a CPU looping in the kernel, a vCPU not scheduled, \
+     interrupts off",
+    Some("https://docs.kernel.org/RCU/stallwarn.html"),
+);
+pub const LWN_SPLIT_LOCK_MISERY: Source = src(
+    "post",
+    "LWN: The search for the correct amount of split-lock misery (2022)",
+    "why split lockers are slowed down by default (a denial-of-service vector for other VMs), and \
+     the kernel.split_lock_mitigate knob (Linux 6.2) that keeps the warning without the slowdown",
+    Some("https://lwn.net/Articles/911219/"),
+);
