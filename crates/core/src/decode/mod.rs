@@ -6,6 +6,7 @@
 //! names, classes and descriptions out. Unknown codes are never an error: they stay numeric.
 
 pub mod exit_reason;
+pub mod apicv_inhibit;
 pub(crate) mod ioport;
 pub mod kvm_stats;
 pub(crate) mod mmio;
