@@ -17,6 +17,7 @@
 mod common;
 mod handbuilt;
 
+mod apicv_inhibit;
 mod bcc_kvmexit;
 mod diagnose_fuzz;
 mod diagnose_hypotheses;
@@ -28,6 +29,7 @@ mod diagnose_samples;
 mod diagnose_sched;
 mod diagnose_seeds;
 mod findings_doc;
+mod fuzz_apicv_inhibit;
 mod fuzz_config;
 mod fuzz_counters;
 mod fuzz_fio_json;

@@ -227,7 +227,11 @@ const CHANGED_ERAS: std::ops::RangeFrom<usize> = 1..;
 /// Every name `number` can be in the eras of `kvm_apicv_inhibit_changed` (or, with
 /// `legacy`, of `kvm_apicv_update_request`), each once, in numbering order of the eras.
 pub fn candidates(number: u32, legacy: bool) -> Vec<Inhibit> {
-    let eras = if legacy { &ERAS[..1] } else { &ERAS[CHANGED_ERAS] };
+    let eras = if legacy {
+        &ERAS[..1]
+    } else {
+        &ERAS[CHANGED_ERAS]
+    };
     let mut out: Vec<Inhibit> = Vec::new();
     for e in eras {
         if let Some(&r) = e.reasons.get(number as usize)
@@ -383,7 +387,13 @@ mod tests {
         let c = parse("set reason=1 (HYPERV)").unwrap();
         assert_eq!(c.named, Some(I::Hyperv));
         for c in [c, parse("deactivate reason=5").unwrap()] {
-            assert_eq!(parse(&c.key()), Some(Change { inhibits: None, ..c }));
+            assert_eq!(
+                parse(&c.key()),
+                Some(Change {
+                    inhibits: None,
+                    ..c
+                })
+            );
         }
         assert_eq!(parse("set reason=, inhibits=0x0"), None);
         assert_eq!(parse("set reason=99999999999"), None);

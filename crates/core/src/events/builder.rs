@@ -22,6 +22,7 @@ enum Slot {
     Msr,
     UserspaceExit,
     Hypercall,
+    ApicvInhibit,
     Events,
 }
 
@@ -34,6 +35,7 @@ impl Slot {
             Slot::Msr => TableKind::Msr,
             Slot::UserspaceExit => TableKind::UserspaceExit,
             Slot::Hypercall => TableKind::Hypercall,
+            Slot::ApicvInhibit => TableKind::ApicvInhibit,
             Slot::Events => TableKind::Events,
         }
     }
@@ -101,6 +103,15 @@ pub struct ProfileBuilder {
     first_ts: Option<u64>,
     last_ts: Option<u64>,
     events: u64,
+    /// Per VM and inhibit number: the name a `set` line showed, and since when it is set.
+    inhibits: HashMap<(Option<u32>, u32), Inhibited>,
+}
+
+/// What the builder remembers of one inhibit of one VM.
+#[derive(Debug, Default, Clone, Copy)]
+struct Inhibited {
+    named: Option<crate::decode::apicv_inhibit::Inhibit>,
+    since: Option<u64>,
 }
 
 impl ProfileBuilder {
@@ -119,6 +130,7 @@ impl ProfileBuilder {
             first_ts: None,
             last_ts: None,
             events: 0,
+            inhibits: HashMap::default(),
         };
         // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
         for kind in KNOWN_EVENTS {
@@ -196,7 +208,43 @@ impl ProfileBuilder {
             EventKind::Hypercall { nr, .. } => {
                 self.count(at, Slot::Hypercall, CKey::Addr(nr, None));
             }
+            EventKind::ApicvInhibit { change, .. } => self.inhibit(at, change, ts),
             EventKind::Other { .. } | EventKind::Interned { .. } => {}
+        }
+    }
+
+    /// An inhibit change: counted by reason and direction; a clear records how long the
+    /// reason was set (the VM's last set of it), and takes the name its set showed.
+    fn inhibit(
+        &mut self,
+        at: Place,
+        mut change: crate::decode::apicv_inhibit::Change,
+        ts: Option<u64>,
+    ) {
+        let state = self.inhibits.entry((at.pid, change.number)).or_default();
+        if change.named.is_none() {
+            change.named = state.named;
+        } else {
+            state.named = change.named;
+        }
+        let held = if change.set {
+            // A repeated set keeps the first time: the reason has been set since then.
+            state.since = state.since.or(ts);
+            None
+        } else {
+            let since = state.since.take();
+            since.zip(ts).and_then(|(a, b)| b.checked_sub(a))
+        };
+        let id = self.name_id(&change.key());
+        // Inhibits are per VM: counted without the vCPU.
+        let at = Place {
+            vcpu: None,
+            thread: None,
+            ..at
+        };
+        let slot = self.count(at, Slot::ApicvInhibit, CKey::Name(id));
+        if let Some(ns) = held {
+            self.record(slot, ns);
         }
     }
 
@@ -333,7 +381,7 @@ impl ProfileBuilder {
             EventKind::UserspaceExit { .. } => 5,
             EventKind::Hypercall { hyperv: false, .. } => 6,
             EventKind::Hypercall { hyperv: true, .. } => 7,
-            EventKind::Other { name } => self.name_id(name),
+            EventKind::Other { name } | EventKind::ApicvInhibit { name, .. } => self.name_id(name),
             EventKind::Interned { name } => name.0,
         }
     }

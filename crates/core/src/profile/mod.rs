@@ -177,13 +177,17 @@ pub enum TableKind {
     CoalescedMmio,
     /// The vCPU threads' scheduling (`sched`).
     Sched,
+    /// APICv/AVIC inhibit changes by reason and direction (`apicv_inhibit`: keys as
+    /// [`crate::decode::apicv_inhibit::Change::key`]); a `cleared` row's durations are the
+    /// time the reason was set before it, when the trace has timestamps.
+    ApicvInhibit,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).
     Event(String),
 }
 
 impl TableKind {
     /// The kinds with a name of their own, besides [`TableKind::Event`].
-    pub const NAMED: [TableKind; 15] = [
+    pub const NAMED: [TableKind; 16] = [
         TableKind::Vmexit,
         TableKind::Ioport,
         TableKind::Mmio,
@@ -199,6 +203,7 @@ impl TableKind {
         TableKind::Ioeventfd,
         TableKind::CoalescedMmio,
         TableKind::Sched,
+        TableKind::ApicvInhibit,
     ];
 
     /// The name used in JSON and on the command line.
@@ -219,6 +224,7 @@ impl TableKind {
             TableKind::Ioeventfd => "ioeventfd",
             TableKind::CoalescedMmio => "coalesced_mmio",
             TableKind::Sched => "sched",
+            TableKind::ApicvInhibit => "apicv_inhibit",
             TableKind::Event(name) => name,
         }
     }

@@ -49,8 +49,32 @@ pub fn describe(id: ApicRule) -> Description {
             title: "interrupts are injected through window exits: APIC virtualization is inhibited or off",
             meaning: "INTERRUPT_WINDOW, TPR_BELOW_THRESHOLD, CR8 writes (SVM) and `vintr` exits are what KVM \
                       needs to inject interrupts without APICv/AVIC; with it active they are rare. Inhibitors: \
-                      PIT reinjection (AMD), SynIC AutoEOI, nested guests, x2APIC on hosts without x2AVIC.",
-            sources: &[KVM_TRACE_H, KVM_I8254, VITALY_AEOI, LIBVIRT_TIME],
+                      PIT reinjection (AMD), SynIC AutoEOI, nested guests, x2APIC on hosts without x2AVIC. \
+                      When kvm_apicv_inhibit_changed is traced, the finding names the reason (by name, \
+                      or by number with every name it has had across kernels) and gives that reason's \
+                      own fix; a reason set and kept (sticky) leads over ones that toggle.",
+            sources: &[
+                KVM_TRACE_H,
+                KVM_I8254,
+                VITALY_AEOI,
+                LIBVIRT_TIME,
+                KVM_INHIBIT_DOC,
+                KVM_REINJECT_CONTROL,
+                LIBKRUN_PIT_REINJ,
+                QEMU_HV_AVIC,
+                KVM_APIC_ID_CLEAR,
+                KVM_AVIC_NESTED,
+                LWN_X2AVIC,
+                QEMU_IRQCHIP,
+            ],
+        },
+        ApicRule::ApicvInhibitToggling => Description {
+            title: "APICv/AVIC inhibits that toggle by design (IRQWIN, BLOCKIRQ): nothing to remove",
+            meaning: "kvm_apicv_inhibit_changed shows only reasons KVM sets and clears around short \
+                      events: IRQWIN while an interrupt AVIC cannot deliver waits for a window, \
+                      BLOCKIRQ while a debugger blocks interrupts. Counted per reason from the trace \
+                      (sets, clears, time set); a reason cleared three times or more toggles.",
+            sources: &[KVM_INHIBIT_DOC, KVM_TRACE_H],
         },
         ApicRule::EoiExits => Description {
             title: "end-of-interrupt writes exit",
@@ -74,6 +98,7 @@ pub fn write(w: &W<'_>, id: ApicRule) -> Words {
         ApicRule::ApicvInhibitedSynic => synic(w),
         ApicRule::HvApicMsrs => hv_msrs(w),
         ApicRule::ApicvOff => off(w),
+        ApicRule::ApicvInhibitToggling => super::apic_inhibit::toggling(w),
         ApicRule::ApicAccessMmio => Words {
             cause: format!(
                 "{}Accesses to the xAPIC page (TPR +0x80, EOI +0xb0, ICR +0x300/+0x310) exit and are decoded \
@@ -136,7 +161,7 @@ pub fn write(w: &W<'_>, id: ApicRule) -> Words {
 }
 
 /// Turning APIC virtualization on in the host.
-fn apicv_on(w: &W<'_>) -> Fix {
+pub(super) fn apicv_on(w: &W<'_>) -> Fix {
     let _ = w;
     F::new(ForGuest::Any, "turn on APIC virtualization on the host")
         .host(
@@ -272,7 +297,17 @@ fn hv_msrs(w: &W<'_>) -> Words {
 }
 
 fn off(w: &W<'_>) -> Words {
-    let why = if w.has(Hint::ApicvOff) {
+    let traced =
+        w.ev.inhibits
+            .iter()
+            .find(|s| s.reason() == Some(crate::decode::apicv_inhibit::Inhibit::Disabled));
+    let why = if let Some(s) = traced {
+        &*format!(
+            "The trace names the inhibit DISABLED ({} set): the host has APIC virtualization \
+             (APICv/AVIC) off by module parameter, or the CPU lacks it",
+            s.sets
+        )
+    } else if w.has(Hint::ApicvOff) {
         "The host has APIC virtualization (APICv/AVIC) off"
     } else if w.has(Hint::Amd) {
         "AVIC is off by default in kvm_amd (avic=0) and nothing says this host turned it on"
@@ -299,6 +334,56 @@ fn off(w: &W<'_>) -> Words {
 }
 
 fn inhibited(w: &W<'_>) -> Words {
+    if let Some(lead) = crate::diagnose::hypotheses::apic_inhibit::lead(&w.ev.inhibits) {
+        return inhibited_by(w, lead);
+    }
+    generic_inhibited(w)
+}
+
+/// The inhibit reason is in the trace: its own cause and fix.
+fn inhibited_by(w: &W<'_>, lead: &crate::diagnose::evidence::inhibits::InhibitSeen) -> Words {
+    let (reason, fixes) = super::apic_inhibit::reason(w, lead);
+    let others: Vec<String> =
+        w.ev.inhibits
+            .iter()
+            .filter(|s| *s != lead)
+            .map(|s| format!("{} ({} set, {} cleared)", s.label(), s.sets, s.clears))
+            .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" Also traced: {}.", others.join(", "))
+    };
+    let exits = if w.h.cost.exits > 0 {
+        format!(
+            " Meanwhile {} interrupt-window/TPR/CR8 exits carried the interrupts APIC virtualization \
+             would have delivered without an exit.",
+            w.h.cost.exits
+        )
+    } else {
+        String::new()
+    };
+    Words {
+        title: Some(format!(
+            "APIC virtualization is inhibited: {}",
+            lead.label()
+        )),
+        cause: format!("{reason}{exits}{others}"),
+        fixes,
+        effect: format!(
+            "with {} gone, APIC virtualization stays active: the window exits of this input go, and \
+             EOIs, IPIs to running vCPUs and interrupt injection stop exiting",
+            lead.label()
+        ),
+        confirm: Some(
+            "trace kvm:kvm_apicv_inhibit_changed again after the change: the reason is no longer set"
+                .into(),
+        ),
+        ..Words::default()
+    }
+}
+
+fn generic_inhibited(w: &W<'_>) -> Words {
     let amd = if w.has(Hint::Amd) {
         format!(
             " On AMD `vintr` exits are KVM asking for an interrupt window; usual AVIC inhibitors: in-kernel \

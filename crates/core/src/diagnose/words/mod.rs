@@ -6,6 +6,7 @@
 //! from the rules' logic; numbers are not formatted here (the renderer shows them).
 
 mod apic;
+mod apic_inhibit;
 mod cpuid;
 mod emulation;
 mod fixes;

@@ -9,8 +9,8 @@
 
 use super::bytes::Endian;
 use super::userspace_exit;
-use crate::decode::Isa;
 use crate::decode::trace_format::{EventFormat, Field};
+use crate::decode::{Isa, apicv_inhibit};
 use crate::events::{EventKind, MmioAccess, Reason};
 
 /// Where a scalar field sits in the payload.
@@ -82,6 +82,14 @@ pub enum Decoder {
         nr: FieldRef,
         hyperv: bool,
     },
+    /// `kvm_apicv_inhibit_changed` (`set`, `inhibits`) or, before 5.18,
+    /// `kvm_apicv_update_request` (`activate`: the inhibit cleared).
+    ApicvInhibit {
+        reason: FieldRef,
+        set: Option<FieldRef>,
+        activate: Option<FieldRef>,
+        inhibits: Option<FieldRef>,
+    },
     /// Counted by name only.
     Other,
 }
@@ -122,6 +130,17 @@ impl Decoder {
             }),
             "kvm_hypercall" => f(&["nr"]).map(|nr| Decoder::Hypercall { nr, hyperv: false }),
             "kvm_hv_hypercall" => f(&["code"]).map(|nr| Decoder::Hypercall { nr, hyperv: true }),
+            "kvm_apicv_inhibit_changed" | "kvm_apicv_update_request" => {
+                let (set, activate) = (f(&["set"]), f(&["activate"]));
+                f(&["reason", "bit"])
+                    .filter(|_| set.is_some() || activate.is_some())
+                    .map(|reason| Decoder::ApicvInhibit {
+                        reason,
+                        set,
+                        activate,
+                        inhibits: f(&["inhibits"]),
+                    })
+            }
             _ => return (Decoder::Other, None),
         };
         match decoder {
@@ -192,6 +211,21 @@ impl Decoder {
                 nr: nr.get(e, p)?,
                 hyperv,
             },
+            Decoder::ApicvInhibit {
+                reason,
+                set,
+                activate,
+                inhibits: _,
+            } => Kind::ApicvInhibit {
+                target,
+                number: u32::try_from(reason.get(e, p)?).unwrap_or(u32::MAX),
+                set: match (set, activate) {
+                    (Some(s), _) => s.get(e, p)? != 0,
+                    (None, Some(a)) => a.get(e, p)? == 0,
+                    (None, None) => return None,
+                },
+                legacy: set.is_none(),
+            },
             Decoder::Other => Kind::Other { target },
         })
     }
@@ -247,6 +281,14 @@ pub enum Kind {
         nr: u64,
         hyperv: bool,
     },
+    /// An APICv inhibit change (`legacy`: `kvm_apicv_update_request`, whose numbering is
+    /// certain); the event's name is `names[target]`. The binary record has no names.
+    ApicvInhibit {
+        target: u32,
+        number: u32,
+        set: bool,
+        legacy: bool,
+    },
     /// Another event: its name is `names[target]`.
     Other {
         target: u32,
@@ -277,6 +319,27 @@ impl Kind {
                 reason: userspace_exit::name(reason, i64::from(errno), buf),
             },
             Kind::Hypercall { nr, hyperv } => EventKind::Hypercall { nr, hyperv },
+            Kind::ApicvInhibit {
+                target,
+                number,
+                set,
+                legacy,
+            } => EventKind::ApicvInhibit {
+                name: names
+                    .get(target as usize)
+                    .map_or("kvm_apicv_inhibit_changed", String::as_str),
+                change: apicv_inhibit::Change {
+                    set,
+                    number,
+                    inhibits: None,
+                    named: if legacy {
+                        apicv_inhibit::candidates(number, true).first().copied()
+                    } else {
+                        None
+                    },
+                    legacy,
+                },
+            },
             Kind::Other { target } => EventKind::Other {
                 name: names.get(target as usize).map_or("unknown", String::as_str),
             },
