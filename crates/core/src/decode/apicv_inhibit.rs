@@ -103,10 +103,17 @@ impl Inhibit {
     pub fn from_name(s: &str) -> Option<Inhibit> {
         let s = s.trim();
         let s = s.strip_prefix("APICV_INHIBIT_REASON_").unwrap_or(s);
-        if s == "DISABLE" {
-            return Some(Inhibit::Disabled);
-        }
-        Inhibit::ALL.into_iter().find(|i| i.name() == s)
+        // `DISABLE` before its rename; the short names of the first posting of the printed
+        // names (20240214223554.1033154-1-alejandro.j.jimenez@oracle.com).
+        let alias = match s {
+            "DISABLE" => Some(Inhibit::Disabled),
+            "PHYS_ID_ALIASED" => Some(Inhibit::PhysicalIdAliased),
+            "APIC_ID_MOD" => Some(Inhibit::ApicIdModified),
+            "APIC_BASE_MOD" => Some(Inhibit::ApicBaseModified),
+            "LOG_ID_ALIASED" => Some(Inhibit::LogicalIdAliased),
+            _ => None,
+        };
+        alias.or_else(|| Inhibit::ALL.into_iter().find(|i| i.name() == s))
     }
 
     pub fn nature(self) -> Nature {
@@ -257,6 +264,9 @@ pub struct Change {
     pub named: Option<Inhibit>,
     /// From `kvm_apicv_update_request` (5.6–5.17).
     pub legacy: bool,
+    /// Not a change but a reason still set at the end of the trace (from the last mask of
+    /// the VM): key `held reason=…`.
+    pub held: bool,
 }
 
 impl Change {
@@ -271,7 +281,11 @@ impl Change {
     /// The key the profile keeps it under: `set reason=9 (PIT_REINJ)`, `cleared reason=9`;
     /// [`parse`] reads it back.
     pub fn key(&self) -> String {
-        let verb = if self.set { "set" } else { "cleared" };
+        let verb = match (self.held, self.set) {
+            (true, _) => "held",
+            (false, true) => "set",
+            (false, false) => "cleared",
+        };
         let era = if self.legacy { " legacy" } else { "" };
         match self.named {
             Some(r) => format!("{verb} reason={} ({}){era}", self.number, r.name()),
@@ -284,7 +298,10 @@ impl Change {
 /// key of [`Change::key`]); `None` when it has none of the shapes above.
 pub fn parse(text: &str) -> Option<Change> {
     let text = text.trim();
+    let held = text.starts_with("held ");
     let (set, rest) = if let Some(r) = text.strip_prefix("set ") {
+        (true, r)
+    } else if let Some(r) = text.strip_prefix("held ") {
         (true, r)
     } else if let Some(r) = text.strip_prefix("cleared ") {
         (false, r)
@@ -319,7 +336,9 @@ pub fn parse(text: &str) -> Option<Change> {
         && !rest.is_empty()
         && !rest.starts_with("legacy")
     {
-        named = from_mask_names(number, mask, rest.split_whitespace().next().unwrap_or(""));
+        named = mask_names(mask, rest)
+            .into_iter()
+            .find_map(|(bit, r)| (bit == number).then_some(r));
     }
     if rest.starts_with("legacy") {
         legacy = true;
@@ -333,21 +352,37 @@ pub fn parse(text: &str) -> Option<Change> {
         inhibits,
         named,
         legacy,
+        held,
     })
 }
 
-/// The reason of a `set` line from the names printed for its mask: the names follow the bits
-/// in ascending order, so the reason's name is the one at the rank of its bit.
-fn from_mask_names(number: u32, mask: u64, names: &str) -> Option<Inhibit> {
-    if number >= 64 || mask & (1u64 << number) == 0 {
-        return None;
-    }
-    let names: Vec<&str> = names.split('|').collect();
+/// The names printed after a mask (`IRQWIN|PIT_REINJ`), paired with their bits: the names
+/// follow the set bits in ascending order. Empty when the names do not match the mask.
+pub fn mask_names(mask: u64, text: &str) -> Vec<(u32, Inhibit)> {
+    let Some(word) = text.split_whitespace().next() else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = word.split('|').collect();
     if names.len() != mask.count_ones() as usize {
-        return None;
+        return Vec::new();
     }
-    let rank = (mask & ((1u64 << number) - 1)).count_ones() as usize;
-    Inhibit::from_name(names.get(rank)?)
+    let bits = (0..64u32).filter(|b| mask & (1u64 << b) != 0);
+    let mut out = Vec::new();
+    for (bit, name) in bits.zip(names) {
+        match Inhibit::from_name(name) {
+            Some(r) => out.push((bit, r)),
+            None => return Vec::new(),
+        }
+    }
+    out
+}
+
+/// The text after the mask of a `kvm_apicv_inhibit_changed` line: the printed names, if any.
+pub fn names_text(text: &str) -> &str {
+    text.find("inhibits=")
+        .and_then(|i| text.get(i..))
+        .and_then(|t| t.find(' ').and_then(|j| t.get(j + 1..)))
+        .unwrap_or("")
 }
 
 #[cfg(test)]
@@ -386,7 +421,18 @@ mod tests {
         assert_eq!((c.set, c.named, c.legacy), (true, Some(I::PitReinj), true));
         let c = parse("set reason=1 (HYPERV)").unwrap();
         assert_eq!(c.named, Some(I::Hyperv));
-        for c in [c, parse("deactivate reason=5").unwrap()] {
+        let c2 = parse("set reason=4, inhibits=0x30 PHYS_ID_ALIASED|APIC_ID_MOD").unwrap();
+        assert_eq!(c2.named, Some(I::PhysicalIdAliased));
+        assert_eq!(
+            mask_names(
+                0x300,
+                names_text("cleared reason=8, inhibits=0x300 IRQWIN|PIT_REINJ")
+            ),
+            [(8, I::Irqwin), (9, I::PitReinj)]
+        );
+        let h = parse("held reason=9 (PIT_REINJ)").unwrap();
+        assert!(h.held && h.set);
+        for c in [c, parse("deactivate reason=5").unwrap(), h] {
             assert_eq!(
                 parse(&c.key()),
                 Some(Change {

@@ -105,6 +105,8 @@ pub struct ProfileBuilder {
     events: u64,
     /// Per VM and inhibit number: the name a `set` line showed, and since when it is set.
     inhibits: HashMap<(Option<u32>, u32), Inhibited>,
+    /// Per VM: the inhibits still set after its last change (and whether of the old event).
+    inhibit_masks: HashMap<Option<u32>, (u64, bool)>,
 }
 
 /// What the builder remembers of one inhibit of one VM.
@@ -131,6 +133,7 @@ impl ProfileBuilder {
             last_ts: None,
             events: 0,
             inhibits: HashMap::default(),
+            inhibit_masks: HashMap::default(),
         };
         // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
         for kind in KNOWN_EVENTS {
@@ -208,7 +211,7 @@ impl ProfileBuilder {
             EventKind::Hypercall { nr, .. } => {
                 self.count(at, Slot::Hypercall, CKey::Addr(nr, None));
             }
-            EventKind::ApicvInhibit { change, .. } => self.inhibit(at, change, ts),
+            EventKind::ApicvInhibit { change, names, .. } => self.inhibit(at, change, names, ts),
             EventKind::Other { .. } | EventKind::Interned { .. } => {}
         }
     }
@@ -219,8 +222,16 @@ impl ProfileBuilder {
         &mut self,
         at: Place,
         mut change: crate::decode::apicv_inhibit::Change,
+        names: &str,
         ts: Option<u64>,
     ) {
+        if let Some(mask) = change.inhibits {
+            // The printed names name every inhibit still set, not only this line's.
+            for (bit, r) in crate::decode::apicv_inhibit::mask_names(mask, names) {
+                self.inhibits.entry((at.pid, bit)).or_default().named = Some(r);
+            }
+            self.inhibit_masks.insert(at.pid, (mask, change.legacy));
+        }
         let state = self.inhibits.entry((at.pid, change.number)).or_default();
         if change.named.is_none() {
             change.named = state.named;
@@ -369,6 +380,34 @@ impl ProfileBuilder {
         }
     }
 
+    /// The inhibits each VM still had set after its last change: a `held` row each, so that a
+    /// reason set before the trace began and never cleared shows as sticky.
+    fn held_inhibits(&mut self) {
+        let mut masks: Vec<(Option<u32>, (u64, bool))> =
+            self.inhibit_masks.iter().map(|(k, v)| (*k, *v)).collect();
+        masks.sort_unstable();
+        for (pid, (mask, legacy)) in masks {
+            for bit in (0..64u32).filter(|b| mask & (1u64 << b) != 0) {
+                let named = self.inhibits.get(&(pid, bit)).and_then(|s| s.named);
+                let change = crate::decode::apicv_inhibit::Change {
+                    set: true,
+                    number: bit,
+                    inhibits: None,
+                    named,
+                    legacy,
+                    held: true,
+                };
+                let id = self.name_id(&change.key());
+                let at = Place {
+                    thread: None,
+                    pid,
+                    vcpu: None,
+                };
+                self.count(at, Slot::ApicvInhibit, CKey::Name(id));
+            }
+        }
+    }
+
     /// The name id of an event's kind: fixed for the kinds the builder knows (interned first
     /// in `new`), looked up for other events.
     fn kind_name_id(&mut self, kind: &EventKind<'_>) -> u32 {
@@ -420,7 +459,8 @@ impl ProfileBuilder {
     }
 
     /// The profile: one table per kind that saw events, rows largest first.
-    pub fn finish(self) -> Profile {
+    pub fn finish(mut self) -> Profile {
+        self.held_inhibits();
         let isa = self.isa.or_else(|| self.reasons.guess_isa());
         let reason_keys = self.reasons.keys(isa);
         let window = self.first_ts.zip(self.last_ts).map(|(a, b)| Window {

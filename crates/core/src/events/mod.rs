@@ -71,6 +71,8 @@ pub enum EventKind<'a> {
     ApicvInhibit {
         name: &'a str,
         change: crate::decode::apicv_inhibit::Change,
+        /// The names printed after the mask (`IRQWIN|PIT_REINJ`), empty when none.
+        names: &'a str,
     },
     /// Any other event, by name (`kvm_fpu`, `kvm_set_irq`, …): counted, never dropped.
     Other { name: &'a str },

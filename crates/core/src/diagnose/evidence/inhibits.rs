@@ -14,7 +14,8 @@ pub const TOGGLE_CLEARS: u64 = 3;
 /// How one reason behaved over the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seen {
-    /// Set and not cleared again (set at the end of the trace), or cleared only at a reset.
+    /// Set at the end of the trace (still in the last mask, or set more often than cleared),
+    /// and not toggling.
     Sticky,
     /// Set and cleared again and again.
     Toggling,
@@ -33,6 +34,8 @@ pub struct InhibitSeen {
     pub reasons: Vec<Inhibit>,
     pub sets: u64,
     pub clears: u64,
+    /// Still set at the end of the trace (the last mask has it).
+    pub held: bool,
     /// The mean time the reason stayed set before a clear, when timed.
     pub held_mean_ns: Option<f64>,
     /// The sum of those times.
@@ -51,7 +54,7 @@ impl InhibitSeen {
     pub fn seen(&self) -> Seen {
         if self.clears >= TOGGLE_CLEARS && self.sets >= TOGGLE_CLEARS - 1 {
             Seen::Toggling
-        } else if self.sets > self.clears {
+        } else if self.held || self.sets > self.clears {
             Seen::Sticky
         } else if self.sets == 0 {
             Seen::Cleared
@@ -99,6 +102,7 @@ pub fn gather(tables: &[&Table]) -> Vec<InhibitSeen> {
                         reasons,
                         sets: 0,
                         clears: 0,
+                        held: false,
                         held_mean_ns: None,
                         held_total_ns: None,
                     });
@@ -106,7 +110,9 @@ pub fn gather(tables: &[&Table]) -> Vec<InhibitSeen> {
                 }
             };
             let s = &mut out[i];
-            if c.set {
+            if c.held {
+                s.held = true;
+            } else if c.set {
                 s.sets = s.sets.saturating_add(r.count);
             } else {
                 s.clears = s.clears.saturating_add(r.count);
@@ -136,6 +142,7 @@ pub fn gather(tables: &[&Table]) -> Vec<InhibitSeen> {
                 let t = &mut out[j];
                 t.sets = t.sets.saturating_add(s.sets);
                 t.clears = t.clears.saturating_add(s.clears);
+                t.held |= s.held;
                 t.held_total_ns = match (t.held_total_ns, s.held_total_ns) {
                     (Some(a), Some(b)) => Some(a.saturating_add(b)),
                     (a, b) => a.or(b),

@@ -338,7 +338,9 @@ impl Kind {
                         None
                     },
                     legacy,
+                    held: false,
                 },
+                names: "",
             },
             Kind::Other { target } => EventKind::Other {
                 name: names.get(target as usize).map_or("unknown", String::as_str),

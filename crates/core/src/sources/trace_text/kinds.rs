@@ -70,6 +70,7 @@ pub fn decode<'a>(event: &'a str, text: &'a str) -> Option<Decoded<'a>> {
             EventKind::ApicvInhibit {
                 name: event,
                 change,
+                names: apicv_inhibit::names_text(text),
             }
         }
         name => EventKind::Other { name },
