@@ -343,3 +343,53 @@ fn sample_41_apic_id_modified_sticks_after_a_reboot() {
     assert!(says(f, "d471bd853d38"), "{:#?}", f.fixes);
     assert!(f.cause.contains("reason 8"), "{}", f.cause);
 }
+
+/// The effect comes from the input: the window exits the inhibit costs (saved by the fix), and
+/// the x2APIC EOI/ICR writes APIC virtualization would also absorb, counted from the trace.
+#[test]
+fn the_effect_counts_this_inputs_window_exits_and_apic_writes() {
+    let mut text = line(
+        0.5,
+        "kvm_apicv_inhibit_changed",
+        "set reason=9, inhibits=0x200 PIT_REINJ",
+    );
+    let mut t = 1.0;
+    for i in 0..40 {
+        let (reason, msr) = if i % 4 == 0 {
+            ("vintr", None)
+        } else {
+            ("msr", Some("80b"))
+        };
+        text += &line(
+            t,
+            "kvm_exit",
+            &format!(
+                "vcpu 0 reason {reason} rip 0xffffffff81000000 info1 0x0 info2 0x0 intr_info 0x0 error_code 0x0"
+            ),
+        );
+        if let Some(m) = msr {
+            text += &line(t + 0.000001, "kvm_msr", &format!("msr_write {m} = 0x0"));
+        }
+        text += &line(t + 0.000002, "kvm_entry", "vcpu 0, rip 0xffffffff81000002");
+        t += 0.001;
+    }
+    let d = diagnose(&text);
+    // The EOI writes are their own finding (more of them); the inhibit explains the windows.
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.id == "apic.apicv-inhibited")
+        .unwrap();
+    assert!(f.title.contains("PIT_REINJ"), "{}", f.title);
+    assert_eq!(
+        f.cost.as_ref().map(|c| c.exits),
+        Some(10),
+        "the vintr exits"
+    );
+    assert_eq!(f.effect.exits_saved, Some(9), "90% of them");
+    assert!(
+        f.effect.text.contains("30 x2APIC EOI/ICR writes"),
+        "{}",
+        f.effect.text
+    );
+}

@@ -340,6 +340,38 @@ fn inhibited(w: &W<'_>) -> Words {
     generic_inhibited(w)
 }
 
+/// The exits of this input APIC virtualization would also absorb beside the window exits:
+/// x2APIC EOI and ICR writes (0x80b, 0x830) and xAPIC page accesses (APIC_ACCESS, LAPIC MMIO).
+fn absorbed(w: &W<'_>) -> String {
+    let sum = |rows: Vec<&crate::diagnose::evidence::Item>| -> u64 {
+        rows.iter().map(|r| r.count).fold(0u64, u64::saturating_add)
+    };
+    let msr = w.ev.msrs.as_ref().map_or(0, |m| {
+        sum(m.coded(|r, i| {
+            matches!(i, 0x80b | 0x830) && r.key.access() != Some(crate::profile::Access::Read)
+        }))
+    });
+    let page =
+        w.ev.exits
+            .as_ref()
+            .map_or(0, |e| e.count_of(&["APIC_ACCESS"]))
+            + w.ev.mmio.as_ref().map_or(0, |m| {
+                sum(m.coded(|_, a| (0xfee0_0000..0xfee0_1000).contains(&a)))
+            });
+    let mut parts = Vec::new();
+    if msr > 0 {
+        parts.push(format!("{msr} x2APIC EOI/ICR writes"));
+    }
+    if page > 0 {
+        parts.push(format!("{page} xAPIC page accesses"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" — here also {}", parts.join(" and "))
+    }
+}
+
 /// The inhibit reason is in the trace: its own cause and fix.
 fn inhibited_by(w: &W<'_>, lead: &crate::diagnose::evidence::inhibits::InhibitSeen) -> Words {
     let (reason, fixes) = super::apic_inhibit::reason(w, lead);
@@ -363,16 +395,14 @@ fn inhibited_by(w: &W<'_>, lead: &crate::diagnose::evidence::inhibits::InhibitSe
     } else {
         String::new()
     };
+    let also = absorbed(w);
     Words {
-        title: Some(format!(
-            "APIC virtualization is inhibited: {}",
-            lead.label()
-        )),
+        title: Some(format!("APIC virtualization is inhibited: {}", lead.label())),
         cause: format!("{reason}{exits}{others}"),
         fixes,
         effect: format!(
             "with {} gone, APIC virtualization stays active: the window exits of this input go, and \
-             EOIs, IPIs to running vCPUs and interrupt injection stop exiting",
+             interrupt injection, EOIs and IPIs to running vCPUs stop exiting{also}",
             lead.label()
         ),
         confirm: Some(
