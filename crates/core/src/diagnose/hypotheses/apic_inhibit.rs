@@ -49,7 +49,7 @@ pub fn facts(inhibits: &[InhibitSeen]) -> Vec<Fact> {
             let mut f = Fact::said(
                 "events",
                 "kvm_apicv_inhibit_changed",
-                &format!(
+                format!(
                     "inhibit {}: {} set, {} cleared — {seen}{held}",
                     s.label(),
                     s.sets,
