@@ -1,12 +1,14 @@
 //! The words of one APICv/AVIC inhibit reason, as `kvm_apicv_inhibit_changed` named it: its
 //! cause, whether it stuck or toggled, and its own fix with its public source — read by
-//! `apic.apicv-inhibited` (the lead reason) and `apic.apicv-inhibit-toggling`.
+//! `apic.apicv-inhibited` (the lead reason; the generic words when none is traced) and
+//! `apic.apicv-inhibit-toggling`.
 
 use super::apic::{apicv_on, hv_avic, pit_discard};
 use super::fixes::F;
 use super::{W, Words};
 use crate::decode::apicv_inhibit::Inhibit;
 use crate::diagnose::evidence::inhibits::{InhibitSeen, Seen};
+use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::{Fix, ForGuest};
 
 /// How the reason behaved, in words.
@@ -231,6 +233,144 @@ fn benign_cause(r: Inhibit) -> &'static str {
              cannot deliver (ExtINT from the PIC, an NMI window) waits, and clears it right after. \
              Set and cleared by design: nothing to remove."
         }
+    }
+}
+
+/// `apic.apicv-inhibited`: the traced reason's words, else the generic ones.
+pub(super) fn inhibited(w: &W<'_>) -> Words {
+    if let Some(lead) = crate::diagnose::hypotheses::apic_inhibit::lead(&w.ev.inhibits) {
+        return inhibited_by(w, lead);
+    }
+    generic_inhibited(w)
+}
+
+/// The exits of this input APIC virtualization would also absorb beside the window exits:
+/// x2APIC EOI and ICR writes (0x80b, 0x830) and xAPIC page accesses (APIC_ACCESS, LAPIC MMIO).
+fn absorbed(w: &W<'_>) -> String {
+    let sum = |rows: Vec<&crate::diagnose::evidence::Item>| -> u64 {
+        rows.iter().map(|r| r.count).fold(0u64, u64::saturating_add)
+    };
+    let msr = w.ev.msrs.as_ref().map_or(0, |m| {
+        sum(m.coded(|r, i| {
+            matches!(i, 0x80b | 0x830) && r.key.access() != Some(crate::profile::Access::Read)
+        }))
+    });
+    let page =
+        w.ev.exits
+            .as_ref()
+            .map_or(0, |e| e.count_of(&["APIC_ACCESS"]))
+            + w.ev.mmio.as_ref().map_or(0, |m| {
+                sum(m.coded(|_, a| (0xfee0_0000..0xfee0_1000).contains(&a)))
+            });
+    let mut parts = Vec::new();
+    if msr > 0 {
+        parts.push(format!("{msr} x2APIC EOI/ICR writes"));
+    }
+    if page > 0 {
+        parts.push(format!("{page} xAPIC page accesses"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" — here also {}", parts.join(" and "))
+    }
+}
+
+/// The inhibit reason is in the trace: its own cause and fix.
+fn inhibited_by(w: &W<'_>, lead: &crate::diagnose::evidence::inhibits::InhibitSeen) -> Words {
+    let (reason, fixes) = reason(w, lead);
+    let others: Vec<String> =
+        w.ev.inhibits
+            .iter()
+            .filter(|s| *s != lead)
+            .map(|s| format!("{} ({} set, {} cleared)", s.label(), s.sets, s.clears))
+            .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" Also traced: {}.", others.join(", "))
+    };
+    let exits = if w.h.cost.exits > 0 {
+        format!(
+            " Meanwhile {} interrupt-window/TPR/CR8 exits carried the interrupts APIC virtualization \
+             would have delivered without an exit.",
+            w.h.cost.exits
+        )
+    } else {
+        String::new()
+    };
+    let also = absorbed(w);
+    Words {
+        title: Some(format!("APIC virtualization is inhibited: {}", lead.label())),
+        cause: format!("{reason}{exits}{others}"),
+        fixes,
+        effect: format!(
+            "with {} gone, APIC virtualization stays active: the window exits of this input go, and \
+             interrupt injection, EOIs and IPIs to running vCPUs stop exiting{also}",
+            lead.label()
+        ),
+        confirm: Some(
+            "trace kvm:kvm_apicv_inhibit_changed again after the change: the reason is no longer set"
+                .into(),
+        ),
+        ..Words::default()
+    }
+}
+
+fn generic_inhibited(w: &W<'_>) -> Words {
+    let amd = if w.has(Hint::Amd) {
+        format!(
+            " On AMD `vintr` exits are KVM asking for an interrupt window; usual AVIC inhibitors: in-kernel \
+             PIT reinjection (libvirt's default pit tickpolicy='delay'){}, SynIC AutoEOI without hv-avic, \
+             x2APIC on CPUs or kernels without x2AVIC, nested guests.",
+            if w.has(Hint::PitReinject) {
+                " — this configuration keeps reinjection on"
+            } else {
+                ""
+            }
+        )
+    } else {
+        " Usual inhibitors: SynIC AutoEOI without hv-avic (Windows), nested guests, an APIC ID the guest \
+         changed; or APICv is simply off."
+            .to_string()
+    };
+    // Inhibited means enabled: turning it on is not the advice, removing the inhibitor is.
+    let mut fixes = vec![
+        F::new(ForGuest::Any, "find and remove what inhibits APIC virtualization")
+            .host(
+                "trace kvm:kvm_apicv_inhibit_changed for the reason; common ones: PIT reinjection (AMD), an \
+                 APIC ID the guest rewrote (reboots, old firmware), a nested guest, IRQ windows",
+            )
+            .done(),
+    ];
+    if w.has(Hint::Amd) {
+        fixes.push(pit_discard());
+    }
+    fixes.extend(w.fixes_by_guest(|g| match g {
+        ForGuest::Windows => vec![hv_avic(w)],
+        _ => Vec::new(),
+    }));
+    let traced = if w.ev.event("kvm_apicv_inhibit_changed").is_some() {
+        " The inhibit changes are in the trace: APIC virtualization is enabled on this host, and \
+         something inhibits it."
+    } else {
+        ""
+    };
+    Words {
+        cause: format!(
+            "Interrupt-window and TPR/CR8 exits are how KVM injects interrupts when APIC virtualization \
+             cannot: with APICv/AVIC active they are rare.{amd}{traced}"
+        ),
+        fixes,
+        effect: "window exits disappear once APIC virtualization stays active; interrupts are delivered \
+                 without exits"
+            .into(),
+        confirm: Some(
+            "`trace-cmd record -e kvm:kvm_apicv_inhibit_changed` names the inhibit reason (PIT_REINJ, \
+             HYPERV, NESTED, APIC_ID_MODIFIED, …); if the host has it off, that is the other reading"
+                .into(),
+        ),
+        ..Words::default()
     }
 }
 

@@ -421,6 +421,61 @@ mod tests {
 }
 
 #[cfg(test)]
+mod apicv {
+    use super::*;
+    use crate::decode::apicv_inhibit::Inhibit;
+    use crate::decode::trace_format as format;
+
+    /// `kvm_apicv_inhibit_changed` (5.18+: reason, set, inhibits) and
+    /// `kvm_apicv_update_request` (before: reason, activate — activate clears the inhibit).
+    #[test]
+    fn both_events_decode_to_changes() {
+        let f = format::parse(
+            "kvm",
+            "name: kvm_apicv_inhibit_changed\nID: 1\nformat:\n\
+             \tfield:int reason;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:bool set;\toffset:12;\tsize:1;\tsigned:0;\n\
+             \tfield:unsigned long inhibits;\toffset:16;\tsize:8;\tsigned:0;\n",
+        )
+        .unwrap();
+        let (d, note) = Decoder::for_format(&f);
+        assert!(note.is_none());
+        let mut p = vec![0u8; 24];
+        p[8] = 9;
+        p[12] = 1;
+        p[16] = 0x2;
+        p[17] = 0x2;
+        let k = d.decode(Endian::Little, &p, 3).unwrap();
+        let names: Vec<String> = ["", "", "", "kvm_apicv_inhibit_changed"]
+            .map(String::from)
+            .to_vec();
+        let mut buf = String::new();
+        let EventKind::ApicvInhibit { name, change, .. } = k.to_event_kind(&names, &mut buf) else {
+            panic!("{k:?}");
+        };
+        assert_eq!(name, "kvm_apicv_inhibit_changed");
+        assert_eq!((change.set, change.number, change.named), (true, 9, None));
+        assert!(d.decode(Endian::Little, &p[..12], 3).is_none(), "cut");
+        let old = format::parse(
+            "kvm",
+            "name: kvm_apicv_update_request\nID: 2\nformat:\n\
+             \tfield:int reason;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:bool activate;\toffset:12;\tsize:1;\tsigned:0;\n",
+        )
+        .unwrap();
+        let (d, _) = Decoder::for_format(&old);
+        let mut p = vec![0u8; 16];
+        p[8] = 4;
+        let k = d.decode(Endian::Little, &p, 0).unwrap();
+        let EventKind::ApicvInhibit { change, .. } = k.to_event_kind(&[], &mut buf) else {
+            panic!("{k:?}");
+        };
+        assert!(change.set && change.legacy, "deactivate: set");
+        assert_eq!(change.named, Some(Inhibit::PitReinj));
+    }
+}
+
+#[cfg(test)]
 mod size {
     #[test]
     fn kind_stays_small() {
