@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | 5.6–5.17 | `kvm_apicv_update_request` | `"%s reason=%u"` with `activate`/`deactivate` (deactivate = inhibit set) |
 //! | 5.18– | `kvm_apicv_inhibit_changed` | `"%s reason=%u, inhibits=0x%lx"` with `set`/`cleared` |
-//! | 6.11– | `kvm_apicv_inhibit_changed` | `"%s reason=%u, inhibits=0x%lx%s%s"`: the mask's names, `\|`-separated |
+//! | 6.11– | `kvm_apicv_inhibit_changed` | `"%s reason=%u, inhibits=0x%lx%s%s"`: the mask's names, `\|`-separated (69148ccec679, with f992572120fb renaming DISABLE to DISABLED) |
 
 /// One inhibit reason, by its name in `enum kvm_apicv_inhibit` (without `APICV_INHIBIT_REASON_`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

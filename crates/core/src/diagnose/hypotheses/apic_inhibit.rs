@@ -37,6 +37,9 @@ pub fn facts(inhibits: &[InhibitSeen]) -> Vec<Fact> {
         .iter()
         .map(|s| {
             let seen = match s.seen() {
+                Seen::Sticky if s.sets == 0 => {
+                    "sticky: set before the trace and still set at its end"
+                }
                 Seen::Sticky => "sticky: set and kept",
                 Seen::Toggling => "toggling: set and cleared again and again",
                 Seen::Passing => "set and cleared",

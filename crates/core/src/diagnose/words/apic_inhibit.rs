@@ -18,6 +18,10 @@ fn seen(s: &InhibitSeen) -> String {
         .map(|ns| format!(" (set {:.1} ms on average each time)", ns / 1e6))
         .unwrap_or_default();
     match s.seen() {
+        Seen::Sticky if s.sets == 0 => "it was set before the trace began and is still set at its \
+                                        end: it stuck, APIC virtualization stays off for the VM \
+                                        while it is set"
+            .to_string(),
         Seen::Sticky => format!(
             "it was set {} time(s) and cleared {} time(s): it stuck, APIC virtualization stays off \
              for the VM while it is set",
