@@ -47,7 +47,7 @@ fn marker(r: Inhibit) -> &'static str {
         Inhibit::PitReinj => "lost_tick_policy=discard",
         Inhibit::Hyperv => "hv-avic",
         Inhibit::ApicIdModified | Inhibit::ApicBaseModified => "d471bd853d38",
-        Inhibit::PhysicalIdAliased | Inhibit::LogicalIdAliased => "+x2apic",
+        Inhibit::PhysicalIdAliased | Inhibit::LogicalIdAliased => "at their defaults",
         Inhibit::PhysicalIdTooBig => "-smp N",
         Inhibit::Nested => "-svm",
         Inhibit::X2apic => "-x2apic",

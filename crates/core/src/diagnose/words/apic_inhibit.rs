@@ -131,13 +131,6 @@ fn one(w: &W<'_>, r: Inhibit) -> (String, Vec<Fix>) {
                 .host("Linux ≥ 6.3 (commit d471bd853d38)")
                 .advice(&["advice.kernel-upgrade"])
                 .done(),
-                F::new(
-                    ForGuest::Any,
-                    "give the guest x2APIC: its APIC IDs are read-only, so the guest cannot rewrite them",
-                )
-                .qemu("-cpu …,+x2apic")
-                .libvirt("<cpu …><feature policy='require' name='x2apic'/></cpu>")
-                .done(),
             ],
         ),
         Inhibit::PhysicalIdAliased | Inhibit::LogicalIdAliased => (
@@ -148,10 +141,10 @@ fn one(w: &W<'_>, r: Inhibit) -> (String, Vec<Fix>) {
             vec![
                 F::new(
                     ForGuest::Any,
-                    "give the guest x2APIC, whose IDs and logical destinations are fixed by KVM",
+                    "leave the guest's APIC IDs and logical destinations at their defaults: KVM clears \
+                     the inhibit once they no longer alias; nothing on the host lifts it while they do",
                 )
-                .qemu("-cpu …,+x2apic")
-                .libvirt("<cpu …><feature policy='require' name='x2apic'/></cpu>")
+                .guest("find what rewrites the xAPIC IDs or LDRs (firmware, an old or custom kernel)")
                 .done(),
             ],
         ),
