@@ -296,3 +296,34 @@ fn refusals_exit_2_and_say_what_the_input_is() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("more than 16 MiB"));
 }
+
+/// AVIC inhibitors from the flags alone: a real Windows 11 domain (x2APIC, as every CPU model
+/// has it) on an AMD AVIC host whose kernel predates x2AVIC gets HV-PERF-015 with its fix.
+#[test]
+fn host_kernel_flag_selects_the_avic_inhibitors() {
+    let f = data("60-user-kevinlocke-win11.xml");
+    let amd = ["--host-vendor", "amd", "--host-apicv", "on"];
+    let rules = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["lint", "--json", &f];
+        args.extend_from_slice(&amd);
+        args.extend_from_slice(extra);
+        json(&args)["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x["rule"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert!(!rules(&[]).contains(&"HV-PERF-015".to_string()));
+    assert!(!rules(&["--host-kernel", "6.8.0-45-generic"]).contains(&"HV-PERF-015".to_string()));
+    let old = rules(&["--host-kernel", "5.15.0-91-generic"]);
+    assert!(old.contains(&"HV-PERF-015".to_string()), "{old:?}");
+    assert!(
+        old.contains(&"HV-PERF-007".to_string()),
+        "PIT reinjection: {old:?}"
+    );
+    assert!(
+        old.contains(&"HV-PERF-005".to_string()),
+        "SynIC without hv-avic: {old:?}"
+    );
+}

@@ -488,3 +488,106 @@ fn proxmox_conf_maps_to_its_generated_argv() {
         assert_eq!(key(&c), key(&a), "{stem}");
     }
 }
+
+fn amd_avic_kernel(kernel: &str) -> Options {
+    let mut o = amd_avic();
+    o.host.kernel = Some(kernel.to_string());
+    o
+}
+
+/// The AVIC inhibitors beyond the PIT and SynIC: x2APIC on a host kernel without x2AVIC
+/// (X2APIC), SVM exposed (NESTED), more vCPUs than AVIC addresses (PHYSICAL_ID_TOO_BIG).
+#[test]
+fn avic_inhibitors_follow_the_host_kernel() {
+    // Real configurations: none removes x2APIC, so a 5.15 host inhibits AVIC for them.
+    let f = "60-user-kevinlocke-win11.xml";
+    let base = [
+        ("HV-PERF-005", Medium),
+        ("HV-PERF-006", Medium),
+        ("HV-PERF-007", High),
+    ];
+    expect(f, &amd_avic_kernel("6.8.0-45-generic"), &base);
+    let old = amd_avic_kernel("5.15.0-91-generic");
+    let mut with_x2apic = base.to_vec();
+    with_x2apic.push(("HV-PERF-015", High));
+    expect(f, &old, &with_x2apic);
+    let r = lint::lint(&read(f), &old);
+    let x = r.findings.iter().find(|x| x.rule == "HV-PERF-015").unwrap();
+    assert!(x.message.contains("X2APIC") && x.message.contains("5.15"));
+    assert_eq!(x.fix.qemu.as_deref(), Some("-cpu …,-x2apic"));
+    assert!(x.source.contains("887196"));
+    // Intel hosts, or AVIC off: silent.
+    let mut intel_old = intel(Some(true));
+    intel_old.host.kernel = Some("5.15".into());
+    expect(
+        f,
+        &intel_old,
+        &[("HV-PERF-005", Medium), ("HV-PERF-006", Medium)],
+    );
+    for f in [
+        "30-virt-install-win11-default.xml",
+        "33-virt-install-hyperv-no-domcaps.xml",
+    ] {
+        assert!(
+            verdict(f, &old).contains(&("HV-PERF-015".to_string(), High)),
+            "{f}"
+        );
+        assert!(
+            !verdict(f, &amd_avic_kernel("6.1"))
+                .iter()
+                .any(|(r, _)| r == "HV-PERF-015"),
+            "{f}"
+        );
+    }
+}
+
+/// SVM exposed and x2APIC removed, on a QEMU command line (written for this test: no public
+/// sample exposes SVM explicitly).
+#[test]
+fn avic_nested_and_x2apic_on_a_qemu_line() {
+    let line = "qemu-system-x86_64 -machine q35,accel=kvm -cpu EPYC,+svm,-x2apic -smp 4 \
+                -global kvm-pit.lost_tick_policy=discard\n";
+    let configs = config::read_str(
+        line,
+        "svm.args",
+        &ReadOptions {
+            format: Some(config::Format::Qemu),
+            host_vendor: Some(Vendor::Amd),
+        },
+    )
+    .unwrap();
+    let rules = |o: &Options| -> Vec<(String, Severity)> {
+        let mut v: Vec<_> = lint::lint(&configs, o)
+            .findings
+            .iter()
+            .map(|f| (f.rule.to_string(), f.severity))
+            .collect();
+        v.sort();
+        v
+    };
+    // x2APIC removed: no X2APIC finding even on 5.15; SVM: the whole VM before 5.19.
+    assert_eq!(
+        rules(&amd_avic_kernel("5.15")),
+        [("HV-PERF-014".to_string(), High)]
+    );
+    assert_eq!(
+        rules(&amd_avic_kernel("6.8")),
+        [("HV-PERF-014".to_string(), Low)]
+    );
+    assert_eq!(rules(&amd_avic()), [("HV-PERF-014".to_string(), Medium)]);
+    assert!(rules(&intel(Some(true))).is_empty());
+    let big = config::read_str(
+        "qemu-system-x86_64 -machine q35,accel=kvm -cpu host -smp 600 \
+         -global kvm-pit.lost_tick_policy=discard\n",
+        "big.args",
+        &ReadOptions {
+            format: Some(config::Format::Qemu),
+            host_vendor: Some(Vendor::Amd),
+        },
+    )
+    .unwrap();
+    let r = lint::lint(&big, &amd_avic_kernel("6.8"));
+    let f = r.findings.iter().find(|f| f.rule == "HV-PERF-015").unwrap();
+    assert_eq!(f.severity, Medium);
+    assert!(f.message.contains("PHYSICAL_ID_TOO_BIG"));
+}

@@ -18,6 +18,7 @@ mod common;
 mod handbuilt;
 
 mod architectures;
+mod apicv_inhibit;
 mod bcc_kvmexit;
 mod diagnose_fuzz;
 mod diagnose_hypotheses;
@@ -29,6 +30,7 @@ mod diagnose_samples;
 mod diagnose_sched;
 mod diagnose_seeds;
 mod findings_doc;
+mod fuzz_apicv_inhibit;
 mod fuzz_config;
 mod fuzz_counters;
 mod fuzz_fio_json;

@@ -876,14 +876,12 @@ fn the_other_kvm_events() {
         let p = one(&format!("{pre}{line}"));
         assert_eq!(only_key(&p, TableKind::Hypercall).0, key, "{line}");
     }
-    // Counted by name: kvm_apic_ipi `"dst %x vec %u (%s|%s|%s|%s|%s)"`,
-    // kvm_apicv_inhibit_changed `"%s reason=%u (%s)"`, kvm_emulate_insn `"%x:%llx:%s (%s)%s"`,
+    // Counted by name: kvm_apic_ipi `"dst %x vec %u (%s|%s|%s|%s|%s)"`, kvm_emulate_insn `"%x:%llx:%s (%s)%s"`,
     // kvm_cpuid `"func %x idx %x rax %lx rbx %lx rcx %lx rdx %lx, cpuid entry %s%s"`,
     // kvm_set_irq `"gsi %u level %d source %d"`, kvm_nested_vmenter `"rip: 0x%016llx vmcb:
     // 0x%016llx nested_rip: …"`, kvm_fpu `"%s"`.
     for line in [
         "kvm_apic_ipi: dst 1 vec 253 (Fixed|physical|assert|edge|dst)",
-        "kvm_apicv_inhibit_changed: set reason=1 (HYPERV)",
         "kvm_emulate_insn: 0:ffffffff8104f5a6:0f 01 d9 (prot64)",
         "kvm_cpuid: func 40000001 idx 0 rax 1 rbx 0 rcx 0 rdx 0, cpuid entry found",
         "kvm_set_irq: gsi 11 level 1 source 0",
@@ -895,6 +893,16 @@ fn the_other_kvm_events() {
         assert_eq!(event_names(&p), [name], "{line}");
         assert_eq!(p.tables.len(), 1, "{line}");
     }
+    // kvm_apicv_inhibit_changed `"%s reason=%u, inhibits=0x%lx%s%s"`: counted by name and by
+    // reason (apicv_inhibit).
+    let p = one(&format!(
+        "{pre}kvm_apicv_inhibit_changed: set reason=1, inhibits=0x2 HYPERV"
+    ));
+    assert_eq!(event_names(&p), ["kvm_apicv_inhibit_changed"]);
+    let t = table(&p, &TableKind::ApicvInhibit).unwrap();
+    let keys: Vec<String> = t.rows.iter().map(|r| r.key.key_text()).collect();
+    // The change, and the inhibit still set at the end (from the mask).
+    assert_eq!(keys, ["held reason=1 (HYPERV)", "set reason=1 (HYPERV)"]);
     // An unreadable text of a known event: counted by name, noted, never fatal.
     let p = one(&format!("{pre}kvm_pio: something new at port 3"));
     assert_eq!(event_names(&p), ["kvm_pio"]);

@@ -29,6 +29,10 @@ pub struct LintArgs {
     /// The host clocksource (tsc, hpet, …)
     #[arg(long, value_name = "NAME")]
     pub host_clocksource: Option<String>,
+    /// The host kernel release (`uname -r`, e.g. 5.15.0-91-generic): which AVIC inhibits apply
+    /// (HV-PERF-014, HV-PERF-015)
+    #[arg(long, value_name = "X.Y")]
+    pub host_kernel: Option<String>,
     /// Read the host facts from this machine (explicit --host-* flags win)
     #[arg(long, value_enum)]
     pub host_facts: Option<HostFactsArg>,

@@ -73,12 +73,16 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
 
 /// Probed facts (with `--host-facts auto`), overridden by the explicit `--host-*` flags.
 fn host_facts(a: &LintArgs) -> HostFacts {
-    host_facts_from(
+    let mut h = host_facts_from(
         a.host_facts,
         a.host_vendor,
         a.host_apicv,
         a.host_clocksource.as_deref(),
-    )
+    );
+    if let Some(k) = &a.host_kernel {
+        h.kernel = Some(k.clone());
+    }
+    h
 }
 
 /// Host facts from the `--host-*` options every command shares (lint, diagnose): probed with

@@ -407,6 +407,7 @@ fn cpu(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
             Some("vmx" | "svm") => {
                 c.cpu.nested_virt = Some(Setting::new(enabled, ctx.origin(f)));
             }
+            Some("x2apic") => c.cpu.x2apic = Some(Setting::new(enabled, ctx.origin(f))),
             _ => {}
         }
     }

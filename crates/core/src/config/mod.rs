@@ -218,6 +218,9 @@ pub struct Cpu {
     pub kvm_hidden: Option<Origin>,
     /// VMX/SVM explicitly exposed (`true`) or removed (`false`).
     pub nested_virt: Option<Setting<bool>>,
+    /// x2APIC explicitly exposed (`true`) or removed (`false`); KVM's CPU models and `host`
+    /// have it unless removed.
+    pub x2apic: Option<Setting<bool>>,
 }
 
 /// What happens when the guest panics.

@@ -115,6 +115,7 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
             "kvm" => c.cpu.kvm_hidden = (!p.bool()?).then_some(origin),
             "hypervisor" => c.cpu.hypervisor_hidden = (!p.bool()?).then_some(origin),
             "vmx" | "svm" => c.cpu.nested_virt = Some(Setting::new(p.bool()?, origin)),
+            "x2apic" => c.cpu.x2apic = Some(Setting::new(p.bool()?, origin)),
             "tsc-frequency" | "tsc-freq" => {
                 if let Some(v) = p.value {
                     c.timers.tsc_frequency = Some(Setting::new(v.to_string(), origin));

@@ -5,6 +5,7 @@
 //! Nothing here parses a capture format; sources hand raw codes and names in, and get canonical
 //! names, classes and descriptions out. Unknown codes are never an error: they stay numeric.
 
+pub mod apicv_inhibit;
 pub mod exit_reason;
 pub(crate) mod ioport;
 pub mod kvm_stats;

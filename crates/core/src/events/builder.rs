@@ -22,6 +22,7 @@ enum Slot {
     Msr,
     UserspaceExit,
     Hypercall,
+    ApicvInhibit,
     Events,
 }
 
@@ -34,6 +35,7 @@ impl Slot {
             Slot::Msr => TableKind::Msr,
             Slot::UserspaceExit => TableKind::UserspaceExit,
             Slot::Hypercall => TableKind::Hypercall,
+            Slot::ApicvInhibit => TableKind::ApicvInhibit,
             Slot::Events => TableKind::Events,
         }
     }
@@ -101,6 +103,17 @@ pub struct ProfileBuilder {
     first_ts: Option<u64>,
     last_ts: Option<u64>,
     events: u64,
+    /// Per VM and inhibit number: the name a `set` line showed, and since when it is set.
+    inhibits: HashMap<(Option<u32>, u32), Inhibited>,
+    /// Per VM: the inhibits still set after its last change (and whether of the old event).
+    inhibit_masks: HashMap<Option<u32>, (u64, bool)>,
+}
+
+/// What the builder remembers of one inhibit of one VM.
+#[derive(Debug, Default, Clone, Copy)]
+struct Inhibited {
+    named: Option<crate::decode::apicv_inhibit::Inhibit>,
+    since: Option<u64>,
 }
 
 impl ProfileBuilder {
@@ -119,6 +132,8 @@ impl ProfileBuilder {
             first_ts: None,
             last_ts: None,
             events: 0,
+            inhibits: HashMap::default(),
+            inhibit_masks: HashMap::default(),
         };
         // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
         for kind in KNOWN_EVENTS {
@@ -196,7 +211,51 @@ impl ProfileBuilder {
             EventKind::Hypercall { nr, .. } => {
                 self.count(at, Slot::Hypercall, CKey::Addr(nr, None));
             }
+            EventKind::ApicvInhibit { change, names, .. } => self.inhibit(at, change, names, ts),
             EventKind::Other { .. } | EventKind::Interned { .. } => {}
+        }
+    }
+
+    /// An inhibit change: counted by reason and direction; a clear records how long the
+    /// reason was set (the VM's last set of it), and takes the name its set showed.
+    fn inhibit(
+        &mut self,
+        at: Place,
+        mut change: crate::decode::apicv_inhibit::Change,
+        names: &str,
+        ts: Option<u64>,
+    ) {
+        if let Some(mask) = change.inhibits {
+            // The printed names name every inhibit still set, not only this line's.
+            for (bit, r) in crate::decode::apicv_inhibit::mask_names(mask, names) {
+                self.inhibits.entry((at.pid, bit)).or_default().named = Some(r);
+            }
+            self.inhibit_masks.insert(at.pid, (mask, change.legacy));
+        }
+        let state = self.inhibits.entry((at.pid, change.number)).or_default();
+        if change.named.is_none() {
+            change.named = state.named;
+        } else {
+            state.named = change.named;
+        }
+        let held = if change.set {
+            // A repeated set keeps the first time: the reason has been set since then.
+            state.since = state.since.or(ts);
+            None
+        } else {
+            let since = state.since.take();
+            since.zip(ts).and_then(|(a, b)| b.checked_sub(a))
+        };
+        let id = self.name_id(&change.key());
+        // Inhibits are per VM: counted without the vCPU.
+        let at = Place {
+            vcpu: None,
+            thread: None,
+            ..at
+        };
+        let slot = self.count(at, Slot::ApicvInhibit, CKey::Name(id));
+        if let Some(ns) = held {
+            self.record(slot, ns);
         }
     }
 
@@ -321,6 +380,34 @@ impl ProfileBuilder {
         }
     }
 
+    /// The inhibits each VM still had set after its last change: a `held` row each, so that a
+    /// reason set before the trace began and never cleared shows as sticky.
+    fn held_inhibits(&mut self) {
+        let mut masks: Vec<(Option<u32>, (u64, bool))> =
+            self.inhibit_masks.iter().map(|(k, v)| (*k, *v)).collect();
+        masks.sort_unstable();
+        for (pid, (mask, legacy)) in masks {
+            for bit in (0..64u32).filter(|b| mask & (1u64 << b) != 0) {
+                let named = self.inhibits.get(&(pid, bit)).and_then(|s| s.named);
+                let change = crate::decode::apicv_inhibit::Change {
+                    set: true,
+                    number: bit,
+                    inhibits: None,
+                    named,
+                    legacy,
+                    held: true,
+                };
+                let id = self.name_id(&change.key());
+                let at = Place {
+                    thread: None,
+                    pid,
+                    vcpu: None,
+                };
+                self.count(at, Slot::ApicvInhibit, CKey::Name(id));
+            }
+        }
+    }
+
     /// The name id of an event's kind: fixed for the kinds the builder knows (interned first
     /// in `new`), looked up for other events.
     fn kind_name_id(&mut self, kind: &EventKind<'_>) -> u32 {
@@ -333,7 +420,7 @@ impl ProfileBuilder {
             EventKind::UserspaceExit { .. } => 5,
             EventKind::Hypercall { hyperv: false, .. } => 6,
             EventKind::Hypercall { hyperv: true, .. } => 7,
-            EventKind::Other { name } => self.name_id(name),
+            EventKind::Other { name } | EventKind::ApicvInhibit { name, .. } => self.name_id(name),
             EventKind::Interned { name } => name.0,
         }
     }
@@ -372,7 +459,8 @@ impl ProfileBuilder {
     }
 
     /// The profile: one table per kind that saw events, rows largest first.
-    pub fn finish(self) -> Profile {
+    pub fn finish(mut self) -> Profile {
+        self.held_inhibits();
         let isa = self.isa.or_else(|| self.reasons.guess_isa());
         let reason_keys = self.reasons.keys(isa);
         let window = self.first_ts.zip(self.last_ts).map(|(a, b)| Window {

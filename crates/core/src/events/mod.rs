@@ -66,6 +66,14 @@ pub enum EventKind<'a> {
     UserspaceExit { reason: &'a str },
     /// `kvm_hypercall` / `kvm_hv_hypercall`: a hypercall by number.
     Hypercall { nr: u64, hyperv: bool },
+    /// `kvm_apicv_inhibit_changed` / `kvm_apicv_update_request` (the event's `name`): an
+    /// APICv/AVIC inhibit set or cleared.
+    ApicvInhibit {
+        name: &'a str,
+        change: crate::decode::apicv_inhibit::Change,
+        /// The names printed after the mask (`IRQWIN|PIT_REINJ`), empty when none.
+        names: &'a str,
+    },
     /// Any other event, by name (`kvm_fpu`, `kvm_set_irq`, …): counted, never dropped.
     Other { name: &'a str },
     /// Any other event, by a name the source interned once with
@@ -89,7 +97,7 @@ impl EventKind<'_> {
             EventKind::UserspaceExit { .. } => "kvm_userspace_exit",
             EventKind::Hypercall { hyperv: false, .. } => "kvm_hypercall",
             EventKind::Hypercall { hyperv: true, .. } => "kvm_hv_hypercall",
-            EventKind::Other { name } => name,
+            EventKind::Other { name } | EventKind::ApicvInhibit { name, .. } => name,
             // Only the builder that interned it knows the name.
             EventKind::Interned { .. } => "",
         }

@@ -16,6 +16,7 @@
 //! launch script leaves open become caveats on the findings they touch; findings that repeat
 //! are merged with a count ([`caveats`]).
 
+mod avic;
 mod caveats;
 mod context;
 mod deps;

@@ -86,6 +86,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     if let Some(f) = pit(ctx) {
         out.push(f);
     }
+    super::avic::check(ctx, out);
     if win && !none && !ctx.on(HvFlag::Frequencies) {
         out.push(ctx.finding(
             "HV-PERF-008",

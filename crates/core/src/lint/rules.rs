@@ -34,7 +34,7 @@ const fn r(
 }
 
 /// Every rule, in §6 order.
-pub const RULES: [Rule; 38] = [
+pub const RULES: [Rule; 40] = [
     r(
         "HV-DEP-001",
         "error",
@@ -204,6 +204,22 @@ pub const RULES: [Rule; 38] = [
         "Proxmox qemu-server commit 30531026; Red Hat solution 7129100",
     ),
     r(
+        "HV-PERF-014",
+        "high/medium/low",
+        "SVM exposed to the guest on an AMD AVIC host (inhibit NESTED)",
+        "host vendor and AVIC (host kernel for the severity)",
+        "Linux commit f44509f849fe (KVM: x86: SVM: allow AVIC to co-exist with a nested guest running, 5.19); \
+         Linux arch/x86/include/asm/kvm_host.h enum kvm_apicv_inhibit",
+    ),
+    r(
+        "HV-PERF-015",
+        "high/medium",
+        "x2APIC on an AMD AVIC host whose kernel predates x2AVIC (inhibit X2APIC), or more vCPUs than AVIC addresses (PHYSICAL_ID_TOO_BIG)",
+        "host vendor, AVIC and kernel; vCPU count",
+        "LWN 887196 (x2AVIC and hybrid AVIC, Linux 6.0) https://lwn.net/Articles/887196/; \
+         Linux arch/x86/kvm/svm/avic.c avic_init_backing_page()",
+    ),
+    r(
         "HV-OPS-001",
         "medium/high",
         "hv-passthrough / mode='passthrough'",
@@ -325,7 +341,7 @@ mod tests {
     #[test]
     fn ids_are_unique_and_complete() {
         let ids: Vec<&str> = all().map(|r| r.id).collect();
-        assert_eq!(ids.len(), 38);
+        assert_eq!(ids.len(), 40);
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         sorted.dedup();
@@ -333,7 +349,7 @@ mod tests {
         for n in 1..=9 {
             assert!(get(&format!("HV-DEP-{n:03}")).is_some());
         }
-        for n in 1..=13 {
+        for n in 1..=15 {
             assert!(get(&format!("HV-PERF-{n:03}")).is_some());
         }
         for n in 1..=14 {

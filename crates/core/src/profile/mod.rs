@@ -180,13 +180,17 @@ pub enum TableKind {
     /// KVM-relevant messages of the host's kernel log (`kernel_log`): lock traps, MSRs KVM
     /// does not emulate, lockups of vCPU threads, KVM's module warnings.
     KernelLog,
+    /// APICv/AVIC inhibit changes by reason and direction (`apicv_inhibit`: keys as
+    /// [`crate::decode::apicv_inhibit::Change::key`]); a `cleared` row's durations are the
+    /// time the reason was set before it, when the trace has timestamps.
+    ApicvInhibit,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).
     Event(String),
 }
 
 impl TableKind {
     /// The kinds with a name of their own, besides [`TableKind::Event`].
-    pub const NAMED: [TableKind; 16] = [
+    pub const NAMED: [TableKind; 17] = [
         TableKind::Vmexit,
         TableKind::Ioport,
         TableKind::Mmio,
@@ -203,6 +207,7 @@ impl TableKind {
         TableKind::CoalescedMmio,
         TableKind::Sched,
         TableKind::KernelLog,
+        TableKind::ApicvInhibit,
     ];
 
     /// The name used in JSON and on the command line.
@@ -224,6 +229,7 @@ impl TableKind {
             TableKind::CoalescedMmio => "coalesced_mmio",
             TableKind::Sched => "sched",
             TableKind::KernelLog => "kernel_log",
+            TableKind::ApicvInhibit => "apicv_inhibit",
             TableKind::Event(name) => name,
         }
     }

@@ -14,6 +14,7 @@ pub(crate) mod guest;
 pub(crate) mod host;
 pub(crate) mod hostlog;
 pub(crate) mod hv;
+pub mod inhibits;
 pub(crate) mod io;
 pub(crate) mod rate;
 pub(crate) mod rows;
@@ -77,6 +78,8 @@ pub struct EvidenceSet {
     pub events: BTreeMap<String, u64>,
     /// Exits to userspace by reason (`KVM_EXIT_IO`, `KVM_EXIT_INTERNAL_ERROR`, …).
     pub userspace: BTreeMap<String, u64>,
+    /// APICv/AVIC inhibit changes by reason (`kvm_apicv_inhibit_changed`), most sets first.
+    pub inhibits: Vec<inhibits::InhibitSeen>,
     pub rate: Rate,
     pub guest: Guest,
     pub host: Host,
@@ -174,6 +177,7 @@ impl EvidenceSet {
             counters,
             events,
             userspace,
+            inhibits: inhibits::gather(tables),
             rate,
             guest,
             host,

@@ -5,10 +5,13 @@
 //! EOIs that exit. The Windows SynIC traps are in `synic`.
 
 use super::RuleId;
+use super::apic_inhibit;
 use super::effect;
 use super::{Ctx, Hint, Hypothesis, Threshold, rules};
 use crate::config::{PitPolicy, Version};
+use crate::decode::apicv_inhibit::Inhibit;
 use crate::decode::mmio;
+use crate::diagnose::evidence::inhibits::TOGGLE_CLEARS;
 use crate::diagnose::evidence::{Item, Part};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 use crate::profile::Access;
@@ -48,6 +51,16 @@ rules! {
                 name: "window exits' share of the exits, for low whatever the cost",
                 value: WINDOW_SHARE,
                 unit: "share",
+            }],
+        },
+        ApicvInhibitToggling {
+            id: "apic.apicv-inhibit-toggling",
+            tag: "apic.apicv-inhibited",
+            role: Context,
+            thresholds: &[Threshold {
+                name: "clears of one reason for it to count as toggling",
+                value: TOGGLE_CLEARS as f64,
+                unit: "clears",
             }],
         },
         EoiExits {
@@ -133,7 +146,10 @@ fn inhibited(ctx: &mut Ctx<'_>) {
             .collect()
     });
     // Inhibit changes traced: APIC virtualization is enabled and something inhibits it.
-    let events = ev.event("kvm_apicv_inhibit_changed").filter(|&n| n > 0);
+    let events = ev
+        .event("kvm_apicv_inhibit_changed")
+        .or_else(|| ev.event("kvm_apicv_update_request"))
+        .filter(|&n| n > 0);
     if rows.is_empty() && events.is_none() {
         return;
     }
@@ -142,16 +158,33 @@ fn inhibited(ctx: &mut Ctx<'_>) {
     if rows.is_empty() && ev.io.as_ref().is_some_and(|io| io.polled()) {
         return;
     }
-    let amd = ev.host.amd() || rows.iter().any(|r| r.is(&["vintr"]));
+    // Only IRQWIN/BLOCKIRQ traced, and no window exits to explain: KVM toggling an inhibit by
+    // design. Context, no fix.
+    if rows.is_empty() && apic_inhibit::toggling_only(&ev.inhibits) {
+        let h = Hypothesis::with_cost(
+            ApicRule::ApicvInhibitToggling,
+            Default::default(),
+            apic_inhibit::facts(&ev.inhibits),
+        )
+        .grading(super::Grading::Context(Severity::Info));
+        ctx.push(h);
+        return;
+    }
+    let lead = apic_inhibit::lead(&ev.inhibits);
+    let amd = ev.host.amd()
+        || rows.iter().any(|r| r.is(&["vintr"]))
+        || lead.is_some_and(|l| l.reason().is_some_and(avic_only));
     let pit_reinject = ev
         .config
         .as_ref()
         .is_some_and(|c| c.effective.pit != Some(PitPolicy::Discard));
-    // Who is likelier: the host facts when given; an inhibit (APICv enabled) when traced;
-    // else the module default — kvm_amd's avic is off by default, kvm_intel's enable_apicv on.
+    // Who is likelier: the host facts when given; DISABLED traced (off by parameter); an
+    // inhibit (APICv enabled) when traced; else the module default — kvm_amd's avic is off by
+    // default, kvm_intel's enable_apicv on.
+    let disabled = lead.is_some_and(|l| l.reason() == Some(Inhibit::Disabled));
     let off = match ev.host.apic_virt() {
         Some(on) => !on,
-        None => events.is_none() && amd,
+        None => disabled || (events.is_none() && amd),
     };
     let id = if off {
         RuleId::Apic(ApicRule::ApicvOff)
@@ -164,15 +197,22 @@ fn inhibited(ctx: &mut Ctx<'_>) {
             .map(|r| ex.fact(r))
             .collect()
     });
-    if let Some(n) = events {
-        let mut f = Fact::said(
-            "events",
-            "kvm_apicv_inhibit_changed",
-            "APICv inhibit changes were traced",
-        );
-        f.count = n;
-        f.explains = rows.is_empty();
-        context.push(f);
+    if ev.inhibits.is_empty() {
+        if let Some(n) = events {
+            let mut f = Fact::said(
+                "events",
+                "kvm_apicv_inhibit_changed",
+                "APICv inhibit changes were traced",
+            );
+            f.count = n;
+            f.explains = rows.is_empty();
+            context.push(f);
+        }
+    } else {
+        context.extend(apic_inhibit::facts(&ev.inhibits).into_iter().map(|mut f| {
+            f.explains = rows.is_empty();
+            f
+        }));
     }
     let h = match ctx.exits() {
         Some(ex) if !rows.is_empty() => Hypothesis::new(id, ev, ex, &rows).support(context),
@@ -201,7 +241,10 @@ fn inhibited(ctx: &mut Ctx<'_>) {
         )
         .hint_if(!known, Hint::Aggregate)
         .hint_if(amd, Hint::Amd)
-        .hint_if(ev.host.apic_virt() == Some(false), Hint::ApicvOff)
+        .hint_if(
+            ev.host.apic_virt() == Some(false) || disabled,
+            Hint::ApicvOff,
+        )
         .hint_if(
             amd && pit_reinject && ev.config.is_some(),
             Hint::PitReinject,
@@ -218,6 +261,20 @@ fn inhibited(ctx: &mut Ctx<'_>) {
         );
     }
     ctx.push(h);
+}
+
+/// Reasons only AMD's AVIC has: their trace says the host is AMD.
+fn avic_only(r: Inhibit) -> bool {
+    matches!(
+        r,
+        Inhibit::Nested
+            | Inhibit::Irqwin
+            | Inhibit::PitReinj
+            | Inhibit::X2apic
+            | Inhibit::Sev
+            | Inhibit::LogicalIdAliased
+            | Inhibit::PhysicalIdTooBig
+    )
 }
 
 /// `apic.eoi-exits`: EOIs that exit — x2APIC EOI MSR writes (no virtual-interrupt delivery),

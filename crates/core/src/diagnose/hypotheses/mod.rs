@@ -10,6 +10,7 @@
 //! skip rows earlier ones claimed. docs/development.md has the recipes for a rule and a family.
 
 pub(crate) mod apic;
+pub(crate) mod apic_inhibit;
 pub(crate) mod apic_ipi;
 pub(crate) mod apic_synic;
 pub(crate) mod arch;

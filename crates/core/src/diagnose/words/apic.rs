@@ -49,8 +49,32 @@ pub fn describe(id: ApicRule) -> Description {
             title: "interrupts are injected through window exits: APIC virtualization is inhibited or off",
             meaning: "INTERRUPT_WINDOW, TPR_BELOW_THRESHOLD, CR8 writes (SVM) and `vintr` exits are what KVM \
                       needs to inject interrupts without APICv/AVIC; with it active they are rare. Inhibitors: \
-                      PIT reinjection (AMD), SynIC AutoEOI, nested guests, x2APIC on hosts without x2AVIC.",
-            sources: &[KVM_TRACE_H, KVM_I8254, VITALY_AEOI, LIBVIRT_TIME],
+                      PIT reinjection (AMD), SynIC AutoEOI, nested guests, x2APIC on hosts without x2AVIC. \
+                      When kvm_apicv_inhibit_changed is traced, the finding names the reason (by name, \
+                      or by number with every name it has had across kernels) and gives that reason's \
+                      own fix; a reason set and kept (sticky) leads over ones that toggle.",
+            sources: &[
+                KVM_TRACE_H,
+                KVM_I8254,
+                VITALY_AEOI,
+                LIBVIRT_TIME,
+                KVM_INHIBIT_DOC,
+                KVM_REINJECT_CONTROL,
+                LIBKRUN_PIT_REINJ,
+                QEMU_HV_AVIC,
+                KVM_APIC_ID_CLEAR,
+                KVM_AVIC_NESTED,
+                LWN_X2AVIC,
+                QEMU_IRQCHIP,
+            ],
+        },
+        ApicRule::ApicvInhibitToggling => Description {
+            title: "APICv/AVIC inhibits that toggle by design (IRQWIN, BLOCKIRQ): nothing to remove",
+            meaning: "kvm_apicv_inhibit_changed shows only reasons KVM sets and clears around short \
+                      events: IRQWIN while an interrupt AVIC cannot deliver waits for a window, \
+                      BLOCKIRQ while a debugger blocks interrupts. Counted per reason from the trace \
+                      (sets, clears, time set); a reason cleared three times or more toggles.",
+            sources: &[KVM_INHIBIT_DOC, KVM_TRACE_H],
         },
         ApicRule::EoiExits => Description {
             title: "end-of-interrupt writes exit",
@@ -74,6 +98,7 @@ pub fn write(w: &W<'_>, id: ApicRule) -> Words {
         ApicRule::ApicvInhibitedSynic => synic(w),
         ApicRule::HvApicMsrs => hv_msrs(w),
         ApicRule::ApicvOff => off(w),
+        ApicRule::ApicvInhibitToggling => super::apic_inhibit::toggling(w),
         ApicRule::ApicAccessMmio => Words {
             cause: format!(
                 "{}Accesses to the xAPIC page (TPR +0x80, EOI +0xb0, ICR +0x300/+0x310) exit and are decoded \
@@ -92,7 +117,7 @@ pub fn write(w: &W<'_>, id: ApicRule) -> Words {
                     .into(),
             ..Words::default()
         },
-        ApicRule::ApicvInhibited => inhibited(w),
+        ApicRule::ApicvInhibited => super::apic_inhibit::inhibited(w),
         ApicRule::EoiExits => Words {
             cause: if w.has(Hint::EoiInduced) {
                 "EOI-induced exits are the EOIs of level-triggered interrupts (legacy INTx devices: emulated \
@@ -136,7 +161,7 @@ pub fn write(w: &W<'_>, id: ApicRule) -> Words {
 }
 
 /// Turning APIC virtualization on in the host.
-fn apicv_on(w: &W<'_>) -> Fix {
+pub(super) fn apicv_on(w: &W<'_>) -> Fix {
     let _ = w;
     F::new(ForGuest::Any, "turn on APIC virtualization on the host")
         .host(
@@ -272,7 +297,17 @@ fn hv_msrs(w: &W<'_>) -> Words {
 }
 
 fn off(w: &W<'_>) -> Words {
-    let why = if w.has(Hint::ApicvOff) {
+    let traced =
+        w.ev.inhibits
+            .iter()
+            .find(|s| s.reason() == Some(crate::decode::apicv_inhibit::Inhibit::Disabled));
+    let why = if let Some(s) = traced {
+        &*format!(
+            "The trace names the inhibit DISABLED ({} set): the host has APIC virtualization \
+             (APICv/AVIC) off by module parameter, or the CPU lacks it",
+            s.sets
+        )
+    } else if w.has(Hint::ApicvOff) {
         "The host has APIC virtualization (APICv/AVIC) off"
     } else if w.has(Hint::Amd) {
         "AVIC is off by default in kvm_amd (avic=0) and nothing says this host turned it on"
@@ -294,63 +329,6 @@ fn off(w: &W<'_>) -> Words {
         },
         effect: "EOIs and interrupt injection stop exiting; IPIs to running vCPUs are posted"
             .into(),
-        ..Words::default()
-    }
-}
-
-fn inhibited(w: &W<'_>) -> Words {
-    let amd = if w.has(Hint::Amd) {
-        format!(
-            " On AMD `vintr` exits are KVM asking for an interrupt window; usual AVIC inhibitors: in-kernel \
-             PIT reinjection (libvirt's default pit tickpolicy='delay'){}, SynIC AutoEOI without hv-avic, \
-             x2APIC on CPUs or kernels without x2AVIC, nested guests.",
-            if w.has(Hint::PitReinject) {
-                " — this configuration keeps reinjection on"
-            } else {
-                ""
-            }
-        )
-    } else {
-        " Usual inhibitors: SynIC AutoEOI without hv-avic (Windows), nested guests, an APIC ID the guest \
-         changed; or APICv is simply off."
-            .to_string()
-    };
-    // Inhibited means enabled: turning it on is not the advice, removing the inhibitor is.
-    let mut fixes = vec![
-        F::new(ForGuest::Any, "find and remove what inhibits APIC virtualization")
-            .host(
-                "trace kvm:kvm_apicv_inhibit_changed for the reason; common ones: PIT reinjection (AMD), an \
-                 APIC ID the guest rewrote (reboots, old firmware), a nested guest, IRQ windows",
-            )
-            .done(),
-    ];
-    if w.has(Hint::Amd) {
-        fixes.push(pit_discard());
-    }
-    fixes.extend(w.fixes_by_guest(|g| match g {
-        ForGuest::Windows => vec![hv_avic(w)],
-        _ => Vec::new(),
-    }));
-    let traced = if w.ev.event("kvm_apicv_inhibit_changed").is_some() {
-        " The inhibit changes are in the trace: APIC virtualization is enabled on this host, and \
-         something inhibits it."
-    } else {
-        ""
-    };
-    Words {
-        cause: format!(
-            "Interrupt-window and TPR/CR8 exits are how KVM injects interrupts when APIC virtualization \
-             cannot: with APICv/AVIC active they are rare.{amd}{traced}"
-        ),
-        fixes,
-        effect: "window exits disappear once APIC virtualization stays active; interrupts are delivered \
-                 without exits"
-            .into(),
-        confirm: Some(
-            "`trace-cmd record -e kvm:kvm_apicv_inhibit_changed` names the inhibit reason (PIT_REINJ, \
-             HYPERV, NESTED, APIC_ID_MODIFIED, …); if the host has it off, that is the other reading"
-                .into(),
-        ),
         ..Words::default()
     }
 }

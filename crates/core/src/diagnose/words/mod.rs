@@ -7,6 +7,7 @@
 
 mod apic;
 mod arch;
+mod apic_inhibit;
 mod cpuid;
 mod emulation;
 mod fixes;

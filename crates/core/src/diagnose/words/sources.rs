@@ -503,3 +503,46 @@ pub const LWN_SPLIT_LOCK_MISERY: Source = src(
      the kernel.split_lock_mitigate knob (Linux 6.2) that keeps the warning without the slowdown",
     Some("https://lwn.net/Articles/911219/"),
 );
+
+// APICv/AVIC inhibit reasons, one source per reason's fix.
+pub const KVM_REINJECT_CONTROL: Source = src(
+    "doc",
+    "Linux KVM API: KVM_REINJECT_CONTROL",
+    "PIT reinjection off (pit_reinject = 0) is recommended unless the guest keeps time with the PIT",
+    Some("https://docs.kernel.org/virt/kvm/api.html#kvm-reinject-control"),
+);
+pub const LIBKRUN_PIT_REINJ: Source = src(
+    "bug",
+    "libkrun issue #498",
+    "AVIC inhibited (PIT_REINJ) by a PIT left in reinject mode; fixed by KVM_REINJECT_CONTROL",
+    Some("https://github.com/libkrun/libkrun/issues/498"),
+);
+pub const KVM_APIC_ID_CLEAR: Source = src(
+    "commit",
+    "Linux d471bd853d38",
+    "KVM: x86: Allow APICv APIC ID inhibit to be cleared (before it, APIC_ID_MODIFIED stuck until the VM was destroyed)",
+    Some("https://lore.kernel.org/r/20221117183247.94314-1-gedwards@ddn.com"),
+);
+pub const KVM_AVIC_NESTED: Source = src(
+    "commit",
+    "Linux f44509f849fe",
+    "KVM: x86: SVM: allow AVIC to co-exist with a nested guest running (5.19: only vCPUs in L2 lose AVIC)",
+    Some("https://github.com/torvalds/linux/commit/f44509f849fe55bbd81bd3f099b9aecd19002243"),
+);
+pub const LWN_X2AVIC: Source = src(
+    "post",
+    "LWN: Introducing x2AVIC and hybrid-AVIC modes",
+    "AVIC with an x2APIC guest: x2AVIC (Zen 4) and hybrid AVIC, Linux 6.0; before, x2APIC inhibited AVIC",
+    Some("https://lwn.net/Articles/887196/"),
+);
+pub const KVM_INHIBIT_DOC: Source = lore(
+    "20220606180829.102503-2-mlevitsk@redhat.com",
+    "Maxim Levitsky: KVM: x86: document AVIC/APICv inhibit reasons (what sets each one)",
+    "https://lore.kernel.org/r/20220606180829.102503-2-mlevitsk@redhat.com",
+);
+pub const QEMU_IRQCHIP: Source = src(
+    "doc",
+    "QEMU: invocation, -machine kernel-irqchip",
+    "kernel-irqchip=on|split|off: where the local APIC is emulated",
+    Some("https://www.qemu.org/docs/master/system/invocation.html"),
+);

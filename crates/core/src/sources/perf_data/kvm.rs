@@ -10,7 +10,7 @@
 use super::bytes::Endian;
 use super::userspace_exit;
 use crate::decode::trace_format::{EventFormat, Field};
-use crate::decode::{Isa, arm64_code};
+use crate::decode::{Isa, apicv_inhibit, arm64_code};
 use crate::events::{EventKind, MmioAccess, Reason};
 
 /// Where a scalar field sits in the payload.
@@ -88,6 +88,14 @@ pub enum Decoder {
         nr: FieldRef,
         hyperv: bool,
     },
+    /// `kvm_apicv_inhibit_changed` (`set`, `inhibits`) or, before 5.18,
+    /// `kvm_apicv_update_request` (`activate`: the inhibit cleared).
+    ApicvInhibit {
+        reason: FieldRef,
+        set: Option<FieldRef>,
+        activate: Option<FieldRef>,
+        inhibits: Option<FieldRef>,
+    },
     /// Counted by name only.
     Other,
 }
@@ -138,6 +146,17 @@ impl Decoder {
             }),
             "kvm_hypercall" => f(&["nr"]).map(|nr| Decoder::Hypercall { nr, hyperv: false }),
             "kvm_hv_hypercall" => f(&["code"]).map(|nr| Decoder::Hypercall { nr, hyperv: true }),
+            "kvm_apicv_inhibit_changed" | "kvm_apicv_update_request" => {
+                let (set, activate) = (f(&["set"]), f(&["activate"]));
+                f(&["reason", "bit"])
+                    .filter(|_| set.is_some() || activate.is_some())
+                    .map(|reason| Decoder::ApicvInhibit {
+                        reason,
+                        set,
+                        activate,
+                        inhibits: f(&["inhibits"]),
+                    })
+            }
             _ => return (Decoder::Other, None),
         };
         match decoder {
@@ -218,6 +237,21 @@ impl Decoder {
                 nr: nr.get(e, p)?,
                 hyperv,
             },
+            Decoder::ApicvInhibit {
+                reason,
+                set,
+                activate,
+                inhibits: _,
+            } => Kind::ApicvInhibit {
+                target,
+                number: u32::try_from(reason.get(e, p)?).unwrap_or(u32::MAX),
+                set: match (set, activate) {
+                    (Some(s), _) => s.get(e, p)? != 0,
+                    (None, Some(a)) => a.get(e, p)? == 0,
+                    (None, None) => return None,
+                },
+                legacy: set.is_none(),
+            },
             Decoder::Other => Kind::Other { target },
         })
     }
@@ -273,6 +307,14 @@ pub enum Kind {
         nr: u64,
         hyperv: bool,
     },
+    /// An APICv inhibit change (`legacy`: `kvm_apicv_update_request`, whose numbering is
+    /// certain); the event's name is `names[target]`. The binary record has no names.
+    ApicvInhibit {
+        target: u32,
+        number: u32,
+        set: bool,
+        legacy: bool,
+    },
     /// Another event: its name is `names[target]`.
     Other {
         target: u32,
@@ -303,6 +345,29 @@ impl Kind {
                 reason: userspace_exit::name(reason, i64::from(errno), buf),
             },
             Kind::Hypercall { nr, hyperv } => EventKind::Hypercall { nr, hyperv },
+            Kind::ApicvInhibit {
+                target,
+                number,
+                set,
+                legacy,
+            } => EventKind::ApicvInhibit {
+                name: names
+                    .get(target as usize)
+                    .map_or("kvm_apicv_inhibit_changed", String::as_str),
+                change: apicv_inhibit::Change {
+                    set,
+                    number,
+                    inhibits: None,
+                    named: if legacy {
+                        apicv_inhibit::candidates(number, true).first().copied()
+                    } else {
+                        None
+                    },
+                    legacy,
+                    held: false,
+                },
+                names: "",
+            },
             Kind::Other { target } => EventKind::Other {
                 name: names.get(target as usize).map_or("unknown", String::as_str),
             },
@@ -413,6 +478,61 @@ mod tests {
         assert!(note.is_some_and(|n| n.contains("kvm_pio")));
         let other = format::parse("kvmmmu", "name: kvm_pio\nID: 1\n").unwrap();
         assert_eq!(Decoder::for_format(&other), (Decoder::Other, None));
+    }
+}
+
+#[cfg(test)]
+mod apicv {
+    use super::*;
+    use crate::decode::apicv_inhibit::Inhibit;
+    use crate::decode::trace_format as format;
+
+    /// `kvm_apicv_inhibit_changed` (5.18+: reason, set, inhibits) and
+    /// `kvm_apicv_update_request` (before: reason, activate — activate clears the inhibit).
+    #[test]
+    fn both_events_decode_to_changes() {
+        let f = format::parse(
+            "kvm",
+            "name: kvm_apicv_inhibit_changed\nID: 1\nformat:\n\
+             \tfield:int reason;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:bool set;\toffset:12;\tsize:1;\tsigned:0;\n\
+             \tfield:unsigned long inhibits;\toffset:16;\tsize:8;\tsigned:0;\n",
+        )
+        .unwrap();
+        let (d, note) = Decoder::for_format(&f);
+        assert!(note.is_none());
+        let mut p = vec![0u8; 24];
+        p[8] = 9;
+        p[12] = 1;
+        p[16] = 0x2;
+        p[17] = 0x2;
+        let k = d.decode(Endian::Little, &p, 3).unwrap();
+        let names: Vec<String> = ["", "", "", "kvm_apicv_inhibit_changed"]
+            .map(String::from)
+            .to_vec();
+        let mut buf = String::new();
+        let EventKind::ApicvInhibit { name, change, .. } = k.to_event_kind(&names, &mut buf) else {
+            panic!("{k:?}");
+        };
+        assert_eq!(name, "kvm_apicv_inhibit_changed");
+        assert_eq!((change.set, change.number, change.named), (true, 9, None));
+        assert!(d.decode(Endian::Little, &p[..12], 3).is_none(), "cut");
+        let old = format::parse(
+            "kvm",
+            "name: kvm_apicv_update_request\nID: 2\nformat:\n\
+             \tfield:int reason;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:bool activate;\toffset:12;\tsize:1;\tsigned:0;\n",
+        )
+        .unwrap();
+        let (d, _) = Decoder::for_format(&old);
+        let mut p = vec![0u8; 16];
+        p[8] = 4;
+        let k = d.decode(Endian::Little, &p, 0).unwrap();
+        let EventKind::ApicvInhibit { change, .. } = k.to_event_kind(&[], &mut buf) else {
+            panic!("{k:?}");
+        };
+        assert!(change.set && change.legacy, "deactivate: set");
+        assert_eq!(change.named, Some(Inhibit::PitReinj));
     }
 }
 

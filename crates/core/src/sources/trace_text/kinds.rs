@@ -11,12 +11,14 @@
 //! | `kvm_userspace_exit` | `reason %s (%d)` (`KVM_EXIT_IO (2)`; old kernels `restart`/`error`) |
 //! | `kvm_hypercall` | `nr 0x%lx a0 0x%lx a1 0x%lx a2 0x%lx a3 0x%lx` |
 //! | `kvm_hv_hypercall` | `code 0x%x %s [var_cnt 0x%x] rep_cnt/cnt 0x%x idx 0x%x in 0x%llx out 0x%llx` |
+//! | `kvm_apicv_inhibit_changed`, `kvm_apicv_update_request` | see [`apicv_inhibit`] |
 //!
 //! Every other event (`kvm_fpu`, `kvm_apic_ipi`, `kvm_nested_vmexit`, `sched_switch`, …) is
 //! [`EventKind::Other`], counted by name.
 
 use super::exit::{self, ExitText};
 use super::fields::{dec32, hex, word};
+use crate::decode::apicv_inhibit;
 use crate::events::{EventKind, MmioAccess};
 
 /// An event text read into its kind, with what `kvm_exit` noticed on the way.
@@ -57,6 +59,20 @@ pub fn decode<'a>(event: &'a str, text: &'a str) -> Option<Decoded<'a>> {
             nr: hex(text.strip_prefix("code ")?)?,
             hyperv: true,
         },
+        "kvm_apicv_inhibit_changed" | "kvm_apicv_update_request" => {
+            let mut change = apicv_inhibit::parse(text)?;
+            change.legacy |= event == "kvm_apicv_update_request";
+            if change.legacy && change.named.is_none() {
+                change.named = apicv_inhibit::candidates(change.number, true)
+                    .first()
+                    .copied();
+            }
+            EventKind::ApicvInhibit {
+                name: event,
+                change,
+                names: apicv_inhibit::names_text(text),
+            }
+        }
         name => EventKind::Other { name },
     };
     Some(plain(kind))
