@@ -15,6 +15,7 @@ pub(crate) mod numbers;
 pub mod perf_data;
 pub(crate) mod perf_kvm_stat;
 pub(crate) mod perf_prof;
+pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
 mod refusal;
 pub mod trace_text;
@@ -50,16 +51,19 @@ pub enum Format {
     PerfmonCsv,
     /// A pasted table of counter values (perfmon report view, `Get-Counter`).
     CounterTable,
+    /// `perf stat -e 'kvm:*'` tracepoint counts.
+    PerfStat,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Capture,
         Format::PerfmonCsv,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
+        Format::PerfStat,
         Format::BccKvmexit,
         Format::PerfProf,
         Format::TraceText,
@@ -78,6 +82,7 @@ impl Format {
             Format::Capture => capture::FORMAT,
             Format::PerfmonCsv => perfmon_csv::FORMAT,
             Format::CounterTable => counter_table::FORMAT,
+            Format::PerfStat => perf_stat::FORMAT,
         }
     }
 
@@ -97,6 +102,7 @@ impl Format {
             Format::Capture => capture::looks_like(head),
             Format::PerfmonCsv => perfmon_csv::looks_like(head),
             Format::CounterTable => counter_table::looks_like(head),
+            Format::PerfStat => perf_stat::looks_like(head),
         }
     }
 
@@ -128,6 +134,7 @@ impl Format {
             Format::PerfProf => perf_prof::read(reader, path),
             Format::TraceText => trace_text::read(reader, path),
             Format::CounterTable => counter_table::read(reader, path),
+            Format::PerfStat => perf_stat::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),
