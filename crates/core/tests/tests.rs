@@ -41,6 +41,7 @@ mod kvm_stat;
 mod libvirt_oracle;
 mod lint_configs;
 mod perf_kvm_stat;
+mod perf_kvm_stat_headerless;
 mod perf_prof;
 mod perf_stat;
 mod perfmon;
