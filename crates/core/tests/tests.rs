@@ -37,6 +37,7 @@ mod fuzz_perf_stat;
 mod fuzz_perfmon;
 mod fuzz_ring_buffer;
 mod fuzz_trace_text;
+mod fuzz_wrapped_trace;
 mod kvm_stat;
 mod libvirt_oracle;
 mod lint_configs;
