@@ -39,6 +39,7 @@ mod fuzz_ring_buffer;
 mod fuzz_trace_text;
 mod fuzz_wrapped_trace;
 mod kvm_stat;
+mod kvm_stat_headerless;
 mod libvirt_oracle;
 mod lint_configs;
 mod perf_kvm_stat;

@@ -2,7 +2,9 @@
 //! statistics`, 2017 `Event Total Current`, current `Event Total %Total CurAvg/s` with child
 //! rows indented under their parents, `Total` rows, `regex filter:` lines, `pid N (name)`
 //! titles), `-1` listings, and `-l` / `-c` logs; several of them in one file, each introduced
-//! or not by its command line.
+//! or not by its command line. A block pasted without its title and header is read (in today's
+//! screen columns, or in those of the block above when its counters repeat after a blank line)
+//! and noted.
 //!
 //! Each run (screen, listing or log) becomes up to three tables sharing one label: `vmexit`
 //! (children of `kvm_exit`, decoded), `KvmStat` (every other counter), and `KvmStatRate` (the
@@ -66,13 +68,26 @@ pub fn looks_like(head: &[u8]) -> bool {
             continue;
         }
         let batch = screen::row(line, Columns::TotalRate, false)
-            .is_some_and(|r| r.strays.is_empty() && r.rate.is_some() && names::is_known(&r.name));
+            .is_some_and(|r| r.strays.is_empty() && r.rate.is_some() && names::is_known(&r.name))
+            || bare_screen_row(line).is_some();
         batch_rows = if batch { batch_rows + 1 } else { 0 };
         if batch_rows >= 2 {
             return true;
         }
     }
     false
+}
+
+/// The indentation of a row in the columns of today's screen (`name  total  %total  rate`)
+/// whose name is a known counter, when `raw` is one.
+fn bare_screen_row(raw: &str) -> Option<usize> {
+    let cells: Vec<&str> = raw.split_ascii_whitespace().collect();
+    if cells.len() != 4 || !cells.get(2).is_some_and(|c| c.contains('.')) {
+        return None;
+    }
+    screen::row(raw, Columns::TotalPercentRate, false)
+        .filter(|r| r.strays.is_empty() && r.rate.is_some() && names::is_known(&r.name))
+        .map(|r| r.indent)
 }
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
@@ -142,6 +157,10 @@ struct Reader {
     delay: Option<f64>,
     /// Rows and log lines not read, the last read, the first line not recognised.
     book: LineBook,
+    /// The line before this one was blank: a row here may start a new block.
+    blank_before: bool,
+    /// The last line not recognised: the first row of a header-less block, when damaged.
+    unrecognised_before: Option<(usize, String)>,
 }
 
 impl Reader {
@@ -155,6 +174,8 @@ impl Reader {
             hint: None,
             delay: None,
             book: LineBook::default(),
+            blank_before: false,
+            unrecognised_before: None,
         }
     }
 
@@ -281,6 +302,89 @@ impl Reader {
         }
     }
 
+    /// A block of rows pasted without its title and column header, starting at line `n`:
+    /// after a blank line, a row that repeats a counter of the board above starts another
+    /// board like it; outside a board (or after a blank line, where the board's columns do not
+    /// fit), a row in the columns of today's screen starts a screen. Either is read and noted.
+    fn headerless_block(&mut self, n: usize, raw: &str, after_blank: bool) -> bool {
+        let again = match &self.current {
+            Current::Board(b) if after_blank => {
+                let columns = b.columns();
+                screen::row(raw, columns, b.run.by_guest)
+                    .filter(|r| r.strays.is_empty() && b.has_counter(&r.name))
+                    .map(|_| (b.again(n), b.run.line))
+            }
+            _ => None,
+        };
+        if let Some((board, above)) = again {
+            self.finish();
+            let message = if board.run.kind == RunKind::Batch {
+                format!(
+                    "a counter of the `kvm_stat -1` listing on line {above} repeats after a blank \
+                     line: another listing, read as a run of its own"
+                )
+            } else {
+                format!(
+                    "a block without its header, after the screen on line {above} (a counter \
+                     repeats after a blank line): read as another screen in its columns"
+                )
+            };
+            self.note(n, message);
+            self.start(Current::Board(board));
+            return self.board_row(n, raw);
+        }
+        let open = match &self.current {
+            Current::None => true,
+            // A listing's rows never turn into a screen's: one that does was a screen's first
+            // row, damaged into a listing's shape (it stays a run of its own, counted).
+            Current::Board(b) => {
+                (after_blank || b.run.kind == RunKind::Batch)
+                    && b.columns() != Columns::TotalPercentRate
+                    && screen::row(raw, b.columns(), b.run.by_guest).is_none()
+            }
+            Current::Log(_) => false,
+        };
+        let Some(indent) = open.then(|| bare_screen_row(raw)).flatten() else {
+            return false;
+        };
+        self.finish();
+        // The line just above, damaged, was this block's first row.
+        let above = self
+            .unrecognised_before
+            .take()
+            .filter(|(m, _)| m + 1 == n)
+            .and_then(|(m, text)| screen::damage(&text).map(|why| (m, text, why)));
+        let mut board = Board::screen(None, above.as_ref().map_or(n, |a| a.0));
+        if let Some((m, text, why)) = &above {
+            board.run.partial = true;
+            self.book.unreadable(*m, text.trim(), why);
+        }
+        board.set_header(screen::Header {
+            columns: Columns::TotalPercentRate,
+            by_guest: false,
+            indent,
+        });
+        self.note(
+            n,
+            "a kvm_stat block without its title and header: read in the columns of today's \
+             screen (`Event  Total %Total CurAvg/s`)"
+                .into(),
+        );
+        self.start(Current::Board(board));
+        self.board_row(n, raw)
+    }
+
+    /// Line `n` as a row of the current board.
+    fn board_row(&mut self, n: usize, raw: &str) -> bool {
+        let t = raw.trim();
+        if let Current::Board(b) = &mut self.current
+            && b.line(n, raw, t, &mut self.profile.warnings)
+        {
+            self.book.row(n);
+        }
+        true
+    }
+
     /// Labels runs of a file that holds several, keeping every label unique (so `compare` sets
     /// them side by side instead of adding them up).
     fn label_runs(&mut self) {
@@ -341,8 +445,10 @@ impl LineFormat for Reader {
         let raw = strip_ctrl_c(text);
         let t = raw.trim();
         if t.is_empty() {
+            self.blank_before = true;
             return;
         }
+        let after_blank = std::mem::take(&mut self.blank_before);
         if let Some((at, fields)) = self.pending.take() {
             match log::plain_data(t) {
                 Some(sample) if sample.values.len() == fields.len() => {
@@ -392,6 +498,9 @@ impl LineFormat for Reader {
             }
             return;
         }
+        if self.headerless_block(n, raw, after_blank) {
+            return;
+        }
         if let Current::Board(b) = &mut self.current {
             if b.line(n, raw, t, &mut self.profile.warnings) {
                 self.book.row(n);
@@ -408,6 +517,7 @@ impl LineFormat for Reader {
         }
         if !self.damaged(n, raw, t) {
             self.unrecognised(n, t);
+            self.unrecognised_before = Some((n, raw.to_string()));
         }
     }
 
