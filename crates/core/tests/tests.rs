@@ -47,6 +47,7 @@ mod perf_kvm_stat_headerless;
 mod perf_prof;
 mod perf_stat;
 mod perfmon;
+mod qmp_stats;
 mod regression;
 mod stretch_figures;
 mod trace_text;

@@ -17,6 +17,7 @@ pub(crate) mod perf_kvm_stat;
 pub(crate) mod perf_prof;
 pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
+pub(crate) mod qmp_stats;
 mod refusal;
 pub mod trace_text;
 pub(crate) mod unread;
@@ -53,13 +54,16 @@ pub enum Format {
     CounterTable,
     /// `perf stat -e 'kvm:*'` tracepoint counts.
     PerfStat,
+    /// QEMU's QMP `query-stats` reply (KVM binary statistics).
+    QmpStats,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::Capture,
         Format::PerfmonCsv,
+        Format::QmpStats,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
@@ -83,6 +87,7 @@ impl Format {
             Format::PerfmonCsv => perfmon_csv::FORMAT,
             Format::CounterTable => counter_table::FORMAT,
             Format::PerfStat => perf_stat::FORMAT,
+            Format::QmpStats => qmp_stats::FORMAT,
         }
     }
 
@@ -103,6 +108,7 @@ impl Format {
             Format::PerfmonCsv => perfmon_csv::looks_like(head),
             Format::CounterTable => counter_table::looks_like(head),
             Format::PerfStat => perf_stat::looks_like(head),
+            Format::QmpStats => qmp_stats::looks_like(head),
         }
     }
 
@@ -135,6 +141,7 @@ impl Format {
             Format::TraceText => trace_text::read(reader, path),
             Format::CounterTable => counter_table::read(reader, path),
             Format::PerfStat => perf_stat::read(reader, path),
+            Format::QmpStats => qmp_stats::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),
