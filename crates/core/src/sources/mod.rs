@@ -16,7 +16,9 @@ pub(crate) mod numbers;
 pub mod perf_data;
 pub(crate) mod perf_kvm_stat;
 pub(crate) mod perf_prof;
+pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
+pub(crate) mod qmp_stats;
 mod refusal;
 pub mod trace_text;
 pub(crate) mod unread;
@@ -53,16 +55,22 @@ pub enum Format {
     CounterTable,
     /// A KVM host's kernel log (`dmesg`, `journalctl -k`): evidence joined with the others.
     KernelLog,
+    /// `perf stat -e 'kvm:*'` tracepoint counts.
+    PerfStat,
+    /// QEMU's QMP `query-stats` reply (KVM binary statistics).
+    QmpStats,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 12] = [
         Format::Capture,
         Format::PerfmonCsv,
+        Format::QmpStats,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
+        Format::PerfStat,
         Format::BccKvmexit,
         Format::PerfProf,
         Format::TraceText,
@@ -83,6 +91,8 @@ impl Format {
             Format::PerfmonCsv => perfmon_csv::FORMAT,
             Format::CounterTable => counter_table::FORMAT,
             Format::KernelLog => kernel_log::FORMAT,
+            Format::PerfStat => perf_stat::FORMAT,
+            Format::QmpStats => qmp_stats::FORMAT,
         }
     }
 
@@ -103,6 +113,8 @@ impl Format {
             Format::PerfmonCsv => perfmon_csv::looks_like(head),
             Format::CounterTable => counter_table::looks_like(head),
             Format::KernelLog => kernel_log::looks_like(head),
+            Format::PerfStat => perf_stat::looks_like(head),
+            Format::QmpStats => qmp_stats::looks_like(head),
         }
     }
 
@@ -135,6 +147,8 @@ impl Format {
             Format::TraceText => trace_text::read(reader, path),
             Format::CounterTable => counter_table::read(reader, path),
             Format::KernelLog => kernel_log::read(reader, path),
+            Format::PerfStat => perf_stat::read(reader, path),
+            Format::QmpStats => qmp_stats::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),

@@ -86,7 +86,11 @@ impl Counters {
     /// The fact of counter `name` (context: counters are not exit rows).
     pub fn fact(&self, name: &str) -> Option<Fact> {
         let c = self.get(name)?;
-        let mut f = Fact::said(TableKind::KvmStat.as_str(), name, "");
+        let table = match self.source {
+            TableKind::Events => TableKind::Events,
+            _ => TableKind::KvmStat,
+        };
+        let mut f = Fact::said(table.as_str(), name, "");
         f.note = None;
         f.count = c.total;
         f.per_second = c.rate;
@@ -96,11 +100,24 @@ impl Counters {
 }
 
 /// The table the counters come from: kvm_stat's screen when the input has one, else the binary
-/// statistics (both count the same things; summing them would count twice).
+/// statistics (both count the same things; summing them would count twice), else tracepoint
+/// totals counted by name without their events (`perf stat -e 'kvm:*'`: an event table that
+/// counts `kvm_exit` itself, which a trace never does — its exits have a table of their own).
 fn source_kind(tables: &[&Table]) -> TableKind {
     let has = |kind: TableKind| tables.iter().any(|t| t.kind == kind);
+    let counted_exits = || {
+        !has(TableKind::Vmexit)
+            && tables.iter().any(|t| {
+                t.kind == TableKind::Events
+                    && t.rows
+                        .iter()
+                        .any(|r| matches!(&r.key, Key::Event { name } if name == "kvm_exit"))
+            })
+    };
     if !has(TableKind::KvmStat) && has(TableKind::KvmStats) {
         TableKind::KvmStats
+    } else if !has(TableKind::KvmStat) && counted_exits() {
+        TableKind::Events
     } else {
         TableKind::KvmStat
     }

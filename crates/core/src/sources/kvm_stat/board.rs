@@ -52,6 +52,31 @@ impl Board {
         }
     }
 
+    /// A board for the next block of the same kind, pasted without its title and header
+    /// (`line` is its first row): the columns, scope and pid of this one.
+    pub fn again(&self, line: usize) -> Self {
+        let mut b = match self.run.kind {
+            RunKind::Batch => Self::batch(line),
+            _ => Self::screen(None, line),
+        };
+        if let Some(h) = self.header {
+            b.set_header(h);
+        }
+        b.run.scope = self.run.scope.clone();
+        b.run.pid = self.run.pid;
+        b
+    }
+
+    /// Whether a top-level row named `name` was read.
+    pub fn has_counter(&self, name: &str) -> bool {
+        self.run.counters.iter().any(|c| c.name == name && !c.child)
+    }
+
+    /// The columns rows are read in (a `-1` listing's, until a header says otherwise).
+    pub fn columns(&self) -> Columns {
+        self.header.map_or(Columns::TotalRate, |h| h.columns)
+    }
+
     /// Whether a column header was read.
     pub fn has_header(&self) -> bool {
         self.header.is_some()

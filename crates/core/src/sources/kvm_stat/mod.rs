@@ -2,7 +2,9 @@
 //! statistics`, 2017 `Event Total Current`, current `Event Total %Total CurAvg/s` with child
 //! rows indented under their parents, `Total` rows, `regex filter:` lines, `pid N (name)`
 //! titles), `-1` listings, and `-l` / `-c` logs; several of them in one file, each introduced
-//! or not by its command line.
+//! or not by its command line. A block pasted without its title and header is read (in today's
+//! screen columns, or in those of the block above when its counters repeat after a blank line)
+//! and noted.
 //!
 //! Each run (screen, listing or log) becomes up to three tables sharing one label: `vmexit`
 //! (children of `kvm_exit`, decoded), `KvmStat` (every other counter), and `KvmStatRate` (the
@@ -20,6 +22,7 @@
 mod board;
 mod build;
 pub(crate) mod clock;
+mod headerless;
 mod log;
 mod names;
 mod screen;
@@ -66,7 +69,8 @@ pub fn looks_like(head: &[u8]) -> bool {
             continue;
         }
         let batch = screen::row(line, Columns::TotalRate, false)
-            .is_some_and(|r| r.strays.is_empty() && r.rate.is_some() && names::is_known(&r.name));
+            .is_some_and(|r| r.strays.is_empty() && r.rate.is_some() && names::is_known(&r.name))
+            || headerless::bare_screen_row(line).is_some();
         batch_rows = if batch { batch_rows + 1 } else { 0 };
         if batch_rows >= 2 {
             return true;
@@ -142,6 +146,10 @@ struct Reader {
     delay: Option<f64>,
     /// Rows and log lines not read, the last read, the first line not recognised.
     book: LineBook,
+    /// The line before this one was blank: a row here may start a new block.
+    blank_before: bool,
+    /// The last line not recognised: the first row of a header-less block, when damaged.
+    unrecognised_before: Option<(usize, String)>,
 }
 
 impl Reader {
@@ -155,6 +163,8 @@ impl Reader {
             hint: None,
             delay: None,
             book: LineBook::default(),
+            blank_before: false,
+            unrecognised_before: None,
         }
     }
 
@@ -341,8 +351,10 @@ impl LineFormat for Reader {
         let raw = strip_ctrl_c(text);
         let t = raw.trim();
         if t.is_empty() {
+            self.blank_before = true;
             return;
         }
+        let after_blank = std::mem::take(&mut self.blank_before);
         if let Some((at, fields)) = self.pending.take() {
             match log::plain_data(t) {
                 Some(sample) if sample.values.len() == fields.len() => {
@@ -392,6 +404,9 @@ impl LineFormat for Reader {
             }
             return;
         }
+        if self.headerless_block(n, raw, after_blank) {
+            return;
+        }
         if let Current::Board(b) = &mut self.current {
             if b.line(n, raw, t, &mut self.profile.warnings) {
                 self.book.row(n);
@@ -408,6 +423,7 @@ impl LineFormat for Reader {
         }
         if !self.damaged(n, raw, t) {
             self.unrecognised(n, t);
+            self.unrecognised_before = Some((n, raw.to_string()));
         }
     }
 

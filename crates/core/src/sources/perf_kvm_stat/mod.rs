@@ -78,6 +78,8 @@ struct Reader {
     book: LineBook,
     /// The header line of a table the input ended in, for the error when it had no rows.
     started: Option<usize>,
+    /// The last line read as prose: the first of header-less rows, damaged, is one.
+    prose_before: Option<(usize, String)>,
     last_header: Option<(String, layout::Header)>,
 }
 
@@ -98,6 +100,7 @@ impl Reader {
             cut: None,
             book: LineBook::default(),
             started: None,
+            prose_before: None,
             last_header: None,
         }
     }
@@ -118,6 +121,7 @@ impl Reader {
             self.book.unrecognised(n, t);
         }
         self.label = pasted::label(t);
+        self.prose_before = Some((n, t.to_string()));
     }
 
     /// A row that cannot be read: noted, the table marked partial, the table going on.
@@ -418,15 +422,30 @@ impl LineFormat for Reader {
             return;
         }
         if self.table.is_none()
-            && let Some(layout) = pasted::implied(t)
+            && let Some((layout, named)) = pasted::implied(t)
         {
             self.note(
                 n,
-                "rows without a column header above them: read in perf's full layout \
-                 (Samples, Samples%, Time%, Min, Max and Avg time)"
-                    .into(),
+                format!("rows without a column header above them: read in {named}"),
             );
-            self.start_table(n, None, layout);
+            // The line just above, damaged, was the first of these rows: read in their layout
+            // (a row with a stray cell still reads) or noted.
+            let above = self.prose_before.take().filter(|(m, _)| m + 1 == n);
+            let first = match &above {
+                Some((m, text)) => match row::parse(text, &layout, *m) {
+                    Parsed::Row(_) | Parsed::Bad(_) => Some(*m),
+                    Parsed::Incomplete => {
+                        self.bad_row(*m, text, "a row of that layout cut short");
+                        None
+                    }
+                    Parsed::NotARow => None,
+                },
+                None => None,
+            };
+            self.start_table(first.unwrap_or(n), None, layout);
+            if let (Some(m), Some((_, text))) = (first, &above) {
+                self.table_line(m, text);
+            }
             self.table_line(n, t);
             return;
         }

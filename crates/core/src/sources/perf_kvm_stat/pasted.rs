@@ -24,29 +24,82 @@ pub fn unbox(line: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// The layout of a row printed without a header above it: perf's full layout, when the line
-/// reads as a complete row of it (count, two percentages, three times).
-pub fn implied(line: &str) -> Option<Layout> {
-    let layout = Layout::Stdio {
-        columns: StdioColumns::of(&[
-            StdioColumn::Samples,
-            StdioColumn::SamplesPct,
-            StdioColumn::TimePct,
-            StdioColumn::Min,
-            StdioColumn::Max,
-            StdioColumn::Avg,
-        ]),
-    };
+/// The layout of a row printed without a header above it, and the words that name it: the
+/// first of perf's layouts the line reads as completely — the stdio layout of today (count,
+/// two percentages, three `us` times and the spread), of 2012 (one `us` time, the average),
+/// and the hists layout in full (count, two percentages, three ns times after the total) or as
+/// `perf kvm stat report` prints it by default (count, percentage, total ns).
+pub fn implied(line: &str) -> Option<(Layout, &'static str)> {
+    use super::layout::HistsColumn as H;
+    use StdioColumn as S;
     let text = line.trim_ascii();
-    let full = matches!(
-        super::row::parse(text, &layout, 0),
-        super::row::Parsed::Row(_)
-    ) && text
-        .split_ascii_whitespace()
-        .filter(|c| c.ends_with("us"))
-        .count()
-        >= 3;
-    full.then_some(layout)
+    let reads = |layout: &Layout| {
+        matches!(
+            super::row::parse(text, layout, 0),
+            super::row::Parsed::Row(_)
+        )
+    };
+    let cells: Vec<&str> = text.split_ascii_whitespace().collect();
+    let times = cells.iter().filter(|c| c.ends_with("us")).count();
+    let percents = cells.iter().filter(|c| c.ends_with('%')).count();
+    let spread = text.contains("+-");
+    let stdio = |columns: &[StdioColumn]| Layout::Stdio {
+        columns: StdioColumns::of(columns),
+    };
+    let full = stdio(&[
+        S::Samples,
+        S::SamplesPct,
+        S::TimePct,
+        S::Min,
+        S::Max,
+        S::Avg,
+    ]);
+    if times >= 3 && reads(&full) {
+        return Some((
+            full,
+            "perf's stdio layout (Samples, Samples%, Time%, Min Time, Max Time, Avg time)",
+        ));
+    }
+    let old = stdio(&[S::Samples, S::SamplesPct, S::TimePct, S::Avg]);
+    if times == 1 && spread && cells.get(4).is_some_and(|c| c.ends_with("us")) && reads(&old) {
+        return Some((
+            old,
+            "perf's stdio layout of 2012 (Samples, Samples%, Time%, Avg time)",
+        ));
+    }
+    if times > 0 || spread {
+        return None;
+    }
+    let percent_at = |i: &[usize]| {
+        percents == i.len()
+            && i.iter()
+                .all(|&i| cells.get(i).is_some_and(|c| c.ends_with('%')))
+    };
+    let hists = |columns: Vec<H>| Layout::Hists { columns };
+    let all = hists(vec![
+        H::Samples,
+        H::SamplePct,
+        H::TimeNs,
+        H::TimePct,
+        H::MaxNs,
+        H::MinNs,
+        H::MeanNs,
+    ]);
+    if cells.len() == 8 && percent_at(&[2, 4]) && reads(&all) {
+        return Some((
+            all,
+            "perf's hists layout (Samples, Sample%, Time (ns), Time%, Max, Min and Mean Time \
+             (ns))",
+        ));
+    }
+    let short = hists(vec![H::Samples, H::SamplePct, H::TimeNs]);
+    if cells.len() == 4 && percent_at(&[2]) && reads(&short) {
+        return Some((
+            short,
+            "perf's default hists layout (Samples, Sample%, Time(ns))",
+        ));
+    }
+    None
 }
 
 /// The rest of a header that a mailer wrapped onto the next line (`Time         Avg time`,
