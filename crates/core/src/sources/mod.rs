@@ -3,6 +3,7 @@
 //! with `--format`); [`input`] opens files, standard input and pipes.
 
 pub(crate) mod bcc_kvmexit;
+pub(crate) mod bhyve_dtrace;
 pub mod capture;
 mod checks;
 pub(crate) mod counter_table;
@@ -50,17 +51,20 @@ pub enum Format {
     PerfmonCsv,
     /// A pasted table of counter values (perfmon report view, `Get-Counter`).
     CounterTable,
+    /// bhyve's VM-exit summary from DTrace (propolis' `vm-exit-codes.d`, illumos, SVM).
+    BhyveDtrace,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Capture,
         Format::PerfmonCsv,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
         Format::BccKvmexit,
+        Format::BhyveDtrace,
         Format::PerfProf,
         Format::TraceText,
         Format::CounterTable,
@@ -78,6 +82,7 @@ impl Format {
             Format::Capture => capture::FORMAT,
             Format::PerfmonCsv => perfmon_csv::FORMAT,
             Format::CounterTable => counter_table::FORMAT,
+            Format::BhyveDtrace => bhyve_dtrace::FORMAT,
         }
     }
 
@@ -97,6 +102,7 @@ impl Format {
             Format::Capture => capture::looks_like(head),
             Format::PerfmonCsv => perfmon_csv::looks_like(head),
             Format::CounterTable => counter_table::looks_like(head),
+            Format::BhyveDtrace => bhyve_dtrace::looks_like(head),
         }
     }
 
@@ -128,6 +134,7 @@ impl Format {
             Format::PerfProf => perf_prof::read(reader, path),
             Format::TraceText => trace_text::read(reader, path),
             Format::CounterTable => counter_table::read(reader, path),
+            Format::BhyveDtrace => bhyve_dtrace::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),
