@@ -19,6 +19,7 @@ mod handbuilt;
 
 mod architectures;
 mod bcc_kvmexit;
+mod bhyve_dtrace;
 mod diagnose_fuzz;
 mod diagnose_hypotheses;
 mod diagnose_hypotheses_more;
@@ -29,6 +30,7 @@ mod diagnose_samples;
 mod diagnose_sched;
 mod diagnose_seeds;
 mod findings_doc;
+mod fuzz_bhyve_dtrace;
 mod fuzz_config;
 mod fuzz_counters;
 mod fuzz_fio_json;

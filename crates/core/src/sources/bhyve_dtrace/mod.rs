@@ -16,9 +16,9 @@ use std::io::BufRead;
 
 use crate::decode::Isa;
 use crate::decode::exit_reason;
-use crate::error::Result;
-use crate::profile::{Access, Key, Note, Origin, Profile, Row as ProfileRow, Table, TableKind};
+use crate::error::{Error, Result};
 use crate::profile::Window;
+use crate::profile::{Access, Key, Note, Origin, Profile, Row as ProfileRow, Table, TableKind};
 use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use rows::{Line, Row, Section};
 
@@ -178,6 +178,15 @@ impl LineFormat for Reader {
                             followed by rows";
             return Err(self.book.nothing_found(&self.path, expected));
         }
+        if self.rows as u64 == self.zero_rows {
+            return Err(Error::Input {
+                path: self.path.clone(),
+                message: format!(
+                    "every row of this exit summary counts 0 ({} rows): nothing to report",
+                    self.rows
+                ),
+            });
+        }
         let exits = self
             .sums
             .exits
@@ -241,11 +250,7 @@ impl LineFormat for Reader {
             );
             tables.push(t);
         }
-        tables.extend(self.table(
-            TableKind::Event(BOGUS_TABLE.into()),
-            Section::Bogus,
-            bogus,
-        ));
+        tables.extend(self.table(TableKind::Event(BOGUS_TABLE.into()), Section::Bogus, bogus));
         let mut note = |message: String| {
             self.profile.warnings.push(Note {
                 line: None,

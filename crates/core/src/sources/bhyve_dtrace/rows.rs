@@ -70,10 +70,24 @@ pub fn signature(t: &str) -> bool {
 /// A row read from a section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Row {
-    Exit { code: u64, count: u64 },
-    Port { port: u64, access: Access, count: u64 },
-    Npf { gpa: u64, access: Option<Access>, count: u64 },
-    Bogus { reason: String, count: u64 },
+    Exit {
+        code: u64,
+        count: u64,
+    },
+    Port {
+        port: u64,
+        access: Access,
+        count: u64,
+    },
+    Npf {
+        gpa: u64,
+        access: Option<Access>,
+        count: u64,
+    },
+    Bogus {
+        reason: String,
+        count: u64,
+    },
 }
 
 impl Row {
@@ -202,7 +216,10 @@ mod tests {
             })
         );
         assert_eq!(
-            row(Section::Npf, "fee00300  ffffffffa8065029      D-UR-         8"),
+            row(
+                Section::Npf,
+                "fee00300  ffffffffa8065029      D-UR-         8"
+            ),
             Ok(Row::Npf {
                 gpa: 0xfee0_0300,
                 access: Some(Access::Read),
