@@ -3,6 +3,7 @@
 //! with `--format`); [`input`] opens files, standard input and pipes.
 
 pub(crate) mod bcc_kvmexit;
+pub(crate) mod bhyve_dtrace;
 pub mod capture;
 mod checks;
 pub(crate) mod counter_table;
@@ -59,11 +60,13 @@ pub enum Format {
     PerfStat,
     /// QEMU's QMP `query-stats` reply (KVM binary statistics).
     QmpStats,
+    /// bhyve's VM-exit summary from DTrace (propolis' `vm-exit-codes.d`, illumos, SVM).
+    BhyveDtrace,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 12] = [
+    pub const ALL: [Format; 13] = [
         Format::Capture,
         Format::PerfmonCsv,
         Format::QmpStats,
@@ -72,6 +75,7 @@ impl Format {
         Format::KvmStat,
         Format::PerfStat,
         Format::BccKvmexit,
+        Format::BhyveDtrace,
         Format::PerfProf,
         Format::TraceText,
         Format::KernelLog,
@@ -93,6 +97,7 @@ impl Format {
             Format::KernelLog => kernel_log::FORMAT,
             Format::PerfStat => perf_stat::FORMAT,
             Format::QmpStats => qmp_stats::FORMAT,
+            Format::BhyveDtrace => bhyve_dtrace::FORMAT,
         }
     }
 
@@ -115,6 +120,7 @@ impl Format {
             Format::KernelLog => kernel_log::looks_like(head),
             Format::PerfStat => perf_stat::looks_like(head),
             Format::QmpStats => qmp_stats::looks_like(head),
+            Format::BhyveDtrace => bhyve_dtrace::looks_like(head),
         }
     }
 
@@ -149,6 +155,7 @@ impl Format {
             Format::KernelLog => kernel_log::read(reader, path),
             Format::PerfStat => perf_stat::read(reader, path),
             Format::QmpStats => qmp_stats::read(reader, path),
+            Format::BhyveDtrace => bhyve_dtrace::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),
