@@ -51,6 +51,21 @@ fn arm64_kvm_stat_is_arm64_and_its_idle_guest_is_idle() {
 }
 
 #[test]
+fn arm64_kvm_stat_rows_pasted_without_their_header_read_the_same_way() {
+    let p = sources::read_path(&sample("exit-reports", "35-"), None).unwrap();
+    assert_eq!(p.origin.isa, Some(Isa::Arm64));
+    let d = diag("35-");
+    assert!(ids(&d).contains(&"idle.hlt"), "{:?}", ids(&d));
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| f.severity <= diagnose::Severity::Low)
+    );
+    // kvm_exit(UNKNOWN) is IRQ exits on arm64: interrupts, not unnamed codes.
+    assert!(!ids(&d).contains(&"unknown.exit-codes"), "{:?}", ids(&d));
+}
+
+#[test]
 fn arm64_perf_kvm_stat_data_aborts_are_the_main_problem() {
     let p = sources::read_path(&sample("exit-reports", "37-"), None).unwrap();
     assert_eq!(p.origin.isa, Some(Isa::Arm64));

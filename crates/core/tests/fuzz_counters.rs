@@ -193,9 +193,9 @@ fn no_other_real_sample_is_claimed_by_these_formats() {
                 continue;
             }
             let bytes = std::fs::read(&path).unwrap();
-            let want = if name.starts_with("01-") {
+            let want = if name.starts_with("01-") || name.starts_with("38-") {
                 Some(Format::BccKvmexit)
-            } else if name.starts_with("18-") || name.starts_with("36-") {
+            } else if ["18-", "35-", "36-"].iter().any(|p| name.starts_with(p)) {
                 Some(Format::KvmStat)
             } else {
                 None

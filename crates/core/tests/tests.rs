@@ -17,8 +17,8 @@
 mod common;
 mod handbuilt;
 
-mod architectures;
 mod apicv_inhibit;
+mod architectures;
 mod bcc_kvmexit;
 mod bhyve_dtrace;
 mod diagnose_fuzz;

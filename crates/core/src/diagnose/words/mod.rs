@@ -6,8 +6,8 @@
 //! from the rules' logic; numbers are not formatted here (the renderer shows them).
 
 mod apic;
-mod arch;
 mod apic_inhibit;
+mod arch;
 mod cpuid;
 mod emulation;
 mod fixes;

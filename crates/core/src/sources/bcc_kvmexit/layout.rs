@@ -206,7 +206,7 @@ pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
         return None;
     }
     let (pid, tid) = match (layout, id_values.as_slice()) {
-        (Layout::PidTid, [pid, tid]) => (Some(*pid), Some(*tid)),
+        (Layout::PidTid | Layout::TgidTidComm, [pid, tid]) => (Some(*pid), Some(*tid)),
         (Layout::Tid, [tid]) => (None, Some(*tid)),
         _ => (None, None),
     };
