@@ -2,7 +2,7 @@
 //! exits and of time, its decoded name, and whether it is idle; rows ranked by time (or by
 //! count when time is unknown), and totals that keep idle apart from overhead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -248,15 +248,20 @@ fn build_table(
         By::Vm => "vm",
         _ => "key",
     };
-    // Merge rows by their group key, keeping idle apart.
+    // Merge rows by their group key, keeping idle apart (indexed: tables can have hundreds of
+    // thousands of distinct addresses).
     let mut merged: Vec<(GroupKey, Row, bool)> = Vec::new();
+    let mut at: HashMap<GroupKey, usize> = HashMap::new();
     for t in tables {
         for r in &t.rows {
             let idle = exit_class(&r.key, t.isa.or(isa)) == Some(ExitClass::Idle);
             let gk = group_key(r, options.by, idle);
-            match merged.iter_mut().find(|(k, _, _)| *k == gk) {
+            match at.get(&gk).and_then(|&i| merged.get_mut(i)) {
                 Some((_, row, _)) => row.merge(r),
-                None => merged.push((gk, r.clone(), idle)),
+                None => {
+                    at.insert(gk.clone(), merged.len());
+                    merged.push((gk, r.clone(), idle));
+                }
             }
         }
     }
@@ -351,7 +356,7 @@ fn empty_table(input: &str) -> ReportTable {
 }
 
 /// What rows are merged by.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum GroupKey {
     Key(Key),
     Vcpu(Option<u32>, bool),

@@ -3,7 +3,7 @@
 //! classed (idle, IO, MMIO, …), with totals that keep idle apart and a rate per row wherever
 //! one can be known. A Profile from any source arrives here the same way.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::analysis::{Totals, exit_class};
 use crate::decode::{Decoder, ExitClass, Isa, exit_reason};
@@ -231,15 +231,20 @@ pub fn part(
         .collect();
     let first = of_kind.first()?;
     let mut merged: Vec<(Row, Option<ExitClass>, BTreeSet<u32>)> = Vec::new();
+    // Indexed by key: an MMIO or MSR table can hold hundreds of thousands of distinct keys.
+    let mut at: HashMap<&Key, usize> = HashMap::new();
     for t in &of_kind {
         for r in &t.rows {
-            let class = exit_class(&r.key, t.isa.or(isa));
-            match merged.iter_mut().find(|(m, _, _)| m.key == r.key) {
+            match at.get(&r.key).and_then(|&i| merged.get_mut(i)) {
                 Some((m, _, v)) => {
                     m.merge(r);
                     v.extend(r.vcpu);
                 }
-                None => merged.push((r.clone(), class, r.vcpu.into_iter().collect())),
+                None => {
+                    let class = exit_class(&r.key, t.isa.or(isa));
+                    at.insert(&r.key, merged.len());
+                    merged.push((r.clone(), class, r.vcpu.into_iter().collect()));
+                }
             }
         }
     }
