@@ -22,7 +22,7 @@ use super::leftovers::{Kind, PART_MARK, Registration};
 pub struct OutputFile {
     /// The path the user gave (for messages).
     shown: PathBuf,
-    /// Where the file goes (a symbolic link at `shown` resolved).
+    /// Where the file goes (`shown`: never a symbolic link).
     target: PathBuf,
     temp: PathBuf,
     file: Option<File>,
@@ -52,15 +52,18 @@ impl OutputFile {
         if path.as_os_str().is_empty() {
             return Err(CaptureError::Usage(format!("{flag} needs a file path")));
         }
-        let mut target = path.to_path_buf();
+        let target = path.to_path_buf();
         match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
-                Ok(real) => {
-                    check_existing(&real, force).map_err(usage)?;
-                    target = real;
-                }
-                Err(e) => return Err(usage(format!("a symbolic link to nothing ({e})"))),
-            },
+            // Never written through: in a shared folder a planted link would turn `--force`
+            // into "replace any file" for a root capture.
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(path)
+                    .map_or_else(|_| "?".to_string(), |t| t.display().to_string());
+                return Err(usage(format!(
+                    "is a symbolic link (to {to}); virtlens does not write through links, even \
+                     with --force: give the file's own path"
+                )));
+            }
             Ok(_) => check_existing(path, force).map_err(usage)?,
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(CaptureError::io("looking at the output path", path, e)),
@@ -357,5 +360,30 @@ mod tests {
         write(&mut out, b"partial");
         drop(out);
         assert_eq!(std::fs::read_dir(&d.0).map(|r| r.count()).unwrap_or(1), 0);
+    }
+
+    #[test]
+    fn a_symbolic_link_is_never_written_through() {
+        // repro E1: `record --force -o LINK` replaced the file LINK pointed to.
+        let d = dir("link");
+        let precious = d.0.join("precious.conf");
+        std::fs::write(&precious, b"precious").unwrap_or_else(|e| panic!("{e}"));
+        let link = d.0.join("cap.parquet");
+        std::os::unix::fs::symlink(&precious, &link).unwrap_or_else(|e| panic!("{e}"));
+        for force in [false, true] {
+            let e = err(OutputFile::prepare(&link, force));
+            assert!(e.contains("symbolic link"), "{e}");
+        }
+        // A link planted after the checks: the rename replaces the link, not its target.
+        let late = d.0.join("late.parquet");
+        let mut out = OutputFile::prepare(&late, true).unwrap_or_else(|e| panic!("{e}"));
+        write(&mut out, b"capture");
+        std::os::unix::fs::symlink(&precious, &late).unwrap_or_else(|e| panic!("{e}"));
+        out.commit().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            std::fs::read(&precious).ok().as_deref(),
+            Some(&b"precious"[..])
+        );
+        assert_eq!(std::fs::read(&late).ok().as_deref(), Some(&b"capture"[..]));
     }
 }
