@@ -95,6 +95,36 @@ fn fio_json_gives_the_io_rate_of_all_jobs() {
 }
 
 #[test]
+fn an_endless_fio_file_is_refused_at_the_cap() {
+    // repro A3: `--fio /dev/zero` was read whole (24 GB, then the OOM killer).
+    let report = data("exit-reports/11-perf-kvm-stat-ioport-2012-format.txt");
+    let out = virtlens(&["diagnose", &report, "--fio", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--fio /dev/zero") && err.contains("MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pipe_is_spooled_only_up_to_its_cap() {
+    // repro C2: a perf.data arriving on a pipe was copied to $TMPDIR with no cap (6.6 GB in 10 s).
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_virtlens"))
+        .args(["report", "--format", "perf-data", "-"])
+        .stdin(zero)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("through a pipe") && err.contains("MiB"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_fio_run_here_feeds_diagnose() {
     if !require(&[Need::Fio]) {
         return;

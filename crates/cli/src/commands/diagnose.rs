@@ -15,7 +15,7 @@ use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmC
 use virtlens_core::diagnose::IoRate;
 use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
-use virtlens_core::sources::fio_json;
+use virtlens_core::sources::{CONFIG_CAP, fio_json, read_capped};
 use virtlens_host::capture::{self, CaptureOptions, Control, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
@@ -154,7 +154,9 @@ fn io_rate(a: &DiagnoseArgs) -> anyhow::Result<Option<IoRate>> {
     let Some(path) = &a.fio else {
         return Ok(None);
     };
-    let bytes = std::fs::read(path).with_context(|| format!("--fio {}", path.display()))?;
+    // Capped like every side input (repro A3: `--fio /dev/zero` grew to 24 GB).
+    let bytes = read_capped(path, CONFIG_CAP, "fio JSON result")
+        .with_context(|| format!("--fio {}", path.display()))?;
     let run = fio_json::read(&bytes, &path.display().to_string())?;
     if run.iops <= 0.0 {
         anyhow::bail!("{}: fio reports no IO (0 IOPS)", path.display());

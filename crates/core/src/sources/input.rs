@@ -26,6 +26,11 @@ use crate::profile::Profile;
 /// may weigh. The largest real ones are tens of KiB; anything near this is not one.
 pub const CONFIG_CAP: u64 = 16 << 20;
 
+/// The most of a pipe that is copied to a temporary file for a format that must seek (perf.data,
+/// Parquet, perfmon CSV): far above real captures of minutes (hundreds of MiB), far below what
+/// fills a disk or a tmpfs /tmp (repro C2: 6.6 GB in 10 s from /dev/zero).
+pub const SPOOL_CAP: u64 = 2 << 30;
+
 /// The buffer between the input and the line readers.
 const BUFFER: usize = 256 * 1024;
 
@@ -182,7 +187,19 @@ fn spool<R: Read>(mut stream: R, path: &Path, format: Format) -> Result<File> {
         .map_err(fail)?;
     // Unlinked at once: the open file lives on until it is dropped, and nothing is left behind.
     std::fs::remove_file(&tmp).map_err(fail)?;
-    std::io::copy(&mut stream, &mut file).map_err(|e| Error::io(path, e))?;
+    let copied = std::io::copy(&mut stream.by_ref().take(SPOOL_CAP + 1), &mut file)
+        .map_err(|e| Error::io(path, e))?;
+    if copied > SPOOL_CAP {
+        return Err(Error::Input {
+            path: display_name(path),
+            message: format!(
+                "a {} arriving through a pipe is copied to a temporary file to be read, and this \
+                 one is over {}; save it to a file and give its path",
+                format.name(),
+                size(SPOOL_CAP)
+            ),
+        });
+    }
     file.flush().map_err(fail)?;
     file.seek(SeekFrom::Start(0)).map_err(fail)?;
     Ok(file)
