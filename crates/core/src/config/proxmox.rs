@@ -170,6 +170,11 @@ pub fn parse(text: &str, input: &str, host_vendor: Option<&Vendor>) -> Result<Vm
             message: format!("args: {}", e.message),
         })?;
         let tokens: Vec<script::Token> = script::expand(&words)
+            .map_err(|e| Error::Parse {
+                path: input.to_string(),
+                line: *l,
+                message: format!("args: {}", e.message),
+            })?
             .into_iter()
             .flat_map(|c| c.words)
             .map(|t| script::Token { line: *l, ..t })

@@ -55,7 +55,11 @@ pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
         line: e.line,
         message: e.message,
     })?;
-    let commands = script::expand(&words);
+    let commands = script::expand(&words).map_err(|e| Error::Parse {
+        path: input.to_string(),
+        line: e.line,
+        message: e.message,
+    })?;
     let mut invocations: Vec<(usize, Option<Token>, Vec<Token>)> = script::invocations(&commands)
         .into_iter()
         .map(|i| (i.line, Some(i.binary), i.args))

@@ -301,3 +301,17 @@ fn an_unknown_hyperv_child_is_an_error() {
     assert_eq!(f.severity, lint::Severity::Critical);
     assert!(f.message.contains("<turbo>"), "{}", f.message);
 }
+
+#[test]
+fn launch_scripts_that_nest_or_grow_without_bound_are_refused_by_line() {
+    // repros A1 (stack overflow at 12,000 levels) and A2/A2b (2.1 GB, then 3.9 GB and abort).
+    for (file, line, says) in [
+        ("A1-nested-param-12000.sh", "input:3:", "nested more than"),
+        ("A2-var-doubling-22.sh", "input:", "grows past"),
+        ("A2b-array-doubling-24.sh", "input:", "grows past"),
+    ] {
+        let bytes = std::fs::read(testdata(&format!("reliability/{file}"))).unwrap();
+        let e = refused(&bytes);
+        assert!(e.starts_with(line) && e.contains(says), "{file}: {e}");
+    }
+}

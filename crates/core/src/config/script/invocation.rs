@@ -123,7 +123,7 @@ mod tests {
     fn the_qemu_line_runs_qemu() {
         let text = "QEMU=/usr/bin/qemu-system-x86_64\necho qemu-system-x86_64\n\
                     exec $QEMU -enable-kvm\nsudo taskset -c 0-3 qemu-kvm -m 1G\n$BIN -cpu host\n";
-        let inv = invocations(&expand(&shell::split(text).unwrap()));
+        let inv = invocations(&expand(&shell::split(text).unwrap()).unwrap());
         let bins: Vec<&str> = inv.iter().map(|i| i.binary.text.as_str()).collect();
         assert_eq!(bins, ["/usr/bin/qemu-system-x86_64", "qemu-kvm", "$BIN"]);
     }

@@ -12,7 +12,7 @@ pub use invocation::{invocations, is_qemu_option};
 
 use std::collections::HashMap;
 
-use super::shell::{self, Param, ParamOp, Part, Word};
+use super::shell::{self, Param, ParamOp, Part, SplitError, Word};
 
 /// A value the script does not determine: the expansion as written and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +87,25 @@ pub struct Command {
 #[derive(Default)]
 struct Env {
     vars: HashMap<String, Var>,
+    /// Why expanding stopped: a value grew past [`MAX_VALUE`].
+    error: Option<SplitError>,
+}
+
+/// The longest value a variable may take. A launch script's values are at most a few KiB; a
+/// script that doubles a variable (`A=$A$A`) 22 times took 2.1 GB (repro A2).
+pub const MAX_VALUE: usize = 1 << 20;
+
+/// What a piece of a value costs besides its text (its bookkeeping), so that a value made of
+/// millions of one-byte pieces counts for what it takes.
+const PIECE_COST: usize = 64;
+
+/// The bytes a variable takes: its text and its pieces.
+fn size_of(var: &Var) -> usize {
+    let value = |v: &Value| v.iter().map(|p| p.text.len() + PIECE_COST).sum::<usize>();
+    match var {
+        Var::Scalar(v) => value(v),
+        Var::Array(vs) => vs.iter().map(value).sum(),
+    }
 }
 
 /// Builtins whose arguments are assignments.
@@ -107,11 +126,15 @@ fn assignment(w: &Word) -> Option<(String, bool)> {
     ok.then(|| (name.to_string(), append))
 }
 
-/// The script's commands with assignments applied and words expanded.
-pub fn expand(commands: &[Vec<Word>]) -> Vec<Command> {
+/// The script's commands with assignments applied and words expanded; an error when a variable
+/// grows past [`MAX_VALUE`].
+pub fn expand(commands: &[Vec<Word>]) -> Result<Vec<Command>, SplitError> {
     let mut env = Env::default();
     let mut out = Vec::new();
     for cmd in commands {
+        if let Some(e) = env.error.take() {
+            return Err(e);
+        }
         // `then X=1`, `{ X=1; }`: a keyword before an assignment does not make it a command.
         let kw = cmd
             .iter()
@@ -162,7 +185,10 @@ pub fn expand(commands: &[Vec<Word>]) -> Vec<Command> {
             line: rest[0].line,
         });
     }
-    out
+    match env.error {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
 
 impl Env {
@@ -193,7 +219,7 @@ impl Env {
                 }
                 _ => Var::Array(values),
             };
-            self.vars.insert(name, var);
+            self.keep(name, var, w.line);
             return;
         }
         // No field splitting in an assignment.
@@ -216,6 +242,22 @@ impl Env {
             }
             _ => Var::Scalar(value),
         };
+        self.keep(name, var, w.line);
+    }
+
+    /// Sets `name` to `var`, unless it grew past [`MAX_VALUE`]: then expanding stops with an
+    /// error naming the line.
+    fn keep(&mut self, name: String, var: Var, line: usize) {
+        if size_of(&var) > MAX_VALUE {
+            self.error.get_or_insert(SplitError {
+                line,
+                message: format!(
+                    "`{name}` grows past {} KiB here: not a launch script virtlens reads",
+                    MAX_VALUE >> 10
+                ),
+            });
+            return;
+        }
         self.vars.insert(name, var);
     }
 
@@ -273,7 +315,7 @@ impl Env {
                 } else {
                     let d = self.expand_joined(word);
                     if matches!(p.op, ParamOp::Assign { .. }) {
-                        self.vars.insert(p.name.clone(), Var::Scalar(d.clone()));
+                        self.keep(p.name.clone(), Var::Scalar(d.clone()), line);
                     }
                     Some(vec![d])
                 }
@@ -479,6 +521,7 @@ mod tests {
     fn run(text: &str) -> Vec<Vec<String>> {
         let commands = shell::split(text).unwrap();
         expand(&commands)
+            .unwrap_or_else(|e| panic!("{}", e.message))
             .into_iter()
             .map(|c| c.words.into_iter().map(|t| t.text).collect())
             .collect()
@@ -504,14 +547,14 @@ mod tests {
 
     #[test]
     fn values_keep_the_line_they_are_written_on() {
-        let c = expand(&shell::split("CPU=host,hv_relaxed\n\nqemu -cpu $CPU\n").unwrap());
+        let c = expand(&shell::split("CPU=host,hv_relaxed\n\nqemu -cpu $CPU\n").unwrap()).unwrap();
         assert_eq!((c[0].line, c[0].words[2].line), (3, 1));
     }
 
     #[test]
     fn unknowns_are_kept_as_written() {
         let commands = shell::split("qemu -cpu $CPU -smp cores=${N} \"$@\" $(id -u)\n").unwrap();
-        let c = expand(&commands);
+        let c = expand(&commands).unwrap();
         let t = &c[0].words;
         assert_eq!(t[2].text, "$CPU");
         assert!(t[2].unknown[0].why.contains("not set in this file"));

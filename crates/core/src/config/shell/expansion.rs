@@ -10,8 +10,19 @@ impl Lexer {
         match self.peek() {
             Some('{') => {
                 self.bump();
-                let p = self.braced(quoted)?;
-                w.parts.push(Part::Param(Box::new(p)));
+                if self.nesting >= super::MAX_NESTING {
+                    return self.err(
+                        self.line,
+                        format!(
+                            "${{…}} nested more than {} deep: not a launch script virtlens reads",
+                            super::MAX_NESTING
+                        ),
+                    );
+                }
+                self.nesting += 1;
+                let p = self.braced(quoted);
+                self.nesting -= 1;
+                w.parts.push(Part::Param(Box::new(p?)));
             }
             Some('(') => {
                 self.bump();

@@ -81,7 +81,13 @@ pub(super) struct Lexer {
     pub(super) line: usize,
     /// Here-document delimiters waiting for the end of the line (`<<-` strips tabs).
     heredocs: Vec<(String, bool)>,
+    /// How many `${…}` are open around the current position.
+    nesting: usize,
 }
+
+/// The deepest `${…}` nesting read: real scripts nest two or three; each level is a frame of
+/// the recursive reader, and 12,000 levels overflowed the stack (repro A1).
+pub(super) const MAX_NESTING: usize = 64;
 
 /// Characters that end an unquoted word.
 fn is_break(c: char) -> bool {
@@ -370,6 +376,7 @@ pub fn split(text: &str) -> Result<Vec<Vec<Word>>, SplitError> {
         pos: 0,
         line: 1,
         heredocs: Vec::new(),
+        nesting: 0,
     };
     let mut commands = Vec::new();
     let mut command: Vec<Word> = Vec::new();
