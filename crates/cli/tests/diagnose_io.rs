@@ -125,6 +125,15 @@ fn a_pipe_is_spooled_only_up_to_its_cap() {
 }
 
 #[test]
+fn random_bytes_under_a_forced_text_format_are_refused_not_read_forever() {
+    // repro C3: `--format trace-text /dev/urandom` read on (1.35 GB after 60 s).
+    let out = virtlens(&["report", "--format", "trace-text", "/dev/urandom"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("expected trace event lines"), "{err}");
+}
+
+#[test]
 fn a_fio_run_here_feeds_diagnose() {
     if !require(&[Need::Fio]) {
         return;

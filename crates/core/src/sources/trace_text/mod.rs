@@ -58,9 +58,18 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     let mut state = Reader::new(path);
     while let Some((n, text)) = lines.next_line()? {
         state.line(n, &text);
+        // Not a trace (random bytes under `--format trace-text`, an endless stream of something
+        // else): say so after a while instead of reading forever (repro C3).
+        if n == NOTHING_AFTER && state.builder.events() == 0 && !state.top.has_rows() {
+            return state.finish(None);
+        }
     }
     state.finish(lines.cut_line())
 }
+
+/// The lines after which an input without a single event line is refused: a trace's header
+/// (trace-cmd's, perf script's comments) is tens of lines.
+const NOTHING_AFTER: usize = 100_000;
 
 /// Lines noted one by one before the rest of their kind is only counted.
 const MAX_LINE_NOTES: usize = 20;
