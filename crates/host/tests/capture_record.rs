@@ -190,3 +190,39 @@ fn without_a_matching_vm_it_is_a_selection_error() {
         "{e}"
     );
 }
+
+#[test]
+fn an_instance_whose_owner_pid_was_taken_since_is_removed_by_the_next_run() {
+    // repro E2: after `kill -9` the instance kept tracing, and a later root run left it in place
+    // when another process had taken the dead capture's pid.
+    if !require(&[Need::Root, Need::Tracefs]) {
+        return;
+    }
+    let _alone = virtlens_testkit::exclusive();
+    // This process's pid with another start time: the registered owner is gone, its pid reused.
+    let me = std::process::id();
+    let instance = Path::new("/sys/kernel/tracing/instances").join(format!("virtlens-{me}-4242"));
+    std::fs::create_dir(&instance).unwrap();
+    std::fs::write(instance.join("tracing_on"), "1").unwrap();
+    let runtime = Path::new("/run/virtlens");
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = std::fs::DirBuilder::new().mode(0o700).create(runtime);
+    }
+    let link = runtime.join(format!("{me}-1-4242.instance"));
+    std::os::unix::fs::symlink(&instance, &link).unwrap();
+    let notes = capture::leftovers::sweep();
+    let gone = !instance.exists();
+    if !gone {
+        let _ = std::fs::write(instance.join("tracing_on"), "0");
+        let _ = std::fs::remove_dir(&instance);
+    }
+    assert!(gone, "the instance of a reused pid stayed: {notes:?}");
+    assert!(!link.exists(), "its registration went with it");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(&format!("virtlens-{me}-4242"))),
+        "{notes:?}"
+    );
+}

@@ -10,7 +10,8 @@
 //! start of every virtlens command, removes what the links of dead processes point at (a
 //! process counts as alive only while its pid has the same start time, so a reused pid does
 //! not keep garbage alive, nor does a dead one get a live capture removed), then the links;
-//! as root it also removes the tracefs instances of dead virtlens processes.
+//! as root it also removes the tracefs instances of dead virtlens processes: an instance is
+//! registered the same way, so a pid that another process has taken since does not keep it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -25,6 +26,8 @@ pub enum Kind {
     Spool,
     /// An unfinished capture file: `.NAME.virtlens-part-…`.
     Part,
+    /// A tracefs instance: `…/instances/virtlens-…`.
+    Instance,
 }
 
 impl Kind {
@@ -32,6 +35,7 @@ impl Kind {
         match self {
             Kind::Spool => "spool",
             Kind::Part => "part",
+            Kind::Instance => "instance",
         }
     }
 
@@ -39,6 +43,7 @@ impl Kind {
         match name.rsplit_once('.')?.1 {
             "spool" => Some(Kind::Spool),
             "part" => Some(Kind::Part),
+            "instance" => Some(Kind::Instance),
             _ => None,
         }
     }
@@ -53,6 +58,13 @@ impl Kind {
         match self {
             Kind::Spool => name.starts_with(SPOOL_PREFIX),
             Kind::Part => name.starts_with('.') && name.contains(PART_MARK),
+            Kind::Instance => {
+                name.starts_with(super::tracefs::PREFIX)
+                    && target
+                        .parent()
+                        .and_then(Path::file_name)
+                        .is_some_and(|d| d == "instances")
+            }
         }
     }
 }
@@ -237,6 +249,7 @@ fn sweep_dir(dir: &Path, notes: &mut Vec<String>) {
             let removed = match kind {
                 Kind::Spool => std::fs::remove_dir_all(&target),
                 Kind::Part => std::fs::remove_file(&target),
+                Kind::Instance => super::tracefs::remove_instance(&target),
             };
             notes.push(match removed {
                 Ok(()) => format!(

@@ -63,13 +63,14 @@ impl Tracefs {
             let Some(pid) = owner_pid(&name) else {
                 continue;
             };
+            // Registered instances of dead owners went with the registrations
+            // ([`super::leftovers::sweep`], by pid and start time); an unregistered one (an
+            // older virtlens) is judged by its pid alone.
             if Path::new(&format!("/proc/{pid}")).exists() {
                 continue;
             }
             let path = entry.path();
-            let _ = std::fs::write(path.join("tracing_on"), "0");
-            let _ = std::fs::write(path.join("events/enable"), "0");
-            match std::fs::remove_dir(&path) {
+            match remove_instance(&path) {
                 Ok(()) => notes.push(format!(
                     "removed the tracefs instance {name} left by virtlens process {pid}, which is gone"
                 )),
@@ -80,6 +81,13 @@ impl Tracefs {
         }
         notes
     }
+}
+
+/// Turns a left-over instance's tracing and events off and removes it.
+pub(crate) fn remove_instance(path: &Path) -> std::io::Result<()> {
+    let _ = std::fs::write(path.join("tracing_on"), "0");
+    let _ = std::fs::write(path.join("events/enable"), "0");
+    std::fs::remove_dir(path)
 }
 
 /// Reads a tracefs file whole. Some of them (`events/header_page`) answer only the first
@@ -137,6 +145,8 @@ pub struct Instance {
     /// `filter` files written.
     filtered: Vec<PathBuf>,
     closed: bool,
+    /// Its registration (see [`super::leftovers`]), dropped after the instance is removed.
+    registration: Option<super::leftovers::Registration>,
 }
 
 impl Instance {
@@ -151,6 +161,10 @@ impl Instance {
             format!("{PREFIX}{pid}-{n}")
         };
         let dir = tfs.root.join("instances").join(&name);
+        // Registered first, so that a kill at any point after the instance exists leaves a
+        // registration that names its owner by pid and start time.
+        let registration =
+            super::leftovers::Registration::new(super::leftovers::Kind::Instance, &dir)?;
         std::fs::create_dir(&dir)
             .map_err(|e| CaptureError::io("creating the tracefs instance", &dir, e))?;
         let inst = Instance {
@@ -159,6 +173,7 @@ impl Instance {
             enabled: Vec::new(),
             filtered: Vec::new(),
             closed: false,
+            registration: Some(registration),
         };
         inst.write("tracing_on", "0")?;
         Ok(inst)
@@ -234,11 +249,11 @@ impl Instance {
         for path in &self.filtered {
             note(std::fs::write(path, "0"), "clearing a filter", path);
         }
-        note(
-            std::fs::remove_dir(&self.dir),
-            "removing the tracefs instance",
-            &self.dir,
-        );
+        let removed = std::fs::remove_dir(&self.dir);
+        if removed.is_ok() {
+            self.registration = None;
+        }
+        note(removed, "removing the tracefs instance", &self.dir);
         first.map_or(Ok(()), Err)
     }
 }
