@@ -404,8 +404,11 @@ fn cpu(ctx: &Ctx<'_, '_>, c: &mut VmConfig) {
         let enabled = !matches!(policy, "disable" | "forbid");
         match f.attribute("name") {
             Some("hypervisor") if !enabled => c.cpu.hypervisor_hidden = Some(ctx.origin(f)),
-            Some("vmx" | "svm") => {
+            Some(name @ ("vmx" | "svm")) => {
                 c.cpu.nested_virt = Some(Setting::new(enabled, ctx.origin(f)));
+                if name == "svm" {
+                    c.cpu.svm = Some(Setting::new(enabled, ctx.origin(f)));
+                }
             }
             Some("x2apic") => c.cpu.x2apic = Some(Setting::new(enabled, ctx.origin(f))),
             _ => {}

@@ -218,6 +218,9 @@ pub struct Cpu {
     pub kvm_hidden: Option<Origin>,
     /// VMX/SVM explicitly exposed (`true`) or removed (`false`).
     pub nested_virt: Option<Setting<bool>>,
+    /// SVM (AMD's) explicitly exposed or removed: what an AMD host's AVIC reacts to (a CPU
+    /// model's `vmx` means nothing there).
+    pub svm: Option<Setting<bool>>,
     /// x2APIC explicitly exposed (`true`) or removed (`false`); KVM's CPU models and `host`
     /// have it unless removed.
     pub x2apic: Option<Setting<bool>>,

@@ -114,7 +114,12 @@ pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
             }
             "kvm" => c.cpu.kvm_hidden = (!p.bool()?).then_some(origin),
             "hypervisor" => c.cpu.hypervisor_hidden = (!p.bool()?).then_some(origin),
-            "vmx" | "svm" => c.cpu.nested_virt = Some(Setting::new(p.bool()?, origin)),
+            "vmx" => c.cpu.nested_virt = Some(Setting::new(p.bool()?, origin)),
+            "svm" => {
+                let on = p.bool()?;
+                c.cpu.nested_virt = Some(Setting::new(on, origin.clone()));
+                c.cpu.svm = Some(Setting::new(on, origin));
+            }
             "x2apic" => c.cpu.x2apic = Some(Setting::new(p.bool()?, origin)),
             "tsc-frequency" | "tsc-freq" => {
                 if let Some(v) = p.value {

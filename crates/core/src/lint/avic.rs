@@ -21,7 +21,7 @@ pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
         return;
     }
     let kernel = ctx.opts.host.kernel.as_deref().and_then(Version::parse);
-    if let Some(svm) = ctx.c.cpu.nested_virt.as_ref().filter(|s| s.value) {
+    if let Some(svm) = ctx.c.cpu.svm.as_ref().filter(|s| s.value) {
         let (severity, scope) = match kernel {
             Some(k) if k < KERNEL_NESTED_AVIC => (
                 Severity::High,
