@@ -173,7 +173,11 @@ fn every_stop_signal_restores_the_tracing_state_and_removes_the_spool() {
                 2,
                 "SIG{sig}: a spool and an unfinished file while it runs"
             );
-            assert_eq!(registrations_of(pid).len(), 2, "SIG{sig}: both registered");
+            assert_eq!(
+                registrations_of(pid).len(),
+                3,
+                "SIG{sig}: the spool, the unfinished file and the tracing instance registered"
+            );
             (sig, file, rec)
         })
         .collect();
@@ -239,7 +243,8 @@ fn after_sigkill_top_once_removes_the_instance_the_spool_and_the_unfinished_file
     let _ = rec.take().wait();
     assert!(instance_of(pid).exists(), "SIGKILL leaves the instance");
     assert_eq!(leftovers_in(&dir, pid).len(), 2, "{:?}", dir.names());
-    assert_eq!(registrations_of(pid).len(), 2);
+    // The spool, the unfinished file and the tracing instance.
+    assert_eq!(registrations_of(pid).len(), 3);
     let me = std::process::id().to_string();
     let out = run(&["top", "--once", "--json", "--interval", "0.1", "--pid", &me]);
     assert!(
