@@ -21,13 +21,7 @@ const fn e(
     class: ExitClass,
     description: &'static str,
 ) -> ExitReasonInfo {
-    ExitReasonInfo {
-        isa: Isa::Arm64,
-        code,
-        name,
-        class,
-        description,
-    }
+    ExitReasonInfo::of(Isa::Arm64, code, name, class, description)
 }
 
 /// Where the exception types that carry no class start in the code space.

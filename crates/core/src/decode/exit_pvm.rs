@@ -23,13 +23,7 @@ const fn e(
     class: ExitClass,
     description: &'static str,
 ) -> ExitReasonInfo {
-    ExitReasonInfo {
-        isa: Isa::Pvm,
-        code,
-        name,
-        class,
-        description,
-    }
+    ExitReasonInfo::of(Isa::Pvm, code, name, class, description)
 }
 
 const SYNTHETIC: u64 = 1 << 16;

@@ -115,6 +115,25 @@ pub struct ExitReasonInfo {
     pub description: &'static str,
 }
 
+impl ExitReasonInfo {
+    /// One entry of an ISA's table (`exit_<isa>.rs`).
+    pub(super) const fn of(
+        isa: Isa,
+        code: u64,
+        name: &'static str,
+        class: ExitClass,
+        description: &'static str,
+    ) -> ExitReasonInfo {
+        ExitReasonInfo {
+            isa,
+            code,
+            name,
+            class,
+            description,
+        }
+    }
+}
+
 /// Bits 15:0 of a VMX exit reason: the basic exit reason.
 pub const VMX_BASIC_MASK: u64 = 0xffff;
 

@@ -17,13 +17,7 @@ const fn e(
     class: ExitClass,
     description: &'static str,
 ) -> ExitReasonInfo {
-    ExitReasonInfo {
-        isa: Isa::Riscv,
-        code,
-        name,
-        class,
-        description,
-    }
+    ExitReasonInfo::of(Isa::Riscv, code, name, class, description)
 }
 
 /// The interrupt bit of `scause` on a 64-bit hart.

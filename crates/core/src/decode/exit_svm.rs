@@ -15,13 +15,7 @@ const fn e(
     class: ExitClass,
     description: &'static str,
 ) -> ExitReasonInfo {
-    ExitReasonInfo {
-        isa: Isa::Svm,
-        code,
-        name,
-        class,
-        description,
-    }
+    ExitReasonInfo::of(Isa::Svm, code, name, class, description)
 }
 
 /// `SVM_EXIT_ERR`: VMRUN failed because the VMCB was invalid (-1 as a 64-bit code).

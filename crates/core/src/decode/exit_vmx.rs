@@ -14,13 +14,7 @@ const fn e(
     class: ExitClass,
     description: &'static str,
 ) -> ExitReasonInfo {
-    ExitReasonInfo {
-        isa: Isa::Vmx,
-        code,
-        name,
-        class,
-        description,
-    }
+    ExitReasonInfo::of(Isa::Vmx, code, name, class, description)
 }
 
 /// Every VMX basic exit reason, sorted by code.
