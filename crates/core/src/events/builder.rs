@@ -6,53 +6,20 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::reasons::Reasons;
+use super::slots::{Accumulators, CKey, Renumbering, Slot, SlotKey, way};
 use super::threads::{Thread, Threads, vcpu_from_comm};
 use super::{Event, EventKind, MmioAccess, NameId};
 use crate::decode::Isa;
-use crate::profile::{
-    Access, Key, Latency, Origin, Profile, Row, Table, TableKind, Welford, Window,
-};
-
-/// The tables a builder fills, in output order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Slot {
-    Vmexit,
-    Ioport,
-    Mmio,
-    Msr,
-    UserspaceExit,
-    Hypercall,
-    ApicvInhibit,
-    Events,
-}
-
-impl Slot {
-    fn kind(self) -> TableKind {
-        match self {
-            Slot::Vmexit => TableKind::Vmexit,
-            Slot::Ioport => TableKind::Ioport,
-            Slot::Mmio => TableKind::Mmio,
-            Slot::Msr => TableKind::Msr,
-            Slot::UserspaceExit => TableKind::UserspaceExit,
-            Slot::Hypercall => TableKind::Hypercall,
-            Slot::ApicvInhibit => TableKind::ApicvInhibit,
-            Slot::Events => TableKind::Events,
-        }
-    }
-}
+use crate::profile::{Access, Key, Latency, Origin, Profile, Row, Table, Window};
 
 /// The events the builder knows by kind, in the order of their fixed name ids.
 const KNOWN_EVENTS: [&str; 8] = super::tracepoints::TABLED;
 
-/// The way of a slot key in a thread's slot cache (`threads::SlotCache`): a cheap mix of its parts.
-#[inline]
-fn way(slot: Slot, key: CKey) -> usize {
-    let k = match key {
-        CKey::Reason(i) | CKey::Name(i) => u64::from(i),
-        CKey::Addr(n, a) => n ^ a.map_or(0, |a| a as u64 + 1) << 40,
-    };
-    ((slot as u64 + 1).wrapping_mul(0x9e37_79b9) ^ k.wrapping_mul(0x85eb_ca6b)) as usize >> 7
-}
+/// The most distinct event names kept; later new names are counted as [`OTHER_NAMES`].
+const MAX_NAMES: usize = 65_536;
+
+/// The name counting the events whose names came after [`MAX_NAMES`] others.
+const OTHER_NAMES: &str = "other event names";
 
 /// Ways of the name cache in `name_id`.
 const RECENT_NAMES: usize = 8;
@@ -65,39 +32,17 @@ struct Place {
     vcpu: Option<u32>,
 }
 
-/// A compact key: names are interned, so lookups per event allocate nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum CKey {
-    Reason(u32),
-    Addr(u64, Option<Access>),
-    Name(u32),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct SlotKey {
-    slot: Slot,
-    key: CKey,
-    pid: Option<u32>,
-    vcpu: Option<u32>,
-}
-
-#[derive(Debug, Default)]
-struct Acc {
-    count: u64,
-    durations: Welford,
-    latency: Option<Latency>,
-}
-
 /// Builds a profile from events; see the module doc.
 #[derive(Debug)]
 pub struct ProfileBuilder {
     origin: Origin,
     isa: Option<Isa>,
-    slots: HashMap<SlotKey, usize>,
-    accs: Vec<(SlotKey, Acc)>,
+    accs: Accumulators,
     reasons: Reasons,
     names: Vec<String>,
     name_ids: HashMap<String, u32>,
+    /// Events whose name came after [`MAX_NAMES`] others.
+    more_names: u64,
     recent_names: [(usize, u32); RECENT_NAMES],
     threads: Threads<(Slot, CKey)>,
     first_ts: Option<u64>,
@@ -122,11 +67,11 @@ impl ProfileBuilder {
         let mut b = Self {
             isa: origin.isa,
             origin,
-            slots: HashMap::default(),
-            accs: Vec::new(),
+            accs: Accumulators::default(),
             reasons: Reasons::default(),
             names: Vec::new(),
             name_ids: HashMap::default(),
+            more_names: 0,
             recent_names: [(0, 0); RECENT_NAMES],
             threads: Threads::default(),
             first_ts: None,
@@ -326,7 +271,7 @@ impl ProfileBuilder {
             .and_then(|t| t.by_name.get(n).copied().flatten());
         let i = match cached {
             Some(i) => {
-                if let Some((_, acc)) = self.accs.get_mut(i) {
+                if let Some(acc) = self.accs.get_mut(i) {
                     acc.count += 1;
                 }
                 return;
@@ -356,25 +301,30 @@ impl ProfileBuilder {
                     pid: at.pid,
                     vcpu: at.vcpu,
                 };
-                let accs = &mut self.accs;
-                let i = *self.slots.entry(sk).or_insert_with(|| {
-                    accs.push((sk, Acc::default()));
-                    accs.len() - 1
-                });
+                let (i, renumbering) = self.accs.index_of(sk);
+                if let Some(r) = renumbering {
+                    self.renumber(&r);
+                }
                 if let Some(t) = self.thread(at.thread) {
                     t.slots.put(way, (slot, key), i);
                 }
                 i
             }
         };
-        if let Some((_, acc)) = self.accs.get_mut(i) {
+        if let Some(acc) = self.accs.get_mut(i) {
             acc.count += 1;
         }
         i
     }
 
+    /// The accumulators were renumbered (a table was folded): every reference a thread holds
+    /// follows.
+    fn renumber(&mut self, r: &Renumbering) {
+        self.threads.renumber(r);
+    }
+
     fn record(&mut self, slot: usize, ns: u64) {
-        if let Some((_, acc)) = self.accs.get_mut(slot) {
+        if let Some(acc) = self.accs.get_mut(slot) {
             acc.durations.push(ns);
             acc.latency.get_or_insert_with(Latency::new).record(ns);
         }
@@ -447,6 +397,19 @@ impl ProfileBuilder {
         }
         let id = match self.name_ids.get(name) {
             Some(&id) => id,
+            None if self.names.len() >= MAX_NAMES => {
+                // Endless new names (garbage read under a forced format): one name for the rest.
+                self.more_names += 1;
+                match self.name_ids.get(OTHER_NAMES) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.names.len() as u32;
+                        self.names.push(OTHER_NAMES.to_string());
+                        self.name_ids.insert(OTHER_NAMES.to_string(), id);
+                        id
+                    }
+                }
+            }
             None => {
                 let id = self.names.len() as u32;
                 self.names.push(name.to_string());
@@ -470,7 +433,11 @@ impl ProfileBuilder {
             intervals: 0,
         });
         let mut tables: Vec<Table> = Vec::new();
-        let mut accs = self.accs;
+        let other_keys: Vec<(Slot, Key)> = Slot::ALL
+            .iter()
+            .map(|&s| (s, self.accs.other_key(s)))
+            .collect();
+        let (mut accs, notes) = self.accs.finish();
         accs.sort_by_key(|(k, _)| k.slot);
         for (sk, acc) in accs {
             let key = match sk.key {
@@ -487,6 +454,10 @@ impl ProfileBuilder {
                     .names
                     .get(id as usize)
                     .map(|n| Key::Event { name: n.clone() }),
+                CKey::Folded => other_keys
+                    .iter()
+                    .find(|(s, _)| *s == sk.slot)
+                    .map(|(_, key)| key.clone()),
             };
             let Some(key) = key else { continue };
             let mut row = Row::new(key, acc.count);
@@ -519,6 +490,18 @@ impl ProfileBuilder {
         origin.isa = origin.isa.or(isa);
         let mut profile = Profile::new(origin);
         profile.tables = tables;
+        profile.warnings = notes;
+        profile.warnings.extend(self.threads.notes());
+        if self.more_names > 0 {
+            profile.warnings.push(crate::profile::Note {
+                line: None,
+                message: format!(
+                    "more than {MAX_NAMES} distinct event names: {} events with later new \
+                     names are counted as `{OTHER_NAMES}`",
+                    self.more_names
+                ),
+            });
+        }
         profile
     }
 }

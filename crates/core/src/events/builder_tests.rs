@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::events::Reason;
+use crate::profile::TableKind;
 
 fn ev(ts: u64, tid: u32, kind: EventKind<'_>) -> Event<'_> {
     Event {
@@ -212,4 +213,57 @@ fn vcpu_from_thread_name_when_events_do_not_say() {
     b.push(&e);
     let p = b.finish();
     assert_eq!(p.tables[0].rows[0].vcpu, Some(2));
+}
+
+#[test]
+fn endless_distinct_addresses_fold_with_exact_totals_and_durations() {
+    let mut b = ProfileBuilder::new(Origin::new("test", None));
+    let n = 3 * super::super::slots::TABLE_CAP as u64;
+    let mut ts = 0;
+    for i in 0..n {
+        ts += 100;
+        b.push(&ev(ts, 7, exit("EPT_MISCONFIG")));
+        let mmio = EventKind::Mmio {
+            access: MmioAccess::Write,
+            gpa: 0xfe00_0000 + 4 * i,
+        };
+        b.push(&ev(ts + 10, 7, mmio));
+        b.push(&ev(ts + 50, 7, ENTRY));
+    }
+    let p = b.finish();
+    let mmio = p.tables.iter().find(|t| t.kind == TableKind::Mmio);
+    let rows = mmio.map(|t| t.rows.as_slice()).unwrap_or_default();
+    assert!(
+        rows.len() <= super::super::slots::TABLE_CAP + 1,
+        "{} rows",
+        rows.len()
+    );
+    assert_eq!(
+        rows.iter().map(|r| r.count).sum::<u64>(),
+        n,
+        "every access counted"
+    );
+    let time: u64 = rows.iter().filter_map(|r| r.time.total_ns).sum();
+    assert_eq!(time, 40 * n, "every write's duration kept, folded or not");
+    assert!(
+        rows.iter()
+            .any(|r| r.key.key_text().starts_with("other addresses 0xfe000000–"))
+    );
+    let exits = p.tables.iter().find(|t| t.kind == TableKind::Vmexit);
+    // The first exit comes before the entry that names the vCPU: a row of its own.
+    let hot = exits.map(|t| {
+        let rows = t
+            .rows
+            .iter()
+            .filter(|r| r.key.key_text() == "EPT_MISCONFIG");
+        rows.fold((0, 0), |(c, ns), r| {
+            (c + r.count, ns + r.time.total_ns.unwrap_or(0))
+        })
+    });
+    assert_eq!(hot, Some((n, 50 * n)), "the hot exit is never folded");
+    assert!(
+        p.warnings.iter().any(|w| w.message.contains("folded")),
+        "{:?}",
+        p.warnings
+    );
 }

@@ -7,6 +7,7 @@
 
 mod builder;
 mod reasons;
+mod slots;
 mod threads;
 pub mod tracepoints;
 

@@ -101,32 +101,51 @@ impl<K: Copy + Eq> SlotCache<K> {
     }
 }
 
+/// The most threads followed at once. A host has one thread per vCPU (thousands at most); a
+/// stream with endless new thread ids would otherwise grow without bound.
+pub const MAX_THREADS: usize = 16_384;
+
 /// Every host thread seen, by tid, with a shortcut for the thread of the previous event
-/// (events come in runs from one thread).
+/// (events come in runs from one thread). Past [`MAX_THREADS`] the pairing state is dropped
+/// and begun again (counts are unaffected; an exit open at that moment gets no duration).
 #[derive(Debug, Clone)]
 pub struct Threads<K: Copy + Eq> {
     list: Vec<Thread<K>>,
     index: rustc_hash::FxHashMap<u32, usize>,
     last: Option<(u32, usize)>,
+    cap: usize,
+    resets: u64,
 }
 
 impl<K: Copy + Eq> Default for Threads<K> {
     fn default() -> Self {
-        Self {
-            list: Vec::new(),
-            index: rustc_hash::FxHashMap::default(),
-            last: None,
-        }
+        Self::with_cap(MAX_THREADS)
     }
 }
 
 impl<K: Copy + Eq> Threads<K> {
+    /// Threads followed up to `cap` at once.
+    pub fn with_cap(cap: usize) -> Self {
+        Self {
+            list: Vec::new(),
+            index: rustc_hash::FxHashMap::default(),
+            last: None,
+            cap: cap.max(1),
+            resets: 0,
+        }
+    }
+
     /// The index of thread `tid`, created on first sight.
     pub fn index(&mut self, tid: u32) -> usize {
         if let Some((t, i)) = self.last
             && t == tid
         {
             return i;
+        }
+        if self.list.len() >= self.cap && !self.index.contains_key(&tid) {
+            self.list.clear();
+            self.index.clear();
+            self.resets += 1;
         }
         let list = &mut self.list;
         let i = *self.index.entry(tid).or_insert_with(|| {
@@ -140,6 +159,35 @@ impl<K: Copy + Eq> Threads<K> {
     /// The thread at `i` (from [`Threads::index`]).
     pub fn get_mut(&mut self, i: usize) -> Option<&mut Thread<K>> {
         self.list.get_mut(i)
+    }
+
+    /// The accumulators were renumbered (old index → new): pending begins follow, caches go.
+    pub fn renumber(&mut self, renumbering: &[usize]) {
+        for t in &mut self.list {
+            for p in [&mut t.exit, &mut t.pio, &mut t.msr, &mut t.mmio_write] {
+                if let Some((slot, ts)) = p.slot {
+                    p.slot = renumbering.get(slot).map(|&s| (s, ts));
+                }
+            }
+            t.slots.clear();
+            t.by_name.clear();
+        }
+    }
+
+    /// What the caller should say about the threads: whether the cap was met.
+    pub fn notes(&self) -> Vec<crate::profile::Note> {
+        if self.resets == 0 {
+            return Vec::new();
+        }
+        vec![crate::profile::Note {
+            line: None,
+            message: format!(
+                "more than {} threads at once: the pairing of exits with entries was begun \
+                 again {} time(s), so an exit open at those moments has no duration (counts \
+                 are exact)",
+                self.cap, self.resets
+            ),
+        }]
     }
 }
 
@@ -188,6 +236,17 @@ mod tests {
         assert_eq!(t.index(7), a);
         assert_eq!(t.index(7), a);
         assert!(t.get_mut(b).is_some());
+    }
+
+    #[test]
+    fn endless_new_threads_stay_bounded() {
+        let mut t = Threads::<u32>::with_cap(4);
+        for tid in 0..1000 {
+            let i = t.index(tid);
+            assert!(i < 4, "index {i}");
+        }
+        assert_eq!(t.notes().len(), 1);
+        assert!(t.list.len() <= 4);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! `null`: it is never invented. The JSON form is versioned by [`SCHEMA`].
 
 mod counters;
+pub mod fold;
 mod histogram;
 mod key;
 mod row;

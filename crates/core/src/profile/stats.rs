@@ -124,6 +124,25 @@ impl Welford {
         self.count
     }
 
+    /// Adds every event `other` holds (Chan et al.'s pairwise update of mean and M2).
+    pub fn merge(&mut self, other: &Welford) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = other.clone();
+            return;
+        }
+        let n = self.count + other.count;
+        let delta = other.mean - self.mean;
+        self.m2 += other.m2 + delta * delta * (self.count as f64 * other.count as f64 / n as f64);
+        self.mean += delta * other.count as f64 / n as f64;
+        self.count = n;
+        self.total = self.total.saturating_add(other.total);
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     /// The stats of the events pushed so far.
     pub fn stats(&self) -> TimeStats {
         if self.count == 0 {
@@ -173,6 +192,30 @@ mod tests {
         assert_eq!(s.total_ns, Some(13_700));
         assert_eq!((s.min_ns, s.max_ns), (Some(590), Some(10_690)));
         assert!(close(s.rel_stderr_pct(5).unwrap_or(f64::NAN), rel));
+    }
+
+    #[test]
+    fn welford_merge_equals_pushing_everything() {
+        let xs: Vec<u64> = (1..=50).map(|i| i * 37 % 400 + 3).collect();
+        let (mut a, mut b, mut all) = (Welford::default(), Welford::default(), Welford::default());
+        for (i, &x) in xs.iter().enumerate() {
+            if i % 3 == 0 {
+                a.push(x)
+            } else {
+                b.push(x)
+            }
+            all.push(x);
+        }
+        a.merge(&b);
+        let (m, w) = (a.stats(), all.stats());
+        assert_eq!(
+            (m.total_ns, m.min_ns, m.max_ns, m.timed),
+            (w.total_ns, w.min_ns, w.max_ns, w.timed)
+        );
+        assert!(close(m.m2.unwrap_or(f64::NAN), w.m2.unwrap_or(0.0)));
+        let mut empty = Welford::default();
+        empty.merge(&all);
+        assert_eq!(empty.stats().total_ns, w.total_ns);
     }
 
     #[test]

@@ -432,6 +432,7 @@ impl Reader {
         }
         line_notes.sort_by_key(|n| n.line.unwrap_or(usize::MAX));
         notes.extend(line_notes);
+        notes.append(&mut profile.warnings);
         profile.warnings = notes;
         Ok(profile)
     }
