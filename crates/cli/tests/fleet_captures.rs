@@ -14,10 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
 
 /// Waits until recorder `child` has its kvm events on (its tracefs instance says so).
 fn wait_recording(child: &mut Child) {
-    let dir = PathBuf::from(format!(
-        "/sys/kernel/tracing/instances/virtlens-{}",
-        child.id()
-    ));
+    let dir = virtlens_testkit::tracefs_instance(child.id());
     let end = Instant::now() + Duration::from_secs(60);
     loop {
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();

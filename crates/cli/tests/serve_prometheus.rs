@@ -293,7 +293,7 @@ fn killing_the_exporter_at_any_point_leaves_no_bpf_object() {
             .then_some(())
     });
     assert!(
-        !std::path::Path::new(&format!("/sys/kernel/tracing/instances/virtlens-{pid}")).exists(),
+        !virtlens_testkit::tracefs_instance(pid).exists(),
         "the BPF path makes no tracefs instance"
     );
 }
@@ -353,7 +353,7 @@ fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
     let pid = child.id();
     child.kill().unwrap();
     child.wait().unwrap();
-    let inst = std::path::PathBuf::from(format!("/sys/kernel/tracing/instances/virtlens-{pid}"));
+    let inst = virtlens_testkit::tracefs_instance(pid);
     assert!(
         inst.exists(),
         "a killed process cannot take its instance down"
@@ -361,10 +361,7 @@ fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
     let (mut next, _) = start_serve(&["--no-bpf"]);
     assert!(!inst.exists(), "the next run removed the stale instance");
     // A clean stop (SIGTERM) takes the exporter's own instance down.
-    let own = std::path::PathBuf::from(format!(
-        "/sys/kernel/tracing/instances/virtlens-{}",
-        next.id()
-    ));
+    let own = virtlens_testkit::tracefs_instance(next.id());
     assert!(own.exists());
     assert!(
         Command::new("kill")

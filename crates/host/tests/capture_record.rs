@@ -109,7 +109,7 @@ fn record_profile_counts_every_port_write_of_this_vm() {
             let _ = ready_tx.send(());
         })
     });
-    let instance = format!("/sys/kernel/tracing/instances/virtlens-{me}");
+    let instance = virtlens_testkit::tracefs_instance(me);
     if ready_rx.recv().is_err() {
         panic!(
             "the capture ended before it was ready: {:?}",
@@ -224,5 +224,40 @@ fn an_instance_whose_owner_pid_was_taken_since_is_removed_by_the_next_run() {
             .iter()
             .any(|n| n.contains(&format!("virtlens-{me}-4242"))),
         "{notes:?}"
+    );
+}
+
+#[test]
+fn an_unregistered_instance_names_its_owner_so_a_reused_pid_does_not_keep_it() {
+    // repro E2 without the registration (it could not be written, or was removed): the
+    // instance's own name carries its owner's start time.
+    if !require(&[Need::Root, Need::Tracefs]) {
+        return;
+    }
+    let _alone = virtlens_testkit::exclusive();
+    let me = capture::leftovers::Owner::me();
+    let stale = Path::new("/sys/kernel/tracing/instances").join(format!(
+        "virtlens-{}-s{}",
+        me.pid,
+        me.start + 1
+    ));
+    let live = Path::new("/sys/kernel/tracing/instances")
+        .join(format!("virtlens-{}-s{}-77", me.pid, me.start));
+    for dir in [&stale, &live] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    std::fs::write(stale.join("tracing_on"), "1").unwrap();
+    let notes = capture::leftovers::sweep();
+    let (stale_gone, live_kept) = (!stale.exists(), live.exists());
+    for dir in [&stale, &live] {
+        let _ = std::fs::remove_dir(dir);
+    }
+    assert!(
+        stale_gone,
+        "the instance of a pid reused since stayed: {notes:?}"
+    );
+    assert!(
+        live_kept,
+        "the instance of a live owner was removed: {notes:?}"
     );
 }

@@ -58,3 +58,29 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The tracefs instance of virtlens process `pid` (`/sys/kernel/tracing/instances/
+/// virtlens-<pid>-s<start time>`): the one on disk, else the name it would have (from the
+/// process's start time, while it runs).
+pub fn tracefs_instance(pid: u32) -> PathBuf {
+    let dir = Path::new("/sys/kernel/tracing/instances");
+    let prefix = format!("virtlens-{pid}-s");
+    let on_disk = std::fs::read_dir(dir).ok().and_then(|entries| {
+        entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| {
+                n.strip_prefix(&prefix)
+                    .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+            })
+    });
+    let name = on_disk.unwrap_or_else(|| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let start = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(19))
+            .unwrap_or("0");
+        format!("{prefix}{start}")
+    });
+    dir.join(name)
+}

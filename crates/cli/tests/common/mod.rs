@@ -68,7 +68,7 @@ impl Vcpu {
 }
 
 pub fn instance_of(pid: u32) -> PathBuf {
-    Path::new(TRACEFS).join(format!("instances/virtlens-{pid}"))
+    virtlens_testkit::tracefs_instance(pid)
 }
 
 /// A virtlens process of a test; when the test fails before it was waited for, it gets a

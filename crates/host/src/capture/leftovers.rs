@@ -4,12 +4,13 @@
 //! Every spool folder and every unfinished capture file is *registered* while it exists: a
 //! symbolic link in the runtime folder ([`runtime_dirs`]: `/run/virtlens` for root, else
 //! `$XDG_RUNTIME_DIR/virtlens`, else `<tmp>/virtlens-<uid>`) named
-//! `<pid>-<start time>-<n>.<kind>` that points at it. The data stays where it was written (next
+//! `<pid>-<start time>-b<boot id>-<n>.<kind>` that points at it. The data stays where it was written (next
 //! to the output, on the disk that has room for it: a spool can be gigabytes, too much for a
 //! RAM-backed `/run`); the link is what makes it findable from anywhere. [`sweep`], run at the
 //! start of every virtlens command, removes what the links of dead processes point at (a
-//! process counts as alive only while its pid has the same start time, so a reused pid does
-//! not keep garbage alive, nor does a dead one get a live capture removed), then the links;
+//! process counts as alive only while its pid has the same start time in the same boot, so a
+//! reused pid does not keep garbage alive, nor does a dead one get a live capture removed, even
+//! in a temporary folder that outlives a reboot), then the links;
 //! as root it also removes the tracefs instances of dead virtlens processes: an instance is
 //! registered the same way, so a pid that another process has taken since does not keep it.
 
@@ -96,12 +97,29 @@ impl Owner {
         start_time(self.pid) == Some(self.start)
     }
 
-    fn parse(link_name: &str) -> Option<Owner> {
+    /// The owner a link name gives (`<pid>-<start>[-b<boot id>]-<n>.<kind>`), and whether it
+    /// was registered in this boot (a name without a boot id: assumed so).
+    fn parse(link_name: &str) -> Option<(Owner, bool)> {
         let mut parts = link_name.split(['-', '.']);
         let pid = parts.next()?.parse().ok()?;
         let start = parts.next()?.parse().ok()?;
-        Some(Owner { pid, start })
+        let this_boot = match parts.next()?.strip_prefix('b') {
+            Some(boot) => boot_id().is_some_and(|b| b == boot),
+            None => true,
+        };
+        Some((Owner { pid, start }, this_boot))
     }
+}
+
+/// The first 16 hex digits of this boot's id (`/proc/sys/kernel/random/boot_id`).
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let hex: String = id
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    (hex.len() == 16).then_some(hex)
 }
 
 /// The start time of process `pid`, from `/proc/PID/stat`.
@@ -126,7 +144,8 @@ impl Registration {
         let target = absolute(target);
         let me = Owner::me();
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{}-{}-{n}.{}", me.pid, me.start, kind.ext());
+        let boot = boot_id().unwrap_or_else(|| "0".repeat(16));
+        let name = format!("{}-{}-b{boot}-{n}.{}", me.pid, me.start, kind.ext());
         let mut last = None;
         for dir in runtime_dirs() {
             if let Err(e) = own_dir(&dir) {
@@ -204,11 +223,14 @@ fn own_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Removes what dead virtlens processes left: registered spools and unfinished capture
-/// files, and (as root) their tracefs instances. Says what it removed or could not.
+/// files, and (as root) their tracefs instances. Says what it removed or could not; not as
+/// root, says which stale instances it sees and how to remove them.
 pub fn sweep() -> Vec<String> {
     let mut notes = sweep_files();
-    if let Ok(tfs) = Tracefs::locate(None) {
-        notes.extend(tfs.remove_stale());
+    match Tracefs::locate(None) {
+        Ok(tfs) => notes.extend(tfs.remove_stale()),
+        Err(_) if euid() != Some(0) => notes.extend(super::tracefs::stale_instance_warnings()),
+        Err(_) => {}
     }
     notes
 }
@@ -235,10 +257,11 @@ fn sweep_dir(dir: &Path, notes: &mut Vec<String>) {
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let (Some(owner), Some(kind)) = (Owner::parse(&name), Kind::of_link(&name)) else {
+        let (Some((owner, this_boot)), Some(kind)) = (Owner::parse(&name), Kind::of_link(&name))
+        else {
             continue;
         };
-        if owner.alive() {
+        if this_boot && owner.alive() {
             continue;
         }
         let link = entry.path();
@@ -281,8 +304,22 @@ mod tests {
             "a reused pid"
         );
         let link = format!("{}-{}-3.spool", me.pid, me.start);
-        assert_eq!(Owner::parse(&link), Some(me));
+        assert_eq!(
+            Owner::parse(&link),
+            Some((me, true)),
+            "a name without a boot id"
+        );
         assert_eq!(Kind::of_link(&link), Some(Kind::Spool));
+        let boot = boot_id().unwrap_or_default();
+        assert_eq!(boot.len(), 16);
+        let link = format!("{}-{}-b{boot}-3.spool", me.pid, me.start);
+        assert_eq!(Owner::parse(&link), Some((me, true)));
+        let link = format!("{}-{}-b0123456789abcdef-3.part", me.pid, me.start);
+        assert_eq!(
+            Owner::parse(&link),
+            Some((me, false)),
+            "another boot's registration"
+        );
         assert_eq!(Owner::parse("x-1-2.part"), None);
         assert_eq!(Kind::of_link("1-2-3.other"), None);
     }
@@ -312,9 +349,17 @@ mod tests {
         let live = dir.join(".virtlens-spool-2-0");
         std::fs::create_dir_all(&live).unwrap_or_else(|e| panic!("{e}"));
         link(&format!("{}-{}-3.spool", me.pid, me.start), &live);
+        // This very pid and start time, registered in another boot: not this process.
+        let old_boot = dir.join(".virtlens-spool-3-0");
+        std::fs::create_dir_all(&old_boot).unwrap_or_else(|e| panic!("{e}"));
+        link(
+            &format!("{}-{}-b0123456789abcdef-4.spool", me.pid, me.start),
+            &old_boot,
+        );
         let mut notes = Vec::new();
         sweep_dir(&runtime, &mut notes);
         assert!(!spool.exists() && !part.exists(), "{notes:?}");
+        assert!(!old_boot.exists(), "another boot's leftovers go: {notes:?}");
         assert!(
             other.exists(),
             "a link to something else removes only the link"
@@ -326,7 +371,7 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(left, [format!("{}-{}-3.spool", me.pid, me.start)]);
-        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert_eq!(notes.len(), 3, "{notes:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

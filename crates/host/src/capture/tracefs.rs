@@ -54,33 +54,70 @@ impl Tracefs {
 
     /// Removes `virtlens-*` instances whose process is gone; says what it removed or could not.
     pub fn remove_stale(&self) -> Vec<String> {
-        let mut notes = Vec::new();
-        let Ok(dir) = std::fs::read_dir(self.root.join("instances")) else {
-            return notes;
-        };
-        for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pid) = owner_pid(&name) else {
-                continue;
-            };
-            // Registered instances of dead owners went with the registrations
-            // ([`super::leftovers::sweep`], by pid and start time); an unregistered one (an
-            // older virtlens) is judged by its pid alone.
-            if Path::new(&format!("/proc/{pid}")).exists() {
-                continue;
-            }
-            let path = entry.path();
-            match remove_instance(&path) {
-                Ok(()) => notes.push(format!(
-                    "removed the tracefs instance {name} left by virtlens process {pid}, which is gone"
-                )),
-                Err(e) => notes.push(format!(
-                    "could not remove the stale tracefs instance {name}: {e}"
-                )),
-            }
-        }
-        notes
+        stale_instances(&self.root.join("instances"))
+            .into_iter()
+            .map(|(path, owner)| {
+                let name = path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                match remove_instance(&path) {
+                    Ok(()) => format!(
+                        "removed the tracefs instance {name} left by virtlens process {}, which \
+                         is gone",
+                        owner.pid
+                    ),
+                    Err(e) => format!("could not remove the stale tracefs instance {name}: {e}"),
+                }
+            })
+            .collect()
     }
+}
+
+/// The `virtlens-*` instances in `instances` whose owner is gone. Registered instances of dead
+/// owners went with the registrations ([`super::leftovers::sweep`]); the name itself carries
+/// the owner's start time too, so a pid another process has taken since does not keep the
+/// instance. An instance of an older virtlens (pid only) is judged by its pid.
+fn stale_instances(instances: &Path) -> Vec<(PathBuf, InstanceOwner)> {
+    let Ok(dir) = std::fs::read_dir(instances) else {
+        return Vec::new();
+    };
+    let mut stale: Vec<(PathBuf, InstanceOwner)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let owner = instance_owner(&e.file_name().to_string_lossy())?;
+            (!owner.alive()).then(|| (e.path(), owner))
+        })
+        .collect();
+    stale.sort_by(|a, b| a.0.cmp(&b.0));
+    stale
+}
+
+/// For a process that may not remove tracefs instances (not root): the stale ones it can see
+/// (a tracefs mounted with `gid=` for a tracing group), each with how to remove it — they keep
+/// tracing, and cost every exit, until someone does. Nothing when it can see none.
+pub fn stale_instance_warnings() -> Vec<String> {
+    MOUNTS
+        .iter()
+        .flat_map(|m| warn_stale(&Path::new(m).join("instances")))
+        .collect()
+}
+
+fn warn_stale(instances: &Path) -> Vec<String> {
+    stale_instances(instances)
+        .into_iter()
+        .map(|(path, owner)| {
+            format!(
+                "the tracefs instance {} was left by virtlens process {}, which is gone, and may \
+                 still trace (every event it enables costs each exit): run any virtlens command \
+                 as root to remove it, or `echo 0 > {p}/tracing_on; rmdir {p}` as root",
+                path.file_name().unwrap_or_default().to_string_lossy(),
+                owner.pid,
+                p = path.display()
+            )
+        })
+        .collect()
 }
 
 /// Turns a left-over instance's tracing and events off and removes it.
@@ -112,17 +149,47 @@ pub fn read(path: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// The process id in an instance name `virtlens-<pid>` or `virtlens-<pid>-<n>`.
-pub fn owner_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(PREFIX)?;
-    let (pid, n) = match rest.split_once('-') {
-        Some((p, n)) => (p, Some(n)),
-        None => (rest, None),
-    };
-    if n.is_some_and(|n| n.parse::<u32>().is_err()) {
+/// The owner of an instance, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceOwner {
+    pub pid: u32,
+    /// The owner's start time (`/proc/PID/stat` field 22), in names since it was added.
+    pub start: Option<u64>,
+}
+
+impl InstanceOwner {
+    /// Whether the owner still runs: the same pid with the same start time (or, for a name
+    /// without one, any process of that pid).
+    pub fn alive(self) -> bool {
+        match self.start {
+            Some(start) => super::leftovers::Owner {
+                pid: self.pid,
+                start,
+            }
+            .alive(),
+            None => Path::new(&format!("/proc/{}", self.pid)).exists(),
+        }
+    }
+}
+
+/// The owner in an instance name: `virtlens-<pid>-s<start>[-<n>]`, or an older virtlens's
+/// `virtlens-<pid>[-<n>]`.
+pub fn instance_owner(name: &str) -> Option<InstanceOwner> {
+    let mut parts = name.strip_prefix(PREFIX)?.split('-');
+    let pid = parts.next()?.parse().ok()?;
+    let mut start = None;
+    let mut next = parts.next();
+    if let Some(s) = next.and_then(|p| p.strip_prefix('s')) {
+        start = Some(s.parse().ok()?);
+        next = parts.next();
+    }
+    if let Some(n) = next {
+        n.parse::<u32>().ok()?;
+    }
+    if parts.next().is_some() {
         return None;
     }
-    pid.parse().ok()
+    Some(InstanceOwner { pid, start })
 }
 
 /// This process's effective user id, from /proc/self/status.
@@ -150,15 +217,15 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// Creates `instances/virtlens-<pid>` (`…-<n>` for a second one in this process) with
-    /// tracing off.
+    /// Creates `instances/virtlens-<pid>-s<start time>` (`…-<n>` for a second one in this
+    /// process) with tracing off: the name says who owns it, whatever pids are reused later.
     pub fn create(tfs: &Tracefs) -> Result<Instance, CaptureError> {
-        let pid = std::process::id();
+        let me = super::leftovers::Owner::me();
         let n = CREATED.fetch_add(1, Ordering::Relaxed);
         let name = if n == 0 {
-            format!("{PREFIX}{pid}")
+            format!("{PREFIX}{}-s{}", me.pid, me.start)
         } else {
-            format!("{PREFIX}{pid}-{n}")
+            format!("{PREFIX}{}-s{}-{n}", me.pid, me.start)
         };
         let dir = tfs.root.join("instances").join(&name);
         // Registered first, so that a kill at any point after the instance exists leaves a
@@ -291,10 +358,39 @@ mod tests {
 
     #[test]
     fn instance_names_and_their_owners() {
-        assert_eq!(owner_pid("virtlens-123"), Some(123));
-        assert_eq!(owner_pid("virtlens-123-2"), Some(123));
-        assert_eq!(owner_pid("virtlens-x"), None);
-        assert_eq!(owner_pid("virtlens-12-x"), None);
-        assert_eq!(owner_pid("trace-cmd-5"), None);
+        let owner = |pid, start| Some(InstanceOwner { pid, start });
+        assert_eq!(instance_owner("virtlens-123-s456"), owner(123, Some(456)));
+        assert_eq!(instance_owner("virtlens-123-s456-2"), owner(123, Some(456)));
+        assert_eq!(instance_owner("virtlens-123-2"), owner(123, None));
+        assert_eq!(instance_owner("virtlens-123-sx"), None);
+        assert_eq!(instance_owner("virtlens-123-s4-2-9"), None);
+        let me = super::super::leftovers::Owner::me();
+        assert!(owner(me.pid, Some(me.start)).is_some_and(|o| o.alive()));
+        assert!(
+            owner(me.pid, Some(me.start + 1)).is_some_and(|o| !o.alive()),
+            "pid reused"
+        );
+        assert_eq!(instance_owner("virtlens-x"), None);
+        assert_eq!(instance_owner("virtlens-12-x"), None);
+        assert_eq!(instance_owner("trace-cmd-5"), None);
+    }
+
+    #[test]
+    fn a_run_that_may_not_remove_stale_instances_says_which_and_how() {
+        // The folder stands for a tracefs `instances` folder this user can read but not change.
+        let dir = std::env::temp_dir().join(format!("virtlens-stale-test-{}", std::process::id()));
+        let me = super::super::leftovers::Owner::me();
+        let stale = format!("virtlens-{}-s{}", me.pid, me.start + 1);
+        let live = format!("virtlens-{}-s{}", me.pid, me.start);
+        for name in [stale.as_str(), live.as_str(), "trace-cmd-1"] {
+            std::fs::create_dir_all(dir.join(name)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let notes = warn_stale(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains(&stale) && notes[0].contains("rmdir"),
+            "{notes:?}"
+        );
     }
 }
