@@ -3,7 +3,6 @@
 //! read by one DuckDB query over the folder (the query of docs/fleet.md), which must give
 //! each host's port writes exactly.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
