@@ -410,3 +410,15 @@ fn kvm_stat_children_summing_past_u64_do_not_overflow() {
         p.tables.iter().map(|t| t.count()).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_byte_order_mark_before_a_header_on_line_1_is_read_with_or_without_a_forced_format() {
+    // repro G1: "not a format virtlens reads", even with `--format perf-kvm-stat`.
+    let path = virtlens_testkit::testdata("reliability/G1-bom-hists.txt");
+    for format in [None, Some(Format::PerfKvmStat)] {
+        let p = sources::read_path(&path, format).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+        let rows: usize = p.tables.iter().map(|t| t.rows.len()).sum();
+        assert_eq!(rows, 5, "{format:?}");
+        assert_eq!(p.tables[0].rows.iter().map(|r| r.count).sum::<u64>(), 10_589);
+    }
+}
