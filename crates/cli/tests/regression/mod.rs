@@ -2,5 +2,6 @@
 //! named after what it guards. Each failed on the code before its fix.
 
 mod capture;
+mod exit_codes;
 mod lab;
 mod readers;

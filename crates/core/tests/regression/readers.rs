@@ -419,6 +419,9 @@ fn a_byte_order_mark_before_a_header_on_line_1_is_read_with_or_without_a_forced_
         let p = sources::read_path(&path, format).unwrap_or_else(|e| panic!("{format:?}: {e}"));
         let rows: usize = p.tables.iter().map(|t| t.rows.len()).sum();
         assert_eq!(rows, 5, "{format:?}");
-        assert_eq!(p.tables[0].rows.iter().map(|r| r.count).sum::<u64>(), 10_589);
+        assert_eq!(
+            p.tables[0].rows.iter().map(|r| r.count).sum::<u64>(),
+            10_589
+        );
     }
 }
