@@ -133,3 +133,23 @@ fn promtool_accepts_the_rules_and_every_dashboard_query() {
     promtool_check_rules(&path);
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn promtool_unit_tests_of_the_rules_pass() {
+    // The finding alert keeps the finding's severity; the exit-rate rule picks in-kernel exits
+    // where they exist, else returns to the VMM.
+    if !require(&[Need::Prometheus]) {
+        return;
+    }
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(deploy("prometheus/virtlens-rules.test.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool test rules: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
