@@ -63,7 +63,7 @@ Examples:
   virtlens counters esxtop.csv --json
   virtlens counters hyperv.csv --html counters.html   the same as a page, charts per VM
 
-Exit status: 0 ok; 1 a finding at or above --fail-on; 2 bad input or usage.";
+Exit status: 0 ok; 1 a finding at or above --fail-on (default: high); 2 bad input or usage.";
 
 pub const EXITCOST: &str = "\
 Runs tiny guests on /dev/kvm in four CPU modes and measures each kind of exit: port and MMIO
@@ -111,7 +111,7 @@ Examples:
   virtlens lint --qemu-args start-vm.sh --migratable
   virtlens lint --recommend windows-general          the recommended set for a Windows guest
 
-Exit status: 0 ok; 1 a finding at or above --fail-on (default: error); 2 bad input or usage.";
+Exit status: 0 ok; 1 a finding at or above --fail-on (default: high; `error` is `critical`); 2 bad input or usage.";
 
 pub const RECORD: &str = "\
 Captures the kvm tracepoints of this host (root, tracefs) in a tracefs instance of its own,

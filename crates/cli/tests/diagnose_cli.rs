@@ -48,7 +48,19 @@ fn bad_input_exits_2() {
         2
     );
     assert_eq!(code(&["diagnose", &data("configs/INDEX.md")]), 2);
-    assert_eq!(code(&["diagnose", &seed(1), "--fail-on", "error"]), 2);
+    assert_eq!(code(&["diagnose", &seed(1), "--fail-on", "severe"]), 2);
+    // One scale for lint, diagnose and counters: lint's `error` is `critical` everywhere.
+    assert_eq!(
+        code(&["diagnose", &seed(1), "--fail-on", "error"]),
+        code(&["diagnose", &seed(1), "--fail-on", "critical"])
+    );
+    let perfmon = data("perfmon/disk-queue-india-2017.csv");
+    assert_eq!(
+        code(&["counters", &perfmon, "--fail-on", "error"]),
+        0,
+        "no critical"
+    );
+    assert_eq!(code(&["counters", &perfmon, "--fail-on", "severe"]), 2);
 }
 
 #[test]

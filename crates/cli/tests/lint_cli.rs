@@ -38,10 +38,15 @@ fn exit_codes_follow_fail_on() {
     assert_eq!(code(&["lint", &dep]), 1, "HV-DEP-002 is an error");
     assert_eq!(
         code(&["lint", &rtc]),
-        0,
-        "highs only, default --fail-on error"
+        1,
+        "highs fail under the default --fail-on high, as in diagnose and counters"
     );
-    assert_eq!(code(&["lint", &rtc, "--fail-on", "high"]), 1);
+    assert_eq!(code(&["lint", &rtc, "--fail-on", "error"]), 0, "highs only");
+    assert_eq!(
+        code(&["lint", &rtc, "--fail-on", "critical"]),
+        0,
+        "error is critical"
+    );
     assert_eq!(code(&["lint", &clean, "--fail-on", "info"]), 0);
     let win11 = data("30-virt-install-win11-default.xml");
     assert_eq!(code(&["lint", &win11, "--host-vendor", "intel"]), 0);

@@ -44,20 +44,12 @@ pub struct CountersArgs {
     #[arg(long, value_name = "N")]
     pub iops: Option<f64>,
     /// Exit 1 when a finding is at or above this level
-    #[arg(long, value_enum, default_value = "high", value_name = "LEVEL")]
-    pub fail_on: CounterLevelArg,
+    #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
+    pub fail_on: super::SeverityArg,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
     pub page: HtmlArgs,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum CounterLevelArg {
-    High,
-    Medium,
-    Low,
-    Info,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -117,7 +109,7 @@ pub struct DiagnoseArgs {
     pub fio: Option<PathBuf>,
     /// Exit 1 when a finding is at or above this severity
     #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
-    pub fail_on: DiagnoseSeverityArg,
+    pub fail_on: super::SeverityArg,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
@@ -147,13 +139,4 @@ pub struct HostArgs {
     /// Read the host facts from this machine (explicit --host-* flags win)
     #[arg(long, value_enum)]
     pub host_facts: Option<HostFactsArg>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum DiagnoseSeverityArg {
-    Critical,
-    High,
-    Medium,
-    Low,
-    Info,
 }

@@ -57,9 +57,9 @@ pub struct LintArgs {
     /// Print the recommended set for a workload, as libvirt XML and QEMU flags
     #[arg(long, value_enum, value_name = "PRESET")]
     pub recommend: Option<PresetArg>,
-    /// Exit 1 when a finding is at or above this severity
-    #[arg(long, value_enum, default_value = "error", value_name = "SEVERITY")]
-    pub fail_on: SeverityArg,
+    /// Exit 1 when a finding is at or above this severity (`error` is `critical`)
+    #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
+    pub fail_on: super::SeverityArg,
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,
@@ -79,13 +79,4 @@ pub enum PresetArg {
     Vdi,
     Nested,
     Migration,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SeverityArg {
-    Error,
-    High,
-    Medium,
-    Low,
-    Info,
 }

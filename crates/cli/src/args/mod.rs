@@ -13,11 +13,13 @@ mod files;
 mod lint;
 mod live;
 mod measure;
+mod severity;
 
 pub use files::*;
 pub use lint::*;
 pub use live::*;
 pub use measure::*;
+pub use severity::SeverityArg;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -4,10 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::bail;
-use virtlens_core::counters::{self, Level};
+use virtlens_core::counters;
 
 use super::inputs;
-use crate::args::{CounterLevelArg, CountersArgs};
+use crate::args::CountersArgs;
 use crate::output::{self, OutputOptions};
 
 pub fn run(a: &CountersArgs) -> anyhow::Result<ExitCode> {
@@ -25,12 +25,7 @@ pub fn run(a: &CountersArgs) -> anyhow::Result<ExitCode> {
         );
     }
     output::emit(&report, out)?;
-    let at = match a.fail_on {
-        CounterLevelArg::High => Level::High,
-        CounterLevelArg::Medium => Level::Medium,
-        CounterLevelArg::Low => Level::Low,
-        CounterLevelArg::Info => Level::Info,
-    };
+    let at = a.fail_on.severity();
     let fails = report
         .inputs
         .iter()

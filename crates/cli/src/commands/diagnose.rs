@@ -12,14 +12,14 @@ use std::time::Duration;
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
+use virtlens_core::diagnose;
 use virtlens_core::diagnose::IoRate;
-use virtlens_core::diagnose::{self, Severity};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::{CONFIG_CAP, fio_json, read_capped};
 use virtlens_host::capture::{self, CaptureOptions, Control, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
-use crate::args::{ConfigFormatArg, DiagnoseArgs, DiagnoseSeverityArg, GuestArg};
+use crate::args::{ConfigFormatArg, DiagnoseArgs, GuestArg};
 use crate::output::{self, OutputOptions};
 
 pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
@@ -125,13 +125,7 @@ pub fn finish(
         ));
     }
     output::emit(&d, out)?;
-    let at = match a.fail_on {
-        DiagnoseSeverityArg::Critical => Severity::Critical,
-        DiagnoseSeverityArg::High => Severity::High,
-        DiagnoseSeverityArg::Medium => Severity::Medium,
-        DiagnoseSeverityArg::Low => Severity::Low,
-        DiagnoseSeverityArg::Info => Severity::Info,
-    };
+    let at = a.fail_on.severity();
     Ok(if d.fails(at) {
         ExitCode::from(1)
     } else {

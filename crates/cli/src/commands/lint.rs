@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
 use virtlens_core::facts::{HostFacts, Vendor};
-use virtlens_core::lint::{self, Preset, Severity, presets};
+use virtlens_core::lint::{self, Preset, presets};
 
 use crate::args::{
-    ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, SeverityArg, VendorArg,
+    ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, VendorArg,
 };
 use crate::output::{self, OutputOptions};
 
@@ -64,7 +64,7 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     output::emit(&report, OutputOptions::stdout(a.json))?;
-    Ok(if report.fails(severity(a.fail_on)) {
+    Ok(if report.fails(a.fail_on.severity()) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -127,15 +127,5 @@ fn preset(p: PresetArg) -> Preset {
         PresetArg::Vdi => Preset::Vdi,
         PresetArg::Nested => Preset::Nested,
         PresetArg::Migration => Preset::Migration,
-    }
-}
-
-fn severity(s: SeverityArg) -> Severity {
-    match s {
-        SeverityArg::Error => Severity::Critical,
-        SeverityArg::High => Severity::High,
-        SeverityArg::Medium => Severity::Medium,
-        SeverityArg::Low => Severity::Low,
-        SeverityArg::Info => Severity::Info,
     }
 }

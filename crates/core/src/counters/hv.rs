@@ -49,27 +49,9 @@ pub struct EsxVm {
     pub max_limited_pct: Option<f64>,
 }
 
-/// How much a finding matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Level {
-    Info,
-    Low,
-    Medium,
-    High,
-}
-
-impl Level {
-    /// The name used in text, pages and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Info => "info",
-            Level::Low => "low",
-            Level::Medium => "medium",
-            Level::High => "high",
-        }
-    }
-}
+/// How much a finding matters: the one scale diagnose and lint grade on too (counters never
+/// rate a finding critical).
+pub use crate::severity::Severity as Level;
 
 /// A named number a finding rests on.
 #[derive(Debug, Clone, Serialize)]

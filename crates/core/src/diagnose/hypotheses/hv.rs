@@ -7,7 +7,7 @@
 use super::effect;
 use super::sched::{DISPATCH_WAIT_NS, READY};
 use super::{Ctx, Grading, Hypothesis, Threshold, rules};
-use crate::counters::hv::{COSTOP_PCT, Fact as Reading, HvFinding, Level};
+use crate::counters::hv::{COSTOP_PCT, Fact as Reading, HvFinding};
 use crate::diagnose::evidence::hv::HvEvidence;
 use crate::diagnose::model::{Confidence, Cost, Fact, Measure, Severity};
 
@@ -75,15 +75,6 @@ rules! {
     }
 }
 
-fn severity(l: Level) -> Severity {
-    match l {
-        Level::Info => Severity::Info,
-        Level::Low => Severity::Low,
-        Level::Medium => Severity::Medium,
-        Level::High => Severity::High,
-    }
-}
-
 /// A counter value as a fact: rates per second, per IO, times and shares where they belong.
 fn fact(subject: &str, r: &Reading) -> Fact {
     let key = if subject == "_Total" {
@@ -143,7 +134,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
             ..Cost::default()
         };
         let h = Hypothesis::with_cost(id, cost, facts)
-            .grading(Grading::Counters(severity(r.level)))
+            .grading(Grading::Counters(r.level))
             .confidence(Confidence::Likely)
             .removes(effect::NOTHING);
         ctx.push(if id == HvRule::Overcommit {
