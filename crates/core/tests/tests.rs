@@ -58,4 +58,5 @@ mod qmp_stats;
 mod regression;
 mod stretch_figures;
 mod trace_text;
+mod virsh_domstats;
 mod wrapped_inputs;

@@ -23,6 +23,7 @@ pub(crate) mod qmp_stats;
 mod refusal;
 pub mod trace_text;
 pub(crate) mod unread;
+pub(crate) mod virsh_domstats;
 mod wrapped;
 
 use std::io::{BufRead, Cursor, Seek};
@@ -62,14 +63,17 @@ pub enum Format {
     QmpStats,
     /// bhyve's VM-exit summary from DTrace (propolis' `vm-exit-codes.d`, illumos, SVM).
     BhyveDtrace,
+    /// `virsh domstats` with KVM's binary statistics (libvirt ≥ 9.3, QEMU ≥ 7.1).
+    VirshDomstats,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 13] = [
+    pub const ALL: [Format; 14] = [
         Format::Capture,
         Format::PerfmonCsv,
         Format::QmpStats,
+        Format::VirshDomstats,
         Format::PerfData,
         Format::PerfKvmStat,
         Format::KvmStat,
@@ -98,6 +102,7 @@ impl Format {
             Format::PerfStat => perf_stat::FORMAT,
             Format::QmpStats => qmp_stats::FORMAT,
             Format::BhyveDtrace => bhyve_dtrace::FORMAT,
+            Format::VirshDomstats => virsh_domstats::FORMAT,
         }
     }
 
@@ -121,6 +126,7 @@ impl Format {
             Format::PerfStat => perf_stat::looks_like(head),
             Format::QmpStats => qmp_stats::looks_like(head),
             Format::BhyveDtrace => bhyve_dtrace::looks_like(head),
+            Format::VirshDomstats => virsh_domstats::looks_like(head),
         }
     }
 
@@ -156,6 +162,7 @@ impl Format {
             Format::PerfStat => perf_stat::read(reader, path),
             Format::QmpStats => qmp_stats::read(reader, path),
             Format::BhyveDtrace => bhyve_dtrace::read(reader, path),
+            Format::VirshDomstats => virsh_domstats::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),

@@ -1,0 +1,236 @@
+//! Source for `virsh domstats` (libvirt ≥ 9.3 with QEMU ≥ 7.1 adds KVM's binary statistics
+//! to the `--vcpu` and `--vm` groups): a `Domain: 'NAME'` line, then `key=value` lines. The
+//! KVM statistics are the keys `vcpu.<n>.<stat>.sum` (a vCPU's) and `vm.<stat>.sum` (the
+//! VM's); they become one `kvm_stats` table per domain, as a live capture's binary statistics
+//! and QMP `query-stats` do, so the counters' rules read `exits`, `io_exits`, `halt_exits`, …
+//! from it.
+//!
+//! Values are totals since the VM started. Times (`…_ns`), instant and peak values (`.cur`,
+//! `.max`) and libvirt's own groups (state, cpu, balloon, net, block, dirtyrate, a vCPU's
+//! state/time/wait/delay) are no counts of KVM events: left out, and the KVM ones among them
+//! counted in a note. A `.sum` line whose value is not a number is noted ([`LineBook`]); an
+//! author's elision (`vcpu.1...`) is noted and makes the table partial.
+
+use std::io::BufRead;
+
+use crate::error::Result;
+use crate::profile::{Key, Note, Origin, Profile, Row, Table, TableKind};
+use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+
+/// The name of this format (`--format virsh-domstats`, `origin.format`).
+pub const FORMAT: &str = "virsh-domstats";
+
+/// KVM exit counters, one of which a domstats output with KVM statistics shows.
+const EXIT_COUNTERS: [&str; 4] = [
+    ".exits.sum=",
+    ".halt_exits.sum=",
+    ".io_exits.sum=",
+    ".mmio_exits.sum=",
+];
+
+/// Whether `head` looks like `virsh domstats` output with KVM statistics.
+pub fn looks_like(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    text.lines().any(|l| l.starts_with("Domain: '"))
+        && text.lines().any(|l| {
+            l.trim_start().starts_with("vcpu.") && EXIT_COUNTERS.iter().any(|c| l.contains(c))
+        })
+}
+
+/// Reads every domain of `reader`; `path` names the input in notes and errors.
+pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+    read_lines(reader, path, Reader::new(path))
+}
+
+/// One domain's statistics.
+struct Domain {
+    name: String,
+    line: usize,
+    rows: Vec<Row>,
+    elided: Option<usize>,
+}
+
+impl Domain {
+    fn table(self) -> Table {
+        let mut t = Table::new(TableKind::KvmStats);
+        t.label = Some(format!(
+            "KVM binary statistics of '{}' (virsh domstats), totals",
+            self.name
+        ));
+        t.overlapping = true;
+        t.line = Some(self.line);
+        t.partial = self.elided.is_some();
+        t.rows = self.rows;
+        t
+    }
+}
+
+struct Reader {
+    path: String,
+    profile: Profile,
+    book: LineBook,
+    domains: Vec<Domain>,
+    left_out: u64,
+}
+
+/// What one `key=value` line of a domain holds.
+enum Stat<'a> {
+    /// A count of KVM events: its name, and its vCPU (`None` for the VM's own).
+    Count { name: &'a str, vcpu: Option<u32> },
+    /// A KVM statistic that is no count (a time, an instant or peak value).
+    NotACount,
+    /// One of libvirt's own values (state, cpu, balloon, net, block, …).
+    Libvirt,
+}
+
+/// The statistic a domstats key names.
+fn stat(key: &str) -> Option<Stat<'_>> {
+    let (scope, rest) = if let Some(rest) = key.strip_prefix("vcpu.") {
+        // vcpu.current, vcpu.maximum: libvirt's.
+        let Some((n, rest)) = rest.split_once('.') else {
+            return Some(Stat::Libvirt);
+        };
+        let Ok(n) = n.parse::<u32>() else {
+            return None;
+        };
+        (Some(n), rest)
+    } else if let Some(rest) = key.strip_prefix("vm.") {
+        (None, rest)
+    } else {
+        return Some(Stat::Libvirt);
+    };
+    let Some((name, kind)) = rest.rsplit_once('.') else {
+        return Some(Stat::Libvirt); // vcpu.0.state, vcpu.0.time, vcpu.0.wait, vcpu.0.delay
+    };
+    Some(match kind {
+        "sum" if !name.ends_with("_ns") => Stat::Count { name, vcpu: scope },
+        "sum" | "cur" | "max" => Stat::NotACount,
+        _ => Stat::Libvirt,
+    })
+}
+
+impl Reader {
+    fn new(path: &str) -> Self {
+        Self {
+            path: path.to_string(),
+            profile: Profile::new(Origin::new(FORMAT, Some(path))),
+            book: LineBook::default(),
+            domains: Vec::new(),
+            left_out: 0,
+        }
+    }
+}
+
+impl LineFormat for Reader {
+    fn line(&mut self, n: usize, text: &str) {
+        let t = text.trim();
+        if t.is_empty() {
+            return;
+        }
+        if let Some(name) = t
+            .strip_prefix("Domain: '")
+            .and_then(|r| r.strip_suffix('\''))
+        {
+            self.domains.push(Domain {
+                name: name.to_string(),
+                line: n,
+                rows: Vec::new(),
+                elided: None,
+            });
+            return;
+        }
+        let Some(domain) = self.domains.last_mut() else {
+            self.book.unrecognised(n, t);
+            return;
+        };
+        if t.ends_with("...") && !t.contains('=') {
+            // `vcpu.1...`: KVM statistics left out; `block.1...` is libvirt's.
+            if t.starts_with("vcpu.") || t.starts_with("vm.") {
+                domain.elided.get_or_insert(n);
+            }
+            return;
+        }
+        let Some((key, value)) = t.split_once('=') else {
+            self.book.unrecognised(n, t);
+            return;
+        };
+        match stat(key) {
+            Some(Stat::Count { name, vcpu }) => match value.parse::<u64>() {
+                Ok(v) => {
+                    let mut row = Row::new(
+                        Key::Event {
+                            name: name.to_string(),
+                        },
+                        v,
+                    );
+                    row.vcpu = vcpu;
+                    domain.rows.push(row);
+                    self.book.row(n);
+                }
+                Err(_) => self
+                    .book
+                    .unreadable(n, t, "a KVM statistic whose value is not a count"),
+            },
+            Some(Stat::NotACount) => self.left_out += 1,
+            Some(Stat::Libvirt) => {}
+            None => self
+                .book
+                .unreadable(n, t, "a vCPU statistic whose key cannot be read"),
+        }
+    }
+
+    fn end(mut self, cut: Option<usize>) -> Result<Profile> {
+        let cut_row = self.book.last_row_cut(cut, &mut self.profile.warnings);
+        self.book.note_unread(cut, &mut self.profile.warnings);
+        let unread = self
+            .profile
+            .warnings
+            .iter()
+            .any(|w| w.message.contains("left out"));
+        if self.domains.iter().all(|d| d.rows.is_empty()) {
+            let expected = "expected `virsh domstats` output with KVM statistics: a `Domain: \
+                            'NAME'` line, then `vcpu.N.exits.sum=…`-style lines (libvirt ≥ 9.3, \
+                            QEMU ≥ 7.1)";
+            return Err(self.book.nothing_found(&self.path, expected));
+        }
+        let notes = &mut self.profile.warnings;
+        let first = self
+            .domains
+            .iter()
+            .find(|d| !d.rows.is_empty())
+            .map(|d| d.line);
+        notes.push(Note {
+            line: first,
+            message: "virsh domstats values are totals since the VM started: rates need its \
+                      uptime (give --window SECONDS)"
+                .into(),
+        });
+        if self.left_out > 0 {
+            notes.push(Note {
+                line: first,
+                message: format!(
+                    "{} KVM values that are not counts of events are not read (times in ns, \
+                     instant or peak values)",
+                    self.left_out
+                ),
+            });
+        }
+        for d in &self.domains {
+            if let Some(line) = d.elided {
+                notes.push(Note {
+                    line: Some(line),
+                    message: format!(
+                        "statistics of '{}' were elided (`...`) here: its table is partial",
+                        d.name
+                    ),
+                });
+            }
+        }
+        for d in self.domains.into_iter().filter(|d| !d.rows.is_empty()) {
+            let mut t = d.table();
+            t.partial |= cut_row || unread;
+            self.profile.tables.push(t);
+        }
+        Ok(self.profile)
+    }
+}
