@@ -119,7 +119,13 @@ pub fn error(e: &anyhow::Error) {
     let mut err = anstream::stderr();
     let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
     let _ = writeln!(err, "{red}error{red:#}: {e}");
+    let mut said = e.to_string();
     for cause in e.chain().skip(1) {
-        let _ = writeln!(err, "  caused by: {cause}");
+        // An error that quotes its cause (an IO error naming the file) says it once.
+        let text = cause.to_string();
+        if !said.contains(&text) {
+            let _ = writeln!(err, "  caused by: {text}");
+        }
+        said = text;
     }
 }

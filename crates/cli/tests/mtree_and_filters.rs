@@ -99,12 +99,14 @@ fn filters_keep_matching_rows_or_say_why_not() {
     assert_eq!(code, Some(0));
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["tables"][0]["total"]["count"], 156);
-    let (_, out, _) = virtlens(&["report", "--json", "--pid", "1", &live]);
-    let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["tables"].as_array().map(Vec::len), Some(0));
+    // A filter that selects nothing is a usage error (issue 21: it exited 0 with an empty
+    // report), and says why.
+    let (code, _, err) = virtlens(&["report", "--json", "--pid", "1", &live]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("select no row"), "{err}");
 
     let all_vms = data("exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt");
-    let (code, out, _) = virtlens(&["report", "--vcpu", "0", &all_vms]);
-    assert_eq!(code, Some(0));
-    assert!(out.contains("no per-vCPU breakdown"), "{out}");
+    let (code, _, err) = virtlens(&["report", "--vcpu", "0", &all_vms]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no per-vCPU breakdown"), "{err}");
 }

@@ -94,7 +94,7 @@ pub struct DiagnoseArgs {
     pub qemu_version: Option<String>,
     /// How long the input's capture ran, when it does not say (e.g. `perf kvm stat record -a
     /// sleep 10` → 10): costs become shares of vCPU time and rates per second
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_seconds)]
     pub window: Option<f64>,
     /// How many vCPUs the input covers: rates and costs per vCPU instead of for all together
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]

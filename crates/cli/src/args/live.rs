@@ -91,10 +91,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 512)]
     pub max_vms: usize,
     /// Seconds a VM's series stay after its process is gone (so its last counts are scraped)
-    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    #[arg(long, value_name = "S", default_value = "60", value_parser = super::parse_seconds)]
     pub keep_gone: f64,
     /// Seconds of history the findings are computed on
-    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    #[arg(long, value_name = "S", default_value = "60", value_parser = super::parse_seconds)]
     pub window: f64,
     /// Use the tracefs capture even where in-kernel aggregation (BPF) is available
     #[arg(long)]

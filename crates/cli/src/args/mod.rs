@@ -13,12 +13,14 @@ mod files;
 mod lint;
 mod live;
 mod measure;
+mod seconds;
 mod severity;
 
 pub use files::*;
 pub use lint::*;
 pub use live::*;
 pub use measure::*;
+pub use seconds::parse_seconds;
 pub use severity::SeverityArg;
 
 #[derive(Debug, Parser)]

@@ -24,7 +24,26 @@ pub fn profiles(files: &[std::path::PathBuf], args: &InputArgs) -> anyhow::Resul
         .iter()
         .map(|f| {
             let p = sources::read_path(f, format)?;
-            Ok(filter::apply(p, &filter))
+            let had_rows = p.tables.iter().any(|t| !t.rows.is_empty());
+            let before = p.warnings.len();
+            let p = filter::apply(p, &filter);
+            if had_rows && p.tables.is_empty() {
+                // Selecting nothing is a usage error, not an empty report.
+                let why: Vec<&str> = p.warnings[before..]
+                    .iter()
+                    .map(|n| n.message.as_str())
+                    .collect();
+                anyhow::bail!(
+                    "{}: --pid/--vm/--vcpu select no row of this input: {}",
+                    display_name(f),
+                    if why.is_empty() {
+                        "no row has that VM or vCPU".to_string()
+                    } else {
+                        why.join("; ")
+                    }
+                );
+            }
+            Ok(p)
         })
         .collect()
 }

@@ -2,6 +2,7 @@
 //! named after what it guards. Each failed on the code before its fix.
 
 mod capture;
+mod errors;
 mod exit_codes;
 mod lab;
 mod readers;

@@ -30,10 +30,17 @@ pub struct Layer {
 }
 
 fn bad(path: &str, e: &serde_json::Error) -> Error {
+    let message = match e.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => format!(
+            "not JSON ({e}): stretch reads the JSON `virtlens bench --json` writes (one file \
+             per layer: native, VM, nested) or a figures file of published numbers"
+        ),
+        _ => format!("not a document virtlens stretch reads: {e}"),
+    };
     Error::Parse {
         path: path.to_string(),
         line: e.line(),
-        message: format!("not a document virtlens stretch reads: {e}"),
+        message,
     }
 }
 
