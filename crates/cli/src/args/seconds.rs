@@ -10,6 +10,11 @@ pub fn parse_seconds(text: &str) -> Result<f64, String> {
         })
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
+    let expected =
+        || format!("expected a duration such as `10`, `10s`, `500ms` or `2m`, found `{text}`");
+    if number.is_empty() {
+        return Err(expected());
+    }
     let scale = match unit.trim() {
         "" | "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
         "ms" => 1e-3,
@@ -23,9 +28,7 @@ pub fn parse_seconds(text: &str) -> Result<f64, String> {
             ));
         }
     };
-    let value: f64 = number.parse().map_err(|_| {
-        format!("expected a duration such as `10`, `10s`, `500ms` or `2m`, found `{text}`")
-    })?;
+    let value: f64 = number.parse().map_err(|_| expected())?;
     let seconds = value * scale;
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("a duration must be more than 0 (found `{text}`)"));
