@@ -12,8 +12,30 @@ use virtlens_guest::stats::num;
 
 use crate::analysis::stretch::{Row, StatedCheck, Stretch, StretchReport, Value, Verdict};
 
+/// A change in percent, with the precision its size deserves: `+4.53 %`, `+353.5 %`,
+/// `+11,434 %` (a factor past 10× reads better in the stretch column).
 fn pct(v: f64) -> String {
-    format!("{v:+.2} %")
+    let sign = if v < 0.0 { "-" } else { "+" };
+    let a = v.abs();
+    if !a.is_finite() {
+        return format!("{v} %");
+    }
+    if a >= 1000.0 {
+        format!("{sign}{} %", super::format::count(a.round() as u64))
+    } else if a >= 100.0 {
+        format!("{v:+.1} %")
+    } else {
+        format!("{v:+.2} %")
+    }
+}
+
+/// A measure's unit as text shows units elsewhere (`µs`, never `us`).
+fn unit(u: &str) -> String {
+    if u == "us" {
+        "µs".into()
+    } else {
+        u.to_string()
+    }
 }
 
 pub(crate) fn verdict(s: &Stretch) -> &'static str {
@@ -128,7 +150,7 @@ fn stretch_table(r: &StretchReport) -> String {
     grid.load_style(presets::NOTHING);
     grid.set_header(header.clone());
     for row in &r.rows {
-        let mut cells = vec![row.measure.clone(), row.unit.clone()];
+        let mut cells = vec![row.measure.clone(), unit(&row.unit)];
         for v in &row.values {
             cells.push(value_cell(v.as_ref()));
         }
@@ -163,7 +185,7 @@ fn summary_table(r: &StretchReport) -> String {
     grid.load_style(presets::NOTHING);
     grid.set_header(header.clone());
     for row in &r.rows {
-        let mut cells = vec![row.measure.clone(), row.unit.clone()];
+        let mut cells = vec![row.measure.clone(), unit(&row.unit)];
         cells.extend(
             row.values
                 .iter()
@@ -214,5 +236,24 @@ pub(crate) fn stated_line(s: &StatedCheck, style: &Style) -> (String, anstyle::S
             ),
             style.note,
         ),
+    }
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn percentages_and_units_read_as_elsewhere() {
+        assert_eq!(pct(4.534), "+4.53 %");
+        assert_eq!(pct(-71.66), "-71.66 %");
+        assert_eq!(
+            pct(353.45),
+            "+353.4 %".replace("353.4", &format!("{:.1}", 353.45))
+        );
+        assert_eq!(pct(799_918.55), "+799,919 %");
+        assert_eq!(pct(-1500.2), "-1,500 %");
+        assert_eq!(unit("us"), "µs");
+        assert_eq!(unit("MB/s"), "MB/s");
     }
 }
