@@ -13,6 +13,7 @@
 //! Reading streams line by line: memory grows with the number of distinct tables and keys,
 //! not with the length of the input.
 
+mod damaged;
 mod layout;
 mod pasted;
 mod row;
@@ -22,7 +23,7 @@ use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
-use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+use crate::sources::line_reader::{self, LineBook, LineFormat, read_lines};
 use crate::sources::lines::{self};
 use crate::sources::unread::{self, excerpt};
 use layout::Scope;
@@ -120,7 +121,19 @@ impl Reader {
         if self.profile.tables.is_empty() && self.table.is_none() {
             self.book.unrecognised(n, t);
         }
-        self.label = pasted::label(t);
+        self.label = match line_reader::without_damage(t) {
+            Some((clean, why)) => {
+                let label = pasted::label(&clean);
+                if let Some(l) = &label {
+                    self.book.repaired(
+                        n,
+                        &format!("the label `{l}` with {why} in it, read without it"),
+                    );
+                }
+                label
+            }
+            None => pasted::label(t),
+        };
         self.prose_before = Some((n, t.to_string()));
     }
 
@@ -186,9 +199,65 @@ impl Reader {
         } else if let Some(header) = self.header(t) {
             self.start_table(n, header.kind, header.layout);
         } else {
-            return false;
+            return self.damaged_structure(n, t);
         }
         true
+    }
+
+    /// A header or scope line damaged: read without the damage (noted as a repair), or, cut
+    /// short, noted as lost (the rows under it then read in the layout their cells show, and
+    /// the label above stays the table's).
+    fn damaged_structure(&mut self, n: usize, t: &str) -> bool {
+        if let Some((clean, why)) = line_reader::without_damage(t) {
+            let clean = clean.trim_ascii();
+            if let Some(header) = layout::header(clean) {
+                self.book.repaired(
+                    n,
+                    &format!("the column header with {why} in it, read without it"),
+                );
+                self.start_table(n, header.kind, header.layout);
+                return true;
+            }
+            if let Some(scope) = layout::scope(clean) {
+                self.book.repaired(
+                    n,
+                    &format!("the scope line with {why} in it, read without it"),
+                );
+                self.finish();
+                self.scope = Some(scope);
+                return true;
+            }
+        }
+        if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
+            return false; // inside a table, only what reads as a whole header starts another
+        }
+        if let Some(kind) = damaged::header_stub(t) {
+            self.finish();
+            if kind.is_some() {
+                self.kind_hint = kind;
+            }
+            self.note(
+                n,
+                format!(
+                    "a column header cut short (`{}`): the rows under it are read in the \
+                     layout their cells show, or left out",
+                    excerpt(t)
+                ),
+            );
+            return true;
+        }
+        if damaged::scope_stub(t) {
+            self.finish();
+            self.note(
+                n,
+                format!(
+                    "a scope line cut short (`{}`): the table's scope is unknown",
+                    excerpt(t)
+                ),
+            );
+            return true;
+        }
+        false
     }
 
     /// The header `t` is, if it is one; a live session repeats one header every interval, so
@@ -272,6 +341,15 @@ impl Reader {
                     }
                     true
                 }
+                _ if damaged::fragment(t) => {
+                    self.bad_row(
+                        n,
+                        t,
+                        "the rest of a wrapped row whose start could not be read, or a row \
+                         without its name",
+                    );
+                    true
+                }
                 _ => false,
             },
         }
@@ -280,12 +358,29 @@ impl Reader {
     /// A started row that the next line did not complete: a one-word line was prose (a label
     /// such as `Before`), anything longer an unreadable row; the last line of an input cut
     /// off inside a row is said to be so (and read when only its spread is missing).
-    fn unfinished(&mut self, carry: Carry) {
-        let cut = self.cut == Some(carry.line + usize::from(carry.joins));
+    ///
+    /// `next` is the line after it (none at a table's end): a one-word line that names an
+    /// exit (`UNKNOWN`) between rows of the table is a row cut short, not a label.
+    fn unfinished(&mut self, carry: Carry, next: Option<&str>) {
+        let last = carry.line + usize::from(carry.joins);
+        let cut = self.cut == Some(last);
+        let one_word = carry.joins == 0 && !carry.text.contains(char::is_whitespace);
         if cut {
             self.cut_row(carry);
-        } else if carry.joins == 0 && !carry.text.contains(char::is_whitespace) {
+        } else if one_word && !self.row_cut_after_name(&carry.text, next) {
             self.prose(carry.line, &carry.text);
+        } else if one_word {
+            self.bad_row(
+                carry.line,
+                &carry.text,
+                "a name with no values after it (the row cut short?)",
+            );
+        } else if carry.joins > 0 {
+            let why = format!(
+                "lines {}–{last}: even joined, they do not fill the header's columns",
+                carry.line
+            );
+            self.bad_row(carry.line, &carry.text, &why);
         } else {
             self.bad_row(
                 carry.line,
@@ -293,6 +388,17 @@ impl Reader {
                 "even joined with the next line, it does not fill the header's columns",
             );
         }
+    }
+
+    /// Whether `name`, alone on its line, is a row cut after its name: it names an exit the
+    /// way perf prints one, and the table has rows above it or a row follows.
+    fn row_cut_after_name(&self, name: &str, next: Option<&str>) -> bool {
+        let Some(b) = &self.table else {
+            return false;
+        };
+        let next_is_row =
+            next.is_some_and(|t| matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)));
+        row::name_like(name) && (!b.rows.is_empty() || next_is_row)
     }
 
     /// The row the input ends in.
@@ -326,8 +432,9 @@ impl Reader {
         let Some(b) = &mut self.table else {
             return false;
         };
-        if matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)) {
-            // A whole row is never the rest of the one above it.
+        if !damaged::continues(t) || matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)) {
+            // A name starts a row of its own, and a whole row is never the rest of the one
+            // above it.
             return false;
         }
         let joined = format!("{} {t}", carry.text);
@@ -355,7 +462,7 @@ impl Reader {
 
     fn finish(&mut self) {
         if let Some(carry) = self.carry.take() {
-            self.unfinished(carry);
+            self.unfinished(carry, None);
         }
         let Some(b) = self.table.take() else {
             return;
@@ -393,6 +500,19 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
+        if self
+            .last_header
+            .as_ref()
+            .is_some_and(|(h, _)| h == text.trim_ascii())
+        {
+            return None;
+        }
+        let (at, what) = damaged::joined_header(text)?;
+        self.book.repaired(n, what);
+        Some(at)
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let t = text.trim_ascii();
         let unboxed;
@@ -402,11 +522,26 @@ impl LineFormat for Reader {
         } else {
             t
         };
+        let filler = line_reader::damaged_rule(t);
+        if let Some(what) = &filler {
+            self.book.repaired(n, what);
+        }
+        let t = if filler.is_some() { "" } else { t };
         if let Some(carry) = self.carry.take() {
             if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
                 return;
             }
-            self.unfinished(carry);
+            let rest = !t.is_empty() && damaged::fragment(t);
+            if rest && carry.joins < 2 {
+                // The rest of the row above, damaged: both lines are that row, noted once.
+                let why = format!(
+                    "lines {}–{n}: joined, they do not read as a row of the header's columns",
+                    carry.line
+                );
+                self.bad_row(carry.line, &format!("{} {t}", carry.text), &why);
+                return;
+            }
+            self.unfinished(carry, Some(t));
         }
         if t.is_empty() || layout::decoration(t) {
             return;

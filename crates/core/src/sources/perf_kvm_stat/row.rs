@@ -281,7 +281,7 @@ fn key_shaped(key: &str) -> bool {
 
 /// A first cell that names an exit reason, port, address or MSR the way perf prints them
 /// (`EPT_MISCONFIG`, `0x6e0:W`, `HLT`, `hlt`), and not a word of prose.
-fn name_like(key: &str) -> bool {
+pub fn name_like(key: &str) -> bool {
     key.contains('_')
         || key.starts_with("0x")
         || key.len() >= 3

@@ -1,0 +1,184 @@
+//! Lines of a `perf kvm stat` table damaged on their way into a mail or a file, recognised for
+//! what they were: a column header cut short (`Event name` and nothing after it), a header
+//! whose newline was lost so that the rule or the first row under it follows on the same line,
+//! a scope line cut short, and the rest of a wrapped row standing alone. The reader notes each
+//! (the repairs through the line driver's book), so none of them ends a table or takes the
+//! rows after it.
+
+use super::layout::{self, Header};
+use super::pasted::unbox;
+use super::row::{self, Parsed};
+use crate::profile::TableKind;
+use crate::sources::line_reader::damaged_rule;
+
+/// Words a column header is made of (a kind, `Event name`, the column names of every layout).
+fn header_word(w: &str) -> bool {
+    matches!(
+        w,
+        "VM-EXIT"
+            | "MMIO"
+            | "IO"
+            | "Port"
+            | "MSR"
+            | "Access"
+            | "Event"
+            | "name"
+            | "Samples"
+            | "Samples%"
+            | "Sample%"
+            | "Time%"
+            | "Time"
+            | "time"
+            | "Min"
+            | "Max"
+            | "Avg"
+            | "Mean"
+            | "(ns)"
+            | "Time(ns)"
+            | "|"
+    )
+}
+
+/// Longer lines are never searched for a joined header (the search is quadratic in the length).
+const MAX_JOINED: usize = 512;
+
+/// Where a header line is followed, on the same line, by the rule or the row that was under
+/// it (their newline lost): the byte offset at which that second line starts, and what it is.
+pub fn joined_header(text: &str) -> Option<(usize, &'static str)> {
+    if text.len() > MAX_JOINED || !text.contains("Samples") {
+        return None;
+    }
+    if unbox(text).split_ascii_whitespace().all(header_word) {
+        return None; // a whole header
+    }
+    // The longest head that is a header ending in a whole column word, followed by a rule or a
+    // row of that header's layout.
+    let start = text.find("Samples")?;
+    (start + "Samples".len()..text.len())
+        .rev()
+        .filter(|&i| text.is_char_boundary(i))
+        .find_map(|i| {
+            let (head, rest) = text.split_at(i);
+            let last = head.split_ascii_whitespace().next_back()?;
+            if !header_word(last) || rest.trim_ascii().is_empty() {
+                return None;
+            }
+            let header = layout::header(unbox(head).trim_ascii())?;
+            second_line(&header, rest).map(|what| (i, what))
+        })
+}
+
+/// What `rest` is, under `header`: a rule or a row.
+fn second_line(header: &Header, rest: &str) -> Option<&'static str> {
+    let t = rest.trim_ascii();
+    if layout::decoration(t) || damaged_rule(t).is_some() {
+        return Some("the column header and the rule under it on one line (a newline lost)");
+    }
+    let unboxed = unbox(t);
+    match row::parse(unboxed.trim_ascii(), &header.layout, 0) {
+        Parsed::Row(_) => {
+            Some("the column header and the first row under it on one line (a newline lost)")
+        }
+        _ => None,
+    }
+}
+
+/// A column header cut short: its first cell (a kind, `Event name`, `Event`) and at most the
+/// start of its column names, with too few of them left to read (`Event name`,
+/// `VM-EXIT    Samples  Sam`). The kind it names, if any.
+pub fn header_stub(t: &str) -> Option<Option<TableKind>> {
+    let t = unbox(t);
+    let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    let (kind, rest) = match words.as_slice() {
+        ["Event", "name", rest @ ..] | ["Event", rest @ ..] => (None, rest),
+        ["VM-EXIT", rest @ ..] => (Some(TableKind::Vmexit), rest),
+        ["MMIO", "Access", rest @ ..] => (Some(TableKind::Mmio), rest),
+        ["IO", "Port", "Access", rest @ ..] => (Some(TableKind::Ioport), rest),
+        ["MSR", "Access", rest @ ..] => (Some(TableKind::Msr), rest),
+        _ => return None,
+    };
+    let prefix_of_a_column = |w: &str| {
+        [
+            "Samples", "Samples%", "Sample%", "Time%", "Time(ns)", "Min", "Max", "Avg",
+        ]
+        .iter()
+        .any(|c| c.starts_with(w))
+    };
+    let (last, whole) = match rest.split_last() {
+        Some((last, whole)) => (Some(*last), whole),
+        None => (None, rest),
+    };
+    (whole.iter().all(|w| header_word(w))
+        && last.is_none_or(|w| header_word(w) || prefix_of_a_column(w)))
+    .then_some(kind)
+}
+
+/// The scope line cut short: `Analyze events f`, `Analyze ev`.
+pub fn scope_stub(t: &str) -> bool {
+    const SCOPE: &str = "Analyze events for ";
+    let t = t.trim_ascii();
+    t.len() >= "Analyze".len() && (SCOPE.starts_with(t) || t.starts_with("Analyze events"))
+}
+
+/// The rest of a wrapped row standing alone (`19.09us ( +-   9.11% )`, `96.25us`): values and
+/// a spread only, the first a number.
+pub fn fragment(t: &str) -> bool {
+    let first = t.trim_ascii_start().bytes().next();
+    first.is_some_and(|b| b.is_ascii_digit() || b == b'.' || b == b'(')
+        && t.split_ascii_whitespace()
+            .all(|c| continues(c) || matches!(c, "(" | ")" | "+-" | "(+-"))
+}
+
+/// Whether line `t` may continue a wrapped row: it starts with a value, or with the spread,
+/// never with a name (a name starts a row of its own).
+pub fn continues(t: &str) -> bool {
+    t.trim_ascii_start()
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'.' | b'(' | b'+' | b'-' | b'%'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joined_headers_are_split_where_the_second_line_starts() {
+        let header = "Event name                    Samples  Sample%       Time(ns)";
+        let rule = "---------------------------  --------  --------  ------------";
+        let row = "STORE_GUEST_PAGE_FAULT        1496461   53.00%    889612544";
+        assert_eq!(
+            joined_header(&format!("{header}{rule}")).map(|(at, _)| at),
+            Some(header.len())
+        );
+        assert_eq!(
+            joined_header(&format!("{header}{row}")).map(|(at, _)| at),
+            Some(header.len())
+        );
+        let stdio =
+            "VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time";
+        let row =
+            "HLT      15885    19.92%    99.89%      0.63us  17539.26us   8224.34us ( +-   0.61% )";
+        assert_eq!(
+            joined_header(&format!("{stdio}{row}")).map(|(at, _)| at),
+            Some(stdio.len())
+        );
+        assert_eq!(joined_header(header), None);
+        assert_eq!(joined_header(stdio), None);
+    }
+
+    #[test]
+    fn stubs_and_fragments() {
+        assert_eq!(header_stub("Event name   "), Some(None));
+        assert_eq!(
+            header_stub("VM-EXIT    Samples  Sam"),
+            Some(Some(TableKind::Vmexit))
+        );
+        assert_eq!(header_stub("Event name was lost"), None);
+        assert!(scope_stub("Analyze events f"));
+        assert!(!scope_stub("Analyze this"));
+        assert!(fragment(" 19.09us ( +-   9.11% )"));
+        assert!(!fragment("HLT 12"));
+        assert!(!continues("HLT 12"));
+    }
+}
