@@ -48,6 +48,7 @@ mod kernel_log;
 mod kvm_stat;
 mod kvm_stat_headerless;
 mod libvirt_oracle;
+mod line_damage;
 mod lint_configs;
 mod perf_kvm_stat;
 mod perf_kvm_stat_headerless;

@@ -30,11 +30,15 @@ pub trait LineFormat {
 
     /// Where line `n` holds two lines joined into one (their newline lost): the byte offset
     /// at which the second starts. Both parts are then given to [`LineFormat::line`] as line
-    /// `n`, the first part first. The format notes the repair. By default no line is split.
+    /// `n`, the first part first, after the second part has been offered to `split` in turn (a
+    /// few times at most). The format notes the repair. By default no line is split.
     fn split(&mut self, _n: usize, _text: &str) -> Option<usize> {
         None
     }
 }
+
+/// A line is split at most this many times (a few lines joined into one).
+const MAX_SPLITS: usize = 4;
 
 /// Reads `reader` with `format`; `path` names the input in errors.
 pub fn read_lines<R: BufRead, F: LineFormat>(
@@ -44,13 +48,17 @@ pub fn read_lines<R: BufRead, F: LineFormat>(
 ) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
     while let Some((n, text)) = lines.next_line()? {
-        match format.split(n, &text) {
-            Some(at) if at > 0 && at < text.len() && text.is_char_boundary(at) => {
-                format.line(n, &text[..at]);
-                format.line(n, &text[at..]);
+        let mut rest: &str = &text;
+        for _ in 0..MAX_SPLITS {
+            match format.split(n, rest) {
+                Some(at) if at > 0 && at < rest.len() && rest.is_char_boundary(at) => {
+                    format.line(n, &rest[..at]);
+                    rest = &rest[at..];
+                }
+                _ => break,
             }
-            _ => format.line(n, &text),
         }
+        format.line(n, rest);
     }
     format.end(lines.cut_line())
 }
@@ -175,6 +183,43 @@ pub fn damaged_rule(text: &str) -> Option<String> {
         .map(|why| format!("{what} with {why} in it, read as {what}"))
 }
 
+/// Where `text` is a rule (ten dashes or more) joined with another line before or after it,
+/// their newline lost: the byte offset where the second line starts. `None` for a whole rule
+/// and for any other line.
+pub fn rule_joined(text: &str) -> Option<usize> {
+    const RULE: usize = 10;
+    let start = text.len() - text.trim_ascii_start().len();
+    let body = text.trim_ascii();
+    let lead = body
+        .bytes()
+        .take_while(|&b| matches!(b, b'-' | b'='))
+        .count();
+    if lead >= RULE && body.len() > lead {
+        let after = &body[lead..];
+        let rest = after.trim_ascii_start();
+        if !rest
+            .bytes()
+            .all(|b| matches!(b, b'-' | b'=' | b' ' | b'\t'))
+        {
+            return Some(start + lead + (after.len() - rest.len()));
+        }
+    }
+    let tail = body
+        .bytes()
+        .rev()
+        .take_while(|&b| matches!(b, b'-' | b'=' | b' ' | b'\t'))
+        .count();
+    let dashes = body[body.len() - tail..]
+        .bytes()
+        .filter(|&b| matches!(b, b'-' | b'='))
+        .count();
+    let head = body[..body.len() - tail].trim_ascii_end();
+    // The rule starts at its first dash; what comes before it is the other line.
+    let first_dash = body[head.len()..].len() - body[head.len()..].trim_ascii_start().len();
+    (dashes >= RULE && !head.is_empty() && !head.ends_with('+'))
+        .then_some(start + head.len() + first_dash)
+}
+
 /// `text` without the characters that damaged it ([`damage_char`]), and what they were; `None`
 /// when it has none. For lines whose words are known (headers, labels): never for numbers,
 /// where a character taken out may have replaced a digit.
@@ -204,5 +249,11 @@ mod tests {
         assert_eq!(damaged_rule("a—b"), None);
         assert_eq!(damaged_rule(&format!("{rule} HLT")), None);
         assert_eq!(damaged_rule("--—--"), None);
+        let joined = format!("With idle halt{rule}");
+        assert_eq!(rule_joined(&joined), Some("With idle halt".len()));
+        let joined = format!("{rule}|  Event name  |  Samples  |");
+        assert_eq!(rule_joined(&joined), Some(rule.len()));
+        assert_eq!(rule_joined(&rule), None);
+        assert_eq!(rule_joined("HLT 12 -- 3"), None);
     }
 }

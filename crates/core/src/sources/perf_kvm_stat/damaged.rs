@@ -9,7 +9,7 @@ use super::layout::{self, Header};
 use super::pasted::unbox;
 use super::row::{self, Parsed};
 use crate::profile::TableKind;
-use crate::sources::line_reader::damaged_rule;
+use crate::sources::line_reader::{damaged_rule, rule_joined};
 
 /// Words a column header is made of (a kind, `Event name`, the column names of every layout).
 fn header_word(w: &str) -> bool {
@@ -37,6 +37,54 @@ fn header_word(w: &str) -> bool {
             | "Time(ns)"
             | "|"
     )
+}
+
+/// Where line `text` holds two lines of a table whose newline was lost: the byte offset at
+/// which the second starts, and what the two were (for the note). The first split point when
+/// there are several (the driver offers the rest again).
+pub fn joined(text: &str) -> Option<(usize, &'static str)> {
+    if text.len() > MAX_JOINED {
+        return None;
+    }
+    let mid = mid_line_structure(text);
+    let header = joined_header(text);
+    let rule =
+        rule_joined(text).map(|at| (at, "a rule and another line on one line (a newline lost)"));
+    [mid, header, rule]
+        .into_iter()
+        .flatten()
+        .min_by_key(|(at, _)| *at)
+}
+
+/// A line that perf prints at the start of a line (a column header, the scope line, the totals
+/// line) found after other text on it: where it starts.
+fn mid_line_structure(text: &str) -> Option<(usize, &'static str)> {
+    const STARTS: [&str; 7] = [
+        "VM-EXIT",
+        "IO Port Access",
+        "MMIO Access",
+        "MSR Access",
+        "Event name",
+        "Analyze events for",
+        "Total Samples:",
+    ];
+    STARTS
+        .iter()
+        .filter_map(|s| text.find(s))
+        .filter(|&j| j > 0 && !text[..j].trim_ascii().is_empty() && !text[..j].contains('|'))
+        .filter(|&j| {
+            let rest = &text[j..];
+            layout::header(rest).is_some()
+                || layout::scope(rest).is_some()
+                || layout::total(rest).is_some()
+        })
+        .min()
+        .map(|j| {
+            (
+                j,
+                "another line and the line under it on one line (a newline lost)",
+            )
+        })
 }
 
 /// Longer lines are never searched for a joined header (the search is quadratic in the length).
@@ -121,12 +169,14 @@ pub fn scope_stub(t: &str) -> bool {
 }
 
 /// The rest of a wrapped row standing alone (`19.09us ( +-   9.11% )`, `96.25us`): values and
-/// a spread only, the first a number.
+/// a spread only, the first a number, or the first damaged and a spread after it.
 pub fn fragment(t: &str) -> bool {
-    let first = t.trim_ascii_start().bytes().next();
-    first.is_some_and(|b| b.is_ascii_digit() || b == b'.' || b == b'(')
-        && t.split_ascii_whitespace()
-            .all(|c| continues(c) || matches!(c, "(" | ")" | "+-" | "(+-"))
+    let mut cells = t.split_ascii_whitespace();
+    let Some(first) = cells.next() else {
+        return false;
+    };
+    let value = |c: &str| continues(c) || matches!(c, "(" | ")" | "+-" | "(+-");
+    (continues(first) || t.contains("+-") && !row::name_like(first)) && cells.all(value)
 }
 
 /// Whether line `t` may continue a wrapped row: it starts with a value, or with the spread,
@@ -164,6 +214,19 @@ mod tests {
             Some(stdio.len())
         );
         assert_eq!(joined_header(header), None);
+        assert_eq!(
+            joined(&format!("with my patch{stdio}")).map(|(at, _)| at),
+            Some("with my patch".len())
+        );
+        let scope = "Analyze events for all VMs, all VCPUs:";
+        assert_eq!(
+            joined(&format!("{scope}{stdio}")).map(|(at, _)| at),
+            Some(scope.len())
+        );
+        assert_eq!(
+            joined(&format!("$ perf kvm stat live{scope}")).map(|(at, _)| at),
+            Some("$ perf kvm stat live".len())
+        );
         assert_eq!(joined_header(stdio), None);
     }
 
@@ -179,6 +242,11 @@ mod tests {
         assert!(!scope_stub("Analyze this"));
         assert!(fragment(" 19.09us ( +-   9.11% )"));
         assert!(!fragment("HLT 12"));
+        assert!(fragment("x#!.77us ( +-   3.19% )"));
+        assert!(!fragment("run 2"));
+        assert!(!fragment(
+            "IO_INSTRUCTION 804 0.25% 0.88% 3.30us 59.74us 1.1us (+- 0.3%)"
+        ));
         assert!(!continues("HLT 12"));
     }
 }

@@ -284,6 +284,9 @@ pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
     let end = rest
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
+    if !rest[end..].is_empty() && !rest[end..].starts_with(' ') {
+        return None; // a damaged code is not read as a shorter one
+    }
     let code = numbers::count(&rest[..end])?;
     let isa = if rest.contains("on SVM") {
         Some(Isa::Svm)

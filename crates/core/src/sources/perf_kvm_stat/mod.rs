@@ -82,6 +82,8 @@ struct Reader {
     /// The last line read as prose: the first of header-less rows, damaged, is one.
     prose_before: Option<(usize, String)>,
     last_header: Option<(String, layout::Header)>,
+    /// A line between rows that is neither a row nor a label, until the next line tells.
+    pending: Option<(usize, String)>,
 }
 
 impl Reader {
@@ -103,6 +105,7 @@ impl Reader {
             started: None,
             prose_before: None,
             last_header: None,
+            pending: None,
         }
     }
 
@@ -114,7 +117,20 @@ impl Reader {
     }
 
     /// Prose ends a table with rows, and may label the next one.
+    ///
+    /// Inside a table, a line that is not a label (no `:` at its end) waits for the
+    /// line after it: when that is a row of the table, it was a damaged line inside the table
+    /// (noted, and the table goes on); otherwise it was prose.
     fn prose(&mut self, n: usize, t: &str) {
+        if self.table.is_some() && self.pending.is_none() && !t.trim_ascii_end().ends_with(':') {
+            self.pending = Some((n, t.to_string()));
+            return;
+        }
+        self.prose_now(n, t);
+    }
+
+    /// Prose: it ends a table with rows, and may label the next one.
+    fn prose_now(&mut self, n: usize, t: &str) {
         if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
             self.finish();
         }
@@ -137,6 +153,30 @@ impl Reader {
         self.prose_before = Some((n, t.to_string()));
     }
 
+    /// The line kept by [`Reader::prose`], now that line `next` follows it (none at a
+    /// table's end).
+    fn settle_pending(&mut self, next: Option<&str>) {
+        let Some((m, text)) = self.pending.take() else {
+            return;
+        };
+        let row_follows = next.is_some_and(|t| {
+            !t.is_empty()
+                && self
+                    .table
+                    .as_ref()
+                    .is_some_and(|b| !matches!(row::parse(t, &b.layout, 0), Parsed::NotARow))
+        });
+        if row_follows {
+            self.bad_row(
+                m,
+                &text,
+                "a line between rows of the table that is not a row (damaged?)",
+            );
+        } else {
+            self.prose_now(m, &text);
+        }
+    }
+
     /// A row that cannot be read: noted, the table marked partial, the table going on.
     fn bad_row(&mut self, n: usize, t: &str, why: &str) {
         if let Some(b) = &mut self.table {
@@ -152,7 +192,7 @@ impl Reader {
             self.timestamp = Some((t.to_string(), seconds));
         } else if let Some(scope) = layout::scope(t) {
             self.finish();
-            self.scope = Some(scope);
+            self.scope = Some(self.checked_scope(n, t, scope));
         } else if let Some((count, time_ns)) = layout::total(t) {
             let total = PrintedTotal {
                 count,
@@ -204,6 +244,44 @@ impl Reader {
         true
     }
 
+    /// The scope of line `t`, read without characters that damaged it (noted as a repair);
+    /// a scope whose pid or vCPU cannot be read, or that does not end as perf ends it, is
+    /// noted (its rows then have no pid or vCPU).
+    fn checked_scope(&mut self, n: usize, t: &str, scope: Scope) -> Scope {
+        let (text, scope) = match line_reader::without_damage(t) {
+            Some((clean, why)) => {
+                self.book.repaired(
+                    n,
+                    &format!("the scope line with {why} in it, read without it"),
+                );
+                let scope = layout::scope(&clean).unwrap_or(scope);
+                (clean, scope)
+            }
+            None => (t.to_string(), scope),
+        };
+        let text = text.trim_ascii();
+        let pids = text
+            .split_once("pid(s) ")
+            .map(|(_, r)| r.split(", ").next().unwrap_or(r));
+        let lost_pid = pids.is_some_and(|p| !p.contains(',')) && scope.pid.is_none();
+        let lost_vcpu =
+            text.contains("VCPU ") && !text.contains("all VCPUs") && scope.vcpu.is_none();
+        if lost_pid || lost_vcpu || !text.ends_with(':') {
+            let what = if lost_pid {
+                "its pid cannot be read"
+            } else if lost_vcpu {
+                "its vCPU cannot be read"
+            } else {
+                "it does not end with `:` (cut short?)"
+            };
+            self.note(
+                n,
+                format!("the scope line is damaged ({what}): the table's scope may be incomplete"),
+            );
+        }
+        scope
+    }
+
     /// A header or scope line damaged: read without the damage (noted as a repair), or, cut
     /// short, noted as lost (the rows under it then read in the layout their cells show, and
     /// the label above stays the table's).
@@ -219,12 +297,8 @@ impl Reader {
                 return true;
             }
             if let Some(scope) = layout::scope(clean) {
-                self.book.repaired(
-                    n,
-                    &format!("the scope line with {why} in it, read without it"),
-                );
                 self.finish();
-                self.scope = Some(scope);
+                self.scope = Some(self.checked_scope(n, t, scope));
                 return true;
             }
         }
@@ -464,6 +538,7 @@ impl Reader {
         if let Some(carry) = self.carry.take() {
             self.unfinished(carry, None);
         }
+        self.settle_pending(None);
         let Some(b) = self.table.take() else {
             return;
         };
@@ -508,7 +583,7 @@ impl LineFormat for Reader {
         {
             return None;
         }
-        let (at, what) = damaged::joined_header(text)?;
+        let (at, what) = damaged::joined(text)?;
         self.book.repaired(n, what);
         Some(at)
     }
@@ -543,6 +618,7 @@ impl LineFormat for Reader {
             }
             self.unfinished(carry, Some(t));
         }
+        self.settle_pending(Some(t));
         if t.is_empty() || layout::decoration(t) {
             return;
         }
