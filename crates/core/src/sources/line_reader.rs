@@ -188,6 +188,9 @@ pub fn damaged_rule(text: &str) -> Option<String> {
 /// and for any other line.
 pub fn rule_joined(text: &str) -> Option<usize> {
     const RULE: usize = 10;
+    if damaged_rule(text).is_some() {
+        return None; // one rule, damaged
+    }
     let start = text.len() - text.trim_ascii_start().len();
     let body = text.trim_ascii();
     let lead = body
@@ -254,6 +257,7 @@ mod tests {
         let joined = format!("{rule}|  Event name  |  Samples  |");
         assert_eq!(rule_joined(&joined), Some(rule.len()));
         assert_eq!(rule_joined(&rule), None);
+        assert_eq!(rule_joined(&format!("{rule}\0{rule}")), None);
         assert_eq!(rule_joined("HLT 12 -- 3"), None);
     }
 }

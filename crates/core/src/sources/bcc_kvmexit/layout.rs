@@ -158,6 +158,15 @@ pub fn header(t: &str) -> Option<Layout> {
     }
 }
 
+/// Where a header that has more text after it on its line ends (after `COUNT` or, for the
+/// aarch64 port, `AVG_TIME`); `None` for a header alone and for any other line.
+pub fn header_end(t: &str) -> Option<usize> {
+    ["AVG_TIME", "COUNT"].iter().find_map(|last| {
+        let end = t.find(last)? + last.len();
+        (header(&t[..end]).is_some() && !t[end..].trim_ascii().is_empty()).then_some(end)
+    })
+}
+
 /// One row as printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRow {
@@ -347,6 +356,12 @@ mod tests {
             Some(("EXIT_REASON_HLT".into(), vec!["G".into()]))
         );
         assert!(row("12 34", Layout::Reason).is_none());
+        let joined = "PID      TID      KVM_EXIT_REASON                     COUNT^C1273551  1273568  EXIT_REASON_HLT                     12";
+        assert_eq!(header_end(joined), joined.find("^C"));
+        assert_eq!(
+            header_end("PID      TID      KVM_EXIT_REASON     COUNT   "),
+            None
+        );
         assert_eq!(
             header("TGID     TID      COMM             KVM_EXIT_REASON  COUNT    AVG_TIME    "),
             Some(Layout::TgidTidComm)

@@ -101,6 +101,17 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    /// kvmexit's header with the first row glued to it (their newline lost, as a terminal's
+    /// `^C` often does): the row starts after the header's last column name.
+    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
+        let at = layout::header_end(text)?;
+        self.book.repaired(
+            n,
+            "the column header and the first row under it on one line (a newline lost)",
+        );
+        Some(at)
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let t = strip_ctrl_c(text).trim();
         if t.is_empty() {

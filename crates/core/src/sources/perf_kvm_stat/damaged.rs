@@ -169,14 +169,17 @@ pub fn scope_stub(t: &str) -> bool {
 }
 
 /// The rest of a wrapped row standing alone (`19.09us ( +-   9.11% )`, `96.25us`): values and
-/// a spread only, the first a number, or the first damaged and a spread after it.
+/// a spread only, the first a number, or the first damaged and a spread after it (never an
+/// elision: it has a digit).
 pub fn fragment(t: &str) -> bool {
     let mut cells = t.split_ascii_whitespace();
     let Some(first) = cells.next() else {
         return false;
     };
     let value = |c: &str| continues(c) || matches!(c, "(" | ")" | "+-" | "(+-");
-    (continues(first) || t.contains("+-") && !row::name_like(first)) && cells.all(value)
+    t.bytes().any(|b| b.is_ascii_digit())
+        && (continues(first) || t.contains("+-") && !row::name_like(first))
+        && cells.all(value)
 }
 
 /// Whether line `t` may continue a wrapped row: it starts with a value, or with the spread,
@@ -244,6 +247,7 @@ mod tests {
         assert!(!fragment("HLT 12"));
         assert!(fragment("x#!.77us ( +-   3.19% )"));
         assert!(!fragment("run 2"));
+        assert!(!fragment("  .........."), "an elision");
         assert!(!fragment(
             "IO_INSTRUCTION 804 0.25% 0.88% 3.30us 59.74us 1.1us (+- 0.3%)"
         ));
