@@ -8,7 +8,9 @@
 //! intact file's format, and every row of the intact profile that is not on a damaged line must
 //! still be there, in the table of the same place and kind, with the same count, and a table
 //! keeps its label unless the damaged line holds it — unless a note (not a note of a repair) or
-//! the error names a line of the damaged span: a note may explain a bigger loss.
+//! the error names a line of the damaged span: a note may explain a bigger loss. The rows on
+//! the damaged line may be lost or read differently, but then a note names that line too (a
+//! name cut short is the exception: it reads as a shorter name).
 //!
 //! Rows carry no line, so "the row is on a damaged line" is decided from the text: the damaged
 //! line (before the damage) holds the row's key. A table without a label may gain one from a
@@ -245,12 +247,23 @@ fn check(
             lost.push(format!("table {i}'s label {label:?} (now {got_label:?})"));
         }
         for (id, counts) in rows {
-            if span.iter().any(|l| on_line(&id.0, l)) {
-                continue;
-            }
+            // A row on the damaged line may be lost or changed, but only with a note.
+            let on_damaged_line = span.iter().any(|l| on_line(&id.0, l));
             for &count in counts {
-                if !got_rows.get(id).is_some_and(|c| c.contains(&count)) {
-                    lost.push(format!("table {i} ({kind} {label:?}): {} {count}", id.0));
+                // A name cut short reads as a shorter name: nothing tells it from one.
+                let cut_name = on_damaged_line
+                    && got_rows.iter().any(|(g, c)| {
+                        id.0.starts_with(g.0.as_str())
+                            && (g.1, g.2) == (id.1, id.2)
+                            && c.contains(&count)
+                    });
+                if !cut_name && !got_rows.get(id).is_some_and(|c| c.contains(&count)) {
+                    let whose = if on_damaged_line {
+                        "its own row"
+                    } else {
+                        "table"
+                    };
+                    lost.push(format!("{whose} {i} ({kind} {label:?}): {} {count}", id.0));
                 }
             }
         }

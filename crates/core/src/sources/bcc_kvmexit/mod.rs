@@ -60,6 +60,8 @@ struct Reader {
     current: Option<Run>,
     layout: Option<Layout>,
     book: LineBook,
+    /// The last line read as nothing: the first of header-less rows, damaged, may be it.
+    before: Option<(usize, String)>,
 }
 
 impl Reader {
@@ -71,6 +73,7 @@ impl Reader {
             current: None,
             layout: None,
             book: LineBook::default(),
+            before: None,
         }
     }
 
@@ -152,7 +155,34 @@ impl LineFormat for Reader {
                           `-p` layout)"
                     .into(),
             });
-            self.run(n);
+            // The line just above, damaged, was the first of these rows: read (a stray
+            // character in it aside) or noted.
+            let above = self.before.take().filter(|(m, _)| m + 1 == n);
+            let first = above.as_ref().and_then(|(m, text)| {
+                layout::row(text, Layout::Reason)
+                    .filter(|r| exit_reason::lookup_name(None, &r.reason).is_some())
+                    .map(|r| (*m, r))
+            });
+            match (first, above) {
+                (Some((m, row)), _) => {
+                    self.book.row(m);
+                    self.run(m).add(m, row);
+                }
+                (None, Some((m, text))) => {
+                    let why = layout::damage(&text, Layout::Reason).or_else(|| {
+                        text.split_ascii_whitespace()
+                            .any(|w| exit_reason::lookup_name(None, w).is_some())
+                            .then(|| "an exit reason in it, but not as a row".to_string())
+                    });
+                    if let Some(why) = why {
+                        self.book.unreadable(m, &text, &why);
+                    }
+                    self.run(n);
+                }
+                (None, None) => {
+                    self.run(n);
+                }
+            }
         }
         if let Some(current) = &mut self.current {
             if let Some((_, why)) = t.split_once("Exception: ") {
@@ -183,6 +213,7 @@ impl LineFormat for Reader {
         if self.runs.is_empty() && self.current.as_ref().is_none_or(|r| !r.has_rows()) {
             self.book.unrecognised(n, t);
         }
+        self.before = Some((n, t.to_string()));
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {

@@ -87,6 +87,14 @@ fn mid_line_structure(text: &str) -> Option<(usize, &'static str)> {
         })
 }
 
+/// A word a header can end with: the last word of a column name.
+fn column_end(w: &str) -> bool {
+    matches!(
+        w,
+        "Samples" | "Samples%" | "Sample%" | "Time%" | "Time" | "time" | "(ns)" | "Time(ns)" | "|"
+    )
+}
+
 /// Longer lines are never searched for a joined header (the search is quadratic in the length).
 const MAX_JOINED: usize = 512;
 
@@ -108,7 +116,7 @@ pub fn joined_header(text: &str) -> Option<(usize, &'static str)> {
         .find_map(|i| {
             let (head, rest) = text.split_at(i);
             let last = head.split_ascii_whitespace().next_back()?;
-            if !header_word(last) || rest.trim_ascii().is_empty() {
+            if !column_end(last) || rest.trim_ascii().is_empty() {
                 return None;
             }
             let header = layout::header(unbox(head).trim_ascii())?;
@@ -217,6 +225,11 @@ mod tests {
             Some(stdio.len())
         );
         assert_eq!(joined_header(header), None);
+        let io = "IO_INSTRUCTION     1459    98.98%   99.97%   10.02us  6265.74us   258.98us ( +- 11.94% )";
+        assert_eq!(
+            joined_header(&format!("{stdio}         {io}")).map(|(at, _)| at),
+            Some(stdio.len() + 9)
+        );
         assert_eq!(
             joined(&format!("with my patch{stdio}")).map(|(at, _)| at),
             Some("with my patch".len())

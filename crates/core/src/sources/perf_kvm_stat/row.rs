@@ -211,7 +211,8 @@ fn stdio(
 }
 
 fn hists(values: &[&str], columns: &[HistsColumn]) -> Option<(u64, TimeStats)> {
-    if values.len() < columns.len() || columns.is_empty() {
+    // More cells than columns: two rows on one line, or a row with stray text in it.
+    if values.len() != columns.len() || columns.is_empty() {
         return None;
     }
     let (mut count, mut total, mut min, mut max, mut mean) = (None, None, None, None, None);
