@@ -13,9 +13,11 @@
 //! Reading streams line by line: memory grows with the number of distinct tables and keys,
 //! not with the length of the input.
 
+mod carry;
 mod damaged;
 mod layout;
 mod pasted;
+mod repair;
 mod row;
 mod table;
 
@@ -25,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
 use crate::sources::line_reader::{self, LineBook, LineFormat, read_lines};
 use crate::sources::lines::{self};
-use crate::sources::unread::{self, excerpt};
+use crate::sources::unread;
 use layout::Scope;
 use row::Parsed;
 use table::Building;
@@ -153,30 +155,6 @@ impl Reader {
         self.prose_before = Some((n, t.to_string()));
     }
 
-    /// The line kept by [`Reader::prose`], now that line `next` follows it (none at a
-    /// table's end).
-    fn settle_pending(&mut self, next: Option<&str>) {
-        let Some((m, text)) = self.pending.take() else {
-            return;
-        };
-        let row_follows = next.is_some_and(|t| {
-            !t.is_empty()
-                && self
-                    .table
-                    .as_ref()
-                    .is_some_and(|b| !matches!(row::parse(t, &b.layout, 0), Parsed::NotARow))
-        });
-        if row_follows {
-            self.bad_row(
-                m,
-                &text,
-                "a line between rows of the table that is not a row (damaged?)",
-            );
-        } else {
-            self.prose_now(m, &text);
-        }
-    }
-
     /// A row that cannot be read: noted, the table marked partial, the table going on.
     fn bad_row(&mut self, n: usize, t: &str, why: &str) {
         if let Some(b) = &mut self.table {
@@ -242,96 +220,6 @@ impl Reader {
             return self.damaged_structure(n, t);
         }
         true
-    }
-
-    /// The scope of line `t`, read without characters that damaged it (noted as a repair);
-    /// a scope whose pid or vCPU cannot be read, or that does not end as perf ends it, is
-    /// noted (its rows then have no pid or vCPU).
-    fn checked_scope(&mut self, n: usize, t: &str, scope: Scope) -> Scope {
-        let (text, scope) = match line_reader::without_damage(t) {
-            Some((clean, why)) => {
-                self.book.repaired(
-                    n,
-                    &format!("the scope line with {why} in it, read without it"),
-                );
-                let scope = layout::scope(&clean).unwrap_or(scope);
-                (clean, scope)
-            }
-            None => (t.to_string(), scope),
-        };
-        let text = text.trim_ascii();
-        let pids = text
-            .split_once("pid(s) ")
-            .map(|(_, r)| r.split(", ").next().unwrap_or(r));
-        let lost_pid = pids.is_some_and(|p| !p.contains(',')) && scope.pid.is_none();
-        let lost_vcpu =
-            text.contains("VCPU ") && !text.contains("all VCPUs") && scope.vcpu.is_none();
-        if lost_pid || lost_vcpu || !text.ends_with(':') {
-            let what = if lost_pid {
-                "its pid cannot be read"
-            } else if lost_vcpu {
-                "its vCPU cannot be read"
-            } else {
-                "it does not end with `:` (cut short?)"
-            };
-            self.note(
-                n,
-                format!("the scope line is damaged ({what}): the table's scope may be incomplete"),
-            );
-        }
-        scope
-    }
-
-    /// A header or scope line damaged: read without the damage (noted as a repair), or, cut
-    /// short, noted as lost (the rows under it then read in the layout their cells show, and
-    /// the label above stays the table's).
-    fn damaged_structure(&mut self, n: usize, t: &str) -> bool {
-        if let Some((clean, why)) = line_reader::without_damage(t) {
-            let clean = clean.trim_ascii();
-            if let Some(header) = layout::header(clean) {
-                self.book.repaired(
-                    n,
-                    &format!("the column header with {why} in it, read without it"),
-                );
-                self.start_table(n, header.kind, header.layout);
-                return true;
-            }
-            if let Some(scope) = layout::scope(clean) {
-                self.finish();
-                self.scope = Some(self.checked_scope(n, t, scope));
-                return true;
-            }
-        }
-        if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
-            return false; // inside a table, only what reads as a whole header starts another
-        }
-        if let Some(kind) = damaged::header_stub(t) {
-            self.finish();
-            if kind.is_some() {
-                self.kind_hint = kind;
-            }
-            self.note(
-                n,
-                format!(
-                    "a column header cut short (`{}`): the rows under it are read in the \
-                     layout their cells show, or left out",
-                    excerpt(t)
-                ),
-            );
-            return true;
-        }
-        if damaged::scope_stub(t) {
-            self.finish();
-            self.note(
-                n,
-                format!(
-                    "a scope line cut short (`{}`): the table's scope is unknown",
-                    excerpt(t)
-                ),
-            );
-            return true;
-        }
-        false
     }
 
     /// The header `t` is, if it is one; a live session repeats one header every interval, so
@@ -426,111 +314,6 @@ impl Reader {
                 }
                 _ => false,
             },
-        }
-    }
-
-    /// A started row that the next line did not complete: a one-word line was prose (a label
-    /// such as `Before`), anything longer an unreadable row; the last line of an input cut
-    /// off inside a row is said to be so (and read when only its spread is missing).
-    ///
-    /// `next` is the line after it (none at a table's end): a one-word line that names an
-    /// exit (`UNKNOWN`) between rows of the table is a row cut short, not a label.
-    fn unfinished(&mut self, carry: Carry, next: Option<&str>) {
-        let last = carry.line + usize::from(carry.joins);
-        let cut = self.cut == Some(last);
-        let one_word = carry.joins == 0 && !carry.text.contains(char::is_whitespace);
-        if cut {
-            self.cut_row(carry);
-        } else if one_word && !self.row_cut_after_name(&carry.text, next) {
-            self.prose(carry.line, &carry.text);
-        } else if one_word {
-            self.bad_row(
-                carry.line,
-                &carry.text,
-                "a name with no values after it (the row cut short?)",
-            );
-        } else if carry.joins > 0 {
-            let why = format!(
-                "lines {}–{last}: even joined, they do not fill the header's columns",
-                carry.line
-            );
-            self.bad_row(carry.line, &carry.text, &why);
-        } else {
-            self.bad_row(
-                carry.line,
-                &carry.text,
-                "even joined with the next line, it does not fill the header's columns",
-            );
-        }
-    }
-
-    /// Whether `name`, alone on its line, is a row cut after its name: it names an exit the
-    /// way perf prints one, and the table has rows above it or a row follows.
-    fn row_cut_after_name(&self, name: &str, next: Option<&str>) -> bool {
-        let Some(b) = &self.table else {
-            return false;
-        };
-        let next_is_row =
-            next.is_some_and(|t| matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)));
-        row::name_like(name) && (!b.rows.is_empty() || next_is_row)
-    }
-
-    /// The row the input ends in.
-    fn cut_row(&mut self, carry: Carry) {
-        let Some(b) = &mut self.table else {
-            return;
-        };
-        b.partial = true;
-        let whole = row::without_cut_spread(&carry.text)
-            .map(|text| row::parse(text, &b.layout, carry.line));
-        if let Some(Parsed::Row(r)) = whole {
-            b.rows.push((r, None));
-            self.note(
-                carry.line,
-                "the input ends inside this row's spread `( +- …`: the row is read without it"
-                    .into(),
-            );
-            return;
-        }
-        self.note(
-            carry.line,
-            format!(
-                "the input ends inside this row (cut off?), so it is left out: `{}`",
-                excerpt(&carry.text)
-            ),
-        );
-    }
-
-    /// Joins a wrapped row with its continuation; false when `t` does not continue it.
-    fn join_carry(&mut self, carry: &Carry, t: &str) -> bool {
-        let Some(b) = &mut self.table else {
-            return false;
-        };
-        if !damaged::continues(t) || matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)) {
-            // A name starts a row of its own, and a whole row is never the rest of the one
-            // above it.
-            return false;
-        }
-        let joined = format!("{} {t}", carry.text);
-        match row::parse(&joined, &b.layout, carry.line) {
-            Parsed::Row(r) => {
-                let unknown = if r.key == "UNKNOWN" {
-                    self.unknown.take()
-                } else {
-                    None
-                };
-                b.rows.push((r, unknown));
-                true
-            }
-            Parsed::Incomplete if carry.joins < 2 => {
-                self.carry = Some(Carry {
-                    text: joined,
-                    line: carry.line,
-                    joins: carry.joins + 1,
-                });
-                true
-            }
-            _ => false,
         }
     }
 
