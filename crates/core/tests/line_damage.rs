@@ -3,8 +3,9 @@
 //! so), never the other rows.
 //!
 //! Each input a line reader reads is damaged line by line, one damage at a time: the line cut
-//! in half, joined with the next line, a number on it replaced by `x#!`, a NUL put into it, an
-//! em dash `—` put into it (a mailer's autocorrect of `--`). The damaged text is read with the
+//! (a quarter, half or three quarters of the way), joined with the next line, each number on it
+//! replaced by `x#!`, a NUL or an em dash `—` (a mailer's autocorrect of `--`) put into it at
+//! those places. The damaged text is read with the
 //! intact file's format, and every row of the intact profile that is not on a damaged line must
 //! still be there, in the table of the same place and kind, with the same count, and a table
 //! keeps its label unless the damaged line holds it — unless a note (not a note of a repair) or
@@ -71,11 +72,18 @@ fn inputs() -> Vec<PathBuf> {
 /// A damage: the damaged text, the 1-based lines of the intact text it touched, and the lines
 /// of the damaged text where it is.
 struct Damage {
-    what: &'static str,
+    what: String,
     text: Vec<u8>,
     intact_lines: Vec<usize>,
     damaged_lines: Vec<usize>,
 }
+
+/// Places in a line where it is cut or has a character put in: a quarter, half and three
+/// quarters of the way.
+const AT: [(usize, &str); 3] = [(1, "a quarter"), (2, "half"), (3, "three quarters")];
+
+/// Numbers of a line replaced by `x#!`, one at a time, at most this many.
+const MAX_NUMBERS: usize = 8;
 
 fn damages(text: &[u8], lines: &[&[u8]], i: usize) -> Vec<Damage> {
     let line = lines[i];
@@ -95,51 +103,56 @@ fn damages(text: &[u8], lines: &[&[u8]], i: usize) -> Vec<Damage> {
         }
         out
     };
+    let one = |what: String, with: &[u8]| Damage {
+        what,
+        text: rebuild(with, false),
+        intact_lines: vec![n],
+        damaged_lines: vec![n],
+    };
     let s = String::from_utf8_lossy(line);
-    let mid = (0..=s.len() / 2)
-        .rev()
-        .find(|&k| s.is_char_boundary(k))
-        .unwrap_or(0);
-    let insert = |what: &str| format!("{}{what}{}", &s[..mid], &s[mid..]).into_bytes();
-    let mut out = vec![
-        Damage {
-            what: "cut in half",
-            text: rebuild(&s.as_bytes()[..mid], false),
-            intact_lines: vec![n],
-            damaged_lines: vec![n],
-        },
-        Damage {
-            what: "a NUL put into it",
-            text: rebuild(&insert("\0"), false),
-            intact_lines: vec![n],
-            damaged_lines: vec![n],
-        },
-        Damage {
-            what: "an em dash put into it",
-            text: rebuild(&insert("—"), false),
-            intact_lines: vec![n],
-            damaged_lines: vec![n],
-        },
-    ];
+    let mut out = Vec::new();
+    for (quarters, name) in AT {
+        let at = (0..=s.len() * quarters / 4)
+            .rev()
+            .find(|&k| s.is_char_boundary(k))
+            .unwrap_or(0);
+        let insert = |what: &str| format!("{}{what}{}", &s[..at], &s[at..]).into_bytes();
+        // A cut that leaves only blanks deleted the line: nothing in the text tells a blank
+        // line that was a row from any other (a printed total may, on its table's line).
+        if !s[..at].trim_ascii().is_empty() || s.trim_ascii().is_empty() {
+            out.push(one(format!("cut {name} of the way"), &s.as_bytes()[..at]));
+        }
+        out.push(one(format!("a NUL put {name} of the way"), &insert("\0")));
+        out.push(one(
+            format!("an em dash put {name} of the way"),
+            &insert("—"),
+        ));
+    }
     if i + 1 < lines.len() {
         out.push(Damage {
-            what: "joined with the next line",
+            what: "joined with the next line".into(),
             text: rebuild(line, true),
             intact_lines: vec![n, n + 1],
             damaged_lines: vec![n],
         });
     }
-    if let Some(start) = s.find(|c: char| c.is_ascii_digit()) {
-        let end = s[start..]
+    let mut start = 0;
+    for k in 0..MAX_NUMBERS {
+        let Some(from) = s[start..]
+            .find(|c: char| c.is_ascii_digit())
+            .map(|f| start + f)
+        else {
+            break;
+        };
+        let end = s[from..]
             .find(|c: char| !c.is_ascii_digit())
-            .map_or(s.len(), |e| start + e);
-        let garbled = format!("{}x#!{}", &s[..start], &s[end..]);
-        out.push(Damage {
-            what: "a number replaced by `x#!`",
-            text: rebuild(garbled.as_bytes(), false),
-            intact_lines: vec![n],
-            damaged_lines: vec![n],
-        });
+            .map_or(s.len(), |e| from + e);
+        let garbled = format!("{}x#!{}", &s[..from], &s[end..]);
+        out.push(one(
+            format!("number {} replaced by `x#!`", k + 1),
+            garbled.as_bytes(),
+        ));
+        start = end;
     }
     out
 }

@@ -245,7 +245,12 @@ pub fn damage(t: &str, layout: Layout) -> Option<String> {
     let numeric = |w: &&str| w.bytes().any(|b| b.is_ascii_digit());
     let known = |w: &&str| crate::decode::exit_reason::lookup_name(None, w).is_some();
     // A name cut short (`EXTERNAL_I`) is no longer a known one.
-    let cut_name = |w: &&str| w.contains('_') && is_reason(w);
+    let cut_name = |w: &&str| {
+        is_reason(w)
+            && (w.contains('_')
+                || w.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+    };
     let shaped = words.iter().any(numeric)
         || words.iter().any(known)
         || words.len() <= layout.ids() + 2 && words.iter().any(cut_name);

@@ -50,7 +50,8 @@ impl Reader {
         };
         let next_is_row =
             next.is_some_and(|t| matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)));
-        row::name_like(name) && (!b.rows.is_empty() || next_is_row)
+        // Under a header, a name alone is a row cut short even as the table's last line.
+        row::name_like(name) && (!b.rows.is_empty() || next_is_row || b.header)
     }
 
     /// The row the input ends in.

@@ -151,11 +151,17 @@ pub fn header_stub(t: &str) -> Option<Option<TableKind>> {
         ["MMIO", "Access", rest @ ..] => (Some(TableKind::Mmio), rest),
         ["IO", "Port", "Access", rest @ ..] => (Some(TableKind::Ioport), rest),
         ["MSR", "Access", rest @ ..] => (Some(TableKind::Msr), rest),
+        // The first cell itself cut (`VM-EX`, `Eve`).
+        [first] if first.len() >= 2 && "VM-EXIT".starts_with(first) => {
+            (Some(TableKind::Vmexit), &[][..])
+        }
+        [first] if first.len() >= 3 && "Event".starts_with(first) => (None, &[][..]),
         _ => return None,
     };
     let prefix_of_a_column = |w: &str| {
         [
-            "Samples", "Samples%", "Sample%", "Time%", "Time(ns)", "Min", "Max", "Avg",
+            "Samples", "Samples%", "Sample%", "Time%", "Time(ns)", "(ns)", "Min", "Max", "Avg",
+            "Mean",
         ]
         .iter()
         .any(|c| c.starts_with(w))
@@ -254,6 +260,12 @@ mod tests {
             Some(Some(TableKind::Vmexit))
         );
         assert_eq!(header_stub("Event name was lost"), None);
+        assert_eq!(header_stub("   VM"), Some(Some(TableKind::Vmexit)));
+        assert_eq!(
+            header_stub("|  Event name  |  Samples  |  Sample%  |  Time (n"),
+            Some(None)
+        );
+        assert_eq!(header_stub("VM migration:"), None);
         assert!(scope_stub("Analyze events f"));
         assert!(!scope_stub("Analyze this"));
         assert!(fragment(" 19.09us ( +-   9.11% )"));

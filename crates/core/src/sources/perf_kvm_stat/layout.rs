@@ -307,8 +307,10 @@ pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
     let end = rest
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
-    if !rest[end..].is_empty() && !rest[end..].starts_with(' ') {
-        return None; // a damaged code is not read as a shorter one
+    // perf prints ` on VMX` (or SVM) after the code: without it the line may be cut inside
+    // the code, and a damaged code is never read as a shorter one.
+    if !rest[end..].starts_with(" on ") {
+        return None;
     }
     let code = numbers::count(&rest[..end])?;
     let isa = if rest.contains("on SVM") {

@@ -247,6 +247,7 @@ impl Reader {
             scope: self.scope.take(),
             timestamp: self.timestamp.take(),
             line: n,
+            header: true,
             rows: Vec::new(),
             total: None,
             elided: false,
@@ -317,6 +318,19 @@ impl Reader {
         }
     }
 
+    /// A row of a boxed table without its closing `|`: cut short, so its last cell may be
+    /// too. Noted, never read.
+    fn open_boxed_row(&mut self, n: usize, t: &str) -> bool {
+        let Some(b) = &self.table else {
+            return false;
+        };
+        if matches!(row::parse(t, &b.layout, n), Parsed::NotARow) {
+            return false;
+        }
+        self.bad_row(n, t, "a boxed row without its closing `|` (cut short?)");
+        true
+    }
+
     fn finish(&mut self) {
         if let Some(carry) = self.carry.take() {
             self.unfinished(carry, None);
@@ -374,12 +388,16 @@ impl LineFormat for Reader {
     fn line(&mut self, n: usize, text: &str) {
         let t = text.trim_ascii();
         let unboxed;
+        let open_box = t.starts_with('|') && !t.ends_with('|');
         let t = if t.starts_with('|') {
             unboxed = pasted::unbox(t);
             unboxed.trim_ascii()
         } else {
             t
         };
+        if open_box && self.carry.is_none() && self.open_boxed_row(n, t) {
+            return;
+        }
         let filler = line_reader::damaged_rule(t);
         if let Some(what) = &filler {
             self.book.repaired(n, what);
@@ -437,6 +455,9 @@ impl LineFormat for Reader {
                 None => None,
             };
             self.start_table(first.unwrap_or(n), None, layout);
+            if let Some(b) = &mut self.table {
+                b.header = false;
+            }
             if let (Some(m), Some((_, text))) = (first, &above) {
                 self.table_line(m, text);
             }
