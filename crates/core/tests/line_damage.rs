@@ -23,8 +23,17 @@ use std::path::{Path, PathBuf};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::{self, Format, REPAIR_NOTE};
 
-/// The folders of real text tables.
-const FOLDERS: [&str; 3] = ["exit-reports", "readers", "cases"];
+/// The folders of real text tables (and the lab's recorded `perf kvm stat` and kvm_stat
+/// outputs). Not `kernel-logs`: a kernel log is messages, not a table's rows; a message cut in
+/// half is counted among the lines not about KVM (noted as a count, without its line).
+const FOLDERS: [&str; 6] = [
+    "exit-reports",
+    "readers",
+    "cases",
+    "perfmon",
+    "seed-kvm-hyperv-traps",
+    "lab-cases",
+];
 
 /// The formats read line by line (`sources/line_reader.rs`).
 const LINE_FORMATS: [Format; 9] = [
