@@ -54,7 +54,7 @@ fn d7_hists_row_cut_after_its_name_costs_that_row_only() {
     // Line 6 is `UNKNOWN` alone: noted, and the 4 rows after it stay in their table.
     assert_eq!(shape(&p), without(shape(&intact), 0, "UNKNOWN"));
     assert!(
-        noted(&p, 6, "no values after it", false),
+        noted(&p, 6, "no values after its name", false),
         "{:?}",
         p.warnings
     );

@@ -25,7 +25,7 @@ impl Reader {
             self.bad_row(
                 carry.line,
                 &carry.text,
-                "a name with no values after it (the row cut short?)",
+                "no values after its name; cut short?",
             );
         } else if carry.joins > 0 {
             let why = format!(
