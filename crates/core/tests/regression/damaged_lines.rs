@@ -106,3 +106,20 @@ fn d11_bcc_header_joined_with_its_first_row_reads_both() {
     assert_eq!(shape(&p), shape(&intact));
     assert!(noted(&p, 3, "first row under it", true), "{:?}", p.warnings);
 }
+
+/// Two rows of a real table on one line (their newline lost): both read, the repair noted.
+#[test]
+fn two_stdio_rows_on_one_line_are_both_read() {
+    let rel = "exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt";
+    let bytes = std::fs::read(virtlens_testkit::testdata(rel)).unwrap();
+    let intact = sources::read_bytes(&bytes, rel, Some(Format::PerfKvmStat)).unwrap();
+    // Lines 9 (HLT) and 10 (IO_INSTRUCTION) joined.
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let joined = [lines[8], lines[9]].concat();
+    lines[8] = &joined;
+    lines.remove(9);
+    let text = lines.join(&b'\n');
+    let p = sources::read_bytes(&text, rel, Some(Format::PerfKvmStat)).unwrap();
+    assert_eq!(shape(&p), shape(&intact));
+    assert!(noted(&p, 9, "two rows on one line", true), "{:?}", p.warnings);
+}

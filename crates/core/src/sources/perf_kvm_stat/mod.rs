@@ -294,7 +294,15 @@ impl Reader {
                 true
             }
             Parsed::Bad(why) => {
-                self.bad_row(n, t, &why);
+                match row::two_rows(t, &b.layout, n) {
+                    Some((first, second)) => {
+                        b.rows.push((first, None));
+                        b.rows.push((second, None));
+                        self.book
+                            .repaired(n, "two rows on one line (a newline lost), read as both");
+                    }
+                    None => self.bad_row(n, t, &why),
+                }
                 true
             }
             Parsed::NotARow => match (row::spread_only(t), b.rows.last_mut()) {
