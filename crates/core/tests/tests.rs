@@ -32,6 +32,7 @@ mod diagnose_sched;
 mod diagnose_seeds;
 mod findings_doc;
 mod fuzz_apicv_inhibit;
+mod fuzz_bcc_kvmexit;
 mod fuzz_bhyve_dtrace;
 mod fuzz_config;
 mod fuzz_counters;

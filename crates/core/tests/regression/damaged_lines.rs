@@ -121,5 +121,9 @@ fn two_stdio_rows_on_one_line_are_both_read() {
     let text = lines.join(&b'\n');
     let p = sources::read_bytes(&text, rel, Some(Format::PerfKvmStat)).unwrap();
     assert_eq!(shape(&p), shape(&intact));
-    assert!(noted(&p, 9, "two rows on one line", true), "{:?}", p.warnings);
+    assert!(
+        noted(&p, 9, "two rows on one line", true),
+        "{:?}",
+        p.warnings
+    );
 }

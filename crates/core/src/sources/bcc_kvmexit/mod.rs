@@ -158,9 +158,14 @@ impl LineFormat for Reader {
             // The line just above, damaged, was the first of these rows: read (a stray
             // character in it aside) or noted.
             let above = self.before.take().filter(|(m, _)| m + 1 == n);
+            // (A name cut or garbled is no longer a known one, but is still written as one.)
             let first = above.as_ref().and_then(|(m, text)| {
                 layout::row(text, Layout::Reason)
-                    .filter(|r| exit_reason::lookup_name(None, &r.reason).is_some())
+                    .filter(|r| {
+                        r.reason
+                            .bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                    })
                     .map(|r| (*m, r))
             });
             match (first, above) {
@@ -170,9 +175,11 @@ impl LineFormat for Reader {
                 }
                 (None, Some((m, text))) => {
                     let why = layout::damage(&text, Layout::Reason).or_else(|| {
-                        text.split_ascii_whitespace()
-                            .any(|w| exit_reason::lookup_name(None, w).is_some())
-                            .then(|| "an exit reason in it, but not as a row".to_string())
+                        let named = text
+                            .split_ascii_whitespace()
+                            .any(|w| exit_reason::lookup_name(None, w).is_some());
+                        (named || layout::row(&text, Layout::Reason).is_some())
+                            .then(|| "not a row of that layout, though shaped like one".to_string())
                     });
                     if let Some(why) = why {
                         self.book.unreadable(m, &text, &why);
