@@ -4,6 +4,13 @@
 //! the end — each row it could not read (a damaged line costs that line, and is noted), whether
 //! the input ended inside the line of its last row, and the first line it did not recognise
 //! (named in the error when nothing was found).
+//!
+//! Two repairs every reader can use: a line that holds two lines whose newline was lost is
+//! split where the format says ([`LineFormat::split`]), and a dashed rule or a blank line
+//! damaged by a stray character (a NUL, a mailer's `—` for `--`) is still a rule
+//! ([`damaged_rule`]); words a format knows (a header) can be read without such characters
+//! ([`without_damage`]). Each repair is noted ([`LineBook::repaired`]), so a reader never reads
+//! a damaged line in silence.
 
 use std::io::BufRead;
 
@@ -20,7 +27,18 @@ pub trait LineFormat {
     /// The profile, once the input ended; `cut` is the last line when the input ended inside
     /// it (no newline after it).
     fn end(self, cut: Option<usize>) -> Result<Profile>;
+
+    /// Where line `n` holds two lines joined into one (their newline lost): the byte offset
+    /// at which the second starts. Both parts are then given to [`LineFormat::line`] as line
+    /// `n`, the first part first, after the second part has been offered to `split` in turn (a
+    /// few times at most). The format notes the repair. By default no line is split.
+    fn split(&mut self, _n: usize, _text: &str) -> Option<usize> {
+        None
+    }
 }
+
+/// A line is split at most this many times (a few lines joined into one).
+const MAX_SPLITS: usize = 4;
 
 /// Reads `reader` with `format`; `path` names the input in errors.
 pub fn read_lines<R: BufRead, F: LineFormat>(
@@ -30,7 +48,17 @@ pub fn read_lines<R: BufRead, F: LineFormat>(
 ) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
     while let Some((n, text)) = lines.next_line()? {
-        format.line(n, &text);
+        let mut rest: &str = &text;
+        for _ in 0..MAX_SPLITS {
+            match format.split(n, rest) {
+                Some(at) if at > 0 && at < rest.len() && rest.is_char_boundary(at) => {
+                    format.line(n, &rest[..at]);
+                    rest = &rest[at..];
+                }
+                _ => break,
+            }
+        }
+        format.line(n, rest);
     }
     format.end(lines.cut_line())
 }
@@ -41,7 +69,15 @@ pub struct LineBook {
     first_unrecognised: Option<(usize, String)>,
     unread: Unread,
     last_row: Option<usize>,
+    repairs: Vec<Note>,
 }
+
+/// How every note of a repair starts: the line was damaged, and read anyway (tests tell these
+/// notes from notes of a loss by it).
+pub const REPAIR_NOTE: &str = "a damaged line, read anyway:";
+
+/// Repairs noted one by one; more are counted in one more note.
+const MAX_REPAIR_NOTES: usize = 20;
 
 impl LineBook {
     /// A row was read from line `n`.
@@ -52,6 +88,25 @@ impl LineBook {
     /// Row-shaped line `n` could not be read, for reason `why`: it is left out, and noted.
     pub fn unreadable(&mut self, n: usize, text: &str, why: &str) {
         self.unread.row(n, text, why);
+    }
+
+    /// Damaged line `n` was still read: `how` says what it was read as (`the column header
+    /// and the rule under it, joined`). Noted with the line.
+    pub fn repaired(&mut self, n: usize, how: &str) {
+        if self.repairs.len() < MAX_REPAIR_NOTES {
+            self.repairs.push(Note {
+                line: Some(n),
+                message: format!("{REPAIR_NOTE} {how}"),
+            });
+        } else if self.repairs.len() == MAX_REPAIR_NOTES {
+            self.repairs.push(Note {
+                line: Some(n),
+                message: format!(
+                    "{REPAIR_NOTE} and more damaged lines from this one on (only the first \
+                     {MAX_REPAIR_NOTES} are listed)"
+                ),
+            });
+        }
     }
 
     /// Line `n` is not of the format: the first such line is named if nothing is found.
@@ -67,9 +122,10 @@ impl LineBook {
         unread::row_was_cut(cut, self.last_row, notes)
     }
 
-    /// The notes of the rows that could not be read, onto `notes`.
+    /// The notes of the rows that could not be read and of the lines repaired, onto `notes`.
     pub fn note_unread(&mut self, cut: Option<usize>, notes: &mut Vec<Note>) {
         std::mem::take(&mut self.unread).finish(cut, notes);
+        notes.append(&mut self.repairs);
     }
 
     /// The first line not recognised: its number and its start.
@@ -81,5 +137,127 @@ impl LineBook {
     /// line not recognised, and what was `expected`.
     pub fn nothing_found(self, path: &str, expected: &str) -> Error {
         Error::nothing_found(path, self.first_unrecognised, expected)
+    }
+}
+
+/// Characters that damage a line in transit: a NUL, U+FFFD (bytes that were not UTF-8), and
+/// the dashes a mailer puts for `--` (`—`, `–`, `‒`, `―`, `−`).
+fn damage_char(c: char) -> Option<&'static str> {
+    match c {
+        '\0' => Some("a NUL byte"),
+        '\u{fffd}' => Some("bytes that are not UTF-8"),
+        '\u{2012}'..='\u{2015}' | '\u{2212}' => Some("a dash a mailer changed (`—`)"),
+        _ => None,
+    }
+}
+
+/// The rule (a line of `-`, `=` or `+`, with blanks) or the blank line that `text` still is
+/// although one or two characters of it are damaged ([`damage_char`]). Returns what it is and
+/// what was wrong, for the note; `None` for an intact line or any other line. A rule has at
+/// least ten dashes, so no short line of text reads as one.
+pub fn damaged_rule(text: &str) -> Option<String> {
+    let t = text.trim_ascii();
+    let mut why = None;
+    let mut strays = 0;
+    let mut dashes = 0;
+    let mut others = 0;
+    for c in t.chars() {
+        match c {
+            '-' | '=' => dashes += 1,
+            '+' | '|' => others += 1,
+            ' ' | '\t' => {}
+            c => {
+                why = Some(damage_char(c)?);
+                strays += 1;
+            }
+        }
+    }
+    let what = if dashes >= 10 {
+        "a rule"
+    } else if dashes == 0 && others == 0 {
+        "a blank line"
+    } else {
+        return None;
+    };
+    why.filter(|_| strays <= 2)
+        .map(|why| format!("{what} with {why} in it, read as {what}"))
+}
+
+/// Where `text` is a rule (ten dashes or more) joined with another line before or after it,
+/// their newline lost: the byte offset where the second line starts. `None` for a whole rule
+/// and for any other line.
+pub fn rule_joined(text: &str) -> Option<usize> {
+    const RULE: usize = 10;
+    if damaged_rule(text).is_some() {
+        return None; // one rule, damaged
+    }
+    let start = text.len() - text.trim_ascii_start().len();
+    let body = text.trim_ascii();
+    let lead = body
+        .bytes()
+        .take_while(|&b| matches!(b, b'-' | b'='))
+        .count();
+    if lead >= RULE && body.len() > lead {
+        let after = &body[lead..];
+        let rest = after.trim_ascii_start();
+        if !rest
+            .bytes()
+            .all(|b| matches!(b, b'-' | b'=' | b' ' | b'\t'))
+        {
+            return Some(start + lead + (after.len() - rest.len()));
+        }
+    }
+    let tail = body
+        .bytes()
+        .rev()
+        .take_while(|&b| matches!(b, b'-' | b'=' | b' ' | b'\t'))
+        .count();
+    let dashes = body[body.len() - tail..]
+        .bytes()
+        .filter(|&b| matches!(b, b'-' | b'='))
+        .count();
+    let head = body[..body.len() - tail].trim_ascii_end();
+    // The rule starts at its first dash; what comes before it is the other line.
+    let first_dash = body[head.len()..].len() - body[head.len()..].trim_ascii_start().len();
+    (dashes >= RULE && !head.is_empty() && !head.ends_with('+'))
+        .then_some(start + head.len() + first_dash)
+}
+
+/// `text` without the characters that damaged it ([`damage_char`]), and what they were; `None`
+/// when it has none. For lines whose words are known (headers, labels): never for numbers,
+/// where a character taken out may have replaced a digit.
+pub fn without_damage(text: &str) -> Option<(String, &'static str)> {
+    let why = text.chars().find_map(damage_char)?;
+    Some((
+        text.chars().filter(|&c| damage_char(c).is_none()).collect(),
+        why,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn damaged_rules() {
+        let rule = "-".repeat(40);
+        assert_eq!(damaged_rule(&rule), None);
+        assert!(damaged_rule(&format!("{rule}\0{rule}")).is_some_and(|w| w.contains("NUL")));
+        assert!(damaged_rule(" \0 ").is_some_and(|w| w.contains("blank")));
+        assert_eq!(
+            without_damage("Event\0 name"),
+            Some(("Event name".into(), "a NUL byte"))
+        );
+        assert!(damaged_rule(&format!("{rule}—{rule}")).is_some_and(|w| w.contains('—')));
+        assert_eq!(damaged_rule("a—b"), None);
+        assert_eq!(damaged_rule(&format!("{rule} HLT")), None);
+        assert_eq!(damaged_rule("--—--"), None);
+        let joined = format!("With idle halt{rule}");
+        assert_eq!(rule_joined(&joined), Some("With idle halt".len()));
+        let joined = format!("{rule}|  Event name  |  Samples  |");
+        assert_eq!(rule_joined(&joined), Some(rule.len()));
+        assert_eq!(rule_joined(&rule), None);
+        assert_eq!(rule_joined(&format!("{rule}\0{rule}")), None);
+        assert_eq!(rule_joined("HLT 12 -- 3"), None);
     }
 }

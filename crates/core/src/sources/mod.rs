@@ -12,6 +12,7 @@ pub(crate) mod input;
 pub(crate) mod kernel_log;
 pub(crate) mod kvm_stat;
 mod line_reader;
+pub use line_reader::REPAIR_NOTE;
 pub(crate) mod lines;
 pub(crate) mod numbers;
 pub mod perf_data;

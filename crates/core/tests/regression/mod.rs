@@ -2,5 +2,6 @@
 //! guards.
 
 mod bounds;
+mod damaged_lines;
 mod lint;
 mod readers;

@@ -158,6 +158,15 @@ pub fn header(t: &str) -> Option<Layout> {
     }
 }
 
+/// Where a header that has more text after it on its line ends (after `COUNT` or, for the
+/// aarch64 port, `AVG_TIME`); `None` for a header alone and for any other line.
+pub fn header_end(t: &str) -> Option<usize> {
+    ["AVG_TIME", "COUNT"].iter().find_map(|last| {
+        let end = t.find(last)? + last.len();
+        (header(&t[..end]).is_some() && !t[end..].trim_ascii().is_empty()).then_some(end)
+    })
+}
+
 /// One row as printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRow {
@@ -191,6 +200,10 @@ pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
     let (id_words, mut middle) = rest.split_at_checked(layout.ids())?;
     if layout == Layout::TgidTidComm {
         // The thread name (`b'CPU 1/KVM'`) comes before the reason: the reason is the last word.
+        // A number among them is a second row joined to this one, not a thread name.
+        if middle.iter().any(|w| w.parse::<f64>().is_ok()) {
+            return None;
+        }
         middle = middle.get(middle.len().checked_sub(1)?..)?;
     }
     let id_values: Vec<u32> = id_words
@@ -231,8 +244,22 @@ pub fn damage(t: &str, layout: Layout) -> Option<String> {
     // A count or id with a typo in it still has a digit.
     let numeric = |w: &&str| w.bytes().any(|b| b.is_ascii_digit());
     let known = |w: &&str| crate::decode::exit_reason::lookup_name(None, w).is_some();
-    let shaped = words.iter().any(numeric) || words.iter().any(known);
-    if !shaped || words.len() > layout.ids() + 5 {
+    // A name cut short (`EXTERNAL_I`) is no longer a known one.
+    let cut_name = |w: &&str| {
+        is_reason(w)
+            && (w.contains('_')
+                || w.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()))
+    };
+    let shaped = words.iter().any(numeric)
+        || words.iter().any(known)
+        || words.len() <= layout.ids() + 2 && words.iter().any(cut_name);
+    if words.iter().filter(|w| known(w)).count() >= 2 && words.iter().any(numeric) {
+        return Some("two exit reasons on one line (two rows joined?)".into());
+    }
+    // The aarch64 port's thread name has a blank in it (`b'CPU 1/KVM'`).
+    let most = layout.ids() + 5 + usize::from(layout == Layout::TgidTidComm);
+    if !shaped || words.len() > most {
         return None;
     }
     if let Some(why) = crate::sources::unread::damage(t) {
@@ -347,6 +374,12 @@ mod tests {
             Some(("EXIT_REASON_HLT".into(), vec!["G".into()]))
         );
         assert!(row("12 34", Layout::Reason).is_none());
+        let joined = "PID      TID      KVM_EXIT_REASON                     COUNT^C1273551  1273568  EXIT_REASON_HLT                     12";
+        assert_eq!(header_end(joined), joined.find("^C"));
+        assert_eq!(
+            header_end("PID      TID      KVM_EXIT_REASON     COUNT   "),
+            None
+        );
         assert_eq!(
             header("TGID     TID      COMM             KVM_EXIT_REASON  COUNT    AVG_TIME    "),
             Some(Layout::TgidTidComm)
@@ -367,5 +400,8 @@ mod tests {
             ))
         );
         assert!(damage("24919 24938 b'CPU 1/KVM' EC_SYS64 8 x", Layout::TgidTidComm).is_some());
+        let joined = "24919 24938 b'CPU 1/KVM' EC_WFx 143 34780751.4 24919 24938 b'CPU 1/KVM' EC_SYS64 8 8545.0";
+        assert!(row(joined, Layout::TgidTidComm).is_none());
+        assert!(damage(joined, Layout::TgidTidComm).is_some_and(|w| w.contains("two")));
     }
 }

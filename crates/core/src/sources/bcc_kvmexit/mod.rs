@@ -60,6 +60,8 @@ struct Reader {
     current: Option<Run>,
     layout: Option<Layout>,
     book: LineBook,
+    /// The last line read as nothing: the first of header-less rows, damaged, may be it.
+    before: Option<(usize, String)>,
 }
 
 impl Reader {
@@ -71,6 +73,7 @@ impl Reader {
             current: None,
             layout: None,
             book: LineBook::default(),
+            before: None,
         }
     }
 
@@ -101,6 +104,17 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    /// kvmexit's header with the first row glued to it (their newline lost, as a terminal's
+    /// `^C` often does): the row starts after the header's last column name.
+    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
+        let at = layout::header_end(text)?;
+        self.book.repaired(
+            n,
+            "the column header and the first row under it on one line (a newline lost)",
+        );
+        Some(at)
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let t = strip_ctrl_c(text).trim();
         if t.is_empty() {
@@ -141,7 +155,41 @@ impl LineFormat for Reader {
                           `-p` layout)"
                     .into(),
             });
-            self.run(n);
+            // The line just above, damaged, was the first of these rows: read (a stray
+            // character in it aside) or noted.
+            let above = self.before.take().filter(|(m, _)| m + 1 == n);
+            // (A name cut or garbled is no longer a known one, but is still written as one.)
+            let first = above.as_ref().and_then(|(m, text)| {
+                layout::row(text, Layout::Reason)
+                    .filter(|r| {
+                        r.reason
+                            .bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                    })
+                    .map(|r| (*m, r))
+            });
+            match (first, above) {
+                (Some((m, row)), _) => {
+                    self.book.row(m);
+                    self.run(m).add(m, row);
+                }
+                (None, Some((m, text))) => {
+                    let why = layout::damage(&text, Layout::Reason).or_else(|| {
+                        let named = text
+                            .split_ascii_whitespace()
+                            .any(|w| exit_reason::lookup_name(None, w).is_some());
+                        (named || layout::row(&text, Layout::Reason).is_some())
+                            .then(|| "not a row of that layout, though shaped like one".to_string())
+                    });
+                    if let Some(why) = why {
+                        self.book.unreadable(m, &text, &why);
+                    }
+                    self.run(n);
+                }
+                (None, None) => {
+                    self.run(n);
+                }
+            }
         }
         if let Some(current) = &mut self.current {
             if let Some((_, why)) = t.split_once("Exception: ") {
@@ -172,6 +220,7 @@ impl LineFormat for Reader {
         if self.runs.is_empty() && self.current.as_ref().is_none_or(|r| !r.has_rows()) {
             self.book.unrecognised(n, t);
         }
+        self.before = Some((n, t.to_string()));
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {

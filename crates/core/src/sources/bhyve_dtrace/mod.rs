@@ -65,6 +65,9 @@ struct Reader {
     rows: usize,
     sums: Sums,
     book: LineBook,
+    /// The last line that was not read (a damaged header may be it), and the last banner's.
+    unread_line: Option<(usize, String)>,
+    banner_line: Option<usize>,
 }
 
 impl Reader {
@@ -80,6 +83,8 @@ impl Reader {
             rows: 0,
             sums: Sums::default(),
             book: LineBook::default(),
+            unread_line: None,
+            banner_line: None,
         }
     }
 
@@ -128,7 +133,45 @@ impl Reader {
     }
 }
 
+impl Reader {
+    /// Rows of exit codes right after a banner, or right after a line that could not be read:
+    /// the `SVM code  Count` header that opens them is missing or damaged. Noted (on the
+    /// damaged line, or on the first row), and they are read as exit codes.
+    fn header_lost(&mut self, n: usize, t: &str) -> Option<Section> {
+        rows::row(Section::Exits, t).ok()?;
+        let damaged = self.unread_line.take().filter(|(m, _)| m + 1 == n);
+        let at = match &damaged {
+            Some((m, _)) => *m,
+            None if self.banner_line.is_some_and(|b| b + 1 == n) => n,
+            None => return None,
+        };
+        let what = damaged.map_or_else(
+            || "missing".to_string(),
+            |(_, text)| format!("damaged (`{}`)", crate::sources::unread::excerpt(&text)),
+        );
+        self.profile.warnings.push(crate::profile::Note {
+            line: Some(at),
+            message: format!(
+                "the `SVM code  Count` header is {what}: the rows under it are read as exit codes"
+            ),
+        });
+        self.section = Some(Section::Exits);
+        self.section
+    }
+}
+
 impl LineFormat for Reader {
+    /// A banner with the line under it glued to it (their newline lost): split after the
+    /// banner's closing `===`.
+    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
+        let at = rows::banner_end(text)?;
+        self.book.repaired(
+            n,
+            "the banner and the line under it on one line (a newline lost)",
+        );
+        Some(at)
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let t = text.trim();
         if t.is_empty() {
@@ -139,6 +182,7 @@ impl LineFormat for Reader {
                 self.seconds = self.seconds.saturating_add(1);
                 self.last_stamp = Some(stamp.to_string());
                 self.section = None;
+                self.banner_line = Some(n);
                 return;
             }
             Some(Line::Opens(s)) => {
@@ -152,8 +196,9 @@ impl LineFormat for Reader {
             }
             _ => {}
         }
-        let Some(section) = self.section else {
+        let Some(section) = self.section.or_else(|| self.header_lost(n, t)) else {
             self.book.unrecognised(n, t);
+            self.unread_line = Some((n, t.to_string()));
             return;
         };
         match rows::row(section, t) {

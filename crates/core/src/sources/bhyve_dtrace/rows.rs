@@ -59,6 +59,15 @@ pub fn line(t: &str) -> Option<Line<'_>> {
     }
 }
 
+/// Where a banner that has more text after its closing `===` on its line ends.
+pub fn banner_end(t: &str) -> Option<usize> {
+    let start = t.find(BANNER)?;
+    let after = start + BANNER.len();
+    let close = t[after..].find("===")? + after;
+    let end = close + t[close..].bytes().take_while(|&b| b == b'=').count();
+    (!t[end..].trim().is_empty()).then_some(end)
+}
+
 /// Whether `t` is the banner or the exit-code header (what detection looks for).
 pub fn signature(t: &str) -> bool {
     matches!(
@@ -164,6 +173,9 @@ pub fn row(s: Section, t: &str) -> Result<Row, String> {
         }
         Section::Bogus => {
             let w = columns(t, 2, "reason, count")?;
+            if !w[0].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(format!("`{}` is not a reason's name", w[0]));
+            }
             Ok(Row::Bogus {
                 reason: w[0].to_string(),
                 count: count(w[1])?,
@@ -197,6 +209,16 @@ fn npf_access(flags: &str) -> Result<Option<Access>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_banner_joined_with_the_header_ends_after_its_equals_signs() {
+        let banner = "=== Exit summary, one second ending at 2025 Feb 14 23:47:33 ===";
+        assert_eq!(
+            banner_end(&format!("{banner}  SVM code  Count")),
+            Some(banner.len())
+        );
+        assert_eq!(banner_end(banner), None);
+    }
 
     #[test]
     fn rows_of_each_section() {

@@ -131,14 +131,21 @@ pub fn header(line: &str) -> Option<Header> {
     let rest = &line[at..];
     let first = line[..at].trim_ascii();
     if first == "Event name" {
-        let columns = line
+        let cells: Vec<&str> = line
             .split('\t')
             .flat_map(|c| c.split("  "))
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .skip(1)
-            .map(hists_column)
             .collect();
+        let columns: Vec<HistsColumn> = cells.iter().copied().map(hists_column).collect();
+        // A last column name cut short (`Sa`), or `Samples` alone: the header is cut short.
+        if columns.len() < 2
+            || columns.last() == Some(&HistsColumn::Unknown)
+                && cells.last().is_some_and(|c| cut_column(c))
+        {
+            return None;
+        }
         return Some(Header {
             kind: None,
             layout: Layout::Hists { columns },
@@ -202,6 +209,22 @@ pub(super) fn stdio_columns(text: &str) -> StdioColumns {
         columns.push(column);
     }
     columns
+}
+
+/// A cell that is the start of a hists column name, not all of it (`Sa`, `Time (n`).
+fn cut_column(cell: &str) -> bool {
+    let squeezed: String = cell.split_ascii_whitespace().collect();
+    [
+        "Samples",
+        "Sample%",
+        "Time(ns)",
+        "Time%",
+        "MaxTime(ns)",
+        "MinTime(ns)",
+        "MeanTime(ns)",
+    ]
+    .iter()
+    .any(|c| c.len() > squeezed.len() && c.starts_with(squeezed.as_str()))
 }
 
 fn hists_column(cell: &str) -> HistsColumn {
@@ -284,6 +307,11 @@ pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
     let end = rest
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
+    // perf prints ` on VMX` (or SVM) after the code: without it the line may be cut inside
+    // the code, and a damaged code is never read as a shorter one.
+    if !rest[end..].starts_with(" on ") {
+        return None;
+    }
     let code = numbers::count(&rest[..end])?;
     let isa = if rest.contains("on SVM") {
         Some(Isa::Svm)

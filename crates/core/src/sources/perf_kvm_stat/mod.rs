@@ -13,8 +13,11 @@
 //! Reading streams line by line: memory grows with the number of distinct tables and keys,
 //! not with the length of the input.
 
+mod carry;
+mod damaged;
 mod layout;
 mod pasted;
+mod repair;
 mod row;
 mod table;
 
@@ -22,9 +25,9 @@ use std::io::BufRead;
 
 use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
-use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
+use crate::sources::line_reader::{self, LineBook, LineFormat, read_lines};
 use crate::sources::lines::{self};
-use crate::sources::unread::{self, excerpt};
+use crate::sources::unread;
 use layout::Scope;
 use row::Parsed;
 use table::Building;
@@ -81,6 +84,8 @@ struct Reader {
     /// The last line read as prose: the first of header-less rows, damaged, is one.
     prose_before: Option<(usize, String)>,
     last_header: Option<(String, layout::Header)>,
+    /// A line between rows that is neither a row nor a label, until the next line tells.
+    pending: Option<(usize, String)>,
 }
 
 impl Reader {
@@ -102,6 +107,7 @@ impl Reader {
             started: None,
             prose_before: None,
             last_header: None,
+            pending: None,
         }
     }
 
@@ -113,14 +119,39 @@ impl Reader {
     }
 
     /// Prose ends a table with rows, and may label the next one.
+    ///
+    /// Inside a table, a line that is not a label (no `:` at its end) waits for the
+    /// line after it: when that is a row of the table, it was a damaged line inside the table
+    /// (noted, and the table goes on); otherwise it was prose.
     fn prose(&mut self, n: usize, t: &str) {
+        if self.table.is_some() && self.pending.is_none() && !t.trim_ascii_end().ends_with(':') {
+            self.pending = Some((n, t.to_string()));
+            return;
+        }
+        self.prose_now(n, t);
+    }
+
+    /// Prose: it ends a table with rows, and may label the next one.
+    fn prose_now(&mut self, n: usize, t: &str) {
         if self.table.as_ref().is_some_and(|b| !b.rows.is_empty()) {
             self.finish();
         }
         if self.profile.tables.is_empty() && self.table.is_none() {
             self.book.unrecognised(n, t);
         }
-        self.label = pasted::label(t);
+        self.label = match line_reader::without_damage(t) {
+            Some((clean, why)) => {
+                let label = pasted::label(&clean);
+                if let Some(l) = &label {
+                    self.book.repaired(
+                        n,
+                        &format!("the label `{l}` with {why} in it, read without it"),
+                    );
+                }
+                label
+            }
+            None => pasted::label(t),
+        };
         self.prose_before = Some((n, t.to_string()));
     }
 
@@ -139,7 +170,7 @@ impl Reader {
             self.timestamp = Some((t.to_string(), seconds));
         } else if let Some(scope) = layout::scope(t) {
             self.finish();
-            self.scope = Some(scope);
+            self.scope = Some(self.checked_scope(n, t, scope));
         } else if let Some((count, time_ns)) = layout::total(t) {
             let total = PrintedTotal {
                 count,
@@ -186,7 +217,7 @@ impl Reader {
         } else if let Some(header) = self.header(t) {
             self.start_table(n, header.kind, header.layout);
         } else {
-            return false;
+            return self.damaged_structure(n, t);
         }
         true
     }
@@ -216,6 +247,7 @@ impl Reader {
             scope: self.scope.take(),
             timestamp: self.timestamp.take(),
             line: n,
+            header: true,
             rows: Vec::new(),
             total: None,
             elided: false,
@@ -262,7 +294,15 @@ impl Reader {
                 true
             }
             Parsed::Bad(why) => {
-                self.bad_row(n, t, &why);
+                match row::two_rows(t, &b.layout, n) {
+                    Some((first, second)) => {
+                        b.rows.push((first, None));
+                        b.rows.push((second, None));
+                        self.book
+                            .repaired(n, "two rows on one line (a newline lost), read as both");
+                    }
+                    None => self.bad_row(n, t, &why),
+                }
                 true
             }
             Parsed::NotARow => match (row::spread_only(t), b.rows.last_mut()) {
@@ -272,91 +312,38 @@ impl Reader {
                     }
                     true
                 }
+                _ if damaged::fragment(t) => {
+                    self.bad_row(
+                        n,
+                        t,
+                        "the rest of a wrapped row whose start could not be read, or a row \
+                         without its name",
+                    );
+                    true
+                }
                 _ => false,
             },
         }
     }
 
-    /// A started row that the next line did not complete: a one-word line was prose (a label
-    /// such as `Before`), anything longer an unreadable row; the last line of an input cut
-    /// off inside a row is said to be so (and read when only its spread is missing).
-    fn unfinished(&mut self, carry: Carry) {
-        let cut = self.cut == Some(carry.line + usize::from(carry.joins));
-        if cut {
-            self.cut_row(carry);
-        } else if carry.joins == 0 && !carry.text.contains(char::is_whitespace) {
-            self.prose(carry.line, &carry.text);
-        } else {
-            self.bad_row(
-                carry.line,
-                &carry.text,
-                "even joined with the next line, it does not fill the header's columns",
-            );
-        }
-    }
-
-    /// The row the input ends in.
-    fn cut_row(&mut self, carry: Carry) {
-        let Some(b) = &mut self.table else {
-            return;
-        };
-        b.partial = true;
-        let whole = row::without_cut_spread(&carry.text)
-            .map(|text| row::parse(text, &b.layout, carry.line));
-        if let Some(Parsed::Row(r)) = whole {
-            b.rows.push((r, None));
-            self.note(
-                carry.line,
-                "the input ends inside this row's spread `( +- …`: the row is read without it"
-                    .into(),
-            );
-            return;
-        }
-        self.note(
-            carry.line,
-            format!(
-                "the input ends inside this row (cut off?), so it is left out: `{}`",
-                excerpt(&carry.text)
-            ),
-        );
-    }
-
-    /// Joins a wrapped row with its continuation; false when `t` does not continue it.
-    fn join_carry(&mut self, carry: &Carry, t: &str) -> bool {
-        let Some(b) = &mut self.table else {
+    /// A row of a boxed table without its closing `|`: cut short, so its last cell may be
+    /// too. Noted, never read.
+    fn open_boxed_row(&mut self, n: usize, t: &str) -> bool {
+        let Some(b) = &self.table else {
             return false;
         };
-        if matches!(row::parse(t, &b.layout, 0), Parsed::Row(_)) {
-            // A whole row is never the rest of the one above it.
+        if matches!(row::parse(t, &b.layout, n), Parsed::NotARow) {
             return false;
         }
-        let joined = format!("{} {t}", carry.text);
-        match row::parse(&joined, &b.layout, carry.line) {
-            Parsed::Row(r) => {
-                let unknown = if r.key == "UNKNOWN" {
-                    self.unknown.take()
-                } else {
-                    None
-                };
-                b.rows.push((r, unknown));
-                true
-            }
-            Parsed::Incomplete if carry.joins < 2 => {
-                self.carry = Some(Carry {
-                    text: joined,
-                    line: carry.line,
-                    joins: carry.joins + 1,
-                });
-                true
-            }
-            _ => false,
-        }
+        self.bad_row(n, t, "a boxed row without its closing `|` (cut short?)");
+        true
     }
 
     fn finish(&mut self) {
         if let Some(carry) = self.carry.take() {
-            self.unfinished(carry);
+            self.unfinished(carry, None);
         }
+        self.settle_pending(None);
         let Some(b) = self.table.take() else {
             return;
         };
@@ -393,21 +380,54 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
+        if self
+            .last_header
+            .as_ref()
+            .is_some_and(|(h, _)| h == text.trim_ascii())
+        {
+            return None;
+        }
+        let (at, what) = damaged::joined(text)?;
+        self.book.repaired(n, what);
+        Some(at)
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let t = text.trim_ascii();
         let unboxed;
+        let open_box = t.starts_with('|') && !t.ends_with('|');
         let t = if t.starts_with('|') {
             unboxed = pasted::unbox(t);
             unboxed.trim_ascii()
         } else {
             t
         };
+        if open_box && self.carry.is_none() && self.open_boxed_row(n, t) {
+            return;
+        }
+        let filler = line_reader::damaged_rule(t);
+        if let Some(what) = &filler {
+            self.book.repaired(n, what);
+        }
+        let t = if filler.is_some() { "" } else { t };
         if let Some(carry) = self.carry.take() {
             if !t.is_empty() && !structural(t) && self.join_carry(&carry, t) {
                 return;
             }
-            self.unfinished(carry);
+            let rest = !t.is_empty() && damaged::fragment(t);
+            if rest && carry.joins < 2 {
+                // The rest of the row above, damaged: both lines are that row, noted once.
+                let why = format!(
+                    "lines {}–{n}: joined, they do not read as a row of the header's columns",
+                    carry.line
+                );
+                self.bad_row(carry.line, &format!("{} {t}", carry.text), &why);
+                return;
+            }
+            self.unfinished(carry, Some(t));
         }
+        self.settle_pending(Some(t));
         if t.is_empty() || layout::decoration(t) {
             return;
         }
@@ -443,6 +463,9 @@ impl LineFormat for Reader {
                 None => None,
             };
             self.start_table(first.unwrap_or(n), None, layout);
+            if let Some(b) = &mut self.table {
+                b.header = false;
+            }
             if let (Some(m), Some((_, text))) = (first, &above) {
                 self.table_line(m, text);
             }

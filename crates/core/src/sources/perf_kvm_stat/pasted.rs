@@ -125,5 +125,7 @@ pub fn label(t: &str) -> Option<String> {
         .trim()
         .trim_end_matches(':')
         .trim();
-    (!label.is_empty()).then(|| label.chars().take(120).collect())
+    label
+        .contains(|c: char| c.is_alphabetic())
+        .then(|| label.chars().take(120).collect())
 }

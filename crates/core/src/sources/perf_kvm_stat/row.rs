@@ -125,6 +125,34 @@ fn why(text: &str, key: &str, values: &[&str], layout: &Layout) -> String {
     )
 }
 
+/// Longer lines are not searched for two rows.
+const MAX_TWO_ROWS: usize = 512;
+
+/// Two whole rows of `layout` on one line whose newline was lost (`… ( +- 0.61% )IO_INSTRUCTION
+/// 10892 …`): both, when the line splits into two parts that each read as a row, the second
+/// starting with a name. Never a guess: each part reads in full, or there are not two rows.
+pub fn two_rows(text: &str, layout: &Layout, line: usize) -> Option<(RawRow, RawRow)> {
+    if text.len() > MAX_TWO_ROWS {
+        return None;
+    }
+    let starts = text.char_indices().filter(|&(i, c)| {
+        i > 0 && (c.is_ascii_alphabetic() || c == '_') && {
+            let before = text[..i].chars().next_back();
+            before.is_some_and(|b| b.is_ascii_whitespace() || b == ')' || b.is_ascii_digit())
+        }
+    });
+    for (at, _) in starts {
+        let (head, rest) = text.split_at(at);
+        if let (Parsed::Row(a), Parsed::Row(b)) = (
+            parse(head.trim_ascii(), layout, line),
+            parse(rest.trim_ascii(), layout, line),
+        ) {
+            return Some((a, b));
+        }
+    }
+    None
+}
+
 /// A line holding only a spread, `( +- 7.34% )`, as a mailer leaves it after wrapping.
 pub fn spread_only(text: &str) -> Option<f64> {
     let (body, spread, open) = split_spread(text);
@@ -211,7 +239,8 @@ fn stdio(
 }
 
 fn hists(values: &[&str], columns: &[HistsColumn]) -> Option<(u64, TimeStats)> {
-    if values.len() < columns.len() || columns.is_empty() {
+    // More cells than columns: two rows on one line, or a row with stray text in it.
+    if values.len() != columns.len() || columns.is_empty() {
         return None;
     }
     let (mut count, mut total, mut min, mut max, mut mean) = (None, None, None, None, None);
@@ -281,7 +310,7 @@ fn key_shaped(key: &str) -> bool {
 
 /// A first cell that names an exit reason, port, address or MSR the way perf prints them
 /// (`EPT_MISCONFIG`, `0x6e0:W`, `HLT`, `hlt`), and not a word of prose.
-fn name_like(key: &str) -> bool {
+pub fn name_like(key: &str) -> bool {
     key.contains('_')
         || key.starts_with("0x")
         || key.len() >= 3
@@ -386,6 +415,20 @@ mod tests {
         );
         assert_eq!(spread_only("   7.34% )"), None);
         assert_eq!(spread_only(" ( +-   7.34% )"), Some(7.34));
+    }
+
+    #[test]
+    fn two_rows_on_one_line_read_as_both() {
+        let joined = "HLT      15885    19.92%    99.89%      0.63us  17539.26us   8224.34us ( +-   0.61% )IO_INSTRUCTION      10892    13.66%     0.03%      2.14us     47.60us      3.02us ( +-   0.48% )";
+        let rows = two_rows(joined, &modern(), 9).map(|(a, b)| (a.key, a.count, b.key, b.count));
+        assert_eq!(
+            rows,
+            Some(("HLT".into(), 15_885, "IO_INSTRUCTION".into(), 10_892))
+        );
+        assert_eq!(
+            two_rows("HLT 15885 19.92% 99.89% 0.63us 17539.26us", &modern(), 1),
+            None
+        );
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub struct Building {
     /// Live-mode timestamp: the text and seconds since midnight.
     pub timestamp: Option<(String, f64)>,
     pub line: usize,
+    /// Started by a column header (not by rows printed without one).
+    pub header: bool,
     pub rows: Vec<(RawRow, Option<UnknownCode>)>,
     pub total: Option<PrintedTotal>,
     pub elided: bool,
