@@ -11,7 +11,7 @@
 //! keeps its label unless the damaged line holds it — unless a note (not a note of a repair) or
 //! the error names a line of the damaged span: a note may explain a bigger loss. The rows on
 //! the damaged line may be lost or read differently, but then a note names that line too (a
-//! name cut short is the exception: it reads as a shorter name).
+//! name or a count cut short is the exception: it reads as a shorter name or a smaller count).
 //!
 //! Rows carry no line, so "the row is on a damaged line" is decided from the text: the damaged
 //! line (before the damage) holds the row's key. A table without a label may gain one from a
@@ -26,8 +26,9 @@ use virtlens_core::sources::{self, Format, REPAIR_NOTE};
 /// The folders of real text tables (and the lab's recorded `perf kvm stat` and kvm_stat
 /// outputs). Not `kernel-logs`: a kernel log is messages, not a table's rows; a message cut in
 /// half is counted among the lines not about KVM (noted as a count, without its line).
-const FOLDERS: [&str; 6] = [
+const FOLDERS: [&str; 7] = [
     "exit-reports",
+    "virsh",
     "readers",
     "cases",
     "perfmon",
@@ -36,7 +37,7 @@ const FOLDERS: [&str; 6] = [
 ];
 
 /// The formats read line by line (`sources/line_reader.rs`).
-const LINE_FORMATS: [Format; 9] = [
+const LINE_FORMATS: [Format; 10] = [
     Format::PerfKvmStat,
     Format::KvmStat,
     Format::BccKvmexit,
@@ -46,6 +47,7 @@ const LINE_FORMATS: [Format; 9] = [
     Format::QmpStats,
     Format::BhyveDtrace,
     Format::KernelLog,
+    Format::VirshDomstats,
 ];
 
 /// Issue 20: perf-prof, kvm_stat and counter tables still lose rows after a damaged line
@@ -271,7 +273,17 @@ fn check(
                             && (g.1, g.2) == (id.1, id.2)
                             && c.contains(&count)
                     });
-                if !cut_name && !got_rows.get(id).is_some_and(|c| c.contains(&count)) {
+                // Likewise a count cut short where it ends its line (`key=value` formats): it
+                // reads as a smaller count.
+                let cut_count = on_damaged_line
+                    && got_rows.get(id).is_some_and(|c| {
+                        c.iter().any(|g| {
+                            let (g, whole) = (g.to_string(), count.to_string());
+                            g.len() < whole.len() && whole.starts_with(&g)
+                        })
+                    });
+                if !cut_name && !cut_count && !got_rows.get(id).is_some_and(|c| c.contains(&count))
+                {
                     let whose = if on_damaged_line {
                         "its own row"
                     } else {

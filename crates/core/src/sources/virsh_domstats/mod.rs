@@ -83,30 +83,75 @@ enum Stat<'a> {
     Libvirt,
 }
 
-/// The statistic a domstats key names.
+/// libvirt's own groups of `virsh domstats` (not KVM's statistics).
+const LIBVIRT_GROUPS: [&str; 10] = [
+    "state.",
+    "cpu.",
+    "balloon.",
+    "net.",
+    "block.",
+    "dirtyrate.",
+    "iothread.",
+    "perf.",
+    "memory.",
+    "vm.guest_mode",
+];
+
+/// A vCPU's values that libvirt itself reports.
+const LIBVIRT_VCPU: [&str; 5] = ["state", "time", "wait", "delay", "halted"];
+
+/// Whether `name` is spelled as KVM names its statistics (lower case, digits, `_`).
+fn kvm_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The statistic a domstats key names; `None` when the key is damaged.
 fn stat(key: &str) -> Option<Stat<'_>> {
-    let (scope, rest) = if let Some(rest) = key.strip_prefix("vcpu.") {
-        // vcpu.current, vcpu.maximum: libvirt's.
-        let Some((n, rest)) = rest.split_once('.') else {
-            return Some(Stat::Libvirt);
-        };
-        let Ok(n) = n.parse::<u32>() else {
-            return None;
-        };
-        (Some(n), rest)
-    } else if let Some(rest) = key.strip_prefix("vm.") {
-        (None, rest)
-    } else {
+    if LIBVIRT_GROUPS.iter().any(|g| key.starts_with(g)) {
         return Some(Stat::Libvirt);
+    }
+    let (scope, rest) = if let Some(rest) = key.strip_prefix("vcpu.") {
+        if rest == "current" || rest == "maximum" {
+            return Some(Stat::Libvirt);
+        }
+        let (n, rest) = rest.split_once('.')?;
+        let n = n.parse::<u32>().ok()?;
+        if LIBVIRT_VCPU.contains(&rest) {
+            return Some(Stat::Libvirt);
+        }
+        (Some(n), rest)
+    } else {
+        (None, key.strip_prefix("vm.")?)
     };
-    let Some((name, kind)) = rest.rsplit_once('.') else {
-        return Some(Stat::Libvirt); // vcpu.0.state, vcpu.0.time, vcpu.0.wait, vcpu.0.delay
-    };
-    Some(match kind {
-        "sum" if !name.ends_with("_ns") => Stat::Count { name, vcpu: scope },
-        "sum" | "cur" | "max" => Stat::NotACount,
-        _ => Stat::Libvirt,
-    })
+    let (name, kind) = rest.rsplit_once('.')?;
+    if !kvm_name(name) {
+        return None;
+    }
+    match kind {
+        "sum" if !name.ends_with("_ns") => Some(Stat::Count { name, vcpu: scope }),
+        "sum" | "cur" | "max" => Some(Stat::NotACount),
+        _ => None,
+    }
+}
+
+/// Where a line holds two `key=value` pairs joined (a lost newline): the start of the second.
+fn second_pair(text: &str) -> Option<usize> {
+    let t = text.trim_start();
+    let lead = text.len() - t.len();
+    let (first, _) = t.split_once('=')?;
+    if first.contains(char::is_whitespace) {
+        return None;
+    }
+    // The value ends at the first blank; what follows must be a key of its own.
+    let value_end = t.find(char::is_whitespace)?;
+    let next = t[value_end..].trim_start();
+    let key = next.split_once('=')?.0;
+    let joined = (key.starts_with("vcpu.") || key.starts_with("vm.") || stat(key).is_some())
+        && !key.contains(char::is_whitespace);
+    joined.then(|| lead + t.len() - next.len())
 }
 
 impl Reader {
@@ -151,7 +196,8 @@ impl LineFormat for Reader {
             return;
         }
         let Some((key, value)) = t.split_once('=') else {
-            self.book.unrecognised(n, t);
+            self.book
+                .unreadable(n, t, "a line of a domain's statistics without `=`");
             return;
         };
         match stat(key) {
@@ -173,10 +219,21 @@ impl LineFormat for Reader {
             },
             Some(Stat::NotACount) => self.left_out += 1,
             Some(Stat::Libvirt) => {}
-            None => self
-                .book
-                .unreadable(n, t, "a vCPU statistic whose key cannot be read"),
+            None => self.book.unreadable(
+                n,
+                t,
+                "a key that is neither libvirt's nor a KVM statistic's",
+            ),
         }
+    }
+
+    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
+        let at = second_pair(text)?;
+        self.book.repaired(
+            n,
+            "two statistics on one line (a newline lost), read as two",
+        );
+        Some(at)
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
