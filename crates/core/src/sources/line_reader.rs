@@ -20,6 +20,60 @@ pub trait LineFormat {
     /// The profile, once the input ended; `cut` is the last line when the input ended inside
     /// it (no newline after it).
     fn end(self, cut: Option<usize>) -> Result<Profile>;
+
+    /// Whether line `text` would be read whole as it stands (a row under the current header, a
+    /// header, a title, …), without reading it. A format that answers (`SPLITS_JOINED`) gets a
+    /// line that does not read split into two that do (see [`split_joined`]).
+    fn reads(&self, _text: &str) -> bool {
+        true
+    }
+
+    /// Whether [`LineFormat::reads`] is answered, so that joined lines are split.
+    const SPLITS_JOINED: bool = false;
+}
+
+/// The longest line tried as two joined lines (two rows of any of the table formats fit).
+pub const MAX_JOINED: usize = 400;
+
+/// How many lines of one input are tried as two joined lines at most (each try reads every
+/// split point of the line, so a long input of unreadable lines is not tried past this).
+pub const MAX_JOINED_TRIES: usize = 2_000;
+
+/// Where `text`, a line that does not read whole, splits into two lines that both read by
+/// `reads` (the first such point): the two halves, the second cleaned as a line is (it may
+/// start with mail quote marks). Never splits inside a number (between two digits or at its
+/// decimal point), so no number is made up; `None` when no split reads.
+pub fn split_joined(text: &str, reads: impl Fn(&str) -> bool) -> Option<(&str, String)> {
+    if text.len() > MAX_JOINED {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let numeric = |b: u8| b.is_ascii_digit() || b == b'.' || b == b',';
+    let first = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    (first + 1..bytes.len()).find_map(|at| {
+        let (before, after) = (bytes[at - 1], bytes[at]);
+        if !text.is_char_boundary(at)
+            || before.is_ascii_whitespace()
+            || (numeric(before) && numeric(after))
+        {
+            return None;
+        }
+        let (left, right) = text.split_at(at);
+        // Inside a word (`100.00MSR_WRITE`), the part after the split must have no digit:
+        // `2047x9` is a damaged count, not `2047` and a row named `x9`.
+        let word = right
+            .split(|c: char| c.is_ascii_whitespace())
+            .next()
+            .unwrap_or("");
+        if !after.is_ascii_whitespace() && word.bytes().any(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        if right.trim_ascii().is_empty() || !reads(left) {
+            return None;
+        }
+        let right = super::lines::clean(std::borrow::Cow::Borrowed(right)).into_owned();
+        reads(&right).then_some((left, right))
+    })
 }
 
 /// Reads `reader` with `format`; `path` names the input in errors.
@@ -29,10 +83,30 @@ pub fn read_lines<R: BufRead, F: LineFormat>(
     mut format: F,
 ) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
+    let mut joined: Vec<Note> = Vec::new();
+    let mut tries = 0;
     while let Some((n, text)) = lines.next_line()? {
+        if F::SPLITS_JOINED && tries < MAX_JOINED_TRIES && !format.reads(&text) {
+            tries += 1;
+            if let Some((left, right)) = split_joined(&text, |t| format.reads(t)) {
+                joined.push(Note {
+                    line: Some(n),
+                    message: format!(
+                        "two lines joined into one (a lost line break?): read as `{}` and `{}`",
+                        unread::excerpt(left),
+                        unread::excerpt(&right)
+                    ),
+                });
+                format.line(n, left);
+                format.line(n, &right);
+                continue;
+            }
+        }
         format.line(n, &text);
     }
-    format.end(lines.cut_line())
+    let mut profile = format.end(lines.cut_line())?;
+    profile.warnings.extend(joined);
+    Ok(profile)
 }
 
 /// What a reader must account for by the end of the input.
@@ -50,6 +124,7 @@ impl LineBook {
     }
 
     /// Row-shaped line `n` could not be read, for reason `why`: it is left out, and noted.
+    /// (A row that is only partly there, as a name with no numbers, is one too.)
     pub fn unreadable(&mut self, n: usize, text: &str, why: &str) {
         self.unread.row(n, text, why);
     }
