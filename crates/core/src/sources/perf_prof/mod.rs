@@ -83,6 +83,25 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    const SPLITS_JOINED: bool = true;
+
+    fn reads(&self, text: &str) -> bool {
+        let raw = strip_ctrl_c(text).trim();
+        let t = layout::uncomment(raw);
+        t.is_empty()
+            || layout::command(raw).is_some()
+            || layout::stamp(t).is_some()
+            || layout::title(t).is_some()
+            || layout::histogram(t)
+            || layout::rule(t)
+            || layout::header(t).is_some()
+            || lines::elision(t)
+            || self
+                .header
+                .as_ref()
+                .is_some_and(|h| row::row(t, h).is_some())
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let raw = strip_ctrl_c(text).trim();
         if raw.is_empty() {

@@ -37,12 +37,17 @@ pub fn row(t: &str, header: &Header) -> Option<RawRow> {
     }
     let (name, cells) = words.split_at(words.len() - n);
     out.name = name.join(" ");
-    if out.name.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+    // A number in the name is a cell: two rows on one line, or cells shifted by a damaged one.
+    if name.iter().any(|w| is_number(w)) {
         return None;
     }
     for (col, cell) in header.columns.iter().zip(cells) {
         if matches!(col, Column::Gsys | Column::Other) {
-            continue; // `%gsys` is `nan` when every exit took 0 ns
+            // `%gsys` is `nan` when every exit took 0 ns.
+            if !is_number(cell) && !is_nan(cell) {
+                return None;
+            }
+            continue;
         }
         let value = numbers::decimal_scaled(cell, 3)?;
         let time = header.micros.then_some(value);
@@ -59,6 +64,20 @@ pub fn row(t: &str, header: &Header) -> Option<RawRow> {
     Some(out)
 }
 
+/// A cell that is a number as perf-prof prints them (`20747`, `0.734`, `-1.5`).
+fn is_number(w: &str) -> bool {
+    let digits = w.strip_prefix('-').unwrap_or(w);
+    digits.bytes().next().is_some_and(|b| b.is_ascii_digit())
+        && digits.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && digits.bytes().filter(|b| *b == b'.').count() <= 1
+}
+
+/// `nan`, `-nan`, `inf` as printf writes them.
+fn is_nan(w: &str) -> bool {
+    let w = w.trim_start_matches(['-', '+']).to_ascii_lowercase();
+    w == "nan" || w == "inf"
+}
+
 /// Why a line with a row's shape (a name, then about as many numbers as the header has
 /// columns) cannot be read as a row under `header`; `None` when it is not row-shaped.
 pub fn damage(t: &str, header: &Header) -> Option<String> {
@@ -66,7 +85,12 @@ pub fn damage(t: &str, header: &Header) -> Option<String> {
     let n = header.columns.len();
     let numeric = |w: &&str| w.bytes().next().is_some_and(|b| b.is_ascii_digit());
     let digits = words.iter().filter(|w| numeric(w)).count();
-    if digits < 2 || digits + 2 < n || words.len() > n + 3 {
+    // A row cut short: a name, then numbers only, fewer than the header's columns.
+    let cut = words.len() >= 2
+        && words.len() <= n
+        && !words.first().is_some_and(numeric)
+        && words.iter().skip(1).all(numeric);
+    if !cut && (digits < 2 || digits + 2 < n || words.len() > 2 * n + 3) {
         return None;
     }
     if let Some(why) = crate::sources::unread::damage(t) {
@@ -74,13 +98,28 @@ pub fn damage(t: &str, header: &Header) -> Option<String> {
     }
     if words.len() <= n {
         return Some(format!(
-            "{} cells where the header names an exit reason and {n} columns",
+            "{} cells where the header names an exit reason and {n} columns (cut short?)",
             words.len()
         ));
     }
     let cells = &words[words.len() - n..];
+    let name = &words[..words.len() - n];
+    if let Some(cell) = name.iter().find(|w| is_number(w)) {
+        return Some(format!(
+            "`{cell}` is a number where the exit reason's name should be (two rows on one \
+             line, or a cell missing or damaged)"
+        ));
+    }
+    if let Some(cell) = name.iter().skip(1).find(|w| numeric(w)) {
+        return Some(format!(
+            "`{cell}` is not a number of the row, nor part of an exit reason's name"
+        ));
+    }
     for (col, cell) in header.columns.iter().zip(cells) {
         if matches!(col, Column::Gsys | Column::Other) {
+            if !is_number(cell) && !is_nan(cell) {
+                return Some(format!("`{cell}` is not a number"));
+            }
             continue;
         }
         if *col == Column::Calls && numbers::count(cell).is_none() {
