@@ -347,6 +347,43 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    const SPLITS_JOINED: bool = true;
+
+    fn reads(&self, text: &str) -> bool {
+        let raw = strip_ctrl_c(text);
+        let t = raw.trim();
+        let data = |t: &str| log::plain_data(t).is_some();
+        if matches!(self.current, Current::Board(_)) && screen::cut_row(t).is_some() {
+            return false;
+        }
+        if t.is_empty()
+            || command(t).is_some()
+            || screen::title(t).is_some()
+            || log::csv_banner(t).is_some()
+            || screen::header(raw).is_some()
+            || log::plain_banner(t).is_some()
+            || lines::elision(t)
+            || (self.pending.is_some() && data(t))
+        {
+            return true;
+        }
+        match &self.current {
+            Current::Log(l) if l.csv => log::csv_data(t).is_some(),
+            Current::Log(_) => data(t),
+            Current::Board(b) => {
+                screen::filter(t).is_some()
+                    || screen::status(t).is_some()
+                    || screen::row(raw, b.columns(), b.run.by_guest)
+                        .is_some_and(|r| r.strays.is_empty())
+            }
+            Current::None => {
+                screen::row(raw, Columns::TotalRate, false)
+                    .is_some_and(|r| r.strays.is_empty() && names::is_known(&r.name))
+                    || headerless::bare_screen_row(raw).is_some()
+            }
+        }
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let raw = strip_ctrl_c(text);
         let t = raw.trim();
@@ -396,6 +433,11 @@ impl LineFormat for Reader {
             return;
         }
         if self.header(n, raw) {
+            return;
+        }
+        if let (Current::Board(_), Some(why)) = (&self.current, screen::cut_row(t)) {
+            self.mark_partial();
+            self.book.unreadable(n, t, why);
             return;
         }
         if let Some(fields) = log::plain_banner(t) {

@@ -183,11 +183,17 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
             // A number after the name that did not read as one (`2047x9`) is a damaged cell.
             return None;
         }
-        let strays = words
+        let strays: Vec<String> = words
             .iter()
             .filter(|w| **w != name)
             .map(|w| (*w).to_string())
             .collect();
+        if !strays.is_empty() && (nums.len() < max || strays.iter().any(|w| num(w).is_some())) {
+            // A cell short and text beside the name: the text is a damaged cell, and the
+            // numbers would be read in the wrong columns. A number beside the name is a cell
+            // of another row (two rows on one line).
+            return None;
+        }
         (name.to_string(), strays)
     };
     if name.is_empty() {
@@ -225,6 +231,15 @@ pub fn damage(raw: &str) -> Option<String> {
     if !toks.iter().any(|w| super::names::is_field(w)) {
         return Some(format!("`{first}` is not a counter name"));
     }
+    if let Some(bad) = rest
+        .iter()
+        .take_while(|w| !numeric(w))
+        .find(|w| !super::names::is_field(w))
+    {
+        return Some(format!(
+            "`{bad}` where a count was expected (the numbers after it would shift columns)"
+        ));
+    }
     let numbers = rest.iter().skip_while(|w| !numeric(w));
     if let Some(bad) = numbers.clone().find(|w| num(w).is_none()) {
         return Some(crate::sources::unread::not_a_count(bad));
@@ -236,6 +251,15 @@ pub fn damage(raw: &str) -> Option<String> {
         return Some(format!("the count `{big}` is larger than 2^64−1"));
     }
     Some("its numbers do not fit the columns of the header".into())
+}
+
+/// Why `t`, inside a screen or listing, is a row cut short: a known counter's name alone,
+/// without its numbers.
+pub fn cut_row(t: &str) -> Option<&'static str> {
+    let mut toks = t.split_ascii_whitespace();
+    let name = toks.next()?;
+    (toks.next().is_none() && super::names::is_field(name) && super::names::is_known(name))
+        .then_some("a counter's name without its numbers (the row cut short?)")
 }
 
 /// A status line of the TUI, and what it means for the screen.
