@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::profile::{
     CounterLog, CounterPath, CounterTool, LogHeader, Note, Origin, Profile, Series, Stats,
 };
+use crate::sources::line_reader::LineBook;
 use crate::sources::lines::Lines;
 use crate::sources::perfmon_csv::path;
 
@@ -135,6 +136,35 @@ fn counter_row(l: &str) -> Option<(&str, Vec<&str>)> {
     Some((l[..cut].trim(), toks[toks.len() - k..].to_vec()))
 }
 
+/// The cells of a line: split by tabs or by two or more spaces.
+fn split_cells(l: &str) -> Vec<&str> {
+    l.split('\t')
+        .flat_map(|p| p.split("  "))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Why line `l` under an object line with `instances` instance columns is a counter row that
+/// cannot be read (`None` when it is not row-shaped: then it starts a new block). A row is
+/// indented deeper than the object line (`deeper`) or named like a counter, and has no more
+/// cells than the block has columns; reading it as an object line would file every row after
+/// it under the wrong object and instance.
+fn unread_row(l: &str, deeper: bool, instances: usize) -> Option<String> {
+    let cells = split_cells(l);
+    let (name, values) = cells.split_first()?;
+    if !(deeper || counter_like(name)) || values.len() > instances.max(1) {
+        return None;
+    }
+    match values.iter().find(|v| !is_number_token(v)) {
+        Some(bad) => Some(format!("`{bad}` is not a number")),
+        None if values.is_empty() => {
+            Some("a counter's name without its value (the row cut short?)".into())
+        }
+        None => None,
+    }
+}
+
 /// Which character is the decimal mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Decimal {
@@ -191,6 +221,9 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
     let mut cells: Vec<Cell> = Vec::new();
     let mut host: Option<String> = None;
     let mut block: Option<(String, Vec<String>)> = None;
+    // The indentation of the object line: rows sit deeper.
+    let mut block_indent = 0;
+    let mut book = LineBook::default();
     let mut pending: Option<CounterPath> = None;
     let mut first_other: Option<(usize, String)> = None;
     let mut notes = Vec::new();
@@ -244,15 +277,23 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
                 continue;
             };
             if !instances.is_empty() && values.len() != instances.len() {
-                notes.push(Note {
-                    line: Some(n),
-                    message: format!(
-                        "`{counter}` has {} value(s) for {} instance column(s); read in order",
+                // Which value belongs to which instance is not known: never guessed.
+                let why = match split_cells(counter)
+                    .iter()
+                    .skip(1)
+                    .find(|c| !is_number_token(c))
+                {
+                    Some(bad) => format!("`{bad}` is not a number"),
+                    None => format!(
+                        "{} value(s) for {} instance column(s)",
                         values.len(),
                         instances.len()
                     ),
-                });
+                };
+                book.unreadable(n, l, &why);
+                continue;
             }
+            book.row(n);
             for (i, v) in values.iter().enumerate() {
                 cells.push(Cell {
                     path: CounterPath {
@@ -267,17 +308,22 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
             }
             continue;
         }
-        let parts: Vec<String> = l
-            .split('\t')
-            .flat_map(|p| p.split("  "))
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect();
+        let indent = raw.len() - raw.trim_start().len();
+        if let Some((_, instances)) = &block
+            && let Some(why) = unread_row(l, indent > block_indent, instances.len())
+        {
+            book.unreadable(n, l, &why);
+            continue;
+        }
+        let parts: Vec<String> = split_cells(l).into_iter().map(str::to_string).collect();
         if let Some((object, instances)) = parts.split_first() {
             block = Some((object.clone(), instances.to_vec()));
+            block_indent = indent;
         }
     }
+    // Noted; a table of one sample has no partial mark.
+    book.last_row_cut(lines.cut_line(), &mut notes);
+    book.note_unread(lines.cut_line(), &mut notes);
     if cells.is_empty() {
         return Err(Error::nothing_found(
             name,
