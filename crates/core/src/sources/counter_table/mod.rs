@@ -147,13 +147,12 @@ fn split_cells(l: &str) -> Vec<&str> {
 
 /// Why line `l` under an object line with `instances` instance columns is a counter row that
 /// cannot be read (`None` when it is not row-shaped: then it starts a new block). A row is
-/// indented deeper than the object line (`deeper`) or named like a counter, and has no more
-/// cells than the block has columns; reading it as an object line would file every row after
-/// it under the wrong object and instance.
-fn unread_row(l: &str, deeper: bool, instances: usize) -> Option<String> {
+/// indented deeper than the object line (`deeper`) or named like a counter; reading it as an
+/// object line would file every row after it under the wrong object and instances.
+fn unread_row(l: &str, deeper: bool) -> Option<String> {
     let cells = split_cells(l);
     let (name, values) = cells.split_first()?;
-    if !(deeper || counter_like(name)) || values.len() > instances.max(1) {
+    if !(deeper || counter_like(name)) {
         return None;
     }
     match values.iter().find(|v| !is_number_token(v)) {
@@ -309,8 +308,8 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
             continue;
         }
         let indent = raw.len() - raw.trim_start().len();
-        if let Some((_, instances)) = &block
-            && let Some(why) = unread_row(l, indent > block_indent, instances.len())
+        if block.is_some()
+            && let Some(why) = unread_row(l, indent > block_indent)
         {
             book.unreadable(n, l, &why);
             continue;
