@@ -149,10 +149,13 @@ fn counted_rows() -> Vec<(Format, &'static str, Vec<usize>)> {
         .collect()
 }
 
+/// Two rows in a row: the line of the first (0-based) and the count of each.
+type Pair = (usize, u64, u64);
+
 /// Real samples of the readers that split joined lines (kvm_stat, perf-prof), with the lines of
 /// two rows in a row and the count of each (kvm_stat's total and perf-prof's calls: the first
 /// number after the name).
-fn joinable_rows() -> Vec<(Format, &'static str, Vec<(usize, u64, u64)>)> {
+fn joinable_rows() -> Vec<(Format, &'static str, Vec<Pair>)> {
     let reliability: [(Format, &'static str); 3] = [
         (
             Format::KvmStat,
@@ -194,7 +197,7 @@ fn joinable_rows() -> Vec<(Format, &'static str, Vec<(usize, u64, u64)>)> {
                 .collect();
             (format, text, pairs)
         })
-        .filter(|(_, _, pairs): &(Format, &str, Vec<(usize, u64, u64)>)| !pairs.is_empty())
+        .filter(|(_, _, pairs): &(Format, &str, Vec<Pair>)| !pairs.is_empty())
         .collect()
 }
 
