@@ -28,16 +28,23 @@ pub trait LineFormat {
         true
     }
 
+    /// Whether a line that does not read could be two joined lines here: inside a table or
+    /// screen, not in the text around one (so that prose is not tried).
+    fn inside(&self) -> bool {
+        true
+    }
+
     /// Whether [`LineFormat::reads`] is answered, so that joined lines are split.
     const SPLITS_JOINED: bool = false;
 }
 
 /// The longest line tried as two joined lines (two rows of any of the table formats fit).
-pub const MAX_JOINED: usize = 400;
+pub const MAX_JOINED: usize = 320;
 
-/// How many lines of one input are tried as two joined lines at most (each try reads every
-/// split point of the line, so a long input of unreadable lines is not tried past this).
-pub const MAX_JOINED_TRIES: usize = 2_000;
+/// How many halves of lines one input may have read while looking for joined lines (a try
+/// reads the halves at every split point of a line): past this, no more lines are tried, so an
+/// input of many unreadable lines costs at most this many short reads more.
+pub const MAX_JOINED_READS: usize = 40_000;
 
 /// Where `text`, a line that does not read whole, splits into two lines that both read by
 /// `reads` (the first such point): the two halves, the second cleaned as a line is (it may
@@ -84,11 +91,19 @@ pub fn read_lines<R: BufRead, F: LineFormat>(
 ) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
     let mut joined: Vec<Note> = Vec::new();
-    let mut tries = 0;
+    let spent = std::cell::Cell::new(0usize);
     while let Some((n, text)) = lines.next_line()? {
-        if F::SPLITS_JOINED && tries < MAX_JOINED_TRIES && !format.reads(&text) {
-            tries += 1;
-            if let Some((left, right)) = split_joined(&text, |t| format.reads(t)) {
+        if F::SPLITS_JOINED
+            && spent.get() < MAX_JOINED_READS
+            && text.len() <= MAX_JOINED
+            && format.inside()
+            && !format.reads(&text)
+        {
+            let reads = |t: &str| {
+                spent.set(spent.get() + 1);
+                format.reads(t)
+            };
+            if let Some((left, right)) = split_joined(&text, reads) {
                 joined.push(Note {
                     line: Some(n),
                     message: format!(

@@ -346,8 +346,22 @@ impl Reader {
     }
 }
 
+/// Whether `t` is a `-l` banner ([`log::plain_banner`] without building it).
+fn banner(t: &str) -> bool {
+    let mut words = t.split_ascii_whitespace();
+    let mut known = false;
+    words.all(|w| {
+        known |= names::is_known(w);
+        names::is_field(w)
+    }) && known
+}
+
 impl LineFormat for Reader {
     const SPLITS_JOINED: bool = true;
+
+    fn inside(&self) -> bool {
+        !matches!(self.current, Current::None) || self.pending.is_some()
+    }
 
     fn reads(&self, text: &str) -> bool {
         let raw = strip_ctrl_c(text);
@@ -361,7 +375,7 @@ impl LineFormat for Reader {
             || screen::title(t).is_some()
             || log::csv_banner(t).is_some()
             || screen::header(raw).is_some()
-            || log::plain_banner(t).is_some()
+            || banner(t)
             || lines::elision(t)
             || (self.pending.is_some() && data(t))
         {

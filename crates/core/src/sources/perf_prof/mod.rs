@@ -85,6 +85,10 @@ impl Reader {
 impl LineFormat for Reader {
     const SPLITS_JOINED: bool = true;
 
+    fn inside(&self) -> bool {
+        self.current.is_some() || self.header.is_some()
+    }
+
     fn reads(&self, text: &str) -> bool {
         let raw = strip_ctrl_c(text).trim();
         let t = layout::uncomment(raw);
