@@ -15,6 +15,10 @@
 //! column; a full counter path carries its value on the same line or the next one (what
 //! `Get-Counter` prints). Numbers may use thousands separators; whether `,` or `.` is the
 //! decimal mark is decided for the whole table from the numbers that are unambiguous.
+//!
+//! A counter row that cannot be read (a value that is not a number, no value, or values that do
+//! not match the instance columns) is left out and noted with its line ([`LineBook`]); it never
+//! starts a block, so the rows after it keep their object and instances.
 
 use std::io::BufRead;
 

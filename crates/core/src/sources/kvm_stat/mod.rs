@@ -12,10 +12,11 @@
 //! their own). Logs sum their intervals and
 //! carry the window their timestamps span, so rates follow from counts.
 //!
-//! A line with a row's shape that cannot be read (a screen row whose numbers are damaged, a log
-//! line whose values are not integers) is noted with its line and the reason; elisions, a last
-//! line the input may have cut off, and rows missing against a printed total mark the tables
-//! partial.
+//! A line with a row's shape that cannot be read (a screen row whose numbers are damaged or
+//! that is cut after its name, a log line whose values are not integers) is noted with its line
+//! and the reason; elisions, a last line the input may have cut off, and rows missing against a
+//! printed total mark the tables partial. Two rows on one line (mail quote marks and all) are
+//! split by the line driver and both read, with a note.
 //!
 //! Reading streams line by line; memory grows with the number of runs and fields only.
 

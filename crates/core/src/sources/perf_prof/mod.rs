@@ -9,8 +9,10 @@
 //! table: its intervals summed, with the window they cover. See [`table`] for what is kept of
 //! `avg`, `p99` and `%gsys`.
 //!
-//! A row-shaped line that cannot be read is noted with its line and the reason; elisions and a
-//! last row the input may have cut off mark the table partial.
+//! A row-shaped line that cannot be read (a cell damaged, the row cut short, a number where the
+//! name should be) is noted with its line and the reason; elisions and a last row the input may
+//! have cut off mark the table partial. A line that holds two lines joined (rows glued together,
+//! the title glued to the header) is split by the line driver and both read, with a note.
 //!
 //! Reading streams line by line; memory grows with the number of runs and exit reasons only.
 
