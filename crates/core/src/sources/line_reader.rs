@@ -138,6 +138,11 @@ impl LineBook {
         self.last_row = Some(n);
     }
 
+    /// The line of the last row read.
+    pub fn last_row(&self) -> Option<usize> {
+        self.last_row
+    }
+
     /// Row-shaped line `n` could not be read, for reason `why`: it is left out, and noted.
     /// (A row that is only partly there, as a name with no numbers, is one too.)
     pub fn unreadable(&mut self, n: usize, text: &str, why: &str) {

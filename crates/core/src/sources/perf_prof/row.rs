@@ -38,7 +38,7 @@ pub fn row(t: &str, header: &Header) -> Option<RawRow> {
     let (name, cells) = words.split_at(words.len() - n);
     out.name = name.join(" ");
     // A number in the name is a cell: two rows on one line, or cells shifted by a damaged one.
-    if name.iter().any(|w| is_number(w)) {
+    if name.iter().any(|w| is_number(w) || !name_word(w)) {
         return None;
     }
     for (col, cell) in header.columns.iter().zip(cells) {
@@ -70,6 +70,33 @@ fn is_number(w: &str) -> bool {
     digits.bytes().next().is_some_and(|b| b.is_ascii_digit())
         && digits.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && digits.bytes().filter(|b| *b == b'.').count() <= 1
+}
+
+/// A word of an exit reason's name as perf-prof prints them (`HLT`, `EXIT_NPF`, `0x4b`,
+/// `unknown(77)`): letters, digits and `_().:/-`, starting with a letter or a digit.
+pub fn name_word(w: &str) -> bool {
+    w.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && w.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'(' | b')' | b'.' | b':' | b'/' | b'-')
+        })
+}
+
+/// Why `t`, the line after a row, is a row cut short after its name: one word that can be an
+/// exit reason's name and nothing else.
+pub fn cut_after_name(t: &str) -> Option<&'static str> {
+    let mut words = t.split_ascii_whitespace();
+    let name = words.next()?;
+    (words.next().is_none() && name_word(name) && !is_number(name))
+        .then_some("an exit reason's name without its numbers (the row cut short?)")
+}
+
+/// Whether `t` has a row's shape whatever the header: a name, then two or more numbers.
+pub fn row_shaped(t: &str) -> bool {
+    let words: Vec<&str> = t.split_ascii_whitespace().collect();
+    let numbers = words.iter().filter(|w| is_number(w)).count();
+    words.first().is_some_and(|w| name_word(w) && !is_number(w))
+        && numbers >= 2
+        && numbers + 1 >= words.len()
 }
 
 /// `nan`, `-nan`, `inf` as printf writes them.
@@ -109,6 +136,9 @@ pub fn damage(t: &str, header: &Header) -> Option<String> {
             "`{cell}` is a number where the exit reason's name should be (two rows on one \
              line, or a cell missing or damaged)"
         ));
+    }
+    if let Some(word) = name.iter().find(|w| !name_word(w)) {
+        return Some(format!("`{word}` is not part of an exit reason's name"));
     }
     if let Some(cell) = name.iter().skip(1).find(|w| numeric(w)) {
         return Some(format!(
