@@ -151,6 +151,8 @@ struct Reader {
     blank_before: bool,
     /// The last line not recognised: the first row of a header-less block, when damaged.
     unrecognised_before: Option<(usize, String)>,
+    /// The line of the last column header: a name alone right under it is a row cut short.
+    header_line: usize,
 }
 
 impl Reader {
@@ -166,6 +168,7 @@ impl Reader {
             book: LineBook::default(),
             blank_before: false,
             unrecognised_before: None,
+            header_line: 0,
         }
     }
 
@@ -235,6 +238,7 @@ impl Reader {
         let Some(h) = screen::header(raw) else {
             return false;
         };
+        self.header_line = n;
         match &mut self.current {
             Current::Board(b)
                 if b.run.kind == RunKind::Screen && !b.has_header() && !b.has_rows() =>
@@ -272,7 +276,14 @@ impl Reader {
     fn finish(&mut self) {
         match std::mem::replace(&mut self.current, Current::None) {
             Current::None => {}
-            Current::Board(b) => {
+            Current::Board(mut b) => {
+                for (line, text) in b.take_cut_rows() {
+                    self.book.unreadable(
+                        line,
+                        &text,
+                        "one number where the other rows have two (the row cut short?)",
+                    );
+                }
                 if let Some((pid, name)) = &b.guest {
                     self.profile.origin.vm_names.insert(*pid, name.clone());
                 }
@@ -368,7 +379,7 @@ impl LineFormat for Reader {
         let raw = strip_ctrl_c(text);
         let t = raw.trim();
         let data = |t: &str| log::plain_data(t).is_some();
-        if matches!(self.current, Current::Board(_)) && screen::cut_row(t).is_some() {
+        if matches!(self.current, Current::Board(_)) && screen::cut_row(t, false).is_some() {
             return false;
         }
         if t.is_empty()
@@ -450,7 +461,10 @@ impl LineFormat for Reader {
         if self.header(n, raw) {
             return;
         }
-        if let (Current::Board(_), Some(why)) = (&self.current, screen::cut_row(t)) {
+        let above = n.saturating_sub(1);
+        let after_row =
+            (self.book.last_row() == Some(above) || self.header_line == above) && !after_blank;
+        if let (Current::Board(_), Some(why)) = (&self.current, screen::cut_row(t, after_row)) {
             self.mark_partial();
             self.book.unreadable(n, t, why);
             return;

@@ -253,12 +253,13 @@ pub fn damage(raw: &str) -> Option<String> {
     Some("its numbers do not fit the columns of the header".into())
 }
 
-/// Why `t`, inside a screen or listing, is a row cut short: a known counter's name alone,
-/// without its numbers.
-pub fn cut_row(t: &str) -> Option<&'static str> {
+/// Why `t`, inside a screen or listing, is a row cut short: a counter's name alone, without
+/// its numbers (a known counter's, or any name on the line right after a row, `after_row`).
+pub fn cut_row(t: &str, after_row: bool) -> Option<&'static str> {
     let mut toks = t.split_ascii_whitespace();
     let name = toks.next()?;
-    (toks.next().is_none() && super::names::is_field(name) && super::names::is_known(name))
+    let named = after_row || super::names::is_known(name);
+    (toks.next().is_none() && super::names::is_field(name) && named)
         .then_some("a counter's name without its numbers (the row cut short?)")
 }
 
