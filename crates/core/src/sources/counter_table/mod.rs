@@ -149,6 +149,40 @@ fn split_cells(l: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The counter rows of line `l` when it holds whole rows one after the other (a name named like
+/// a counter, then `width` numbers, again and again), as two rows whose line break was lost do.
+fn tile(l: &str, width: usize) -> Option<Vec<(&str, Vec<&str>)>> {
+    // A value glued to the next row's name (`20.216Total Intercepts/sec`) is two cells.
+    let cells: Vec<&str> = split_cells(l)
+        .into_iter()
+        .flat_map(|c| {
+            let end = c
+                .find(|ch: char| !(ch.is_ascii_digit() || matches!(ch, ',' | '.' | '-')))
+                .unwrap_or(c.len());
+            match c.split_at(end) {
+                (v, rest)
+                    if rest.starts_with(|ch: char| !ch.is_whitespace()) && is_number_token(v) =>
+                {
+                    vec![v, rest]
+                }
+                _ => vec![c],
+            }
+        })
+        .collect();
+    let mut rows = Vec::new();
+    let mut rest = cells.as_slice();
+    while let Some((name, after)) = rest.split_first() {
+        let values = after.get(..width)?;
+        // Only names of counters: a damaged row must not tile into rows of made-up names.
+        if !counter_like(name) || !values.iter().all(|v| is_number_token(v)) {
+            return None;
+        }
+        rows.push((*name, values.to_vec()));
+        rest = &after[width..];
+    }
+    Some(rows)
+}
+
 /// Why line `l` under an object line with `instances` instance columns is a counter row that
 /// cannot be read (`None` when it is not row-shaped: then it starts a new block). A row is
 /// indented deeper than the object line (`deeper`) or named like a counter; reading it as an
@@ -203,6 +237,19 @@ fn number(t: &str, decimal: Decimal) -> Option<f64> {
         Decimal::Point => (',', '.'),
         Decimal::Comma => ('.', ','),
     };
+    // Thousands groups of three digits, none after the decimal mark: `9,21` is a number cut
+    // short (`9,214,942`), not 921.
+    let (whole, fraction) = t.split_once(mark).unwrap_or((t, ""));
+    if fraction.contains(group) {
+        return None;
+    }
+    if whole.contains(group) {
+        let mut groups = whole.trim_start_matches('-').split(group);
+        let first = groups.next().is_some_and(|g| (1..=3).contains(&g.len()));
+        if !first || groups.any(|g| g.len() != 3) {
+            return None;
+        }
+    }
     let clean: String = t
         .chars()
         .filter(|&c| c != group)
@@ -279,7 +326,26 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
                 first_other.get_or_insert((n, l.chars().take(80).collect()));
                 continue;
             };
-            if !instances.is_empty() && values.len() != instances.len() {
+            let joined = tile(l, instances.len().max(1)).filter(|rows| rows.len() > 1);
+            let rows = if let Some(rows) = joined {
+                notes.push(Note {
+                    line: Some(n),
+                    message: format!(
+                        "{} counter rows joined into one line (a lost line break?): read as {}",
+                        rows.len(),
+                        rows.iter()
+                            .map(|(c, _)| format!("`{c}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+                rows
+            } else if let Some(cell) = counter.split_whitespace().find(|c| is_number_token(c)) {
+                // A number among the name's cells: a cell of another row, or a damaged one.
+                let why = format!("`{cell}` is a number inside the counter's name");
+                book.unreadable(n, l, &why);
+                continue;
+            } else if !instances.is_empty() && values.len() != instances.len() {
                 // Which value belongs to which instance is not known: never guessed.
                 let why = match split_cells(counter)
                     .iter()
@@ -295,19 +361,23 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
                 };
                 book.unreadable(n, l, &why);
                 continue;
-            }
+            } else {
+                vec![(counter, values)]
+            };
             book.row(n);
-            for (i, v) in values.iter().enumerate() {
-                cells.push(Cell {
-                    path: CounterPath {
-                        host: host.clone(),
-                        object: object.clone(),
-                        instance: instances.get(i).cloned(),
-                        counter: counter.to_string(),
-                    },
-                    text: (*v).to_string(),
-                    line: n,
-                });
+            for (counter, values) in rows {
+                for (i, v) in values.iter().enumerate() {
+                    cells.push(Cell {
+                        path: CounterPath {
+                            host: host.clone(),
+                            object: object.clone(),
+                            instance: instances.get(i).cloned(),
+                            counter: counter.to_string(),
+                        },
+                        text: (*v).to_string(),
+                        line: n,
+                    });
+                }
             }
             continue;
         }
