@@ -10,10 +10,36 @@ use std::collections::BTreeMap;
 use virtlens_core::profile::Profile;
 use virtlens_core::sources;
 
-fn read(name: &str) -> Profile {
+fn bytes(name: &str) -> Vec<u8> {
     let path = virtlens_testkit::testdata(&format!("reliability/{name}"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    sources::read_bytes(&bytes, name, None).unwrap_or_else(|e| panic!("{name}: {e}"))
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn read(name: &str) -> Profile {
+    read_bytes(&bytes(name), name)
+}
+
+fn read_bytes(bytes: &[u8], name: &str) -> Profile {
+    sources::read_bytes(bytes, name, None).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// `intact`'s file with line `n` (1-based) replaced by `with` (joined to the next line when
+/// `with` ends in no newline and `join`).
+fn damaged(intact: &str, n: usize, with: &str, join: bool) -> Vec<u8> {
+    let text = String::from_utf8(bytes(intact)).unwrap();
+    let mut out = String::new();
+    for (i, l) in text.lines().enumerate() {
+        if i + 1 == n {
+            out.push_str(with);
+            if !join {
+                out.push('\n');
+            }
+        } else {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out.into_bytes()
 }
 
 /// Every count of the profile: (table kind and label, row key) for tables, (`counters`, path)
@@ -55,7 +81,18 @@ fn noted(p: &Profile, line: usize, what: &str) -> bool {
 /// `damaged` read against `intact`: the rows whose key contains one of `lost` may differ (and
 /// then a note names `line`); every other row is identical, and no row is new.
 fn compare(intact: &str, damaged: &str, line: usize, lost: &[&str]) -> (Profile, Profile) {
-    let (a, b) = (read(intact), read(damaged));
+    compare_with(intact, read(damaged), damaged, line, lost)
+}
+
+/// As [`compare`], for a damaged profile `b` already read.
+fn compare_with(
+    intact: &str,
+    b: Profile,
+    damaged: &str,
+    line: usize,
+    lost: &[&str],
+) -> (Profile, Profile) {
+    let a = read(intact);
     let (ca, cb) = (counts(&a), counts(&b));
     assert!(!ca.is_empty(), "{intact}: nothing read");
     for (key, count) in &cb {
@@ -196,4 +233,100 @@ fn d12_counter_table_garbled_value_keeps_object_and_instances() {
         s.path.instance.as_deref() == Some("_Total")
             && s.path.object == "Hyper-V Hypervisor Virtual Processor"
     }));
+}
+
+// Beyond the campaign's files: the same damage classes on other lines of the intact files.
+
+const PERF_PROF: &str = "D0-perf-prof-intact.txt";
+const KVM_STAT: &str = "D0-kvm_stat-intact.txt";
+const COUNTERS: &str = "D0-counter-table-intact.txt";
+const HEADER: &str =
+    "exit_reason             calls        total(us)   min(us)   avg(us)      max(us)  %gsys";
+
+#[test]
+fn perf_prof_damaged_header_reads_its_rows_in_the_columns_of_the_one_before() {
+    for with in [
+        HEADER.replacen("exit_reason", "x#!", 1),
+        HEADER[..30].to_string(),
+    ] {
+        let b = read_bytes(&damaged(PERF_PROF, 11, &with, false), "header");
+        let (a, b) = compare_with(PERF_PROF, b, "header", 11, &[]);
+        assert_eq!(counts(&a), counts(&b), "{with}");
+        assert!(
+            noted(&b, 11, "columns of the header on line 4"),
+            "{}",
+            notes(&b)
+        );
+    }
+    // The first interval's header damaged: nothing to read its rows by; they are noted.
+    let b = read_bytes(&damaged(PERF_PROF, 4, &HEADER[..30], false), "first header");
+    let (_, b) = compare_with(PERF_PROF, b, "first header", 4, &["HLT", "MSR", "IO_"]);
+    assert!(noted(&b, 4, "cannot be read"), "{}", notes(&b));
+    assert!(noted(&b, 6, "no column header"), "{}", notes(&b));
+}
+
+#[test]
+fn perf_prof_rule_joined_to_a_row_and_a_row_cut_after_its_name() {
+    let rule =
+        "-------------------- -------- ---------------- --------- --------- ------------ ------";
+    let b = read_bytes(&damaged(PERF_PROF, 12, rule, true), "rule");
+    let (a, b) = compare_with(PERF_PROF, b, "rule", 12, &[]);
+    assert_eq!(counts(&a), counts(&b));
+    assert!(noted(&b, 12, "two lines joined"), "{}", notes(&b));
+
+    let b = read_bytes(&damaged(PERF_PROF, 13, "HLT", false), "name only");
+    let (_, b) = compare_with(PERF_PROF, b, "name only", 13, &["HLT"]);
+    assert_eq!(count(&b, "HLT"), Some(20_747));
+    assert!(noted(&b, 13, "without its numbers"), "{}", notes(&b));
+
+    // A garbled name is not read as an exit reason of its own.
+    let row =
+        "x#!                     20747     53004499.016     0.734  2554.803   199989.423 100.00";
+    let b = read_bytes(&damaged(PERF_PROF, 13, row, false), "garbled name");
+    let (_, b) = compare_with(PERF_PROF, b, "garbled name", 13, &["HLT"]);
+    assert!(noted(&b, 13, "`x#!`"), "{}", notes(&b));
+}
+
+#[test]
+fn kvm_stat_row_cut_inside_its_total_or_its_name() {
+    for (with, why) in [
+        (
+            " exits                                    7056",
+            "one number where",
+        ),
+        (" exi", "without its numbers"),
+    ] {
+        let b = read_bytes(&damaged(KVM_STAT, 4, with, false), with);
+        let (_, b) = compare_with(KVM_STAT, b, with, 4, &["exits"]);
+        assert_eq!(count(&b, "exits"), None, "{with}");
+        assert!(noted(&b, 4, why), "{}", notes(&b));
+    }
+}
+
+#[test]
+fn counter_table_cut_value_and_rows_joined() {
+    let b = read_bytes(
+        &damaged(
+            COUNTERS,
+            5,
+            "    Total Intercepts/sec                     9,21",
+            false,
+        ),
+        "cut",
+    );
+    let (_, b) = compare_with(COUNTERS, b, "cut", 5, &["Total Intercepts"]);
+    assert!(noted(&b, 5, "`9,21` is not a number"), "{}", notes(&b));
+
+    let b = read_bytes(
+        &damaged(
+            COUNTERS,
+            4,
+            "    % Hypervisor Run Time                       20.216",
+            true,
+        ),
+        "joined",
+    );
+    let (a, b) = compare_with(COUNTERS, b, "joined", 4, &[]);
+    assert_eq!(counts(&a), counts(&b));
+    assert!(noted(&b, 4, "joined"), "{}", notes(&b));
 }
