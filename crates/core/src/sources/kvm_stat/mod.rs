@@ -23,7 +23,9 @@
 mod board;
 mod build;
 pub(crate) mod clock;
+mod command;
 mod headerless;
+mod joined;
 mod log;
 mod names;
 mod screen;
@@ -36,6 +38,7 @@ use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use crate::sources::lines::{self, strip_ctrl_c, unquote};
 use board::Board;
 use build::{Run, RunKind};
+use command::{Hint, command};
 use log::Log;
 use screen::Columns;
 
@@ -83,51 +86,6 @@ pub fn looks_like(head: &[u8]) -> bool {
 /// Reads every run of `reader`; `path` names the input in notes and errors.
 pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
-}
-
-/// What a `kvm_stat …` command line says about the output under it.
-#[derive(Debug, Clone, Default)]
-struct Hint {
-    label: String,
-    pid: Option<u32>,
-    delay: Option<f64>,
-}
-
-/// Recognises a kvm_stat command line (after an optional shell prompt or `sudo`).
-fn command(t: &str) -> Option<Hint> {
-    let toks: Vec<&str> = t.split_ascii_whitespace().collect();
-    let at = toks
-        .iter()
-        .position(|w| *w == "kvm_stat" || w.ends_with("/kvm_stat"))?;
-    let prompt = |w: &&str| w.ends_with(['#', '$', '>', '%']) || *w == "sudo" || w.starts_with('[');
-    if !toks.get(..at)?.iter().all(prompt) {
-        return None;
-    }
-    let args = toks.get(at + 1..).unwrap_or_default();
-    let mut hint = Hint {
-        label: toks.get(at..).unwrap_or_default().join(" "),
-        ..Hint::default()
-    };
-    let mut want: Option<char> = None;
-    for a in args {
-        match want.take() {
-            Some('p') => hint.pid = a.parse().ok(),
-            Some('s') => hint.delay = a.parse().ok(),
-            _ => {}
-        }
-        if let Some(v) = a.strip_prefix("--pid=") {
-            hint.pid = v.parse().ok();
-        } else if let Some(v) = a.strip_prefix("--set-delay=") {
-            hint.delay = v.parse().ok();
-        } else if *a == "--pid" {
-            want = Some('p');
-        } else if *a == "--set-delay" {
-            want = Some('s');
-        } else if let Some(flags) = a.strip_prefix('-').filter(|f| !f.starts_with('-')) {
-            want = flags.chars().last().filter(|c| matches!(c, 'p' | 's'));
-        }
-    }
-    Some(hint)
 }
 
 enum Current {
@@ -358,56 +316,15 @@ impl Reader {
     }
 }
 
-/// Whether `t` is a `-l` banner ([`log::plain_banner`] without building it).
-fn banner(t: &str) -> bool {
-    let mut words = t.split_ascii_whitespace();
-    let mut known = false;
-    words.all(|w| {
-        known |= names::is_known(w);
-        names::is_field(w)
-    }) && known
-}
-
 impl LineFormat for Reader {
     const SPLITS_JOINED: bool = true;
 
     fn inside(&self) -> bool {
-        !matches!(self.current, Current::None) || self.pending.is_some()
+        self.in_run()
     }
 
     fn reads(&self, text: &str) -> bool {
-        let raw = strip_ctrl_c(text);
-        let t = raw.trim();
-        let data = |t: &str| log::plain_data(t).is_some();
-        if matches!(self.current, Current::Board(_)) && screen::cut_row(t, false).is_some() {
-            return false;
-        }
-        if t.is_empty()
-            || command(t).is_some()
-            || screen::title(t).is_some()
-            || log::csv_banner(t).is_some()
-            || screen::header(raw).is_some()
-            || banner(t)
-            || lines::elision(t)
-            || (self.pending.is_some() && data(t))
-        {
-            return true;
-        }
-        match &self.current {
-            Current::Log(l) if l.csv => log::csv_data(t).is_some(),
-            Current::Log(_) => data(t),
-            Current::Board(b) => {
-                screen::filter(t).is_some()
-                    || screen::status(t).is_some()
-                    || screen::row(raw, b.columns(), b.run.by_guest)
-                        .is_some_and(|r| r.strays.is_empty())
-            }
-            Current::None => {
-                screen::row(raw, Columns::TotalRate, false)
-                    .is_some_and(|r| r.strays.is_empty() && names::is_known(&r.name))
-                    || headerless::bare_screen_row(raw).is_some()
-            }
-        }
+        self.reads_whole(text)
     }
 
     fn line(&mut self, n: usize, text: &str) {
