@@ -48,8 +48,7 @@ impl Reader {
             Current::Board(b) => {
                 screen::filter(t).is_some()
                     || screen::status(t).is_some()
-                    || screen::row(raw, b.columns(), b.run.by_guest)
-                        .is_some_and(|r| r.strays.is_empty())
+                    || screen::row(raw, b.columns(), b.run.by_guest).is_some()
             }
             Current::None => {
                 screen::row(raw, Columns::TotalRate, false)

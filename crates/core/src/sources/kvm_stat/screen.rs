@@ -165,6 +165,10 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
         _ => return None,
     };
     let total = u64::try_from(total).ok()?;
+    // `%Total` is printed `%7.1f` on every row but `Total`: two integers there are a total and
+    // a `%Total` cut short, not a total and a rate.
+    let percent = nums.iter().any(|n| matches!(n, Num::Dec));
+    let percent_missing = columns == Columns::TotalPercentRate && !percent;
     let words = toks.get(..split)?;
     let (name, strays) = if by_guest {
         (words.join(" "), Vec::new())
@@ -188,15 +192,19 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
             .filter(|w| **w != name)
             .map(|w| (*w).to_string())
             .collect();
-        if !strays.is_empty() && (nums.len() < max || strays.iter().any(|w| num(w).is_some())) {
+        let junk = |w: &String| w.len() <= 3 && super::names::is_field(w);
+        if !strays.is_empty() && (nums.len() < max || strays.len() > 1 || !strays.iter().all(junk))
+        {
             // A cell short and text beside the name: the text is a damaged cell, and the
             // numbers would be read in the wrong columns. A number beside the name is a cell
-            // of another row (two rows on one line).
+            // of another row (two rows on one line); other text that is no short word (`x#!`,
+            // a header's words) is a damaged name or another line joined to this one. What is
+            // left is a letter pasted beside the name (`halt_exits G  204769  0`).
             return None;
         }
         (name.to_string(), strays)
     };
-    if name.is_empty() {
+    if name.is_empty() || (percent_missing && name != "Total") {
         return None;
     }
     Some(RowText {
