@@ -10,8 +10,14 @@ use std::collections::BTreeMap;
 use virtlens_core::profile::Profile;
 use virtlens_core::sources;
 
+/// A file of `testdata/reliability/`, or of `testdata/` when `name` has a folder.
 fn bytes(name: &str) -> Vec<u8> {
-    let path = virtlens_testkit::testdata(&format!("reliability/{name}"));
+    let rel = if name.contains('/') {
+        name.to_string()
+    } else {
+        format!("reliability/{name}")
+    };
+    let path = virtlens_testkit::testdata(&rel);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -329,4 +335,47 @@ fn counter_table_cut_value_and_rows_joined() {
     let (a, b) = compare_with(COUNTERS, b, "joined", 4, &[]);
     assert_eq!(counts(&a), counts(&b));
     assert!(noted(&b, 4, "joined"), "{}", notes(&b));
+}
+
+const ARM64: &str = "exit-reports/36-kvm_stat-arm64-4.19-idle-wfx.txt";
+
+#[test]
+fn kvm_stat_joined_header_and_children_are_split_and_a_cut_percent_is_noted() {
+    // The header glued to the first row.
+    let header = " Event                                        Total Current";
+    let b = read_bytes(&damaged(KVM_STAT, 3, header, true), "header joined");
+    let (a, b) = compare_with(KVM_STAT, b, "header joined", 3, &[]);
+    assert_eq!(counts(&a), counts(&b));
+    assert!(noted(&b, 3, "two lines joined"), "{}", notes(&b));
+
+    // Two child rows glued together (`2028kvm_exit(SYS64)`): both read, children still.
+    let text = String::from_utf8(bytes(ARM64)).unwrap();
+    let row = text.lines().nth(6).unwrap().trim_end().to_string();
+    let b = read_bytes(&damaged(ARM64, 7, &row, true), "children joined");
+    let (a, b) = compare_with(ARM64, b, "children joined", 7, &[]);
+    assert_eq!(counts(&a), counts(&b));
+    assert!(noted(&b, 7, "two lines joined"), "{}", notes(&b));
+
+    // A row cut inside its %Total: two integers are not a total and a rate.
+    let cut = &row[..row.find('.').unwrap()];
+    let b = read_bytes(&damaged(ARM64, 7, cut, false), "percent cut");
+    let (_, b) = compare_with(ARM64, b, "percent cut", 7, &["WFx"]);
+    assert!(
+        b.warnings.iter().any(|w| w.line == Some(7)),
+        "{}",
+        notes(&b)
+    );
+
+    // A garbled word beside the name is not taken for pasted junk.
+    let b = read_bytes(
+        &damaged(
+            KVM_STAT,
+            5,
+            " irq_exits x#!                            443033416    1590  ",
+            false,
+        ),
+        "garbled word",
+    );
+    let (_, b) = compare_with(KVM_STAT, b, "garbled word", 5, &["irq_exits"]);
+    assert!(noted(&b, 5, "could not read"), "{}", notes(&b));
 }
