@@ -33,6 +33,9 @@ const SAMPLES: [(Format, &[u8]); 4] = [
 
 const FORMATS: [Format; 2] = [Format::PerfmonCsv, Format::CounterTable];
 
+/// Each counter's path and value (in thousandths).
+type Values = Vec<(String, u64)>;
+
 fn edit() -> impl Strategy<Value = Edit> {
     common::edit(vec![
         b"\"".to_vec(),
@@ -152,6 +155,47 @@ proptest! {
         let read = got.len() >= full.len();
         let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
         prop_assert!(read || noted, "`{}` neither read nor noted: {:?}", damaged, p.warnings);
+    }
+
+    /// Two counter rows of the pasted table on one line (the line break lost, the blanks
+    /// around it kept or not): both read, or the line noted; no counter under a made-up name,
+    /// and the others keep their values.
+    #[test]
+    fn two_counter_rows_on_one_line_are_split_or_noted(
+        pick in any::<prop::sample::Index>(),
+        tight in any::<bool>(),
+    ) {
+        let text = std::str::from_utf8(SAMPLES[3].1).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let lines: Vec<&str> = text.lines().collect();
+        let rows: Vec<usize> = (0..lines.len().saturating_sub(1))
+            .filter(|&i| lines[i].starts_with("    ") && lines[i + 1].starts_with("    "))
+            .collect();
+        let i = rows[pick.index(rows.len())];
+        let mut input = String::new();
+        for (k, l) in lines.iter().enumerate() {
+            match k {
+                _ if k == i && tight => input.push_str(l.trim_end()),
+                _ if k == i => input.push_str(l),
+                _ if k == i + 1 && tight => input.push_str(&format!("{}\n", l.trim_start())),
+                _ => input.push_str(&format!("{l}\n")),
+            }
+        }
+        let values = |b: &[u8]| -> Result<(Values, Vec<Option<usize>>), TestCaseError> {
+            let p = sources::read_bytes(b, "t.txt", Some(Format::CounterTable))
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let v = p.counters.iter().flat_map(|c| &c.series).map(|s| {
+                (s.path.display(), s.stats.map_or(0, |st| (st.mean * 1000.0).round() as u64))
+            }).collect();
+            Ok((v, p.warnings.iter().map(|w| w.line).collect()))
+        };
+        let (full, _) = values(text.as_bytes())?;
+        let (got, notes) = values(input.as_bytes())?;
+        for (path, v) in &got {
+            prop_assert!(full.iter().any(|(p, w)| p == path && w == v),
+                "`{}` = {} is not in the intact table: {:?}", path, v, got);
+        }
+        prop_assert!(got.len() == full.len() || notes.contains(&Some(i + 1)),
+            "line {} lost rows without a note: {:?}", i + 1, got);
     }
 
     #[test]
