@@ -187,3 +187,32 @@ impl LineBook {
         Error::nothing_found(path, self.first_unrecognised, expected)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row: a name, then two whole numbers.
+    fn row(t: &str) -> bool {
+        let w: Vec<&str> = t.split_ascii_whitespace().collect();
+        w.len() == 3
+            && w[0].bytes().all(|b| b.is_ascii_alphabetic() || b == b'_')
+            && w[1..].iter().all(|n| n.parse::<u64>().is_ok())
+    }
+
+    #[test]
+    fn joined_rows_split_where_both_halves_read() {
+        let got = split_joined("HLT 12 34MSR_WRITE 5 6", row);
+        assert_eq!(got, Some(("HLT 12 34", "MSR_WRITE 5 6".to_string())));
+        // Mail quote marks in front of the second half are cleaned off.
+        let got = split_joined("exits 1 2> >>>>   irq_exits 3 4", row);
+        assert_eq!(
+            got.map(|g| g.1.trim().to_string()),
+            Some("irq_exits 3 4".into())
+        );
+        // Never inside a number, never before a word that is no name: no number made up.
+        assert_eq!(split_joined("exits 2047x9 0", row), None);
+        assert_eq!(split_joined("exits 20 47 0", row), None);
+        assert_eq!(split_joined(&"x ".repeat(200), row), None);
+    }
+}
