@@ -260,6 +260,25 @@ impl LineFormat for Reader {
             });
             return;
         }
+        if let Some(h) = &self.header
+            && let Some(r) = row::cut_short(t, h)
+        {
+            let instance = match (h.instance, r.instance) {
+                (Some(kind), Some(id)) => Some((kind, id)),
+                _ => self.instance,
+            };
+            self.profile.warnings.push(Note {
+                line: Some(n),
+                message: format!(
+                    "this row is cut short (`{}`): its count is read, its times are not",
+                    crate::sources::unread::excerpt(t)
+                ),
+            });
+            self.acc(n).row(n, r, instance);
+            self.book.row(n);
+            self.structure = n;
+            return;
+        }
         if let Some(why) = self.header.as_ref().and_then(|h| row::damage(t, h)) {
             self.acc(n).partial = true;
             self.book.unreadable(n, t, &why);

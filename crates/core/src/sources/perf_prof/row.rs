@@ -17,6 +17,8 @@ pub struct RawRow {
     pub avg_ns: Option<u64>,
     pub p99_ns: Option<u64>,
     pub max_ns: Option<u64>,
+    /// The row was cut short: only its count was read, none of its times.
+    pub cut: bool,
 }
 
 /// Reads a row of the table under `header`.
@@ -62,6 +64,38 @@ pub fn row(t: &str, header: &Header) -> Option<RawRow> {
         }
     }
     Some(out)
+}
+
+/// A row cut short (`HLT   20747   530044`: fewer cells than the header has columns): its name
+/// and its count, when the count is there whole (another cell follows it) and is a whole
+/// number. Times are never taken from it: the cell the line was cut in may be any of them, and
+/// a missing cell in the middle would shift the others.
+pub fn cut_short(t: &str, header: &Header) -> Option<RawRow> {
+    let (instance, rest) = if header.instance.is_some() {
+        let inner = t.strip_prefix('[')?;
+        let (id, rest) = inner.split_once(']')?;
+        (Some(id.trim().parse().ok()?), rest)
+    } else {
+        (None, t)
+    };
+    let words: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let (name, cells) = words.split_first()?;
+    let whole = cells.len() >= 2 && cells.len() < header.columns.len();
+    if !whole
+        || header.columns.first() != Some(&Column::Calls)
+        || !name_word(name)
+        || is_number(name)
+        || !cells.iter().all(|c| is_number(c))
+    {
+        return None;
+    }
+    Some(RawRow {
+        instance,
+        name: (*name).to_string(),
+        calls: numbers::count(cells.first()?)?,
+        cut: true,
+        ..RawRow::default()
+    })
 }
 
 /// A cell that is a number as perf-prof prints them (`20747`, `0.734`, `-1.5`).
