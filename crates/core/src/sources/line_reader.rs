@@ -66,9 +66,10 @@ pub fn split_joined(text: &str, reads: impl Fn(&str) -> bool) -> Option<(&str, S
             return None;
         }
         let (left, right) = text.split_at(at);
-        // Inside a word (`100.00MSR_WRITE`, `187> >>>>`), the part after the split must be
-        // a name (a letter first, three letters at least, more letters than digits) or a mail
-        // quote mark: `2047x9` is a damaged count, not `2047` and a row named `x9`.
+        // Inside a word (`100.00MSR_WRITE`, `187> >>>>`, `%gsys-----`), the part after the
+        // split must be a name (a letter first, three letters at least, more letters than
+        // digits), a rule or a mail quote mark: `2047x9` is a damaged count, not `2047` and a
+        // row named `x9`.
         let word = right
             .split(|c: char| c.is_ascii_whitespace())
             .next()
@@ -84,12 +85,16 @@ pub fn split_joined(text: &str, reads: impl Fn(&str) -> bool) -> Option<(&str, S
     })
 }
 
-/// Whether `word` can start a line as a name: a letter first, at least three letters, and more
-/// letters than digits (`MSR_WRITE`, `kvm_exit(SYS64)`; not `x9`, `x789`).
+/// Whether `word` can start a line: a name (a letter first, at least three letters, and more
+/// letters than digits: `MSR_WRITE`, `kvm_exit(SYS64)`; not `x9`, `x789`) or a table's rule
+/// (`-----`).
 fn name_like(word: &str) -> bool {
     let letters = word.bytes().filter(u8::is_ascii_alphabetic).count();
     let digits = word.bytes().filter(u8::is_ascii_digit).count();
-    word.bytes().next().is_some_and(|b| b.is_ascii_alphabetic()) && letters >= 3 && letters > digits
+    let rule = word.len() >= 3 && word.bytes().all(|b| b == b'-' || b == b'=');
+    rule || (word.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && letters >= 3
+        && letters > digits)
 }
 
 /// Reads `reader` with `format`; `path` names the input in errors.
