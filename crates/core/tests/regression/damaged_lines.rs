@@ -140,19 +140,30 @@ fn count(p: &Profile, key: &str) -> Option<u64> {
 }
 
 #[test]
-fn d1_perf_prof_row_cut_mid_line_is_noted_and_the_rest_kept() {
+fn d1_perf_prof_row_cut_mid_line_keeps_its_count_and_says_so() {
     let (a, b) = compare(
         "D0-perf-prof-intact.txt",
         "D1-perf-prof-row-cut.txt",
         6,
         &["HLT"],
     );
-    // The cut row is left out (its total is cut short: no number is guessed); the other
-    // interval's HLT stays.
-    assert_eq!(count(&a, "HLT"), Some(2 * 20_747));
-    assert_eq!(count(&b, "HLT"), Some(20_747));
-    assert!(noted(&b, 6, "cut short"), "{}", notes(&b));
-    assert!(b.tables[0].partial);
+    // The count is whole (a cell follows it): read. The times are cut: not read, and the
+    // mean stays that of the events whose times are known (the other interval's).
+    assert_eq!(counts(&a), counts(&b));
+    assert!(
+        noted(&b, 6, "its count is read, its times are not"),
+        "{}",
+        notes(&b)
+    );
+    let hlt = |p: &Profile| {
+        let r = p.tables[0]
+            .rows
+            .iter()
+            .find(|r| r.key.key_text() == "HLT")
+            .unwrap();
+        r.time.mean_ns(r.count)
+    };
+    assert_eq!(hlt(&a), hlt(&b));
 }
 
 #[test]
@@ -264,6 +275,11 @@ fn perf_prof_damaged_header_reads_its_rows_in_the_columns_of_the_one_before() {
             notes(&b)
         );
     }
+    // A header glued to its rule: split.
+    let b = read_bytes(&damaged(PERF_PROF, 4, HEADER, true), "header and rule");
+    let (a, b) = compare_with(PERF_PROF, b, "header and rule", 4, &[]);
+    assert_eq!(counts(&a), counts(&b));
+    assert!(noted(&b, 4, "two lines joined"), "{}", notes(&b));
     // The first interval's header damaged: nothing to read its rows by; they are noted.
     let b = read_bytes(&damaged(PERF_PROF, 4, &HEADER[..30], false), "first header");
     let (_, b) = compare_with(PERF_PROF, b, "first header", 4, &["HLT", "MSR", "IO_"]);
