@@ -235,5 +235,20 @@ mod tests {
         );
         assert!(damage("HLT 5x 1.0 1 2 4 100", &h).is_some_and(|w| w.contains("not a count")));
         assert_eq!(damage("see the 2 tables below", &h), None);
+        // Cut short: the count is taken only when a cell follows it, times never.
+        let h = header("exit_reason calls total(us) min(us) avg(us) max(us) %gsys");
+        let h = h.unwrap_or(Header {
+            instance: None,
+            columns: Vec::new(),
+            micros: false,
+        });
+        let r = cut_short("HLT                     20747     530044", &h);
+        assert_eq!(
+            r.map(|r| (r.calls, r.total_ns, r.cut)),
+            Some((20_747, None, true))
+        );
+        assert!(cut_short("HLT   2074", &h).is_none());
+        assert!(cut_short("HLT   20747   x#!", &h).is_none());
+        assert!(row("x#! 5 1.000 1.000 1.000 1.000 100.00", &h).is_none());
     }
 }
