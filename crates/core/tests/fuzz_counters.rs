@@ -118,6 +118,10 @@ fn edit() -> impl Strategy<Value = Edit> {
                 b"MSR_WRITE            11416\nHLT   12\n".to_vec(),
                 b"\0".to_vec(),
                 b"\xff".to_vec(),
+                b"x#!".to_vec(),
+                b"100.00MSR_WRITE  28853  24009.550  0.446  0.832  15.074 100.00".to_vec(),
+                b"kvm-exit latencyexit_reason calls total(us) min(us) avg(us) max(us) %gsys\n".to_vec(),
+                b"187> >>>>   irq_exits   1523   138".to_vec(),
             ])
 }
 
@@ -142,6 +146,67 @@ fn counted_rows() -> Vec<(Format, &'static str, Vec<usize>)> {
             (format, text, rows)
         })
         .filter(|(_, _, rows): &(Format, &str, Vec<usize>)| rows.len() >= 2)
+        .collect()
+}
+
+/// Two rows in a row: the line of the first (0-based) and the count of each.
+type Pair = (usize, u64, u64);
+
+/// Real samples of the readers that split joined lines (kvm_stat, perf-prof), with the lines of
+/// two rows in a row and the count of each (kvm_stat's total and perf-prof's calls: the first
+/// number after the name).
+fn joinable_rows() -> Vec<(Format, &'static str, Vec<Pair>)> {
+    let reliability: [(Format, &'static str); 3] = [
+        (
+            Format::KvmStat,
+            include_str!("../../../testdata/reliability/D0-kvm_stat-intact.txt"),
+        ),
+        (
+            Format::KvmStat,
+            include_str!("../../../testdata/reliability/D0-kvm_stat-quoted-intact.txt"),
+        ),
+        (
+            Format::PerfProf,
+            include_str!("../../../testdata/reliability/D0-perf-prof-intact.txt"),
+        ),
+    ];
+    let count = |l: &str| -> Option<u64> {
+        let words: Vec<&str> = l
+            .split_whitespace()
+            .skip_while(|w| w.starts_with('>'))
+            .collect();
+        let first = words.first()?;
+        let row = words.len() >= 2
+            && !first.starts_with(|c: char| c.is_ascii_digit() || c == '#' || c == '[')
+            && words.last().is_some_and(|w| w.parse::<f64>().is_ok())
+            && !l.contains("Total")
+            && !l.contains("latency");
+        row.then(|| words.iter().find_map(|w| w.parse::<u64>().ok()))
+            .flatten()
+    };
+    SAMPLES
+        .iter()
+        .chain(reliability.iter())
+        .filter(|(f, _)| matches!(f, Format::KvmStat | Format::PerfProf))
+        .map(|&(format, text)| {
+            let lines: Vec<&str> = text.lines().collect();
+            let pairs = lines
+                .windows(2)
+                .enumerate()
+                .filter_map(|(i, w)| Some((i, count(w[0])?, count(w[1])?)))
+                .collect();
+            (format, text, pairs)
+        })
+        .filter(|(_, _, pairs): &(Format, &str, Vec<Pair>)| !pairs.is_empty())
+        .collect()
+}
+
+/// The row keys of the profile's count tables.
+fn keys(p: &virtlens_core::profile::Profile) -> std::collections::BTreeSet<String> {
+    p.tables
+        .iter()
+        .filter(|t| !t.per_second)
+        .flat_map(|t| t.rows.iter().map(|r| r.key.key_text()))
         .collect()
 }
 
@@ -259,6 +324,48 @@ proptest! {
         let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
         prop_assert!(read || noted, "line {} `{}` neither read nor noted: {:?}",
             line + 1, String::from_utf8_lossy(damaged), p.warnings);
+    }
+
+    /// Two rows of a kvm_stat or perf-prof sample on one line (the line break between them
+    /// lost; the whole sample mail-quoted or not, the glue with or without the blanks around
+    /// it): both rows are read, or the line is noted; no row of another key appears, and the
+    /// other rows keep their counts.
+    #[test]
+    fn two_rows_on_one_line_are_split_or_noted(
+        which in any::<prop::sample::Index>(),
+        pick in any::<prop::sample::Index>(),
+        quoted in any::<bool>(),
+        tight in any::<bool>(),
+    ) {
+        let samples = joinable_rows();
+        let (format, text, pairs) = &samples[which.index(samples.len())];
+        let (i, a, b) = pairs[pick.index(pairs.len())];
+        let quote = if quoted { "> " } else { "" };
+        let mut input = String::new();
+        for (k, l) in text.lines().enumerate() {
+            if k == i {
+                let l = if tight { l.trim_end() } else { l };
+                input.push_str(&format!("{quote}{l}"));
+            } else if k == i + 1 {
+                let l = if tight { l.trim_start() } else { l };
+                input.push_str(&format!("{quote}{l}\n"));
+            } else {
+                input.push_str(&format!("{quote}{l}\n"));
+            }
+        }
+        let whole: String = text.lines().map(|l| format!("{quote}{l}\n")).collect();
+        let full = sources::read_bytes(whole.as_bytes(), "full.txt", Some(*format))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let p = sources::read_bytes(input.as_bytes(), "joined.txt", Some(*format))
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let new: Vec<String> = keys(&p).difference(&keys(&full)).cloned().collect();
+        prop_assert!(new.is_empty(), "new rows {:?}: {:?}", new, p.warnings);
+        let (before, after) = (total(&full), total(&p));
+        prop_assert!(after.saturating_add(a).saturating_add(b) >= before,
+            "{} of {}: {:?}", after, before, p.warnings);
+        let noted = p.warnings.iter().any(|w| w.line == Some(i + 1));
+        prop_assert!(after == before || noted, "line {} lost {} without a note: {:?}",
+            i + 1, before - after, p.warnings);
     }
 
     #[test]

@@ -15,6 +15,12 @@
 //! column; a full counter path carries its value on the same line or the next one (what
 //! `Get-Counter` prints). Numbers may use thousands separators; whether `,` or `.` is the
 //! decimal mark is decided for the whole table from the numbers that are unambiguous.
+//!
+//! A counter row that cannot be read (a value that is not a number, no value, or values that do
+//! not match the instance columns) is left out and noted with its line ([`LineBook`]); it never
+//! starts a block, so the rows after it keep their object and instances.
+
+mod rows;
 
 use std::io::BufRead;
 
@@ -22,8 +28,10 @@ use crate::error::{Error, Result};
 use crate::profile::{
     CounterLog, CounterPath, CounterTool, LogHeader, Note, Origin, Profile, Series, Stats,
 };
+use crate::sources::line_reader::LineBook;
 use crate::sources::lines::Lines;
 use crate::sources::perfmon_csv::path;
+use rows::{counter_like, counter_row, is_number_token, split_cells, tile, unread_row};
 
 /// The name of this format (`--format counter-table`, `origin.format`).
 pub const FORMAT: &str = "counter-table";
@@ -74,11 +82,6 @@ pub fn looks_like(head: &[u8]) -> bool {
     false
 }
 
-fn counter_like(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n.starts_with('%') || n.contains("/sec") || n.ends_with(" cost") || n.ends_with("per dispatch")
-}
-
 /// A line holding a counter path (after an optional `Get-Counter` timestamp), with its value
 /// when the line has one after the path (`path : value` or `path  value`).
 fn path_line(l: &str) -> Option<(CounterPath, Option<&str>)> {
@@ -97,42 +100,6 @@ fn path_line(l: &str) -> Option<(CounterPath, Option<&str>)> {
         },
     };
     Some((path::parse(p)?, v))
-}
-
-fn is_number_token(t: &str) -> bool {
-    let t = t.trim_end_matches('%');
-    !t.is_empty()
-        && t.bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_digit() || b == b'-')
-        && t.bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b',' | b'.' | b'-'))
-}
-
-/// A counter row: a name, then one or more number tokens.
-fn counter_row(l: &str) -> Option<(&str, Vec<&str>)> {
-    if l.starts_with('\\') {
-        return None;
-    }
-    let toks: Vec<&str> = l.split_whitespace().collect();
-    let k = toks.iter().rev().take_while(|t| is_number_token(t)).count();
-    if k == 0 || k == toks.len() {
-        return None;
-    }
-    // The name is the line up to the first trailing number.
-    let mut cut = l.len();
-    let mut rest = l;
-    for _ in 0..k {
-        let t = rest.trim_end();
-        let start = t
-            .char_indices()
-            .rev()
-            .find(|(_, c)| c.is_whitespace())
-            .map_or(0, |(i, c)| i + c.len_utf8());
-        cut = start;
-        rest = &t[..start];
-    }
-    Some((l[..cut].trim(), toks[toks.len() - k..].to_vec()))
 }
 
 /// Which character is the decimal mark.
@@ -170,6 +137,19 @@ fn number(t: &str, decimal: Decimal) -> Option<f64> {
         Decimal::Point => (',', '.'),
         Decimal::Comma => ('.', ','),
     };
+    // Thousands groups of three digits, none after the decimal mark: `9,21` is a number cut
+    // short (`9,214,942`), not 921.
+    let (whole, fraction) = t.split_once(mark).unwrap_or((t, ""));
+    if fraction.contains(group) {
+        return None;
+    }
+    if whole.contains(group) {
+        let mut groups = whole.trim_start_matches('-').split(group);
+        let first = groups.next().is_some_and(|g| (1..=3).contains(&g.len()));
+        if !first || groups.any(|g| g.len() != 3) {
+            return None;
+        }
+    }
     let clean: String = t
         .chars()
         .filter(|&c| c != group)
@@ -191,6 +171,9 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
     let mut cells: Vec<Cell> = Vec::new();
     let mut host: Option<String> = None;
     let mut block: Option<(String, Vec<String>)> = None;
+    // The indentation of the object line: rows sit deeper.
+    let mut block_indent = 0;
+    let mut book = LineBook::default();
     let mut pending: Option<CounterPath> = None;
     let mut first_other: Option<(usize, String)> = None;
     let mut notes = Vec::new();
@@ -243,41 +226,77 @@ pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
                 first_other.get_or_insert((n, l.chars().take(80).collect()));
                 continue;
             };
-            if !instances.is_empty() && values.len() != instances.len() {
+            let joined = tile(l, instances.len().max(1)).filter(|rows| rows.len() > 1);
+            let rows = if let Some(rows) = joined {
                 notes.push(Note {
                     line: Some(n),
                     message: format!(
-                        "`{counter}` has {} value(s) for {} instance column(s); read in order",
+                        "{} counter rows joined into one line (a lost line break?): read as {}",
+                        rows.len(),
+                        rows.iter()
+                            .map(|(c, _)| format!("`{c}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+                rows
+            } else if let Some(cell) = counter.split_whitespace().find(|c| is_number_token(c)) {
+                // A number among the name's cells: a cell of another row, or a damaged one.
+                let why = format!("`{cell}` is a number inside the counter's name");
+                book.unreadable(n, l, &why);
+                continue;
+            } else if !instances.is_empty() && values.len() != instances.len() {
+                // Which value belongs to which instance is not known: never guessed.
+                let why = match split_cells(counter)
+                    .iter()
+                    .skip(1)
+                    .find(|c| !is_number_token(c))
+                {
+                    Some(bad) => format!("`{bad}` is not a number"),
+                    None => format!(
+                        "{} value(s) for {} instance column(s)",
                         values.len(),
                         instances.len()
                     ),
-                });
-            }
-            for (i, v) in values.iter().enumerate() {
-                cells.push(Cell {
-                    path: CounterPath {
-                        host: host.clone(),
-                        object: object.clone(),
-                        instance: instances.get(i).cloned(),
-                        counter: counter.to_string(),
-                    },
-                    text: (*v).to_string(),
-                    line: n,
-                });
+                };
+                book.unreadable(n, l, &why);
+                continue;
+            } else {
+                vec![(counter, values)]
+            };
+            book.row(n);
+            for (counter, values) in rows {
+                for (i, v) in values.iter().enumerate() {
+                    cells.push(Cell {
+                        path: CounterPath {
+                            host: host.clone(),
+                            object: object.clone(),
+                            instance: instances.get(i).cloned(),
+                            counter: counter.to_string(),
+                        },
+                        text: (*v).to_string(),
+                        line: n,
+                    });
+                }
             }
             continue;
         }
-        let parts: Vec<String> = l
-            .split('\t')
-            .flat_map(|p| p.split("  "))
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect();
+        let indent = raw.len() - raw.trim_start().len();
+        if block.is_some()
+            && let Some(why) = unread_row(l, indent > block_indent)
+        {
+            book.unreadable(n, l, &why);
+            continue;
+        }
+        let parts: Vec<String> = split_cells(l).into_iter().map(str::to_string).collect();
         if let Some((object, instances)) = parts.split_first() {
             block = Some((object.clone(), instances.to_vec()));
+            block_indent = indent;
         }
     }
+    // Noted; a table of one sample has no partial mark.
+    book.last_row_cut(lines.cut_line(), &mut notes);
+    book.note_unread(lines.cut_line(), &mut notes);
     if cells.is_empty() {
         return Err(Error::nothing_found(
             name,

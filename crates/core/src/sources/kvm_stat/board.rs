@@ -17,6 +17,8 @@ pub struct Board {
     filter: Option<String>,
     /// The VM the title names, for the profile's VM names.
     pub guest: Option<(u32, String)>,
+    /// Rows read with their total only where the columns hold two numbers: (line, text).
+    blank_rate: Vec<(usize, String)>,
 }
 
 impl Board {
@@ -49,6 +51,7 @@ impl Board {
             last_parent: None,
             filter: None,
             guest,
+            blank_rate: Vec::new(),
         }
     }
 
@@ -142,6 +145,9 @@ impl Board {
                 ),
             });
         }
+        if columns == Columns::TotalRate && row.rate.is_none() && !row.negative {
+            self.blank_rate.push((n, t.to_string()));
+        }
         let base = *self.base_indent.get_or_insert(row.indent);
         let (name, exit, child) = match split_child(&row.name) {
             Some((parent, reason)) => (
@@ -174,6 +180,21 @@ impl Board {
             line: n,
         });
         true
+    }
+
+    /// Rows with a total and no rate, where other rows have both, taken out of the run (marked
+    /// partial): a row cut short keeps a count that may be cut too, and no number is guessed.
+    /// When no row has a rate (the first refresh of a 2012 screen), they are all kept.
+    pub fn take_cut_rows(&mut self) -> Vec<(usize, String)> {
+        if self.blank_rate.is_empty() || self.run.counters.iter().all(|c| c.rate.is_none()) {
+            return Vec::new();
+        }
+        let cut = std::mem::take(&mut self.blank_rate);
+        self.run
+            .counters
+            .retain(|c| !cut.iter().any(|(line, _)| *line == c.line));
+        self.run.partial = true;
+        cut
     }
 
     /// The run, with the filter folded into its scope.

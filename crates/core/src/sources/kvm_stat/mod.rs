@@ -12,17 +12,20 @@
 //! their own). Logs sum their intervals and
 //! carry the window their timestamps span, so rates follow from counts.
 //!
-//! A line with a row's shape that cannot be read (a screen row whose numbers are damaged, a log
-//! line whose values are not integers) is noted with its line and the reason; elisions, a last
-//! line the input may have cut off, and rows missing against a printed total mark the tables
-//! partial.
+//! A line with a row's shape that cannot be read (a screen row whose numbers are damaged or
+//! that is cut after its name, a log line whose values are not integers) is noted with its line
+//! and the reason; elisions, a last line the input may have cut off, and rows missing against a
+//! printed total mark the tables partial. Two rows on one line (mail quote marks and all) are
+//! split by the line driver and both read, with a note.
 //!
 //! Reading streams line by line; memory grows with the number of runs and fields only.
 
 mod board;
 mod build;
 pub(crate) mod clock;
+mod command;
 mod headerless;
+mod joined;
 mod log;
 mod names;
 mod screen;
@@ -35,6 +38,7 @@ use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use crate::sources::lines::{self, strip_ctrl_c, unquote};
 use board::Board;
 use build::{Run, RunKind};
+use command::{Hint, command};
 use log::Log;
 use screen::Columns;
 
@@ -84,51 +88,6 @@ pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 
-/// What a `kvm_stat …` command line says about the output under it.
-#[derive(Debug, Clone, Default)]
-struct Hint {
-    label: String,
-    pid: Option<u32>,
-    delay: Option<f64>,
-}
-
-/// Recognises a kvm_stat command line (after an optional shell prompt or `sudo`).
-fn command(t: &str) -> Option<Hint> {
-    let toks: Vec<&str> = t.split_ascii_whitespace().collect();
-    let at = toks
-        .iter()
-        .position(|w| *w == "kvm_stat" || w.ends_with("/kvm_stat"))?;
-    let prompt = |w: &&str| w.ends_with(['#', '$', '>', '%']) || *w == "sudo" || w.starts_with('[');
-    if !toks.get(..at)?.iter().all(prompt) {
-        return None;
-    }
-    let args = toks.get(at + 1..).unwrap_or_default();
-    let mut hint = Hint {
-        label: toks.get(at..).unwrap_or_default().join(" "),
-        ..Hint::default()
-    };
-    let mut want: Option<char> = None;
-    for a in args {
-        match want.take() {
-            Some('p') => hint.pid = a.parse().ok(),
-            Some('s') => hint.delay = a.parse().ok(),
-            _ => {}
-        }
-        if let Some(v) = a.strip_prefix("--pid=") {
-            hint.pid = v.parse().ok();
-        } else if let Some(v) = a.strip_prefix("--set-delay=") {
-            hint.delay = v.parse().ok();
-        } else if *a == "--pid" {
-            want = Some('p');
-        } else if *a == "--set-delay" {
-            want = Some('s');
-        } else if let Some(flags) = a.strip_prefix('-').filter(|f| !f.starts_with('-')) {
-            want = flags.chars().last().filter(|c| matches!(c, 'p' | 's'));
-        }
-    }
-    Some(hint)
-}
-
 enum Current {
     None,
     Board(Board),
@@ -150,6 +109,10 @@ struct Reader {
     blank_before: bool,
     /// The last line not recognised: the first row of a header-less block, when damaged.
     unrecognised_before: Option<(usize, String)>,
+    /// The line of the last column header: a name alone right under it is a row cut short.
+    header_line: usize,
+    /// The header line already noted as not fitting its rows.
+    header_noted: usize,
 }
 
 impl Reader {
@@ -165,6 +128,8 @@ impl Reader {
             book: LineBook::default(),
             blank_before: false,
             unrecognised_before: None,
+            header_line: 0,
+            header_noted: 0,
         }
     }
 
@@ -187,6 +152,23 @@ impl Reader {
             return false;
         }
         self.mark_partial();
+        let under_header = self.header_line > 0
+            && self.book.last_row().is_none_or(|r| r < self.header_line)
+            && self.header_noted != self.header_line;
+        if under_header
+            && why
+                .as_deref()
+                .is_some_and(|w| w.contains("do not fit the columns"))
+        {
+            // No row fits the header: the header is what is damaged (cut short?).
+            self.header_noted = self.header_line;
+            self.note(
+                self.header_line,
+                "the rows below this header do not fit its columns: the header is damaged or \
+                 cut short, so they are left out"
+                    .into(),
+            );
+        }
         match why {
             Some(why) => self.book.unreadable(n, t, &why),
             None => self.note(
@@ -207,7 +189,9 @@ impl Reader {
 
     /// Remembers the first line that is not kvm_stat output, for the error when nothing is.
     fn unrecognised(&mut self, n: usize, t: &str) {
-        if self.runs.is_empty() && matches!(self.current, Current::None) {
+        // Until the first run is done: a screen whose header is damaged may yield nothing,
+        // and the error then names the damaged line, not a row below it.
+        if self.runs.is_empty() && self.book.last_row().is_none() {
             self.book.unrecognised(n, t);
         }
     }
@@ -234,6 +218,7 @@ impl Reader {
         let Some(h) = screen::header(raw) else {
             return false;
         };
+        self.header_line = n;
         match &mut self.current {
             Current::Board(b)
                 if b.run.kind == RunKind::Screen && !b.has_header() && !b.has_rows() =>
@@ -271,7 +256,14 @@ impl Reader {
     fn finish(&mut self) {
         match std::mem::replace(&mut self.current, Current::None) {
             Current::None => {}
-            Current::Board(b) => {
+            Current::Board(mut b) => {
+                for (line, text) in b.take_cut_rows() {
+                    self.book.unreadable(
+                        line,
+                        &text,
+                        "one number where the other rows have two (the row cut short?)",
+                    );
+                }
                 if let Some((pid, name)) = &b.guest {
                     self.profile.origin.vm_names.insert(*pid, name.clone());
                 }
@@ -347,6 +339,16 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    const SPLITS_JOINED: bool = true;
+
+    fn inside(&self) -> bool {
+        self.in_run()
+    }
+
+    fn reads(&self, text: &str) -> bool {
+        self.reads_whole(text)
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let raw = strip_ctrl_c(text);
         let t = raw.trim();
@@ -396,6 +398,14 @@ impl LineFormat for Reader {
             return;
         }
         if self.header(n, raw) {
+            return;
+        }
+        let above = n.saturating_sub(1);
+        let after_row =
+            (self.book.last_row() == Some(above) || self.header_line == above) && !after_blank;
+        if let (Current::Board(_), Some(why)) = (&self.current, screen::cut_row(t, after_row)) {
+            self.mark_partial();
+            self.book.unreadable(n, t, why);
             return;
         }
         if let Some(fields) = log::plain_banner(t) {

@@ -165,6 +165,10 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
         _ => return None,
     };
     let total = u64::try_from(total).ok()?;
+    // `%Total` is printed `%7.1f` on every row but `Total`: two integers there are a total and
+    // a `%Total` cut short, not a total and a rate.
+    let percent = nums.iter().any(|n| matches!(n, Num::Dec));
+    let percent_missing = columns == Columns::TotalPercentRate && !percent;
     let words = toks.get(..split)?;
     let (name, strays) = if by_guest {
         (words.join(" "), Vec::new())
@@ -183,14 +187,24 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
             // A number after the name that did not read as one (`2047x9`) is a damaged cell.
             return None;
         }
-        let strays = words
+        let strays: Vec<String> = words
             .iter()
             .filter(|w| **w != name)
             .map(|w| (*w).to_string())
             .collect();
+        let junk = |w: &String| w.len() <= 3 && super::names::is_field(w);
+        if !strays.is_empty() && (nums.len() < max || strays.len() > 1 || !strays.iter().all(junk))
+        {
+            // A cell short and text beside the name: the text is a damaged cell, and the
+            // numbers would be read in the wrong columns. A number beside the name is a cell
+            // of another row (two rows on one line); other text that is no short word (`x#!`,
+            // a header's words) is a damaged name or another line joined to this one. What is
+            // left is a letter pasted beside the name (`halt_exits G  204769  0`).
+            return None;
+        }
         (name.to_string(), strays)
     };
-    if name.is_empty() {
+    if name.is_empty() || (percent_missing && name != "Total") {
         return None;
     }
     Some(RowText {
@@ -225,6 +239,15 @@ pub fn damage(raw: &str) -> Option<String> {
     if !toks.iter().any(|w| super::names::is_field(w)) {
         return Some(format!("`{first}` is not a counter name"));
     }
+    if let Some(bad) = rest
+        .iter()
+        .take_while(|w| !numeric(w))
+        .find(|w| !super::names::is_field(w))
+    {
+        return Some(format!(
+            "`{bad}` where a count was expected (the numbers after it would shift columns)"
+        ));
+    }
     let numbers = rest.iter().skip_while(|w| !numeric(w));
     if let Some(bad) = numbers.clone().find(|w| num(w).is_none()) {
         return Some(crate::sources::unread::not_a_count(bad));
@@ -236,6 +259,16 @@ pub fn damage(raw: &str) -> Option<String> {
         return Some(format!("the count `{big}` is larger than 2^64−1"));
     }
     Some("its numbers do not fit the columns of the header".into())
+}
+
+/// Why `t`, inside a screen or listing, is a row cut short: a counter's name alone, without
+/// its numbers (a known counter's, or any name on the line right after a row, `after_row`).
+pub fn cut_row(t: &str, after_row: bool) -> Option<&'static str> {
+    let mut toks = t.split_ascii_whitespace();
+    let name = toks.next()?;
+    let named = after_row || super::names::is_known(name);
+    (toks.next().is_none() && super::names::is_field(name) && named)
+        .then_some("a counter's name without its numbers (the row cut short?)")
 }
 
 /// A status line of the TUI, and what it means for the screen.

@@ -113,6 +113,9 @@ pub fn header(t: &str) -> Option<Header> {
     if words.next()? != "exit_reason" {
         return None;
     }
+    if t.contains("--") {
+        return None; // the rule glued to it: two lines, not a header
+    }
     let mut micros = true;
     let columns: Vec<Column> = words
         .map(|w| {
@@ -140,6 +143,17 @@ pub fn header(t: &str) -> Option<Header> {
         columns,
         micros,
     })
+}
+
+/// How many columns the dashed rule `t` draws (one dash group per column, the name and an
+/// instance column included).
+pub fn rule_columns(t: &str) -> usize {
+    t.split_ascii_whitespace().count()
+}
+
+/// How many columns `h` has, as its rule draws them.
+pub fn header_columns(h: &Header) -> usize {
+    h.columns.len() + 1 + usize::from(h.instance.is_some())
 }
 
 /// The dashed rule under a header.

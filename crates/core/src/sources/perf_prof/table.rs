@@ -110,6 +110,9 @@ impl Acc {
                 m2: None,
                 timed: None,
             };
+        } else if raw.cut && !self.cycles {
+            // Counted, not timed: the other intervals' times stay the mean of their events.
+            row.time.timed = Some(0);
         }
         match self.rows.iter_mut().find(|(n, _)| *n == raw.name) {
             Some((_, existing)) => existing.merge(&row),
