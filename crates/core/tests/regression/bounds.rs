@@ -100,3 +100,65 @@ fn a_pasted_table_longer_than_the_cap_keeps_its_largest_rows() {
         p.warnings
     );
 }
+
+#[test]
+fn a_pasted_table_of_many_times_the_cap_folds_as_it_is_read() {
+    let n = 3 * TABLE_CAP + 77;
+    let mut text = String::from(
+        "Analyze events for all VMs, all VCPUs:\n\n         MMIO Access    Samples  Samples%     \
+         Time%    Min Time    Max Time         Avg time \n\n",
+    );
+    // Hot addresses first and last: neither is folded.
+    for i in 0..n {
+        let count = if i == 0 || i == n - 1 {
+            1_000_000
+        } else {
+            1 + (i % 3)
+        };
+        text.push_str(&format!(
+            "       {:#x}:W        {count}     0.00%     0.00%     64.73us     64.73us     64.73us ( +-   0.00% )\n",
+            0xfe00_0000 + i * 4
+        ));
+    }
+    let total: u64 = (0..n)
+        .map(|i| {
+            if i == 0 || i == n - 1 {
+                1_000_000
+            } else {
+                1 + (i % 3) as u64
+            }
+        })
+        .sum();
+    let p = read(&text, Format::PerfKvmStat);
+    let mmio = table(&p, TableKind::Mmio);
+    assert_eq!(mmio.rows.len(), TABLE_CAP);
+    assert_eq!(
+        mmio.rows.iter().map(|r| r.count).sum::<u64>(),
+        total,
+        "totals are exact"
+    );
+    assert_eq!(
+        (mmio.rows[0].count, mmio.rows[1].count),
+        (1_000_000, 1_000_000)
+    );
+    let others: Vec<_> = mmio
+        .rows
+        .iter()
+        .filter(|r| r.key.key_text().starts_with("other"))
+        .collect();
+    assert_eq!(others.len(), 1, "one `other` row");
+    assert!(
+        others[0]
+            .key
+            .key_text()
+            .starts_with("other addresses 0xfe0"),
+        "{}",
+        others[0].key
+    );
+    let notes: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("folded"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", p.warnings);
+}

@@ -63,7 +63,7 @@ impl Reader {
         let whole = row::without_cut_spread(&carry.text)
             .map(|text| row::parse(text, &b.layout, carry.line));
         if let Some(Parsed::Row(r)) = whole {
-            b.rows.push((r, None));
+            b.push(r, None);
             self.note(
                 carry.line,
                 "the input ends inside this row's spread `( +- …`: the row is read without it"
@@ -98,7 +98,7 @@ impl Reader {
                 } else {
                     None
                 };
-                b.rows.push((r, unknown));
+                b.push(r, unknown);
                 true
             }
             Parsed::Incomplete if carry.joins < 2 => {

@@ -252,6 +252,8 @@ impl Reader {
             total: None,
             elided: false,
             partial: false,
+            folded_rows: 0,
+            folded_range: None,
         });
     }
 
@@ -282,7 +284,7 @@ impl Reader {
                 } else {
                     None
                 };
-                b.rows.push((r, unknown));
+                b.push(r, unknown);
                 true
             }
             Parsed::Incomplete => {
@@ -296,8 +298,8 @@ impl Reader {
             Parsed::Bad(why) => {
                 match row::two_rows(t, &b.layout, n) {
                     Some((first, second)) => {
-                        b.rows.push((first, None));
-                        b.rows.push((second, None));
+                        b.push(first, None);
+                        b.push(second, None);
                         self.book
                             .repaired(n, "two rows on one line (a newline lost), read as both");
                     }

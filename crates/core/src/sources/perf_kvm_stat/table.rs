@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use super::layout::{Layout, Scope};
 use super::row::RawRow;
 use crate::decode::{Isa, exit_reason};
+use crate::profile::fold::{TABLE_CAP, folded_note, other_key};
 use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
 
 /// Exit names already decoded, by ISA: a live session repeats the same dozen names.
@@ -75,11 +76,68 @@ pub struct Building {
     pub elided: bool,
     /// Rows are missing: elided, unreadable, or cut off by the end of the input.
     pub partial: bool,
+    /// Rows folded into the `other` row while reading ([`Building::push`]), and the range of
+    /// their addresses.
+    pub folded_rows: u64,
+    pub folded_range: Option<(u64, u64)>,
 }
 
+/// The key of the row the rarest rows of a long table fold into while it is read.
+const OTHER: &str = "other";
+
 impl Building {
+    /// Adds a row. A table of more rows than twice [`TABLE_CAP`] folds its rarest into one
+    /// `other` row as it is read, so a table of millions of distinct addresses takes bounded
+    /// memory; the rows are folded to the cap once read (`checks::settle`).
+    pub fn push(&mut self, row: RawRow, unknown: Option<UnknownCode>) {
+        self.rows.push((row, unknown));
+        if self.rows.len() >= 2 * TABLE_CAP {
+            self.fold();
+        }
+    }
+
+    /// Folds all but the `TABLE_CAP − 1` largest rows into one `other` row (the first `other`
+    /// row is kept and grows), leaving [`TABLE_CAP`] rows.
+    fn fold(&mut self) {
+        let other_at = self.rows.iter().position(|(r, _)| r.key.starts_with(OTHER));
+        let mut other = other_at.map(|i| self.rows.swap_remove(i).0);
+        let keep = TABLE_CAP - 1;
+        if self.rows.len() > keep {
+            self.rows
+                .select_nth_unstable_by(keep, |a, b| b.0.count.cmp(&a.0.count));
+        }
+        let rest = self.rows.split_off(keep.min(self.rows.len()));
+        let (mut range, mut n) = (self.folded_range, 0u64);
+        for (r, _) in rest {
+            n += 1;
+            if let Some((a, _)) = Key::parse_perf_address(&r.key) {
+                range = Some(range.map_or((a, a), |(l, h): (u64, u64)| (l.min(a), h.max(a))));
+            }
+            match &mut other {
+                Some(o) => {
+                    o.time.merge(o.count, &r.time, r.count);
+                    o.count = o.count.saturating_add(r.count);
+                }
+                None => {
+                    other = Some(RawRow {
+                        key: OTHER.to_string(),
+                        ..r
+                    })
+                }
+            }
+        }
+        self.folded_range = range;
+        self.folded_rows += n;
+        if let Some(o) = other {
+            self.rows.push((o, None));
+        }
+    }
+
     /// Decodes and checks the table; notes go to `notes`.
-    pub fn finish(self, notes: &mut Vec<Note>, names: &mut NameCache) -> Table {
+    pub fn finish(mut self, notes: &mut Vec<Note>, names: &mut NameCache) -> Table {
+        if self.folded_rows > 0 && self.rows.len() > TABLE_CAP {
+            self.fold();
+        }
         let mut table = Table::new(self.kind.clone());
         table.line = Some(self.line);
         table.label = self.label.clone();
@@ -91,8 +149,24 @@ impl Building {
             .map_or((None, None), |s| (s.pid, s.vcpu));
         let mut unknown_rows = 0;
         let mut zero_min = false;
+        let folded_key = other_key(&self.kind, self.folded_range);
+        if self.folded_rows > 0 {
+            let events = self
+                .rows
+                .iter()
+                .find(|(r, _)| r.key == OTHER)
+                .map_or(0, |(r, _)| r.count);
+            let mut note =
+                folded_note(&self.kind, TABLE_CAP, &folded_key, self.folded_rows, events);
+            note.line = Some(self.line);
+            notes.push(note);
+        }
         for (raw, unknown) in &self.rows {
-            let key = self.decode_key(raw, *unknown, table.isa, &mut unknown_rows, names);
+            let key = if self.folded_rows > 0 && raw.key == OTHER {
+                folded_key.clone()
+            } else {
+                self.decode_key(raw, *unknown, table.isa, &mut unknown_rows, names)
+            };
             let mut row = Row::new(key, raw.count);
             row.time = raw.time.clone();
             if vcpu.is_some() && row.time.min_ns == Some(0) {
