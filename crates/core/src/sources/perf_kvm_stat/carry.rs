@@ -3,6 +3,7 @@
 //! the input ends in, or an unreadable row (noted with every line it spans).
 
 use super::row::{self, Parsed};
+use super::table::pending_code;
 use super::{Carry, Reader, damaged};
 use crate::sources::unread::excerpt;
 
@@ -93,11 +94,7 @@ impl Reader {
         let joined = format!("{} {t}", carry.text);
         match row::parse(&joined, &b.layout, carry.line) {
             Parsed::Row(r) => {
-                let unknown = if r.key == "UNKNOWN" {
-                    self.unknown.take()
-                } else {
-                    None
-                };
+                let unknown = pending_code(&r, &mut self.unknown);
                 b.push(r, unknown);
                 true
             }

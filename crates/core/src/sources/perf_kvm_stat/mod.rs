@@ -30,7 +30,7 @@ use crate::sources::lines::{self};
 use crate::sources::unread;
 use layout::Scope;
 use row::Parsed;
-use table::Building;
+use table::{Building, pending_code};
 
 /// The name of this format (`--format perf-kvm-stat`, `origin.format`).
 pub const FORMAT: &str = "perf-kvm-stat";
@@ -279,11 +279,7 @@ impl Reader {
         }
         match row::parse(t, &b.layout, n) {
             Parsed::Row(r) => {
-                let unknown = if r.key == "UNKNOWN" {
-                    self.unknown.take()
-                } else {
-                    None
-                };
+                let unknown = pending_code(&r, &mut self.unknown);
                 b.push(r, unknown);
                 true
             }

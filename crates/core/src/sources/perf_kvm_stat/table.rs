@@ -59,6 +59,15 @@ impl NameCache {
 /// An exit code perf could not name, from its stderr note, and the ISA the note names.
 pub type UnknownCode = (u64, Option<Isa>);
 
+/// The code perf's stderr note gave an `UNKNOWN` row (taken: each note is for one row).
+pub fn pending_code(r: &RawRow, pending: &mut Option<UnknownCode>) -> Option<UnknownCode> {
+    if r.key == "UNKNOWN" {
+        pending.take()
+    } else {
+        None
+    }
+}
+
 /// A table being read.
 #[derive(Debug)]
 pub struct Building {
