@@ -501,3 +501,42 @@ fn a_bad_page_is_caught() {
         l.requests
     );
 }
+
+#[test]
+fn lint_of_a_libvirt_domain_with_the_recommended_set() {
+    // Issue 21: lint had no --html. The page has no chart: it lists the findings with their
+    // places, fixes and sources, what lint read, and the recommended set.
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("lint");
+    let xml = crate::common::data("configs/01-libvirt-test-hyperv.xml");
+    let args = [
+        "lint",
+        &xml,
+        "--recommend",
+        "windows-general",
+        "--host-vendor",
+        "intel",
+    ];
+    let (page, json) = page_and_json(&dir, "lint", &args, 1);
+    let l = browser::load(&page);
+    assert!(l.console.is_empty(), "console: {:#?}", l.console);
+    assert!(l.requests.is_empty(), "network: {:#?}", l.requests);
+    assert!(l.dom.contains("</main>") && l.dom.contains("id=\"measured\""));
+    let findings = json["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    for f in findings {
+        let rule = f["rule"].as_str().unwrap();
+        assert!(
+            l.dom.contains(&format!("data-finding=\"{rule}\"")),
+            "{rule} on the page"
+        );
+    }
+    assert!(
+        l.dom.contains("<pre><code class=\"language-xml\">"),
+        "fixes as libvirt XML"
+    );
+    assert!(l.dom.contains("Recommended set: windows-general"));
+    browser::screenshot(&page, "lint");
+}

@@ -63,6 +63,8 @@ pub struct LintArgs {
     /// Print JSON (stable, versioned schema) instead of text
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub page: super::HtmlArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -63,7 +63,7 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
             options.libvirt_version,
         ));
     }
-    output::emit(&report, OutputOptions::stdout(a.json))?;
+    output::emit(&report, OutputOptions::with_html(a.json, &a.page)?)?;
     Ok(if report.fails(a.fail_on.severity()) {
         ExitCode::from(1)
     } else {

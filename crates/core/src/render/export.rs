@@ -147,6 +147,9 @@ impl Export for LintReport {
     fn text(&self, style: &Style) -> String {
         lint_text::render(self, style)
     }
+    fn html(&self) -> Option<Result<String, html::Error>> {
+        Some(html::lint(self))
+    }
 }
 
 impl Export for Overcommit {

@@ -110,7 +110,7 @@ pub fn host(h: &HostFacts) -> String {
     }
 }
 
-fn effective(e: &Effective) -> String {
+pub(crate) fn effective(e: &Effective) -> String {
     let mut flags: Vec<String> = Vec::new();
     if e.passthrough {
         flags.push("hv-passthrough".to_string());
@@ -194,7 +194,7 @@ fn finding(out: &mut String, f: &Finding) {
     field("source", f.source);
 }
 
-fn counts(r: &LintReport) -> String {
+pub(crate) fn counts(r: &LintReport) -> String {
     let n = r.findings.len();
     let parts: Vec<String> = Severity::WORST_FIRST
         .iter()

@@ -10,6 +10,7 @@ mod counters;
 mod diagnose;
 mod io_path;
 mod lab;
+mod lint;
 mod page;
 mod report;
 mod stretch;
@@ -41,6 +42,11 @@ pub fn compare(c: &Comparison) -> Result<String, Error> {
 /// The `counters` page.
 pub fn counters(r: &crate::counters::Report) -> Result<String, Error> {
     page::render(&counters::page(r))
+}
+
+/// The `lint` page.
+pub fn lint(r: &crate::lint::LintReport) -> Result<String, Error> {
+    page::render(&lint::page(r))
 }
 
 /// The `diagnose` page.
