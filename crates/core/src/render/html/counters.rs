@@ -119,19 +119,7 @@ fn finding(input: usize, rank: usize, f: &HvFinding) -> FindingView {
                 snippets: Vec::new(),
             })
             .collect(),
-        sources: w.sources.iter().map(|s| source(s)).collect(),
-    }
-}
-
-/// A source line, linked when it holds an address (`title, https://…` or the address alone).
-fn source(s: &str) -> SourceView {
-    let url = s
-        .split_whitespace()
-        .find(|w| w.starts_with("https://") || w.starts_with("http://"))
-        .map(|u| u.trim_end_matches([',', '.', ')']).to_string());
-    SourceView {
-        text: s.to_string(),
-        url,
+        sources: w.sources.iter().map(|s| SourceView::of_text(s)).collect(),
     }
 }
 
@@ -261,11 +249,11 @@ mod tests {
 
     #[test]
     fn sources_link_their_address() {
-        let s = source("ELI (ASPLOS 2012), https://research.ibm.com/publications/eli.");
+        let s = SourceView::of_text("ELI (ASPLOS 2012), https://research.ibm.com/publications/eli.");
         assert_eq!(
             s.url.as_deref(),
             Some("https://research.ibm.com/publications/eli")
         );
-        assert_eq!(source("a paper").url, None);
+        assert_eq!(SourceView::of_text("a paper").url, None);
     }
 }

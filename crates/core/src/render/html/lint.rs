@@ -111,16 +111,6 @@ fn finding(rank: usize, f: &Finding) -> FindingView {
             summary: f.fix.summary.clone(),
             snippets,
         }],
-        sources: f
-            .source
-            .split("; ")
-            .map(|s| SourceView {
-                text: s.to_string(),
-                url: s
-                    .split_whitespace()
-                    .find(|w| w.starts_with("https://") || w.starts_with("http://"))
-                    .map(|u| u.trim_end_matches([',', '.', ')']).to_string()),
-            })
-            .collect(),
+        sources: f.source.split("; ").map(SourceView::of_text).collect(),
     }
 }

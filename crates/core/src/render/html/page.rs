@@ -128,6 +128,21 @@ pub struct SourceView {
     pub url: Option<String>,
 }
 
+impl SourceView {
+    /// A source line, linked when it holds an address (`title, https://…` or the address
+    /// alone).
+    pub fn of_text(s: &str) -> SourceView {
+        let url = s
+            .split_whitespace()
+            .find(|w| w.starts_with("https://") || w.starts_with("http://"))
+            .map(|u| u.trim_end_matches([',', '.', ')']).to_string());
+        SourceView {
+            text: s.to_string(),
+            url,
+        }
+    }
+}
+
 const PAGE: &str = include_str!("templates/page.html");
 const BARS: &str = include_str!("templates/bars.svg");
 const BLOCKS: &str = include_str!("templates/blocks.html");
