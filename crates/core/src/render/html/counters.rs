@@ -249,7 +249,8 @@ mod tests {
 
     #[test]
     fn sources_link_their_address() {
-        let s = SourceView::of_text("ELI (ASPLOS 2012), https://research.ibm.com/publications/eli.");
+        let s =
+            SourceView::of_text("ELI (ASPLOS 2012), https://research.ibm.com/publications/eli.");
         assert_eq!(
             s.url.as_deref(),
             Some("https://research.ibm.com/publications/eli")
