@@ -147,8 +147,14 @@ proptest! {
         let read = rows(&p) >= rows(&full) || after.saturating_add(count) != before;
         let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
         let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
-        prop_assert!(read || noted, "line {} `{}` neither read nor noted: {:?}",
-            line + 1, String::from_utf8_lossy(damaged), p.warnings);
+        // A name cut short reads as a shorter name (here it may merge with another row's):
+        // nothing tells it from one.
+        let original = text.lines().nth(line).unwrap_or_default().trim();
+        let shown = String::from_utf8_lossy(damaged);
+        let cut_short = !shown.trim().is_empty() && shown.trim().len() < original.len()
+            && original.starts_with(shown.trim());
+        prop_assert!(read || noted || cut_short, "line {} `{}` neither read nor noted: {:?}",
+            line + 1, shown, p.warnings);
     }
 
     #[test]
