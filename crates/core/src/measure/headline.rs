@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::mode::Mode;
-use super::report::{ScenarioResult, Status, TestResult};
+use super::report::{BackendLabel, ScenarioResult, Status, TestResult};
 
 /// The test whose cost is "a port exit to the VMM".
 pub const VMM_PORT_TEST: &str = "pio_out_user";
@@ -135,6 +135,43 @@ pub fn headline(tests: &[TestResult], scenarios: &[ScenarioResult]) -> Headline 
     }
 }
 
+/// What a newcomer reads first: the traps against their fixes in one mode, most expensive
+/// first, with that mode's port exits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lesson<'a> {
+    pub mode: Mode,
+    /// Whether guest code of `mode` ran natively here (`None`: not measured).
+    pub native: Option<bool>,
+    pub scenarios: Vec<&'a ScenarioLine>,
+    pub ports: Option<&'a PortLine>,
+}
+
+/// The lesson of a headline: the guest kernel's mode (64-bit ring 0) when its code runs
+/// natively on `backend`, else the first mode whose code does (64-bit ring 3 on a backend that
+/// emulates ring 0, where an exit-free TSC-page read costs as much as a port exit and the
+/// comparison would teach the opposite), else the guest kernel's. `None` without scenarios.
+pub fn lesson<'a>(h: &'a Headline, backend: &BackendLabel) -> Option<Lesson<'a>> {
+    let has = |m: Mode| h.scenarios.iter().any(|s| s.mode == m);
+    let preferred = [Mode::Long64, Mode::User64, Mode::Prot32, Mode::Real];
+    let mode = preferred
+        .into_iter()
+        .find(|&m| has(m) && backend.emulates(m) != Some(true))
+        .or_else(|| preferred.into_iter().find(|&m| has(m)))?;
+    let mut scenarios: Vec<&ScenarioLine> = h.scenarios.iter().filter(|s| s.mode == mode).collect();
+    // Most expensive trap against its fix first; a fix too cheap to resolve counts as the
+    // largest ratio (the trap costs more than the clock can compare).
+    scenarios.sort_by(|a, b| {
+        let r = |s: &ScenarioLine| s.trap_over_fixed.unwrap_or(f64::INFINITY);
+        r(b).total_cmp(&r(a))
+    });
+    Some(Lesson {
+        mode,
+        native: backend.emulates(mode).map(|e| !e),
+        scenarios,
+        ports: h.ports.iter().find(|p| p.mode == mode),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +230,47 @@ mod tests {
         assert_eq!(c.msr_ns, Some(900.0));
         assert_eq!(h.scenarios.len(), 1);
         assert_eq!(ratio(1.0, 0.0), None);
+    }
+
+    fn line(name: &str, mode: Mode, ratio: Option<f64>) -> ScenarioLine {
+        ScenarioLine {
+            name: name.into(),
+            mode,
+            title: String::new(),
+            op: "one op".into(),
+            trap_ns: 100.0,
+            fixed_ns: 10.0,
+            trap_over_fixed: ratio,
+            trap_userspace_exits: None,
+            fixed_userspace_exits: None,
+        }
+    }
+
+    #[test]
+    fn the_lesson_is_taught_where_guest_code_runs_natively() {
+        use crate::facts::Backend;
+        let h = Headline {
+            ports: vec![],
+            clock: vec![],
+            scenarios: vec![
+                line("clock_read", Mode::Long64, Some(0.9)),
+                line("clock_read", Mode::User64, Some(2781.0)),
+                line("apic_eoi", Mode::User64, Some(10.4)),
+                line("serial_console", Mode::User64, None),
+            ],
+        };
+        // Ring 0 emulated (PVM): the lesson comes from ring 3, largest ratio first, an
+        // unresolved fix first of all.
+        let pvm = BackendLabel::new(&Backend::Pvm, None, Some(1.0), Some(0.0), Some(true));
+        let l = lesson(&h, &pvm).unwrap_or_else(|| unreachable!());
+        assert_eq!((l.mode, l.native), (Mode::User64, Some(true)));
+        let names: Vec<&str> = l.scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["serial_console", "clock_read", "apic_eoi"]);
+        // Hardware: the guest kernel's mode.
+        let vmx = BackendLabel::new(&Backend::Vmx, None, Some(0.0), Some(0.0), None);
+        let l = lesson(&h, &vmx).unwrap_or_else(|| unreachable!());
+        assert_eq!((l.mode, l.native), (Mode::Long64, Some(true)));
+        assert!(lesson(&Headline::default(), &vmx).is_none());
     }
 
     #[test]

@@ -14,7 +14,7 @@ mod report;
 pub mod resolution;
 pub mod summary;
 
-pub use headline::{ClockLine, Headline, PortLine, ScenarioLine, headline};
+pub use headline::{ClockLine, Headline, Lesson, PortLine, ScenarioLine, headline, lesson};
 pub use mode::Mode;
 pub use report::{
     BackendLabel, EXITCOST_SCHEMA, ExitCostReport, LAB_SCHEMA, LabReport, Recording,

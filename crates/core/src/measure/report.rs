@@ -76,6 +76,16 @@ impl BackendLabel {
             nested,
         }
     }
+
+    /// Whether guest code of `mode` is emulated instruction by instruction on this backend
+    /// (`None` when that was not measured).
+    pub fn emulates(&self, mode: Mode) -> Option<bool> {
+        if mode.is_user() {
+            self.ring3_emulations_per_insn.map(|r| r > 0.5)
+        } else {
+            self.ring0_emulated
+        }
+    }
 }
 
 /// Whether a test could be measured.

@@ -43,6 +43,9 @@ fn notes(out: &mut String, notes: &[String], style: &Style) {
 /// Renders a lab report.
 pub fn lab(r: &LabReport, style: &Style) -> String {
     let mut out = String::new();
+    super::lab_answer::answer(&mut out, r, style);
+    out.push_str(&Style::paint(style.title, "Details"));
+    out.push('\n');
     header(
         &mut out,
         "virtlens lab",
@@ -86,12 +89,7 @@ pub fn recording_banner(r: &LabReport, why: &str, style: &Style) -> String {
 
 /// Whether guest code of `mode` ran natively or was emulated on this backend, in words.
 pub(crate) fn mode_kind(backend: &BackendLabel, mode: Mode) -> &'static str {
-    let emulated = if mode.is_user() {
-        backend.ring3_emulations_per_insn.map(|r| r > 0.5)
-    } else {
-        backend.ring0_emulated
-    };
-    match emulated {
+    match backend.emulates(mode) {
         Some(true) => "emulated here",
         Some(false) if !backend.hardware && mode.is_user() => "native here, traps nested",
         Some(false) => "native",
@@ -202,6 +200,9 @@ pub(crate) fn summary(out: &mut String, r: &LabReport, style: &Style) {
     out.push('\n');
 }
 
+/// How a cost below the run-to-run noise is shown.
+pub(crate) const NOISE: &str = "< noise";
+
 /// A ratio with the digits that mean something: `0.9`, `4.7`, `24`, `2761`.
 pub(crate) fn times(x: f64) -> String {
     if x.abs() >= 20.0 {
@@ -211,12 +212,15 @@ pub(crate) fn times(x: f64) -> String {
     }
 }
 
-/// A cost per operation, with a decimal below 10 ns; `-` when unknown.
+/// A cost per operation, with a decimal below 10 ns; `-` when unknown, `< noise` when the
+/// nop loop subtracted left nothing (a cost below the run-to-run noise, never a negative one).
 pub(crate) fn ns(v: Option<f64>) -> String {
     v.map_or_else(
         || "-".into(),
         |v| {
-            if v.abs() < 10.0 {
+            if v <= 0.0 {
+                NOISE.to_string()
+            } else if v < 10.0 {
                 format!("{v:.1} ns")
             } else {
                 duration(v)
@@ -309,7 +313,7 @@ fn tests(out: &mut String, tests: &[TestResult], rec: &Recording, style: &Style)
                 Status::Unresolved => vec![
                     t.name.clone(),
                     t.status.as_str().into(),
-                    "-".into(),
+                    NOISE.into(),
                     "-".into(),
                     "-".into(),
                     pct(t.spread_pct),
@@ -366,7 +370,7 @@ fn variant_row(kind: &str, v: &VariantResult) -> Vec<String> {
         ],
         Status::Unresolved => vec![
             format!("{kind}: {}", v.name),
-            v.status.as_str().into(),
+            NOISE.into(),
             "-".into(),
             "-".into(),
             pct(v.spread_pct),
@@ -469,6 +473,23 @@ mod tests {
         let mut text = recording_banner(&r, "cannot measure here (/dev/kvm: missing)", &plain());
         text.push_str(&lab(&r, &plain()));
         assert!(text.contains("RECORDED, not measured here"), "{text}");
+        // A newcomer reads what an exit is and the answer before any table of numbers.
+        let at = |needle: &str| {
+            text.find(needle)
+                .unwrap_or_else(|| panic!("{needle}: {text}"))
+        };
+        assert!(at("A VM exit is the CPU leaving the guest") < at("The answer"));
+        assert!(at("The answer") < at("Details"));
+        assert!(at("Details") < at("Exit costs"));
+        // On a backend that emulates ring 0, the answer is measured where guest code is native:
+        // there the PM timer is thousands of times a TSC-page read, not 0.9 of it.
+        assert!(text.contains("The answer (64-bit ring 3"), "{text}");
+        assert!(text.contains("2781× slower"), "{text}");
+        assert!(
+            !text.contains(" -53 ns") && !text.contains(" -88 ns"),
+            "{text}"
+        );
+        assert!(text.contains("< noise"), "{text}");
         assert!(text.contains(&r.recorded.date));
         assert!(text.contains("backend pvm"));
         assert!(text.contains("not hardware exit costs"));

@@ -11,6 +11,7 @@ pub mod findings_md;
 pub mod format;
 pub mod html;
 pub(crate) mod io_path_text;
+mod lab_answer;
 pub(crate) mod lab_text;
 pub mod lint_text;
 pub(crate) mod model_text;
