@@ -16,6 +16,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import jsonschema
@@ -56,8 +57,19 @@ def error_text(result):
     return result.content[0].text
 
 
+def shown(args):
+    """The arguments as the transcript shows them: long texts cut."""
+    def cut(v):
+        if isinstance(v, str) and len(v) > 80:
+            return v[:60] + f"… ({len(v)} characters)"
+        if isinstance(v, list):
+            return [cut(x) for x in v]
+        return v
+    return json.dumps({k: cut(v) for k, v in args.items()}, ensure_ascii=False)
+
+
 async def call(session, name, args, expect_error=False):
-    say(f"→ tools/call `{name}` {json.dumps(args, ensure_ascii=False)}")
+    say(f"→ tools/call `{name}` {shown(args)}")
     result = await session.call_tool(name, args)
     if expect_error:
         text = error_text(result)
@@ -170,7 +182,37 @@ async def session_run():
             say("   (the server still answers after the errors)")
 
 
+async def escapes():
+    """A root holding a symlink to a file outside it, and `..` out of a subfolder: both refused.
+    With --allow-live, the live tools say they are on (they are not called here)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "root"
+        (root / "sub").mkdir(parents=True)
+        (root / "escape.txt").symlink_to(TESTDATA / SEED)
+        (Path(tmp) / "outside.txt").write_text((TESTDATA / SEED).read_text())
+        server = StdioServerParameters(
+            command=BIN, args=["mcp", "--root", str(root), "--allow-live"], env={"NO_COLOR": "1"}
+        )
+        async with stdio_client(server) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                say(f"\n$ virtlens mcp --root ROOT --allow-live   (ROOT/escape.txt → a file outside ROOT)")
+                tools = (await session.list_tools()).tools
+                for t in tools:
+                    if t.name in LIVE:
+                        assert "(it was)" in t.description, t.description
+                e = await call(session, "report", {"files": ["escape.txt"]}, expect_error=True)
+                assert "outside" in e, e
+                e = await call(session, "report", {"files": ["sub/../../outside.txt"]}, expect_error=True)
+                assert "outside the directories" in e, e
+                e = await call(session, "report", {"files": ["sub"]}, expect_error=True)
+                assert "not a regular file" in e, e
+                e = await call(session, "report", {"files": ["-"]}, expect_error=True)
+                assert "standard input" in e, e
+
+
 asyncio.run(session_run())
+asyncio.run(escapes())
 if TRANSCRIPT:
     TRANSCRIPT.write_text("\n".join(log) + "\n")
 print("\n".join(log))
