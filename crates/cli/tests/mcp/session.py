@@ -114,6 +114,10 @@ async def session_run():
             found = next(f for f in d["findings"] if f["rank"] == main)
             say(f"   main finding of input 1: rank {main}, `{found['id']}` ({found['severity']})")
             assert found["id"] == SEED_MAIN, found["id"]
+            say(f"   title: {found['title']}")
+            qemu = (found.get("fixes") or [{}])[0].get("qemu")
+            if qemu:
+                say(f"   fix (QEMU): {qemu.splitlines()[0]}")
             # … equal to the CLI's --json output on the same file
             cli = subprocess.run(
                 [BIN, "diagnose", str((TESTDATA / SEED).resolve()), "--guest", "windows", "--json"],
