@@ -24,6 +24,9 @@ pub struct Spec {
     pub hidden: &'static [&'static str],
     /// The property that takes inputs as text, if the tool has one, and its description.
     pub text: Option<(&'static str, &'static str)>,
+    /// Options the tool requires though the command does not (`record`'s `duration`: a call
+    /// cannot be stopped with Ctrl-C).
+    pub required: &'static [&'static str],
 }
 
 /// Options no tool offers: the result is always the JSON, there is no page or exit status,
@@ -131,6 +134,9 @@ pub fn input_schema(spec: &Spec) -> anyhow::Result<Map<String, Value>> {
     let mut schema = Map::new();
     schema.insert("type".into(), json!("object"));
     schema.insert("properties".into(), Value::Object(props));
+    if !spec.required.is_empty() {
+        schema.insert("required".into(), json!(spec.required));
+    }
     schema.insert("additionalProperties".into(), json!(false));
     Ok(schema)
 }
@@ -149,6 +155,9 @@ pub fn parse(spec: &Spec, args: &Map<String, Value>, roots: &Roots) -> anyhow::R
     let offered_args: Vec<&clap::Arg> = cmd.get_arguments().filter(|a| offered(spec, a)).collect();
     let mut argv: Vec<OsString> = vec!["virtlens".into(), spec.command.into()];
     argv.extend(spec.fixed.iter().map(OsString::from));
+    if let Some(missing) = spec.required.iter().find(|r| !args.contains_key(**r)) {
+        bail!("`{missing}` is required");
+    }
     let mut texts = Vec::new();
     let mut positional_given = false;
     for (key, value) in args {
@@ -220,13 +229,32 @@ pub fn parse(spec: &Spec, args: &Map<String, Value>, roots: &Roots) -> anyhow::R
         argv.push("-".into());
     }
     let command = Cli::try_parse_from(argv)
-        .map_err(|e| anyhow::anyhow!(clap_message(&e)))?
+        .map_err(|e| anyhow::anyhow!(in_tool_words(spec, &offered_args, &clap_message(&e))))?
         .command;
     Ok(Parsed {
         command,
         texts,
         text_only,
     })
+}
+
+/// Clap's message with the positional arguments named as the tool's properties (`<FILE>...`
+/// is `files`, or `texts`).
+fn in_tool_words(spec: &Spec, args: &[&clap::Arg], message: &str) -> String {
+    let mut out = message.to_string();
+    for arg in args.iter().filter(|a| a.is_positional()) {
+        let or_text = spec
+            .text
+            .map(|(t, _)| format!(" (or `{t}`)"))
+            .unwrap_or_default();
+        let property = format!("`{}`{or_text}", arg.get_id());
+        for name in arg.get_value_names().unwrap_or_default() {
+            out = out
+                .replace(&format!("<{name}>..."), &property)
+                .replace(&format!("<{name}>"), &property);
+        }
+    }
+    out
 }
 
 fn long(arg: &clap::Arg) -> String {

@@ -52,6 +52,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: INPUT_HIDDEN,
             text: TEXTS,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.report/1.json"),
         live: false,
@@ -66,6 +67,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: INPUT_HIDDEN,
             text: TEXTS,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.compare/1.json"),
         live: false,
@@ -81,6 +83,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: &["live", "duration"],
             text: TEXTS,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.diagnose/2.json"),
         live: false,
@@ -95,6 +98,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: INPUT_HIDDEN,
             text: TEXTS,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.counters/1.json"),
         live: false,
@@ -110,6 +114,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: &[],
             text: Some(("text", "The configuration as text instead of a file")),
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.lint/1.json"),
         live: false,
@@ -126,6 +131,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: &["replay", "duration"],
             text: None,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.lab/2.json"),
         live: false,
@@ -141,6 +147,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &[],
             hidden: &[],
             text: None,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.exitcost/2.json"),
         live: false,
@@ -155,6 +162,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &["--once", "--json"],
             hidden: &["once"],
             text: None,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.top/1.json"),
         live: true,
@@ -169,6 +177,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &["--live"],
             hidden: &["live", "files", "format"],
             text: None,
+            required: &[],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.diagnose/2.json"),
         live: true,
@@ -184,6 +193,7 @@ pub const TOOLS: &[Tool] = &[
             fixed: &["--summary"],
             hidden: &["output", "summary"],
             text: None,
+            required: &["duration"],
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.report/1.json"),
         live: true,
@@ -257,9 +267,6 @@ pub fn call(ctx: &Context, tool: &Tool, args: &Map<String, Value>) -> anyhow::Re
         }
         ("record", Command::Record(a)) => {
             let opts = record::capture_options(&a)?;
-            if opts.duration.is_none() {
-                bail!("record needs --duration: a tool call cannot be stopped with Ctrl-C");
-            }
             record_summary::summary(&opts, &ctx.stop, &mut || {})?.json()
         }
         (name, _) => bail!("{name}: the arguments parsed as another command"),

@@ -177,6 +177,8 @@ async def session_run():
             assert "window" in e, e
             e = await call(session, "report", {"files": [SEED], "colour": "red"}, expect_error=True)
             assert "unknown argument" in e, e
+            e = await call(session, "report", {}, expect_error=True)
+            assert "`files` (or `texts`)" in e, e
             e = await call(session, "top_snapshot", {}, expect_error=True)
             assert "--allow-live" in e, e
             e = await call(session, "record", {"duration": 1}, expect_error=True)
