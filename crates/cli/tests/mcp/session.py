@@ -73,7 +73,7 @@ async def call(session, name, args, expect_error=False):
     result = await session.call_tool(name, args)
     if expect_error:
         text = error_text(result)
-        say(f"← isError: true\n```\n{text}\n```")
+        say("← isError: true, content: " + "\n     ".join(text.splitlines()))
         return text
     assert not result.is_error, f"{name} {args}: {result.content[0].text}"
     doc = check_schema(result)
