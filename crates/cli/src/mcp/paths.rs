@@ -1,6 +1,6 @@
 //! Path safety: a tool reads only regular files under the server's `--root` directories. A
-//! path is resolved (relative to the first root; symlinks and `..` followed by the kernel's own
-//! canonicalisation) before it is checked, so neither can lead out of a root.
+//! path is resolved (a relative one under each root in turn; symlinks and `..` followed by the
+//! kernel's own canonicalisation) before it is checked, so neither can lead out of a root.
 
 use std::path::{Path, PathBuf};
 
@@ -53,13 +53,31 @@ impl Roots {
             bail!("`-` (standard input) carries this server's protocol; give a file or the text");
         }
         let path = Path::new(given);
-        let joined = match (path.is_absolute(), self.dirs.first()) {
-            (false, Some(first)) => first.join(path),
-            _ => path.to_path_buf(),
+        // A relative path is looked for under each root in turn; an absolute one as it is.
+        let candidates: Vec<PathBuf> = if path.is_absolute() {
+            vec![path.to_path_buf()]
+        } else {
+            self.dirs.iter().map(|d| d.join(path)).collect()
         };
-        let real = joined
-            .canonicalize()
-            .map_err(|e| anyhow::anyhow!("{given}: {e}"))?;
+        let mut first_error = None;
+        let mut found = None;
+        for c in &candidates {
+            match c.canonicalize() {
+                Ok(real) => {
+                    found = Some(real);
+                    break;
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let Some(real) = found else {
+            return Err(match first_error {
+                Some(e) => anyhow::anyhow!("{given}: {e}"),
+                None => anyhow::anyhow!("{given}: no root to look under"),
+            });
+        };
         if !self.dirs.iter().any(|d| real.starts_with(d)) {
             bail!(
                 "{given}: outside the directories this server may read ({}); start it with \
