@@ -84,7 +84,7 @@ pub fn finish(
     a: &DiagnoseArgs,
     out: OutputOptions,
 ) -> anyhow::Result<ExitCode> {
-    let d = build(&profiles, a)?;
+    let d = build(&profiles, a, None)?;
     output::emit(&d, out)?;
     let at = a.fail_on.severity();
     Ok(if d.fails(at) {
@@ -95,8 +95,13 @@ pub fn finish(
 }
 
 /// The diagnosis of `profiles` (read from files, given as text, or captured live) with the
-/// options of `a`: its configuration, host facts, window, vCPUs and IO rate.
-pub fn build(profiles: &[Profile], a: &DiagnoseArgs) -> anyhow::Result<Diagnosis> {
+/// options of `a`: its configuration (`config_text`, else `--config`), host facts, window,
+/// vCPUs and IO rate.
+pub fn build(
+    profiles: &[Profile],
+    a: &DiagnoseArgs,
+    config_text: Option<&str>,
+) -> anyhow::Result<Diagnosis> {
     let decoder = inputs::decoder(&a.input)?;
     let h = &a.host;
     let mut host = lint::host_facts_from(
@@ -125,7 +130,7 @@ pub fn build(profiles: &[Profile], a: &DiagnoseArgs) -> anyhow::Result<Diagnosis
     {
         anyhow::bail!("--window must be a number of seconds above 0 (at most a year), not {w}");
     }
-    let configs = read_config(a, &host)?;
+    let configs = read_config(a, &host, config_text)?;
     let io = io_rate(a)?;
     let mut d = diagnose::diagnose(
         profiles,
@@ -184,24 +189,38 @@ fn io_rate(a: &DiagnoseArgs) -> anyhow::Result<Option<IoRate>> {
 fn read_config(
     a: &DiagnoseArgs,
     host: &virtlens_core::facts::HostFacts,
+    text: Option<&str>,
 ) -> anyhow::Result<Vec<VmConfig>> {
-    let Some(path) = &a.config else {
-        return Ok(Vec::new());
-    };
     let format = a.config_format.map(|f| match f {
         ConfigFormatArg::Libvirt => Format::Libvirt,
         ConfigFormatArg::Qemu => Format::Qemu,
         ConfigFormatArg::Proxmox => Format::Proxmox,
     });
-    let configs = config::read_path(
-        path,
-        &ReadOptions {
-            format,
-            host_vendor: host.vendor.clone(),
-        },
-    )?;
+    let options = ReadOptions {
+        format,
+        host_vendor: host.vendor.clone(),
+    };
+    let (configs, name) = match (text, &a.config) {
+        (Some(t), _) => {
+            if t.len() as u64 > CONFIG_CAP {
+                anyhow::bail!(
+                    "config text: {} bytes; a VM configuration may weigh at most {CONFIG_CAP}",
+                    t.len()
+                );
+            }
+            (
+                config::read_bytes(t.as_bytes(), "config text", &options)?,
+                "config text".to_string(),
+            )
+        }
+        (None, Some(path)) => (
+            config::read_path(path, &options)?,
+            path.display().to_string(),
+        ),
+        (None, None) => return Ok(Vec::new()),
+    };
     if configs.is_empty() {
-        anyhow::bail!("{}: no VM configuration found", path.display());
+        anyhow::bail!("{name}: no VM configuration found");
     }
     Ok(configs)
 }

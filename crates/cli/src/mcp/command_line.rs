@@ -24,10 +24,15 @@ pub struct Spec {
     pub hidden: &'static [&'static str],
     /// The property that takes inputs as text, if the tool has one, and its description.
     pub text: Option<(&'static str, &'static str)>,
+    /// It also takes the VM's configuration as text (`config_text`, for `--config`).
+    pub config_text: bool,
     /// Options the tool requires though the command does not (`record`'s `duration`: a call
     /// cannot be stopped with Ctrl-C).
     pub required: &'static [&'static str],
 }
+
+/// The property of a configuration given as text.
+const CONFIG_TEXT: &str = "config_text";
 
 /// Options no tool offers: the result is always the JSON, there is no page or exit status,
 /// and signals and inherited descriptors belong to the server.
@@ -121,6 +126,13 @@ pub fn input_schema(spec: &Spec) -> anyhow::Result<Map<String, Value>> {
         s["description"] = json!(help);
         props.insert(arg.get_id().to_string(), s);
     }
+    if spec.config_text {
+        props.insert(
+            CONFIG_TEXT.to_string(),
+            json!({"type": "string", "description": "The VM's configuration (libvirt XML, QEMU \
+                command line, Proxmox config) as text instead of `config`"}),
+        );
+    }
     if let Some((name, what)) = spec.text {
         props.insert(
             name.to_string(),
@@ -145,6 +157,8 @@ pub fn input_schema(spec: &Spec) -> anyhow::Result<Map<String, Value>> {
 pub struct Parsed {
     pub command: Command,
     pub texts: Vec<String>,
+    /// The configuration given as text (`config_text`).
+    pub config_text: Option<String>,
     /// No file was given, only text: the command's file list holds a placeholder to clear.
     pub text_only: bool,
 }
@@ -159,8 +173,17 @@ pub fn parse(spec: &Spec, args: &Map<String, Value>, roots: &Roots) -> anyhow::R
         bail!("`{missing}` is required");
     }
     let mut texts = Vec::new();
+    let mut config_text = None;
     let mut positional_given = false;
     for (key, value) in args {
+        if spec.config_text && key == CONFIG_TEXT {
+            match value {
+                Value::String(s) => config_text = Some(s.clone()),
+                Value::Null => {}
+                other => bail!("`{key}`: expected text, got {other}"),
+            }
+            continue;
+        }
         if spec.text.is_some_and(|(t, _)| t == key) {
             match value {
                 Value::String(s) => texts.push(s.clone()),
@@ -182,6 +205,7 @@ pub fn parse(spec: &Spec, args: &Map<String, Value>, roots: &Roots) -> anyhow::R
                 .iter()
                 .map(|a| a.get_id().to_string())
                 .chain(spec.text.map(|(t, _)| t.to_string()))
+                .chain(spec.config_text.then(|| CONFIG_TEXT.to_string()))
                 .collect();
             bail!(
                 "unknown argument `{key}`; this tool takes: {}",
@@ -234,6 +258,7 @@ pub fn parse(spec: &Spec, args: &Map<String, Value>, roots: &Roots) -> anyhow::R
     Ok(Parsed {
         command,
         texts,
+        config_text,
         text_only,
     })
 }

@@ -53,6 +53,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: INPUT_HIDDEN,
             text: TEXTS,
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.report/1.json"),
         live: false,
@@ -68,6 +69,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: INPUT_HIDDEN,
             text: TEXTS,
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.compare/1.json"),
         live: false,
@@ -84,6 +86,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &["live", "duration"],
             text: TEXTS,
             required: &[],
+            config_text: true,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.diagnose/2.json"),
         live: false,
@@ -99,6 +102,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: INPUT_HIDDEN,
             text: TEXTS,
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.counters/1.json"),
         live: false,
@@ -115,6 +119,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &[],
             text: Some(("text", "The configuration as text instead of a file")),
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.lint/1.json"),
         live: false,
@@ -132,6 +137,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &["replay", "duration"],
             text: None,
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.lab/2.json"),
         live: false,
@@ -148,6 +154,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &[],
             text: None,
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.exitcost/2.json"),
         live: false,
@@ -163,6 +170,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &["once"],
             text: None,
             required: &[],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.top/1.json"),
         live: true,
@@ -178,6 +186,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &["live", "files", "format"],
             text: None,
             required: &[],
+            config_text: true,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.diagnose/2.json"),
         live: true,
@@ -194,6 +203,7 @@ pub const TOOLS: &[Tool] = &[
             hidden: &["output", "summary"],
             text: None,
             required: &["duration"],
+            config_text: false,
         },
         output_schema: include_str!("../../../../docs/schemas/virtlens.report/1.json"),
         live: true,
@@ -226,8 +236,10 @@ pub fn call(ctx: &Context, tool: &Tool, args: &Map<String, Value>) -> anyhow::Re
     let Parsed {
         command,
         texts,
+        config_text,
         text_only,
     } = parsed;
+    let config_text = config_text.as_deref();
     let json = match (tool.name, command) {
         ("report", Command::Report(mut a)) => {
             clear_placeholder(&mut a.files, text_only);
@@ -242,7 +254,7 @@ pub fn call(ctx: &Context, tool: &Tool, args: &Map<String, Value>) -> anyhow::Re
         ("diagnose", Command::Diagnose(mut a)) => {
             clear_placeholder(&mut a.files, text_only);
             let p = inputs::read(&a.files, &texts, &a.input)?;
-            diagnose::build(&p, &a)?.json()
+            diagnose::build(&p, &a, config_text)?.json()
         }
         ("counters", Command::Counters(mut a)) => {
             counters::check(&a)?;
@@ -263,7 +275,7 @@ pub fn call(ctx: &Context, tool: &Tool, args: &Map<String, Value>) -> anyhow::Re
         ("top_snapshot", Command::Top(a)) => top::snapshot(&a, &ctx.stop)?,
         ("diagnose_live", Command::Diagnose(a)) => {
             let p = diagnose::capture_live(&a, &ctx.stop, &mut |_| {})?;
-            diagnose::build(&[p], &a)?.json()
+            diagnose::build(&[p], &a, config_text)?.json()
         }
         ("record", Command::Record(a)) => {
             let opts = record::capture_options(&a)?;

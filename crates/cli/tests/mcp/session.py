@@ -133,6 +133,19 @@ async def session_run():
             assert main2["id"] == SEED_MAIN and d2["inputs"][0]["name"] == "text 1", d2["inputs"][0]
             say(f"   pasted as text: input `{d2['inputs'][0]['name']}`, main finding `{main2['id']}`")
 
+            # with the VM's configuration, as a path and as text: the CLI's --config answer
+            dc = await call(session, "diagnose", {"files": [SEED], "config": CONFIG})
+            cli = subprocess.run(
+                [BIN, "diagnose", str((TESTDATA / SEED).resolve()), "--config",
+                 str((TESTDATA / CONFIG).resolve()), "--json"],
+                capture_output=True, text=True, env={"NO_COLOR": "1"},
+            )
+            assert json.loads(cli.stdout) == dc, "diagnose --config differs from the CLI's"
+            dt = await call(session, "diagnose", {"files": [SEED], "config_text": (TESTDATA / CONFIG).read_text()})
+            assert [f["id"] for f in dt["findings"]] == [f["id"] for f in dc["findings"]]
+            say(f"   with the configuration (path or `config_text`): {len(dc['findings'])} findings, "
+                f"first `{dc['findings'][0]['id']}`; config read as `{dt['config']['input']}`")
+
             lint = await call(session, "lint", {"file": CONFIG, "guest": "windows"})
             ids = [f["rule"] for f in lint["findings"]]
             assert ids, "lint found nothing in a configuration with Hyper-V off"
