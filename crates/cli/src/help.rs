@@ -8,6 +8,7 @@ Getting started:
   virtlens report exits.txt                 read a `perf kvm stat report` table (or perf.data, …)
   virtlens diagnose exits.txt               why the guest is slow, and the fix
   virtlens lint vm.xml                      check a libvirt/QEMU/Proxmox configuration
+  virtlens mcp                              the same answers as tools for AI agents (MCP)
 
 `virtlens COMMAND --help` has examples for each command. Every command takes --json.
 Exit status: 0 ok; 1 findings at or above --fail-on (lint, diagnose); 2 bad input or usage.
@@ -206,3 +207,16 @@ Examples:
   sudo virtlens serve
   sudo virtlens serve --listen 0.0.0.0:9815 --vm win10
   curl -s localhost:9815/metrics | grep '^virtlens_exits'";
+
+pub const MCP: &str = "\
+Runs a Model Context Protocol server on standard input and output, for AI agents (Claude
+Desktop, Claude Code, VS Code, …): report, compare, diagnose, counters, lint, lab and exitcost
+as tools whose results are the --json outputs, the findings catalogue as resources, and prompts.
+Inputs are files under --root (the working directory by default) or text pasted into the call.
+The live tools (top_snapshot, diagnose_live, record) are offered only with --allow-live.
+See docs/mcp.md for the clients' configuration.
+
+Examples:
+  virtlens mcp                                      files under the working directory
+  virtlens mcp --root /var/log/virtlens --root .    two roots
+  sudo virtlens mcp --allow-live                    with the live tools (root, tracefs)";

@@ -6,6 +6,7 @@
 mod args;
 mod commands;
 mod help;
+mod mcp;
 mod output;
 
 use std::process::ExitCode;

@@ -118,14 +118,21 @@ pub fn style() -> Style {
 pub fn error(e: &anyhow::Error) {
     let mut err = anstream::stderr();
     let red = anstyle::Style::new().fg_color(Some(anstyle::AnsiColor::Red.into()));
-    let _ = writeln!(err, "{red}error{red:#}: {e}");
-    let mut said = e.to_string();
+    let _ = writeln!(err, "{red}error{red:#}: {}", message(e));
+}
+
+/// An error and its causes as [`error`] prints them, without the colour and the `error: `.
+pub fn message(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    let mut said = out.clone();
     for cause in e.chain().skip(1) {
         // An error that quotes its cause (an IO error naming the file) says it once.
         let text = cause.to_string();
         if !said.contains(&text) {
-            let _ = writeln!(err, "  caused by: {text}");
+            out.push_str("\n  caused by: ");
+            out.push_str(&text);
         }
         said = text;
     }
+    out
 }

@@ -16,6 +16,7 @@ fn names_are_distinct() {
         Need::Tracefs,
         Need::Perf,
         Need::Duckdb,
+        Need::Mcp,
         Need::Chromium,
         Need::Prometheus,
         Need::Bpf,

@@ -30,6 +30,7 @@ mod json_schemas;
 mod lab_cases;
 mod lab_host;
 mod lint_cli;
+mod mcp_server;
 mod mtree_and_filters;
 mod output_cli;
 mod readme;

@@ -48,6 +48,9 @@ pub enum Need {
     Perf,
     /// Python's `duckdb` module importable by `python3`.
     Duckdb,
+    /// Python's `mcp` (the Model Context Protocol SDK) and `jsonschema` modules importable by
+    /// `python3`.
+    Mcp,
     /// Debian's `chromium` (headless browser tests).
     Chromium,
     /// `prometheus` and `promtool` on PATH.
@@ -78,6 +81,7 @@ impl Need {
             Need::Tracefs => "tracefs",
             Need::Perf => "perf",
             Need::Duckdb => "duckdb",
+            Need::Mcp => "mcp",
             Need::Chromium => "chromium",
             Need::Prometheus => "prometheus",
             Need::Bpf => "bpf",
@@ -115,6 +119,7 @@ impl Need {
             }
             Need::Perf => runs("perf", &["--version"]),
             Need::Duckdb => runs("python3", &["-c", "import duckdb"]),
+            Need::Mcp => runs("python3", &["-c", "import mcp, jsonschema"]),
             Need::Chromium => runs("chromium", &["--version"]),
             Need::Prometheus => {
                 runs("prometheus", &["--version"]).or_else(|| runs("promtool", &["--version"]))

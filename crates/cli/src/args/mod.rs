@@ -12,6 +12,7 @@ use crate::help;
 mod files;
 mod lint;
 mod live;
+mod mcp;
 mod measure;
 mod seconds;
 mod severity;
@@ -19,6 +20,7 @@ mod severity;
 pub use files::*;
 pub use lint::*;
 pub use live::*;
+pub use mcp::*;
 pub use measure::*;
 pub use seconds::parse_seconds;
 pub use severity::SeverityArg;
@@ -84,6 +86,9 @@ pub enum Command {
     /// Export per-VM exit counts, latencies, ready time and findings for Prometheus (read-only)
     #[command(after_long_help = help::SERVE)]
     Serve(ServeArgs),
+    /// Serve every answer above as a typed tool to AI agents (Model Context Protocol over stdio)
+    #[command(after_long_help = help::MCP)]
+    Mcp(McpArgs),
 }
 
 /// Options shared by every command that reads input files.

@@ -7,16 +7,17 @@
 //! [`finish`] takes profiles from any source, so a live capture goes through the same path.
 
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
 use virtlens_core::analysis::filter::{self, Filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
 use virtlens_core::diagnose;
-use virtlens_core::diagnose::IoRate;
+use virtlens_core::diagnose::{Diagnosis, IoRate};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::{CONFIG_CAP, fio_json, read_capped};
-use virtlens_host::capture::{self, CaptureOptions, Control, ReadyFd, StopSignals};
+use virtlens_host::capture::{self, CaptureOptions, Control, Ready, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
 use crate::args::{ConfigFormatArg, DiagnoseArgs, GuestArg};
@@ -37,24 +38,35 @@ pub fn run(a: &DiagnoseArgs) -> anyhow::Result<ExitCode> {
 /// `--vm`/`--pid` filtered in the kernel, and returns the profile (with the `--vcpu` filter).
 fn live(a: &DiagnoseArgs) -> anyhow::Result<Profile> {
     let mut ready_fd = a.ready_fd.map(ReadyFd::take).transpose()?;
+    eprintln!(
+        "virtlens diagnose: capturing for {} s (Ctrl-C stops early)",
+        a.duration
+    );
+    let signals = StopSignals::install().context("installing the signal handlers")?;
+    capture_live(a, signals.flag(), &mut |_| {
+        if let Some(fd) = ready_fd.take() {
+            fd.signal();
+        }
+    })
+}
+
+/// `--live`'s capture: this host's KVM events for `--duration` seconds (or until `stop` is
+/// set), the VM chosen by `--vm`/`--pid` filtered in the kernel, `ready` called when tracing
+/// is on; the profile comes back with the `--vcpu` filter applied.
+pub fn capture_live(
+    a: &DiagnoseArgs,
+    stop: &AtomicBool,
+    ready: &mut dyn FnMut(&Ready),
+) -> anyhow::Result<Profile> {
     let opts = CaptureOptions {
         duration: Some(Duration::from_secs_f64(a.duration)),
         pid: a.input.pid,
         vm: a.input.vm.clone(),
         ..CaptureOptions::default()
     };
-    eprintln!(
-        "virtlens diagnose: capturing for {} s (Ctrl-C stops early)",
-        a.duration
-    );
-    let signals = StopSignals::install().context("installing the signal handlers")?;
     let ctl = Control {
-        stop: signals.flag(),
-        ready: &mut |_| {
-            if let Some(fd) = ready_fd.take() {
-                fd.signal();
-            }
-        },
+        stop,
+        ready,
         progress: &mut |_| {},
     };
     let profile = capture::record_profile(&opts, ctl)?;
@@ -72,6 +84,24 @@ pub fn finish(
     a: &DiagnoseArgs,
     out: OutputOptions,
 ) -> anyhow::Result<ExitCode> {
+    let d = build(&profiles, a, None)?;
+    output::emit(&d, out)?;
+    let at = a.fail_on.severity();
+    Ok(if d.fails(at) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The diagnosis of `profiles` (read from files, given as text, or captured live) with the
+/// options of `a`: its configuration (`config_text`, else `--config`), host facts, window,
+/// vCPUs and IO rate.
+pub fn build(
+    profiles: &[Profile],
+    a: &DiagnoseArgs,
+    config_text: Option<&str>,
+) -> anyhow::Result<Diagnosis> {
     let decoder = inputs::decoder(&a.input)?;
     let h = &a.host;
     let mut host = lint::host_facts_from(
@@ -100,10 +130,10 @@ pub fn finish(
     {
         anyhow::bail!("--window must be a number of seconds above 0 (at most a year), not {w}");
     }
-    let configs = read_config(a, &host)?;
+    let configs = read_config(a, &host, config_text)?;
     let io = io_rate(a)?;
     let mut d = diagnose::diagnose(
-        &profiles,
+        profiles,
         configs.first(),
         &decoder,
         &diagnose::Options {
@@ -124,13 +154,7 @@ pub fn finish(
             configs.len()
         ));
     }
-    output::emit(&d, out)?;
-    let at = a.fail_on.severity();
-    Ok(if d.fails(at) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(d)
 }
 
 /// The IO rate of `--iops` or `--fio`.
@@ -165,24 +189,38 @@ fn io_rate(a: &DiagnoseArgs) -> anyhow::Result<Option<IoRate>> {
 fn read_config(
     a: &DiagnoseArgs,
     host: &virtlens_core::facts::HostFacts,
+    text: Option<&str>,
 ) -> anyhow::Result<Vec<VmConfig>> {
-    let Some(path) = &a.config else {
-        return Ok(Vec::new());
-    };
     let format = a.config_format.map(|f| match f {
         ConfigFormatArg::Libvirt => Format::Libvirt,
         ConfigFormatArg::Qemu => Format::Qemu,
         ConfigFormatArg::Proxmox => Format::Proxmox,
     });
-    let configs = config::read_path(
-        path,
-        &ReadOptions {
-            format,
-            host_vendor: host.vendor.clone(),
-        },
-    )?;
+    let options = ReadOptions {
+        format,
+        host_vendor: host.vendor.clone(),
+    };
+    let (configs, name) = match (text, &a.config) {
+        (Some(t), _) => {
+            if t.len() as u64 > CONFIG_CAP {
+                anyhow::bail!(
+                    "config text: {} bytes; a VM configuration may weigh at most {CONFIG_CAP}",
+                    t.len()
+                );
+            }
+            (
+                config::read_bytes(t.as_bytes(), "config text", &options)?,
+                "config text".to_string(),
+            )
+        }
+        (None, Some(path)) => (
+            config::read_path(path, &options)?,
+            path.display().to_string(),
+        ),
+        (None, None) => return Ok(Vec::new()),
+    };
     if configs.is_empty() {
-        anyhow::bail!("{}: no VM configuration found", path.display());
+        anyhow::bail!("{name}: no VM configuration found");
     }
     Ok(configs)
 }

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use virtlens_core::measure::Mode;
+use virtlens_core::measure::{ExitCostReport, Mode};
 use virtlens_host::lab;
 
 use super::lab::with_progress;
@@ -13,6 +13,20 @@ use crate::args::{ExitcostArgs, ModeArg};
 use crate::output::{self, OutputOptions};
 
 pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
+    check(a)?;
+    let out = OutputOptions::with_html(a.json, &a.page)?;
+    let report = measure(a, true)?;
+    if a.json {
+        for n in &report.notes {
+            eprintln!("virtlens exitcost: {n}");
+        }
+    }
+    output::emit(&report, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether this host can measure (a usable /dev/kvm) and the budget is one.
+fn check(a: &ExitcostArgs) -> anyhow::Result<()> {
     if let Err(e) = lab::kvm_usable() {
         anyhow::bail!(
             "virtlens exitcost measures with micro-VMs and needs /dev/kvm ({e}); \
@@ -25,7 +39,13 @@ pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
             a.budget
         );
     }
-    let out = OutputOptions::with_html(a.json, &a.page)?;
+    Ok(())
+}
+
+/// Measures the exit costs as `a` says, within its budget (a progress bar on a terminal when
+/// `progress`).
+pub fn measure(a: &ExitcostArgs, progress: bool) -> anyhow::Result<ExitCostReport> {
+    check(a)?;
     let mut opts = lab::Options::exitcost();
     opts.budget = Duration::from_secs_f64(a.budget);
     opts.rounds = usize::try_from(a.runs).unwrap_or(usize::MAX);
@@ -38,12 +58,9 @@ pub fn run(a: &ExitcostArgs) -> anyhow::Result<ExitCode> {
             ModeArg::User64 => Mode::User64,
         }];
     }
-    let report = with_progress(|tick| lab::run_exitcost(&opts, tick));
-    if a.json {
-        for n in &report.notes {
-            eprintln!("virtlens exitcost: {n}");
-        }
-    }
-    output::emit(&report, out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if progress {
+        with_progress(|tick| lab::run_exitcost(&opts, tick))
+    } else {
+        lab::run_exitcost(&opts, &mut |_| {})
+    })
 }

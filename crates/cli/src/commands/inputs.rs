@@ -14,38 +14,65 @@ use crate::args::InputArgs;
 
 /// Reads every file as a profile, in order, keeping the rows `--pid/--vm/--vcpu` select.
 pub fn profiles(files: &[std::path::PathBuf], args: &InputArgs) -> anyhow::Result<Vec<Profile>> {
+    read(files, &[], args)
+}
+
+/// [`profiles`] of the `files`, then of the `texts` (inputs given as text, as an agent pastes
+/// them: each capped like a configuration and named `text N` in notes and errors).
+pub fn read(
+    files: &[std::path::PathBuf],
+    texts: &[String],
+    args: &InputArgs,
+) -> anyhow::Result<Vec<Profile>> {
     let format = args.format.as_deref().and_then(Format::from_name);
     let filter = Filter {
         pid: args.pid,
         vm: args.vm.clone(),
         vcpu: args.vcpu,
     };
-    files
+    let from_files = files
         .iter()
-        .map(|f| {
-            let p = sources::read_path(f, format)?;
-            let had_rows = p.tables.iter().any(|t| !t.rows.is_empty());
-            let before = p.warnings.len();
-            let p = filter::apply(p, &filter);
-            if had_rows && p.tables.is_empty() {
-                // Selecting nothing is a usage error, not an empty report.
-                let why: Vec<&str> = p.warnings[before..]
-                    .iter()
-                    .map(|n| n.message.as_str())
-                    .collect();
-                anyhow::bail!(
-                    "{}: --pid/--vm/--vcpu select no row of this input: {}",
-                    display_name(f),
-                    if why.is_empty() {
-                        "no row has that VM or vCPU".to_string()
-                    } else {
-                        why.join("; ")
-                    }
-                );
-            }
-            Ok(p)
+        .map(|f| Ok((sources::read_path(f, format)?, display_name(f))));
+    let from_texts = texts.iter().enumerate().map(|(i, t)| {
+        let name = format!("text {}", i + 1);
+        if t.len() as u64 > CONFIG_CAP {
+            anyhow::bail!(
+                "{name}: {} bytes; an input given as text may hold at most {CONFIG_CAP} (give a file instead)",
+                t.len()
+            );
+        }
+        Ok((sources::read_bytes(t.as_bytes(), &name, format)?, name))
+    });
+    from_files
+        .chain(from_texts)
+        .map(|read: anyhow::Result<(Profile, String)>| {
+            let (p, name) = read?;
+            select(p, &name, &filter)
         })
         .collect()
+}
+
+/// The rows of `p` that `filter` selects; selecting nothing of an input that had rows is an error.
+fn select(p: Profile, name: &str, filter: &Filter) -> anyhow::Result<Profile> {
+    let had_rows = p.tables.iter().any(|t| !t.rows.is_empty());
+    let before = p.warnings.len();
+    let p = filter::apply(p, filter);
+    if had_rows && p.tables.is_empty() {
+        // Selecting nothing is a usage error, not an empty report.
+        let why: Vec<&str> = p.warnings[before..]
+            .iter()
+            .map(|n| n.message.as_str())
+            .collect();
+        anyhow::bail!(
+            "{name}: --pid/--vm/--vcpu select no row of this input: {}",
+            if why.is_empty() {
+                "no row has that VM or vCPU".to_string()
+            } else {
+                why.join("; ")
+            }
+        );
+    }
+    Ok(p)
 }
 
 /// The decoder: built-in names, overridden by `--mtree` when given.

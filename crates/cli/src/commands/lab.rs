@@ -28,6 +28,24 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
         return replay(name, a.duration);
     }
     let out = OutputOptions::with_html(a.json, &a.page)?;
+    match shown(a, true)? {
+        Shown::Measured(report) => {
+            output::emit(&report, out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Shown::Recording { report, why } => offline(&report, &why, out),
+    }
+}
+
+/// What `lab` shows: a measurement, or the bundled recording and why nothing was measured.
+pub enum Shown {
+    Measured(LabReport),
+    Recording { report: LabReport, why: String },
+}
+
+/// Measures (with a progress bar on a terminal when `progress`), or, with `--offline` or
+/// without a usable /dev/kvm, returns the bundled recording, labelled as one.
+pub fn shown(a: &LabArgs, progress: bool) -> anyhow::Result<Shown> {
     let why = if a.offline {
         Some("--offline was given".to_string())
     } else {
@@ -36,14 +54,20 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
             .map(|e| format!("cannot measure here ({e})"))
     };
     if let Some(why) = why {
-        return offline(&why, out);
+        return Ok(Shown::Recording {
+            report: recording()?,
+            why,
+        });
     }
     let mut opts = lab::Options::lab(a.quick);
     opts.io_path_only = a.io_path;
-    let mut report = with_progress(|tick| lab::run_lab(&opts, tick));
+    let mut report = if progress {
+        with_progress(|tick| lab::run_lab(&opts, tick))
+    } else {
+        lab::run_lab(&opts, &mut |_| {})
+    };
     diagnosed::diagnose_scenarios(&mut report);
-    output::emit(&report, out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Shown::Measured(report))
 }
 
 /// `lab --replay SCENARIO/VARIANT`: one trap kept running, a line when it starts and one when
@@ -73,14 +97,19 @@ fn replay(name: &str, duration: f64) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn offline(why: &str, out: OutputOptions) -> anyhow::Result<ExitCode> {
+/// The bundled recording, shown by this virtlens: in its schema, labelled by its rules, and
+/// never as measured.
+fn recording() -> anyhow::Result<LabReport> {
     let mut report: LabReport = serde_json::from_str(RECORDING)
         .map_err(|e| anyhow::anyhow!("the bundled lab recording is unreadable: {e}"))?;
-    // Shown by this virtlens: in its schema, labelled by its rules, and never as measured.
     report.schema = LAB_SCHEMA.to_string();
     report.measured = false;
     resolution::label_lab(&mut report);
     diagnosed::diagnose_scenarios(&mut report);
+    Ok(report)
+}
+
+fn offline(report: &LabReport, why: &str, out: OutputOptions) -> anyhow::Result<ExitCode> {
     let json = out.json;
     if json {
         eprintln!(
@@ -88,13 +117,7 @@ fn offline(why: &str, out: OutputOptions) -> anyhow::Result<ExitCode> {
              status {NOT_MEASURED})"
         );
     }
-    output::emit(
-        &LabRecording {
-            report: &report,
-            why,
-        },
-        out,
-    )?;
+    output::emit(&LabRecording { report, why }, out)?;
     Ok(if json {
         ExitCode::from(NOT_MEASURED)
     } else {

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
 use virtlens_core::facts::{HostFacts, Vendor};
-use virtlens_core::lint::{self, Preset, presets};
+use virtlens_core::lint::{self, LintReport, Preset, presets};
+use virtlens_core::sources::CONFIG_CAP;
 
 use crate::args::{
     ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, VendorArg,
@@ -16,6 +17,18 @@ use crate::args::{
 use crate::output::{self, OutputOptions};
 
 pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
+    let report = build(a, None)?;
+    output::emit(&report, OutputOptions::with_html(a.json, &a.page)?)?;
+    Ok(if report.fails(a.fail_on.severity()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The lint report of `text` (a configuration given as text, named `text`) or else of the
+/// file of `a`, with the host facts, versions and preset of `a`.
+pub fn build(a: &LintArgs, text: Option<&str>) -> anyhow::Result<LintReport> {
     let host = host_facts(a);
     let version = |v: &Option<String>, what: &str| -> anyhow::Result<Option<Version>> {
         v.as_deref()
@@ -44,15 +57,22 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
         (Some(ConfigFormatArg::Proxmox), _) => Some(Format::Proxmox),
         (None, false) => None,
     };
-    let configs = match &a.file {
-        Some(path) => config::read_path(
-            path,
-            &ReadOptions {
-                format,
-                host_vendor: host.vendor.clone(),
-            },
-        )?,
-        None => Vec::new(),
+    let read = ReadOptions {
+        format,
+        host_vendor: host.vendor.clone(),
+    };
+    let configs = match (text, &a.file) {
+        (Some(t), _) => {
+            if t.len() as u64 > CONFIG_CAP {
+                anyhow::bail!(
+                    "text: {} bytes; a VM configuration may weigh at most {CONFIG_CAP}",
+                    t.len()
+                );
+            }
+            config::read_bytes(t.as_bytes(), "text", &read)?
+        }
+        (None, Some(path)) => config::read_path(path, &read)?,
+        (None, None) => Vec::new(),
     };
     let mut report = lint::lint(&configs, &options);
     if let Some(p) = a.recommend {
@@ -63,12 +83,7 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
             options.libvirt_version,
         ));
     }
-    output::emit(&report, OutputOptions::with_html(a.json, &a.page)?)?;
-    Ok(if report.fails(a.fail_on.severity()) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(report)
 }
 
 /// Probed facts (with `--host-facts auto`), overridden by the explicit `--host-*` flags.

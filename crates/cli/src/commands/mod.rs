@@ -1,20 +1,20 @@
 //! One module per command; each returns the process exit code.
 
-mod compare;
-mod counters;
-mod diagnose;
-mod exitcost;
-mod inputs;
-mod lab;
-mod lint;
-mod load_bench;
-mod model;
-mod record;
-mod record_summary;
-mod report;
-mod serve;
-mod stretch;
-mod top;
+pub mod compare;
+pub mod counters;
+pub mod diagnose;
+pub mod exitcost;
+pub mod inputs;
+pub mod lab;
+pub mod lint;
+pub mod load_bench;
+pub mod model;
+pub mod record;
+pub mod record_summary;
+pub mod report;
+pub mod serve;
+pub mod stretch;
+pub mod top;
 
 use std::process::ExitCode;
 
@@ -26,6 +26,8 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let captures = match &cli.command {
         Command::Record(_) | Command::Top(_) => true,
         Command::Diagnose(a) => a.live,
+        // Its live tools capture; the others read files.
+        Command::Mcp(_) => true,
         _ => false,
     };
     if !captures {
@@ -47,5 +49,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stretch(a) => stretch::run(&a),
         Command::Model(args::ModelCommand::Overcommit(a)) => model::overcommit(&a),
         Command::Serve(a) => serve::run(&a),
+        Command::Mcp(a) => crate::mcp::run(&a),
     }
 }

@@ -19,12 +19,7 @@ use crate::output::{self, OutputOptions};
 
 pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     let mut ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
-    let mut opts = options(&a.live)?;
-    opts.duration = match a.duration {
-        None => None,
-        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
-        Some(s) => anyhow::bail!("--duration must be a positive number of seconds, not {s}"),
-    };
+    let opts = capture_options(a)?;
     let Some(path) = a.output.as_deref() else {
         return super::record_summary::run(a, &opts, ready_fd);
     };
@@ -67,6 +62,17 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
     summary.stopped_by = signals.which();
     output::emit(&summary, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The capture options of `record`: [`options`] and `--duration`.
+pub fn capture_options(a: &RecordArgs) -> anyhow::Result<CaptureOptions> {
+    let mut opts = options(&a.live)?;
+    opts.duration = match a.duration {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        Some(s) => anyhow::bail!("--duration must be a positive number of seconds, not {s}"),
+    };
+    Ok(opts)
 }
 
 /// The capture options of `--vm/--pid/--events/--buffer-kb/--no-kvm-stats`.

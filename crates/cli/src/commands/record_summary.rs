@@ -5,10 +5,11 @@
 //! ready % sampled meanwhile.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use virtlens_core::analysis::report::{self, By, Options};
+use virtlens_core::analysis::report::{self, By, Options, Report};
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::Note;
 use virtlens_host::bpf::Limits;
@@ -25,18 +26,33 @@ const SLICE: Duration = Duration::from_millis(50);
 pub fn run(
     a: &RecordArgs,
     opts: &CaptureOptions,
-    ready_fd: Option<ReadyFd>,
+    mut ready_fd: Option<ReadyFd>,
 ) -> anyhow::Result<ExitCode> {
     let signals = StopSignals::install().context("installing the signal handlers")?;
+    let report = summary(opts, signals.flag(), &mut || {
+        if let Some(fd) = ready_fd.take() {
+            fd.signal();
+        }
+    })?;
+    output::emit(&report, OutputOptions::stdout(a.json))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Counts the exits until `opts.duration` ends or `stop` is set (`ready` is called once
+/// counting is on) and returns them as `report` shows a profile.
+pub fn summary(
+    opts: &CaptureOptions,
+    stop: &AtomicBool,
+    ready: &mut dyn FnMut(),
+) -> anyhow::Result<Report> {
     let (mut source, notes) = Source::start(opts, Limits::default(), true)?;
     let mut sched =
         Sampler::for_selection(opts.pid, opts.vm.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
-    if let Some(fd) = ready_fd {
-        fd.signal();
-    }
+    ready();
     let started = Instant::now();
+    let stopped = || stop.load(Ordering::Relaxed);
     let polled = (|| -> anyhow::Result<()> {
-        while !signals.stopped() && opts.duration.is_none_or(|d| started.elapsed() < d) {
+        while !stopped() && opts.duration.is_none_or(|d| started.elapsed() < d) {
             source.poll()?;
             sched.poll();
             std::thread::sleep(SLICE);
@@ -58,7 +74,5 @@ pub fn run(
         by: By::Table,
         top: None,
     };
-    let report = report::build(&[iv.profile], &Decoder::builtin(), &options);
-    output::emit(&report, OutputOptions::stdout(a.json))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report::build(&[iv.profile], &Decoder::builtin(), &options))
 }

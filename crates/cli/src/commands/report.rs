@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use virtlens_core::analysis::report::{self, By, Options};
+use virtlens_core::analysis::report::{self, By, Options, Report};
+use virtlens_core::profile::Profile;
 
 use super::inputs;
 use crate::args::{ByArg, ReportArgs};
@@ -11,6 +12,13 @@ use crate::output::{self, OutputOptions};
 pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
     let out = OutputOptions::with_html(a.input.json, &a.page)?;
     let profiles = inputs::profiles(&a.files, &a.input)?;
+    let report = build(&profiles, a)?;
+    output::emit(&report, out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report of `profiles` with the options of `a` (its files already read).
+pub fn build(profiles: &[Profile], a: &ReportArgs) -> anyhow::Result<Report> {
     let decoder = inputs::decoder(&a.input)?;
     let options = Options {
         by: match a.by {
@@ -24,7 +32,5 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         },
         top: a.top,
     };
-    let report = report::build(&profiles, &decoder, &options);
-    output::emit(&report, out)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(report::build(profiles, &decoder, &options))
 }

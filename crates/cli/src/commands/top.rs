@@ -6,11 +6,13 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use virtlens_core::decode::Decoder;
 use virtlens_core::render::TopScreen;
+use virtlens_core::render::top_text::TopView;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::Source;
 use virtlens_host::capture::RawTerminal;
@@ -27,27 +29,20 @@ const SLICE: Duration = Duration::from_millis(50);
 pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
     let ready_fd = a.live.ready_fd.map(ReadyFd::take).transpose()?;
     let interval = Duration::from_secs_f64(a.interval);
-    let opts = options(&a.live)?;
     let signals = StopSignals::install().context("installing the signal handlers")?;
-    // Counted in the kernel where BPF can be had, else from the trace buffer (the notes say).
-    let (mut live, mut notes) = Source::start(&opts, Limits::default(), !a.no_bpf)?;
-    let mut sched =
-        Sampler::for_selection(opts.pid, opts.vm.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+    let mut watch = Watch::start(a)?;
     if let Some(fd) = ready_fd {
         fd.signal();
     }
     let screen = !a.once && !a.json && std::io::stdout().is_terminal();
     let term = if screen { RawTerminal::enter() } else { None };
-    let decoder = Decoder::builtin();
-    let started = Instant::now();
     let result = (|| -> anyhow::Result<()> {
         let mut first = true;
         loop {
             let until = Instant::now() + interval;
             let mut quit = false;
             while Instant::now() < until && !signals.stopped() {
-                live.poll()?;
-                sched.poll();
+                watch.poll()?;
                 let slice = SLICE.min(until.saturating_duration_since(Instant::now()));
                 match &term {
                     Some(t) => {
@@ -62,17 +57,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
             if quit || (signals.stopped() && !first) {
                 return Ok(());
             }
-            let (mut iv, _) = live.take()?;
-            iv.profile
-                .warnings
-                .extend(std::mem::take(&mut notes).into_iter().map(|message| {
-                    virtlens_core::profile::Note {
-                        line: None,
-                        message,
-                    }
-                }));
-            iv.profile.sched = Some(sched.close_interval());
-            let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
+            let view = watch.interval()?;
             let shown = TopScreen {
                 view: &view,
                 rows: a.rows,
@@ -95,8 +80,88 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
         }
     })();
     drop(term);
-    let stopped = live.stop();
+    let stopped = watch.stop();
     result?;
     stopped?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `top --once` without a terminal or signals: one interval of `--interval` seconds (ended
+/// early when `stop` is set), as `top --once --json` prints it.
+pub fn snapshot(a: &TopArgs, stop: &AtomicBool) -> anyhow::Result<String> {
+    let until = Instant::now() + Duration::from_secs_f64(a.interval);
+    let mut watch = Watch::start(a)?;
+    let result = (|| -> anyhow::Result<String> {
+        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            watch.poll()?;
+            std::thread::sleep(SLICE.min(until.saturating_duration_since(Instant::now())));
+        }
+        let view = watch.interval()?;
+        Ok(output::rendered(
+            &TopScreen {
+                view: &view,
+                rows: a.rows,
+            },
+            true,
+        ))
+    })();
+    let stopped = watch.stop();
+    let json = result?;
+    stopped?;
+    Ok(json)
+}
+
+/// A running watch: the exits counted (in the kernel with BPF where it can be had, else from
+/// the trace buffer; the notes say) and the vCPU threads' states sampled.
+struct Watch {
+    live: Source,
+    notes: Vec<String>,
+    sched: Sampler,
+    decoder: Decoder,
+    started: Instant,
+}
+
+impl Watch {
+    fn start(a: &TopArgs) -> anyhow::Result<Watch> {
+        let opts = options(&a.live)?;
+        let (live, notes) = Source::start(&opts, Limits::default(), !a.no_bpf)?;
+        let sched =
+            Sampler::for_selection(opts.pid, opts.vm.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+        Ok(Watch {
+            live,
+            notes,
+            sched,
+            decoder: Decoder::builtin(),
+            started: Instant::now(),
+        })
+    }
+
+    fn poll(&mut self) -> anyhow::Result<()> {
+        self.live.poll()?;
+        self.sched.poll();
+        Ok(())
+    }
+
+    /// The view of the interval that ends now (the start's notes go with the first one).
+    fn interval(&mut self) -> anyhow::Result<TopView> {
+        let (mut iv, _) = self.live.take()?;
+        iv.profile
+            .warnings
+            .extend(std::mem::take(&mut self.notes).into_iter().map(|message| {
+                virtlens_core::profile::Note {
+                    line: None,
+                    message,
+                }
+            }));
+        iv.profile.sched = Some(self.sched.close_interval());
+        Ok(top_view::build(
+            &iv,
+            &self.decoder,
+            self.started.elapsed().as_secs_f64(),
+        ))
+    }
+
+    fn stop(self) -> anyhow::Result<()> {
+        Ok(self.live.stop()?)
+    }
 }

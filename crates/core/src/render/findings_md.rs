@@ -47,6 +47,22 @@ pub fn render(entries: &[Entry], shared: &[Threshold], lint: &[Rule]) -> String 
     out.trim_end().to_string() + "\n"
 }
 
+/// One `diagnose` finding's section of the page, on its own (`virtlens mcp`'s page per id).
+pub fn entry_page(e: &Entry) -> String {
+    let mut out = String::new();
+    entry(&mut out, e);
+    out.trim_end().to_string() + "\n"
+}
+
+/// One lint rule's row of the page, as a section of its own.
+pub fn rule_page(r: &Rule) -> String {
+    let needs = if r.needs.is_empty() { "-" } else { r.needs };
+    format!(
+        "### `{}`\n\nLint rule · severity {}\n\nChecks: {}\n\nNeeds besides the configuration: {}\n\nSources: {}\n",
+        r.id, r.severity, r.checks, needs, r.source
+    )
+}
+
 fn contents(out: &mut String, entries: &[Entry], lint: &[Rule]) {
     let mut families: Vec<Family> = Vec::new();
     for e in entries {
