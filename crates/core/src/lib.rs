@@ -11,18 +11,31 @@ pub mod config;
 pub mod counters;
 pub mod decode;
 pub mod diagnose;
-pub mod error;
 pub mod events;
-pub mod facts;
 pub mod lint;
 pub mod measure;
 pub mod model;
 pub mod profile;
 pub mod render;
-pub mod severity;
 pub mod sources;
 
+mod error;
+mod facts;
+mod severity;
+
 pub use error::{Error, Result};
+pub use facts::{Backend, HostFacts, Vendor, cpu_emulator};
+pub use severity::Severity;
+
+/// The capture file (`virtlens record`'s Parquet): what virtlens-host needs to write one that
+/// [`sources`] reads back: its metadata keys, the decoder of ring-buffer records into a
+/// profile, and the footer a reader looks for.
+pub mod capture {
+    pub use crate::sources::capture::decoder::{EventTable, Hit, ProfileFeed, ThreadInfo};
+    pub use crate::sources::capture::fields::{Value, ValueKind, kind as value_kind, value};
+    pub use crate::sources::capture::footer::{locate as locate_footer, parse as parse_footer};
+    pub use crate::sources::capture::{CAPTURE_KEY, CaptureMeta, FORMAT, PROFILE_KEY, SCHEMA};
+}
 
 /// The version of virtlens that wrote a document; goes into every JSON output.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

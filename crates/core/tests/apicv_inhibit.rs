@@ -4,7 +4,7 @@
 //! toggling ones; the time a reason stayed set comes from the timestamps.
 
 use virtlens_core::decode::Decoder;
-use virtlens_core::decode::apicv_inhibit::{ERAS, Inhibit, candidates};
+use virtlens_core::decode::{APICV_ERAS as ERAS, Inhibit, inhibit_candidates as candidates};
 use virtlens_core::diagnose::{self, Diagnosis, Finding, Options, Role};
 use virtlens_core::profile::{Profile, TableKind};
 use virtlens_core::sources::{self, Format};

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use virtlens_core::decode::Decoder;
-use virtlens_core::decode::apicv_inhibit::{Inhibit, parse};
+use virtlens_core::decode::{Inhibit, parse_apicv_inhibit as parse};
 use virtlens_core::diagnose::{self, Options};
 use virtlens_core::sources::{self, Format};
 

@@ -6,8 +6,8 @@ use std::fs;
 use std::path::Path;
 
 use virtlens_core::decode::Isa;
-use virtlens_core::facts::{Backend, HostFacts, Vendor};
 use virtlens_core::profile::Origin;
+use virtlens_core::{Backend, HostFacts, Vendor};
 
 /// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder),
 /// with the CPUID hypervisor signature `hypervisor` (read from the CPU by [`probe`]).
@@ -42,7 +42,7 @@ pub fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
     let cpu_model = field("model name");
     HostFacts {
         vendor: field("vendor_id").map(|v| Vendor::from_cpuid(&v)),
-        cpu_emulator: virtlens_core::facts::cpu_emulator(cpu_model.as_deref(), hypervisor),
+        cpu_emulator: virtlens_core::cpu_emulator(cpu_model.as_deref(), hypervisor),
         cpu_model,
         kernel: read("proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
         hardware_virtualization: (!cpuinfo.is_empty()).then(|| has("vmx") || has("svm")),

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use virtlens_core::profile::sched::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
+use virtlens_core::profile::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
 use virtlens_guest::procfs::{CpuTicks, SchedStat, online_cpus};
 
 use crate::discovery::{self, Vmm, vcpus};

@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use virtlens_core::analysis::sched::{SchedSummary, VmSched, summarize};
+use virtlens_core::analysis::{SchedSummary, VmSched, summarize_sched as summarize};
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Diagnosis, Options, Severity};
 use virtlens_core::profile::Profile;

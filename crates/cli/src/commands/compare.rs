@@ -12,7 +12,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let out = OutputOptions::with_html(a.input.json, &a.page)?;
     let profiles = inputs::profiles(&a.files, &a.input)?;
     let decoder = inputs::decoder(&a.input)?;
-    let comparison = compare::build(&profiles, &decoder);
+    let comparison = compare(&profiles, &decoder);
     if comparison.inputs.len() < 2 && comparison.counters.is_none() {
         anyhow::bail!(
             "compare needs at least two inputs (files, or labelled tables in one file); got {}",

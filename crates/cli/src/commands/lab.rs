@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use virtlens_core::measure::{LAB_SCHEMA, LabReport, diagnosed, resolution};
+use virtlens_core::measure::{LAB_SCHEMA, LabReport, diagnose_scenarios, label_lab};
 use virtlens_core::render::LabRecording;
 use virtlens_host::lab::{self, Tick};
 
@@ -41,7 +41,7 @@ pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
     let mut opts = lab::Options::lab(a.quick);
     opts.io_path_only = a.io_path;
     let mut report = with_progress(|tick| lab::run_lab(&opts, tick));
-    diagnosed::diagnose_scenarios(&mut report);
+    diagnose_scenarios(&mut report);
     output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -79,8 +79,8 @@ fn offline(why: &str, out: OutputOptions) -> anyhow::Result<ExitCode> {
     // Shown by this virtlens: in its schema, labelled by its rules, and never as measured.
     report.schema = LAB_SCHEMA.to_string();
     report.measured = false;
-    resolution::label_lab(&mut report);
-    diagnosed::diagnose_scenarios(&mut report);
+    label_lab(&mut report);
+    diagnose_scenarios(&mut report);
     let json = out.json;
     if json {
         eprintln!(

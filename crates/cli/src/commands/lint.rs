@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
-use virtlens_core::facts::{HostFacts, Vendor};
-use virtlens_core::lint::{self, Preset, presets};
+use virtlens_core::lint::{self, Preset, recommend};
+use virtlens_core::{HostFacts, Vendor};
 
 use crate::args::{
     ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, VendorArg,
@@ -56,7 +56,7 @@ pub fn run(a: &LintArgs) -> anyhow::Result<ExitCode> {
     };
     let mut report = lint::lint(&configs, &options);
     if let Some(p) = a.recommend {
-        report.recommendation = Some(presets::recommend(
+        report.recommendation = Some(recommend(
             preset(p),
             &host,
             options.qemu_version,

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use virtlens_core::model::overcommit::{self, Inputs};
+use virtlens_core::model::{Inputs, predict};
 
 use crate::args::OvercommitArgs;
 use crate::output::{self, OutputOptions};
@@ -15,7 +15,7 @@ pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
     if a.measure {
         return measure(a, pcpus);
     }
-    let m = overcommit::predict(Inputs {
+    let m = predict(Inputs {
         pcpus,
         vcpus: a.vcpus,
         util: a.util,
@@ -31,8 +31,7 @@ fn measure(a: &OvercommitArgs, pcpus: u32) -> anyhow::Result<ExitCode> {
     let measured = super::lab::with_progress(|tick| {
         virtlens_host::lab::crowd::run(a.max_vcpus, a.runs, tick)
     })?;
-    let table =
-        virtlens_core::model::checked::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
+    let table = virtlens_core::model::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
     output::emit(&table, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use virtlens_core::analysis::report::{self, By, Options};
+use virtlens_core::analysis::{By, ReportOptions as Options, report};
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::Note;
 use virtlens_host::bpf::Limits;
@@ -58,7 +58,7 @@ pub fn run(
         by: By::Table,
         top: None,
     };
-    let report = report::build(&[iv.profile], &Decoder::builtin(), &options);
+    let report = report(&[iv.profile], &Decoder::builtin(), &options);
     output::emit(&report, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use virtlens_core::analysis::report::{self, By, Options};
+use virtlens_core::analysis::{By, ReportOptions as Options, report};
 
 use super::inputs;
 use crate::args::{ByArg, ReportArgs};
@@ -24,7 +24,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         },
         top: a.top,
     };
-    let report = report::build(&profiles, &decoder, &options);
+    let report = report(&profiles, &decoder, &options);
     output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,9 +6,9 @@
 //! this module never parses.
 
 pub(crate) mod compare;
-pub mod hv;
-pub mod names;
-pub mod pal;
+pub(crate) mod hv;
+pub(crate) mod names;
+pub(crate) mod pal;
 pub(crate) mod words;
 
 use serde::Serialize;
@@ -16,6 +16,11 @@ use serde::Serialize;
 use crate::profile::{CounterLog, LogHeader, Profile};
 
 pub use hv::Level;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use hv::vp_metrics;
+pub use names::VP;
+pub use pal::Condition;
 
 /// The version of the counters JSON schema.
 pub const SCHEMA: &str = "virtlens.counters/1";

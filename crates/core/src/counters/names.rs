@@ -6,14 +6,6 @@
 pub const LP: &str = "Hyper-V Hypervisor Logical Processor";
 /// `Hyper-V Hypervisor Virtual Processor` (one instance per guest vCPU, `VM:Hv VP n`).
 pub const VP: &str = "Hyper-V Hypervisor Virtual Processor";
-/// `Hyper-V Hypervisor Root Virtual Processor` (the management OS's vCPUs, `Root VP n`).
-pub const ROOT_VP: &str = "Hyper-V Hypervisor Root Virtual Processor";
-/// `Hyper-V Hypervisor Partition` (one instance per partition).
-pub const PARTITION: &str = "Hyper-V Hypervisor Partition";
-/// `Hyper-V Hypervisor Root Partition`.
-pub const ROOT_PARTITION: &str = "Hyper-V Hypervisor Root Partition";
-/// `Hyper-V Hypervisor` (counts of LPs and VPs).
-pub const HYPERVISOR: &str = "Hyper-V Hypervisor";
 /// esxtop's per-VM CPU group.
 pub const ESX_GROUP: &str = "Group Cpu";
 /// esxtop's per-vCPU worlds (`Vcpu(gid:vm:wid:vcpu-n)`).
@@ -24,7 +16,6 @@ pub const HV_RUN: &str = "% Hypervisor Run Time";
 pub const TOTAL_RUN: &str = "% Total Run Time";
 pub const CONTEXT_SWITCHES: &str = "Context Switches/sec";
 pub const INTERCEPTS: &str = "Total Intercepts/sec";
-pub const INTERCEPTS_COST: &str = "Total Intercepts Cost";
 pub const EXTERNAL_INTERRUPTS: &str = "External Interrupts/sec";
 pub const VIRTUAL_INTERRUPTS: &str = "Virtual Interrupts/sec";
 pub const IPIS_SENT: &str = "APIC IPIs Sent/sec";
@@ -35,12 +26,9 @@ pub const MSR_ACCESSES: &str = "MSR Accesses/sec";
 pub const NESTED_PAGE_FAULTS: &str = "Nested Page Fault Intercepts/sec";
 pub const POSTED_NOTIFICATIONS: &str = "Posted Interrupt Notifications/sec";
 pub const CPU_WAIT: &str = "CPU Wait Time Per Dispatch";
-pub const LOGICAL_PROCESSORS: &str = "Logical Processors";
-pub const VIRTUAL_PROCESSORS: &str = "Virtual Processors";
 pub const ESX_READY: &str = "% Ready";
 pub const ESX_COSTOP: &str = "% CoStop";
 pub const ESX_MAX_LIMITED: &str = "% Max Limited";
-pub const ESX_MEMBERS: &str = "Members";
 
 /// The VM a VP instance belongs to: `sql01:Hv VP 3` → `sql01`; `_Total` → `None`.
 pub fn vm_of_vp(instance: &str) -> Option<&str> {

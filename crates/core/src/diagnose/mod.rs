@@ -12,7 +12,7 @@
 //! (`compare`), and [`catalogue`] lists every rule for the docs. Any [`Profile`] goes through the
 //! same path — a file read by [`crate::sources`] or a live capture.
 
-pub mod catalogue;
+pub(crate) mod catalogue;
 pub(crate) mod compare;
 mod config_join;
 pub(crate) mod evidence;
@@ -34,7 +34,7 @@ pub use model::{
     ModelEffect, Rival, Role, Scenario, Severity, ShareOf, Source,
 };
 pub use rules::{Family, Rule, RuleId, Threshold};
-pub use words::overcommit;
+pub(crate) use words::overcommit;
 
 use crate::analysis::{self, Totals};
 use crate::config::{Format, GuestFamily, Version, VmConfig};
@@ -43,6 +43,10 @@ use crate::facts::HostFacts;
 use crate::profile::Profile;
 use evidence::{Given, Guest, Host, Rate};
 use hypotheses::Hypothesis;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use catalogue::{entries as catalogue, shared_thresholds};
+pub use overcommit::{FEWER_VCPUS as FIX_FEWER_VCPUS, PIN as FIX_PIN};
 
 /// The version of the diagnose JSON schema (documented in docs/diagnose.md).
 pub const SCHEMA: &str = "virtlens.diagnose/2";

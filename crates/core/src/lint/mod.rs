@@ -24,8 +24,8 @@ pub(crate) mod fix;
 mod host;
 mod ops;
 mod perf;
-pub mod presets;
-pub mod rules;
+pub(crate) mod presets;
+pub(crate) mod rules;
 
 use serde::Serialize;
 
@@ -33,6 +33,10 @@ use crate::config::{Effective, Format, Guest, GuestFamily, Origin, Version, VmCo
 use crate::facts::HostFacts;
 pub use fix::Fix;
 pub use presets::{Preset, Recommendation};
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use presets::recommend;
+pub use rules::{RULES, all as rules};
 
 /// The version of the lint JSON schema.
 pub const SCHEMA: &str = "virtlens.lint/1";

@@ -6,11 +6,11 @@
 //! `null`: it is never invented. The JSON form is versioned by [`SCHEMA`].
 
 mod counters;
-pub mod fold;
+pub(crate) mod fold;
 mod histogram;
 mod key;
 mod row;
-pub mod sched;
+pub(crate) mod sched;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -26,6 +26,10 @@ pub use sched::SchedSamples;
 pub use stats::{TimeStats, Welford};
 
 use crate::decode::Isa;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use fold::TABLE_CAP;
+pub use sched::{HostTicks, SchedInterval, VcpuSched};
 
 /// The version of the profile JSON schema.
 pub const SCHEMA: &str = "virtlens.profile/1";

@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::time::Instant;
 
-use virtlens_core::decode::trace_format;
+use virtlens_core::decode::parse_event_format;
 
 pub use maps::{Hist, Key, Limits};
 pub use plan::Pair;
@@ -84,7 +84,7 @@ impl Aggregation {
             let Ok(text) = tracefs::read(&path) else {
                 continue;
             };
-            match trace_format::parse("kvm", &text) {
+            match parse_event_format("kvm", &text) {
                 Ok(f) => plans.extend(plan::plan(&f, &mut notes)),
                 Err(e) => notes.push(format!("kvm:{name} is left out: {e}")),
             }

@@ -14,13 +14,13 @@
 //! - [`Pair::Halt`]: the `ns` field of `kvm_vcpu_wakeup` (time polled or waited in a halt),
 //!   keyed by `waited`.
 
-use virtlens_core::decode::trace_format::EventFormat;
-use virtlens_core::events::tracepoints;
+use virtlens_core::decode::EventFormat;
+use virtlens_core::events::AGGREGATED;
 
 use super::insn::Size;
 
 /// The events the aggregation knows, by their fixed index (the `event` of a map key).
-pub const EVENTS: [&str; 11] = tracepoints::AGGREGATED;
+pub const EVENTS: [&str; 11] = AGGREGATED;
 
 /// The index of `name` in [`EVENTS`].
 pub fn event_index(name: &str) -> Option<u32> {
@@ -148,10 +148,10 @@ pub fn plan(f: &EventFormat, notes: &mut Vec<String>) -> Option<Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use virtlens_core::decode::trace_format;
+    use virtlens_core::decode::parse_event_format;
 
     fn format(text: &str) -> EventFormat {
-        trace_format::parse("kvm", text).unwrap()
+        parse_event_format("kvm", text).unwrap()
     }
 
     const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\

@@ -3,7 +3,7 @@
 //! value is refused outside [`MIN_KB`]..=[`MAX_KB`], and when the total would be more than
 //! half of the memory available now; what it takes is said at start.
 
-use virtlens_core::render::format;
+use virtlens_core::render::bytes;
 
 use super::error::CaptureError;
 
@@ -37,7 +37,7 @@ impl BufferPlan {
                  smaller --buffer-kb",
                 self.per_cpu_kb,
                 self.describe(),
-                format::bytes(avail)
+                bytes(avail)
             ))),
             _ => Ok(self),
         }
@@ -61,9 +61,9 @@ impl BufferPlan {
     pub fn describe(&self) -> String {
         format!(
             "ring buffers of {} per CPU × {} CPUs = {} of kernel memory",
-            format::bytes(u64::from(self.per_cpu_kb) * 1024),
+            bytes(u64::from(self.per_cpu_kb) * 1024),
             self.cpus,
-            format::bytes(self.total_bytes)
+            bytes(self.total_bytes)
         )
     }
 }

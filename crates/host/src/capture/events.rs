@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use virtlens_core::decode::trace_format::{self, EventFormat};
+use virtlens_core::decode::{EventFormat, parse_event_format};
 
 use super::error::CaptureError;
 
@@ -95,7 +95,7 @@ pub fn formats(events_dir: &Path, events: &[(String, String)]) -> (Vec<EventForm
     for (system, name) in events {
         let path = events_dir.join(system).join(name).join("format");
         match super::tracefs::read(&path) {
-            Ok(text) => match trace_format::parse(system, &text) {
+            Ok(text) => match parse_event_format(system, &text) {
                 Ok(f) => out.push(f),
                 Err(e) => notes.push(format!("{system}:{name} is left out: {e}")),
             },

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use virtlens_core::sources::capture::decoder::ThreadInfo;
+use virtlens_core::capture::ThreadInfo;
 
 use crate::discovery::{self, Vmm, vcpus};
 

@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use virtlens_core::decode::ring_buffer::{Missed, PageLayout};
+use virtlens_core::decode::{Missed, PageLayout};
 
 use super::error::CaptureError;
 
@@ -149,7 +149,7 @@ pub fn merge<S: PageSource>(
 mod tests {
     use std::collections::VecDeque;
 
-    use virtlens_core::decode::ring_buffer::build::PageBuilder;
+    use virtlens_core::decode::PageBuilder;
 
     use super::*;
 

@@ -28,9 +28,9 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, Type};
-use virtlens_core::decode::trace_format::EventFormat;
-use virtlens_core::sources::capture::decoder::Hit;
-use virtlens_core::sources::capture::fields::{self, Value, ValueKind};
+use virtlens_core::capture::Hit;
+use virtlens_core::capture::{Value, ValueKind, value, value_kind};
+use virtlens_core::decode::EventFormat;
 
 use super::error::CaptureError;
 
@@ -181,7 +181,7 @@ impl RawWriter {
             let (Some(field), Some(col)) = (format.fields.get(fi), self.fields.get_mut(ci)) else {
                 continue;
             };
-            let Some(v) = fields::value(field, payload) else {
+            let Some(v) = value(field, payload) else {
                 continue;
             };
             let stored = match (&mut col.values, v) {
@@ -340,7 +340,7 @@ fn plan(formats: &[EventFormat], seen: &[u64]) -> (Vec<Vec<(usize, usize)>>, Vec
             if field.name.starts_with("common_") {
                 continue;
             }
-            let Some(kind) = fields::kind(field) else {
+            let Some(kind) = value_kind(field) else {
                 continue;
             };
             let base = if FIXED.contains(&field.name.as_str()) {
@@ -455,13 +455,13 @@ fn schema(fields: &[FieldColumn]) -> parquet::errors::Result<Type> {
 
 #[cfg(test)]
 mod tests {
-    use virtlens_core::decode::trace_format;
+    use virtlens_core::decode::parse_event_format;
 
     use super::*;
 
     #[test]
     fn columns_are_the_union_of_fields_that_occurred() {
-        let f = |text: &str| trace_format::parse("kvm", text).unwrap_or_else(|e| panic!("{e}"));
+        let f = |text: &str| parse_event_format("kvm", text).unwrap_or_else(|e| panic!("{e}"));
         let a = f(
             "name: a\nID: 1\nformat:\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
                    \tfield:u32 port;\toffset:8;\tsize:4;\tsigned:0;\n\

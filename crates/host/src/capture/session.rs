@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use virtlens_core::decode::ring_buffer::PageLayout;
-use virtlens_core::sources::capture::decoder::EventTable;
+use virtlens_core::capture::EventTable;
+use virtlens_core::decode::PageLayout;
 
 use super::CaptureOptions;
 use super::buffers::BufferPlan;

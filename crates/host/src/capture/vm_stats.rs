@@ -16,7 +16,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 
-use virtlens_core::decode::kvm_stats::{Layout, StatType, StatUnit};
+use virtlens_core::decode::{StatType, StatUnit, StatsLayout as Layout};
 use virtlens_core::profile::{Key, Row, Table, TableKind, Window};
 
 use crate::discovery::{Vmm, kvm_fds};

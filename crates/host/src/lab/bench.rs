@@ -20,7 +20,7 @@ use virtlens_core::measure::{Mode, Status};
 use super::devices::LabDevices;
 use crate::kvm_stats::{Snapshot, StatsFd};
 use crate::microvm::{Access, Error, MicroVm, RunStats, VmConfig};
-use virtlens_core::decode::kvm_stats::StatType;
+use virtlens_core::decode::StatType;
 
 /// Loop count of the probe run.
 const PROBE_OPS: u64 = 32;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use virtlens_core::model::checked::CrowdRun;
+use virtlens_core::model::CrowdRun;
 use virtlens_guest::procfs::{CpuTicks, SchedStat, procs_running};
 
 use super::Tick;

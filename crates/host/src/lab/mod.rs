@@ -30,11 +30,11 @@ pub mod stretch;
 
 use std::time::{Duration, Instant};
 
-use virtlens_core::facts::{Backend, HostFacts};
 use virtlens_core::measure::{
     BackendLabel, EXITCOST_SCHEMA, ExitCostReport, LAB_SCHEMA, LabReport, Mode, Recording, Status,
-    TestResult, date, headline,
+    TestResult, headline, utc_date,
 };
+use virtlens_core::{Backend, HostFacts};
 
 pub use bench::Plan;
 pub use profile::FORMAT as PROFILE_FORMAT;
@@ -213,7 +213,7 @@ struct Outcome {
     host: HostLabel,
     tests: Vec<TestResult>,
     scenarios: Vec<virtlens_core::measure::ScenarioResult>,
-    io_path: Option<virtlens_core::measure::io_path::IoPathReport>,
+    io_path: Option<virtlens_core::measure::IoPathReport>,
     recorded: Recording,
     notes: Vec<String>,
 }
@@ -312,7 +312,7 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
         io_path::rounds::report(rows, &backend)
     });
     let recorded = Recording {
-        date: date::utc(
+        date: utc_date(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),

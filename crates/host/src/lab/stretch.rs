@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use virtlens_core::facts::Backend;
+use virtlens_core::Backend;
 use virtlens_guest::fingerprint;
 use virtlens_guest::procfs;
 use virtlens_guest::schema::{

@@ -235,11 +235,6 @@ impl Hypothesis {
         self
     }
 
-    pub fn against(mut self, facts: impl IntoIterator<Item = Fact>) -> Self {
-        self.against.extend(facts);
-        self
-    }
-
     pub fn rival(mut self, id: impl Into<RuleId>, c: Confidence) -> Self {
         self.rivals.push((id.into(), c));
         self

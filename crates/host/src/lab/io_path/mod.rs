@@ -30,7 +30,7 @@ use kvm_bindings::{
 };
 use kvm_ioctls::IoEventAddress;
 use virtlens_core::measure::Mode;
-pub use virtlens_core::measure::io_path::{Delivery, Eoi};
+pub use virtlens_core::measure::{Delivery, Eoi};
 use vmm_sys_util::eventfd::EventFd;
 
 use crate::kvm_stats::StatsFd;

@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use virtlens_core::measure::io_path::{
+use virtlens_core::measure::{BackendLabel, Status};
+use virtlens_core::measure::{
     Delivery, ExitsPerIo, IoPathReport, IoPathRow, ReturnsPerIo, TimePerIo,
 };
-use virtlens_core::measure::{BackendLabel, Status};
 
 use super::{Config, Live, RunCounts};
 use crate::microvm::Error;
