@@ -6,6 +6,9 @@
 //! reports and comparisons, and [`render`] prints those as aligned text or JSON.
 //! Sources never print, renderers never compute, and nothing here panics on bad input.
 
+// `pub` means public API: an item other crates cannot reach is pub(crate) (docs/development.md).
+#![warn(unreachable_pub)]
+
 pub mod analysis;
 pub mod config;
 pub mod counters;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// A window holds at most this many intervals; beyond, neighbours are merged in pairs (a
 /// day-long capture keeps a bounded series).
-pub const MAX_INTERVALS: usize = 1024;
+pub(crate) const MAX_INTERVALS: usize = 1024;
 
 /// Everything sampled over one window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
