@@ -40,5 +40,22 @@ pub mod capture {
     pub use crate::sources::capture::{CAPTURE_KEY, CaptureMeta, FORMAT, PROFILE_KEY, SCHEMA};
 }
 
+/// Not API: internals that core's own integration tests (tests/) check directly, where moving
+/// the test into the module would move a large file. Nothing outside crates/core may use these,
+/// and nothing new goes here without a reason in docs/development.md ("Public API").
+#[doc(hidden)]
+pub mod testing {
+    /// tests/perfmon.rs checks the per-VP metrics of a Hyper-V counter log.
+    pub use crate::counters::{hv::vp_metrics, names::VP};
+    /// tests/apicv_inhibit.rs walks every kernel era's reason table through diagnose.
+    pub use crate::decode::apicv_inhibit::{ERAS as APICV_ERAS, Inhibit, candidates};
+    /// tests/trace_text.rs maps the reason names a trace prints to the profile's keys.
+    pub use crate::decode::exit_reason::{guess_isa, lookup_name};
+    /// tests/diagnose_iopath.rs checks the overcommit finding offers these two fixes.
+    pub use crate::diagnose::overcommit::{FEWER_VCPUS, PIN};
+    /// tests/diagnose_seeds.rs checks the text of one change of a comparison.
+    pub use crate::render::diagnose_numbers::change as diagnose_change;
+}
+
 /// The version of virtlens that wrote a document; goes into every JSON output.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -125,7 +125,7 @@ fn run(profiles: &[Profile], which: u8, configs: &[VmConfig]) -> Result<(), Test
         prop_assert!(!f.cause.is_empty());
         prop_assert!(!f.fixes.is_empty());
     }
-    let text = virtlens_core::render::diagnose_text(&d, &Default::default());
+    let text = virtlens_core::render::Export::text(&d, &Default::default());
     prop_assert!(!text.is_empty());
     Ok(())
 }

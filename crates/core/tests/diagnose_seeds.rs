@@ -160,7 +160,7 @@ fn comparing_the_seeds_says_what_helped_and_why() {
     assert_eq!(ch.verdict, "helped");
     assert_eq!(ch.resolved, vec!["apic.apicv-inhibited-synic".to_string()]);
     let c = d.comparison.as_ref().unwrap();
-    let text = virtlens_core::render::diagnose_change(c, ch);
+    let text = virtlens_core::testing::diagnose_change(c, ch);
     assert!(text.contains("MSR_WRITE 176,410 → 120"), "{text}");
 }
 

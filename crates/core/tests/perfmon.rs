@@ -100,7 +100,11 @@ fn the_talks_vp_table_is_interrupt_delivery_at_two_intercepts_per_io() {
     let l = log(&p);
     assert_eq!(l.series.len(), 8);
     assert_eq!(
-        l.mean(counters::VP, Some("_Total"), "Total Intercepts/sec"),
+        l.mean(
+            virtlens_core::testing::VP,
+            Some("_Total"),
+            "Total Intercepts/sec"
+        ),
         Some(9_214_942.0)
     );
     let a = counters::analyse("talk", l, Some(4.5e6));
@@ -259,7 +263,7 @@ fn typeperf_console_output_and_get_counter_tables() {
     let p = read(get_counter.as_bytes(), "get-counter.txt");
     let l = log(&p);
     assert_eq!(l.series.len(), 2);
-    let m = &counters::vp_metrics(l)[0];
+    let m = &virtlens_core::testing::vp_metrics(l)[0];
     assert_eq!((m.guest_run_pct, m.hv_run_pct), (Some(30.5), Some(12.0)));
 }
 

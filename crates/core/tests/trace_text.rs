@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use virtlens_core::Error;
 use virtlens_core::decode::Isa;
-use virtlens_core::decode::lookup_exit_name as lookup_name;
 use virtlens_core::profile::{Access, Key, Latency, Profile, Row, Table, TableKind};
 use virtlens_core::sources::{self, Format, looks_like_trace_text};
+use virtlens_core::testing::lookup_name;
 
 fn data(rel: &str) -> PathBuf {
     virtlens_testkit::testdata("exit-reports").join(rel)
@@ -93,7 +93,7 @@ fn independent(
 
 /// Reason names as printed, mapped to the canonical names the profile keys use.
 fn canonical(reasons: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    let isa = virtlens_core::decode::guess_isa(reasons.keys().map(String::as_str));
+    let isa = virtlens_core::testing::guess_isa(reasons.keys().map(String::as_str));
     let mut m = BTreeMap::new();
     for (name, n) in reasons {
         let key = lookup_name(isa, &name).map_or(name, |i| i.name.to_string());

@@ -18,8 +18,6 @@ use crate::profile::{CounterLog, LogHeader, Profile};
 pub use hv::Level;
 
 // What other crates use of this area (docs/development.md, "Public API").
-pub use hv::vp_metrics;
-pub use names::VP;
 pub use pal::Condition;
 
 /// The version of the counters JSON schema.

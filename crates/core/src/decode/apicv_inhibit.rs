@@ -296,7 +296,7 @@ impl Change {
 
 /// Reads the text of a `kvm_apicv_inhibit_changed` / `kvm_apicv_update_request` event (or a
 /// key of [`Change::key`]); `None` when it has none of the shapes above.
-pub fn parse(text: &str) -> Option<Change> {
+pub(crate) fn parse(text: &str) -> Option<Change> {
     let text = text.trim();
     let held = text.starts_with("held ");
     let (set, rest) = if let Some(r) = text.strip_prefix("set ") {

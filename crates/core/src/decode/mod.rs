@@ -6,6 +6,8 @@
 //! names, classes and descriptions out. Unknown codes are never an error: they stay numeric.
 
 pub(crate) mod apicv_inhibit;
+#[cfg(test)]
+mod apicv_inhibit_fuzz;
 pub(crate) mod exit_reason;
 pub(crate) mod ioport;
 pub(crate) mod kvm_stats;
@@ -30,12 +32,7 @@ pub use exit_reason::{ExitClass, ExitReasonInfo, Isa};
 pub use mtree::AddressMap;
 
 // What other crates use of this area (docs/development.md, "Public API").
-pub use apicv_inhibit::{
-    ERAS as APICV_ERAS, Inhibit, candidates as inhibit_candidates, parse as parse_apicv_inhibit,
-};
-pub use exit_reason::{
-    display_key as display_exit_key, guess_isa, lookup_name as lookup_exit_name,
-};
+pub use exit_reason::display_key as display_exit_key;
 pub use kvm_stats::{Layout as StatsLayout, StatType, StatUnit, StatsError};
 pub use ring_buffer::build::PageBuilder;
 pub use ring_buffer::{Missed, PageLayout};

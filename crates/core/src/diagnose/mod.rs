@@ -46,7 +46,6 @@ use hypotheses::Hypothesis;
 
 // What other crates use of this area (docs/development.md, "Public API").
 pub use catalogue::{entries as catalogue, shared_thresholds};
-pub use overcommit::{FEWER_VCPUS as FIX_FEWER_VCPUS, PIN as FIX_PIN};
 
 /// The version of the diagnose JSON schema (documented in docs/diagnose.md).
 pub const SCHEMA: &str = "virtlens.diagnose/2";

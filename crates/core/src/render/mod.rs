@@ -23,8 +23,6 @@ pub use export::{Export, LabRecording, TopScreen, json};
 pub use style::Style;
 
 // What other crates use of this area (docs/development.md, "Public API").
-pub use diagnose_numbers::change as diagnose_change;
-pub use diagnose_text::render as diagnose_text;
 pub use findings_md::{REGENERATE as FINDINGS_REGENERATE, render as findings_md};
 pub use format::{bytes, count, duration, rate};
 pub use html::Error as HtmlError;
