@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 use virtlens_guest::procfs::online_cpus;
-use virtlens_host::lab::crowd::Busy;
+use virtlens_host::lab::Busy;
 use virtlens_testkit::{Need, require};
 
 use crate::common::{TempDir, exclusive, finish, record_own, run};

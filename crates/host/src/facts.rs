@@ -11,7 +11,7 @@ use virtlens_core::{Backend, HostFacts, Vendor};
 
 /// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder),
 /// with the CPUID hypervisor signature `hypervisor` (read from the CPU by [`probe`]).
-pub fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
+pub(crate) fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
     let read = |p: &str| fs::read_to_string(root.join(p)).ok();
     let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
@@ -65,7 +65,7 @@ pub fn probe() -> HostFacts {
 
 /// The origin of a profile read live from this host by source `format`: its kernel, KVM
 /// backend, CPU vendor, and the exit-reason ISA the backend implies.
-pub fn origin(format: &str) -> Origin {
+pub(crate) fn origin(format: &str) -> Origin {
     let facts = probe();
     let mut origin = Origin::new(format, None);
     origin.kernel = facts.kernel.clone();

@@ -24,8 +24,8 @@ use crate::discovery::{self, Vmm, vcpus};
 /// at least [`PER_THREAD`] apart per watched thread, so a host with hundreds of vCPUs is read
 /// less often rather than at a higher cost: a reading costs about 17 µs per thread here (two
 /// small procfs files; 1.1 ms for 64 threads, release build), so about 1% of a CPU at most.
-pub const STATE_PERIOD: Duration = Duration::from_millis(50);
-pub const PER_THREAD: Duration = Duration::from_millis(2);
+pub(crate) const STATE_PERIOD: Duration = Duration::from_millis(50);
+pub(crate) const PER_THREAD: Duration = Duration::from_millis(2);
 /// How often new vCPU threads are looked for: in the selected VMMs, and among all processes.
 const RESCAN_SELECTED: Duration = Duration::from_secs(1);
 const RESCAN_ALL: Duration = Duration::from_secs(5);

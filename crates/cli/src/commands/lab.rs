@@ -54,7 +54,7 @@ fn replay(name: &str, duration: f64) -> anyhow::Result<ExitCode> {
     }
     lab::kvm_usable().map_err(|e| anyhow::anyhow!("cannot replay here: {e}"))?;
     let started = std::time::Instant::now();
-    let ops = lab::scenarios::replay(name, Duration::from_secs_f64(duration), &mut || {
+    let ops = lab::replay(name, Duration::from_secs_f64(duration), &mut || {
         let mut out = std::io::stdout();
         let _ = writeln!(
             out,

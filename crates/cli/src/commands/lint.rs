@@ -94,7 +94,7 @@ pub(super) fn host_facts_from(
     clocksource: Option<&str>,
 ) -> HostFacts {
     let mut h = match auto {
-        Some(HostFactsArg::Auto) => virtlens_host::facts::probe(),
+        Some(HostFactsArg::Auto) => virtlens_host::probe_facts(),
         None => HostFacts::default(),
     };
     if let Some(v) = vendor {

@@ -28,9 +28,8 @@ pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
 
 fn measure(a: &OvercommitArgs, pcpus: u32) -> anyhow::Result<ExitCode> {
     virtlens_host::lab::kvm_usable().map_err(anyhow::Error::msg)?;
-    let measured = super::lab::with_progress(|tick| {
-        virtlens_host::lab::crowd::run(a.max_vcpus, a.runs, tick)
-    })?;
+    let measured =
+        super::lab::with_progress(|tick| virtlens_host::lab::run_crowd(a.max_vcpus, a.runs, tick))?;
     let table = virtlens_core::model::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
     output::emit(&table, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)

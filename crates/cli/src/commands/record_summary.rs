@@ -11,10 +11,10 @@ use anyhow::Context;
 use virtlens_core::analysis::{By, ReportOptions as Options, report};
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::Note;
+use virtlens_host::Sampler;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::Source;
 use virtlens_host::capture::{CaptureOptions, ReadyFd, StopSignals};
-use virtlens_host::sched::Sampler;
 
 use crate::args::RecordArgs;
 use crate::output::{self, OutputOptions};

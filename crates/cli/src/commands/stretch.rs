@@ -38,7 +38,7 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
 fn lab_layers(a: &StretchArgs) -> anyhow::Result<Vec<Layer>> {
     virtlens_host::lab::kvm_usable().map_err(anyhow::Error::msg)?;
     let reports =
-        super::lab::with_progress(|tick| virtlens_host::lab::stretch::run(a.runs as usize, tick))?;
+        super::lab::with_progress(|tick| virtlens_host::lab::run_stretch(a.runs as usize, tick))?;
     let mut layers = Vec::new();
     for r in reports {
         let json = render::json(&r);

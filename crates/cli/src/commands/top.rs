@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use virtlens_core::decode::Decoder;
 use virtlens_core::render::TopScreen;
+use virtlens_host::Sampler;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::Source;
 use virtlens_host::capture::RawTerminal;
 use virtlens_host::capture::{ReadyFd, StopSignals, top_view};
-use virtlens_host::sched::Sampler;
 
 use super::record::options;
 use crate::args::TopArgs;
@@ -72,7 +72,7 @@ pub fn run(a: &TopArgs) -> anyhow::Result<ExitCode> {
                     }
                 }));
             iv.profile.sched = Some(sched.close_interval());
-            let view = top_view::build(&iv, &decoder, started.elapsed().as_secs_f64());
+            let view = top_view(&iv, &decoder, started.elapsed().as_secs_f64());
             let shown = TopScreen {
                 view: &view,
                 rows: a.rows,

@@ -15,9 +15,9 @@
 //! the caller falls back to the tracefs capture.
 
 pub(crate) mod insn;
-pub mod live;
+pub(crate) mod live;
 pub(crate) mod maps;
-pub mod plan;
+pub(crate) mod plan;
 pub(crate) mod profile;
 pub(crate) mod program;
 pub(crate) mod snapshot;

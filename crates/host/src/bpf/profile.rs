@@ -17,7 +17,7 @@ use super::snapshot::Snapshot;
 use crate::capture::identity::Identities;
 
 /// The profile's `origin.format`.
-pub const FORMAT: &str = "virtlens-bpf";
+pub(crate) const FORMAT: &str = "virtlens-bpf";
 
 /// One accumulating row: count, and the durations measured for it.
 #[derive(Default)]
@@ -31,7 +31,7 @@ type Slot = (TableKind, Key, Option<u32>, Option<u32>);
 
 /// The profile of `delta`, an interval of `duration_ns`; `origin_isa` decodes exit codes
 /// whose event did not say its ISA.
-pub fn profile(
+pub(crate) fn profile(
     delta: &Snapshot,
     duration_ns: u64,
     ids: &mut Identities,

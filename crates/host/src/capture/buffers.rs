@@ -8,10 +8,10 @@ use virtlens_core::render::bytes;
 use super::error::CaptureError;
 
 /// The smallest per-CPU buffer (a few pages; the kernel rounds smaller sizes up anyway).
-pub const MIN_KB: u32 = 64;
+pub(crate) const MIN_KB: u32 = 64;
 /// The largest per-CPU buffer: 1 GiB (a CPU filling more than that before the reader, which
 /// reads every 25 ms, empties it is not a buffer-size problem).
-pub const MAX_KB: u32 = 1 << 20;
+pub(crate) const MAX_KB: u32 = 1 << 20;
 
 /// The ring buffers a capture asks the kernel for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

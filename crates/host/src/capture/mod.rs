@@ -24,7 +24,7 @@ pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod identity;
-pub mod leftovers;
+pub(crate) mod leftovers;
 pub(crate) mod live;
 pub(crate) mod merge;
 pub(crate) mod output;
@@ -36,7 +36,7 @@ pub(crate) mod session;
 pub(crate) mod signals;
 pub(crate) mod spool;
 mod summary_text;
-pub mod top_view;
+pub(crate) mod top_view;
 pub(crate) mod tracefs;
 pub(crate) mod tty;
 pub(crate) mod vm_stats;
@@ -55,6 +55,10 @@ pub use record::{
 };
 pub use signals::StopSignals;
 pub use tty::RawTerminal;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use leftovers::sweep as sweep_leftovers;
+pub use top_view::build as top_view;
 
 /// What can be checked before anything is set up: root, tracefs, the ring buffers' size.
 /// (`record` does it before it checks and creates its output, so a user who cannot capture

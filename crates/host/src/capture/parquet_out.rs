@@ -57,7 +57,7 @@ struct FieldColumn {
 }
 
 /// The raw-event writer; see the module doc.
-pub struct RawWriter {
+pub(crate) struct RawWriter {
     path: PathBuf,
     writer: SerializedFileWriter<BufWriter<File>>,
     /// For each format index: (field index, column index) of its fields.
@@ -79,7 +79,7 @@ pub struct RawWriter {
 impl RawWriter {
     /// A writer to `file` (named `path` in messages) for events of `formats`, with columns
     /// for the fields of those whose `seen` count is not zero.
-    pub fn create(
+    pub(crate) fn create(
         file: File,
         path: &Path,
         formats: &[EventFormat],
@@ -131,12 +131,12 @@ impl RawWriter {
     }
 
     /// The names of the field columns, in order.
-    pub fn field_columns(&self) -> Vec<&str> {
+    pub(crate) fn field_columns(&self) -> Vec<&str> {
         self.fields.iter().map(|f| f.name.as_str()).collect()
     }
 
     /// Adds one event, of VM `vm_name` when known.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         formats: &[EventFormat],
         hit: &Hit<'_>,
@@ -215,7 +215,7 @@ impl RawWriter {
     }
 
     /// Rows written so far.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         self.rows
     }
 
@@ -285,7 +285,7 @@ impl RawWriter {
     }
 
     /// Writes the rest, the key/value metadata, and the footer.
-    pub fn finish(mut self, metadata: Vec<(String, String)>) -> Result<u64, CaptureError> {
+    pub(crate) fn finish(mut self, metadata: Vec<(String, String)>) -> Result<u64, CaptureError> {
         self.flush()?;
         for (k, v) in metadata {
             self.writer.append_key_value_metadata(KeyValue::new(k, v));

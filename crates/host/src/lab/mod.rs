@@ -17,16 +17,16 @@
 mod asm;
 mod bench;
 pub(crate) mod catalog;
-pub mod crowd;
+pub(crate) mod crowd;
 pub(crate) mod devices;
-pub mod io_path;
+pub(crate) mod io_path;
 #[allow(unsafe_code)]
 mod jit;
 mod kernels;
 mod profile;
 mod results;
-pub mod scenarios;
-pub mod stretch;
+pub(crate) mod scenarios;
+pub(crate) mod stretch;
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,11 @@ use virtlens_core::{Backend, HostFacts};
 
 pub use bench::Plan;
 pub use profile::FORMAT as PROFILE_FORMAT;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use crowd::{Busy, run as run_crowd};
+pub use scenarios::{replay, variant_profile};
+pub use stretch::run as run_stretch;
 
 /// The default time budget of `exitcost` and `lab` (a full run takes 10 to 60 s).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);

@@ -33,7 +33,7 @@ fn summaries(m: &Measured, base: Option<&Measured>) -> (Option<Summary>, Option<
 }
 
 /// The test result of `m` against the nop loop `base`, timed with a clock of step `clock_ns`.
-pub fn test_result(m: &Measured, base: Option<&Measured>, clock_ns: f64) -> TestResult {
+pub(super) fn test_result(m: &Measured, base: Option<&Measured>, clock_ns: f64) -> TestResult {
     let mut t = TestResult::not_measured(&m.name, m.mode, &m.what, m.status, String::new());
     t.reason = m.reason.clone();
     t.baseline = m.baseline;
@@ -107,7 +107,7 @@ fn variant_result(
 }
 
 /// The scenario results, from the measured items of their variants and the nop loop.
-pub fn scenario_results(
+pub(super) fn scenario_results(
     mode: virtlens_core::measure::Mode,
     scenarios: &[Scenario],
     measured: &[Measured],

@@ -24,8 +24,8 @@
 //! `sys`.
 
 mod error;
-pub mod guest;
-pub mod layout;
+pub(crate) mod guest;
+pub(crate) mod layout;
 mod run;
 #[allow(unsafe_code)]
 mod sys;
@@ -38,3 +38,7 @@ pub use run::{Access, Devices, RunStats, Zeros};
 pub(crate) use sys::{RamWord, borrow_fd, thread_cpu_ns, wait_readable};
 pub use virtlens_core::measure::Mode;
 pub use vm::{HC_MAP_GPA_RANGE, MicroVm, VmConfig};
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use guest::pio_loop;
+pub use layout::{CODE_ADDR, DONE_PORT};

@@ -7,12 +7,12 @@
 //! exit: the BPF objects die with the process, the tracefs instance is taken down (or removed
 //! by the next run after a SIGKILL).
 
-pub mod exposition;
+pub(crate) mod exposition;
 pub(crate) mod families;
-pub mod http;
-pub mod qmp;
+pub(crate) mod http;
+pub(crate) mod qmp;
 pub(crate) mod ready;
-pub mod state;
+pub(crate) mod state;
 pub(crate) mod window;
 
 use std::collections::BTreeMap;
