@@ -7,7 +7,7 @@
 //! made, not timings. The crowd runs until each command is done. Needs root, tracefs, /dev/kvm.
 
 use serde_json::Value;
-use virtlens_guest::procfs::online_cpus;
+use virtlens_guest::online_cpus;
 use virtlens_host::lab::Busy;
 use virtlens_testkit::{Need, require};
 

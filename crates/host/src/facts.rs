@@ -59,7 +59,7 @@ pub(crate) fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
 
 /// The facts of this host.
 pub fn probe() -> HostFacts {
-    let fingerprint = virtlens_guest::fingerprint::probe();
+    let fingerprint = virtlens_guest::probe_fingerprint();
     probe_at(Path::new("/"), fingerprint.hypervisor_vendor.as_deref())
 }
 

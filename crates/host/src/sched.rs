@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use virtlens_core::profile::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
-use virtlens_guest::procfs::{CpuTicks, SchedStat, online_cpus};
+use virtlens_guest::{CpuTicks, SchedStat, online_cpus};
 
 use crate::discovery::{self, Vmm, vcpus};
 

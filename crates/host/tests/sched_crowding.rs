@@ -18,7 +18,7 @@ use virtlens_core::analysis::{SchedSummary, VmSched, summarize_sched as summariz
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Diagnosis, Options, Severity};
 use virtlens_core::profile::Profile;
-use virtlens_guest::procfs::online_cpus;
+use virtlens_guest::online_cpus;
 use virtlens_host::capture::{self, CaptureOptions, Control};
 use virtlens_host::lab::Busy;
 use virtlens_testkit::{Need, require};

@@ -11,7 +11,7 @@ use crate::output::{self, OutputOptions};
 pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
     let pcpus = a
         .pcpus
-        .unwrap_or_else(|| virtlens_guest::procfs::online_cpus() as u32);
+        .unwrap_or_else(|| virtlens_guest::online_cpus() as u32);
     if a.measure {
         return measure(a, pcpus);
     }

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use virtlens_core::model::CrowdRun;
-use virtlens_guest::procfs::{CpuTicks, SchedStat, procs_running};
+use virtlens_guest::{CpuTicks, SchedStat, procs_running};
 
 use super::Tick;
 use super::kernels::{Ending, Kernel, assemble};

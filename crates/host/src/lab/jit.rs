@@ -7,7 +7,7 @@
 use std::io;
 use std::ptr::NonNull;
 
-use virtlens_guest::sys::Mapping;
+use virtlens_guest::Mapping;
 
 use super::kernels::{Ending, Kernel, assemble};
 use crate::microvm::Error;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_guest::procfs::SchedStat;
+use virtlens_guest::SchedStat;
 
 use crate::discovery::Vmm;
 
