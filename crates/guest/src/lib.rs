@@ -1,6 +1,6 @@
 //! virtlens-guest: the part of virtlens that runs *inside* a guest (or on bare metal, for the
-//! baseline): the load generator ([`load`], `virtlens load`), the guest-side benchmark suite
-//! ([`bench`], `virtlens bench`), and the causal lab's workloads ([`workload`]), each one
+//! baseline): the load generator (`load`, `virtlens load`), the guest-side benchmark suite
+//! ([`bench`], `virtlens bench`), and the causal lab's workloads (`workload`), each one
 //! known cause of VM exits. It depends on no KVM, tracefs or Parquet code, so it builds as
 //! one small static binary (`--target x86_64-unknown-linux-musl`) that runs unchanged in any
 //! x86-64 Linux guest; the main `virtlens` binary offers the same subcommands by calling this

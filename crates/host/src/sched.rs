@@ -167,7 +167,7 @@ impl Sampler {
         self.state_samples
     }
 
-    /// Reads the threads' states when [`STATE_PERIOD`] has passed, and looks for new vCPU
+    /// Reads the threads' states when `STATE_PERIOD` has passed, and looks for new vCPU
     /// threads now and then; cheap to call often.
     pub fn poll(&mut self) {
         let now = Instant::now();

@@ -1,8 +1,8 @@
 //! Performance counters — Hyper-V's hypervisor counter sets from perfmon / typeperf / relog
 //! CSV or a pasted table, and esxtop's per-VM CPU scheduling numbers — turned into what
-//! virtlens says about them: PAL's thresholds per time slice ([`pal`]), the per-VM hypervisor
-//! metrics and the `hv.*` findings ([`hv`]), and the words for each finding ([`words`]).
-//! Sources read the files ([`crate::sources::perfmon_csv`], [`crate::sources::counter_table`]);
+//! virtlens says about them: PAL's thresholds per time slice (`pal`), the per-VM hypervisor
+//! metrics and the `hv.*` findings (`hv`), and the words for each finding (`words`).
+//! Sources read the files (`crate::sources::perfmon_csv`, `crate::sources::counter_table`);
 //! this module never parses.
 
 pub(crate) mod compare;

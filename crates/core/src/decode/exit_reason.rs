@@ -224,7 +224,7 @@ pub(crate) fn unknown_key(isa: Option<Isa>, code: u64) -> String {
 }
 
 /// The key to show for a raw code: the canonical name, with VMX flag names appended
-/// (`EPT_VIOLATION|FAILED_VMENTRY`), or [`unknown_key`].
+/// (`EPT_VIOLATION|FAILED_VMENTRY`), or `unknown_key`.
 pub fn display_key(isa: Option<Isa>, code: u64) -> String {
     let Some(isa) = isa else {
         return unknown_key(None, code);

@@ -1,12 +1,12 @@
 //! `diagnose`: explains a profile the way an expert on the KVM list would. The pipeline:
 //!
-//! 1. [`evidence`] — everything an input carries becomes one evidence set per VM (every table
+//! 1. `evidence` — everything an input carries becomes one evidence set per VM (every table
 //!    joined, counters and rates, the time base, the guest stated or inferred, host, config);
-//! 2. [`hypotheses`] — one file per rule family proposes causes, each with evidence for and
+//! 2. `hypotheses` — one file per rule family proposes causes, each with evidence for and
 //!    against, a confidence, a cost from the input's own numbers, and its competitors;
-//! 3. [`rank`] — severity from absolute cost (share of vCPU time, rates), the main problem
+//! 3. `rank` — severity from absolute cost (share of vCPU time, rates), the main problem
 //!    first, context after;
-//! 4. [`words`] — cause, fixes and sources per guest, kept apart from the logic.
+//! 4. `words` — cause, fixes and sources per guest, kept apart from the logic.
 //!
 //! The configuration's lint findings are joined in (`config_join`), several inputs are compared
 //! (`compare`), and [`catalogue`] lists every rule for the docs. Any [`Profile`] goes through the

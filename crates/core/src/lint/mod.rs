@@ -1,7 +1,7 @@
 //! `lint`: checks a [`VmConfig`] against the Hyper-V enlightenment rules (docs/lint.md) —
 //! dependencies QEMU enforces (`HV-DEP-*`), host mismatches (`HV-HOST-*`), performance traps
 //! (`HV-PERF-*`) and operational traps (`HV-OPS-*`) — with optional host facts, and prints the
-//! workload presets ([`presets`]). Rules never parse: they read the configuration model and
+//! workload presets (`presets`). Rules never parse: they read the configuration model and
 //! [`Options`]. Each finding names the rule, a severity, the cause in plain words, the element
 //! or flag at fault, the fix (libvirt XML and QEMU flag) and the sources it rests on.
 //!
@@ -14,7 +14,7 @@
 //! The rules are about x86 (Hyper-V enlightenments exist only on QEMU's x86 CPUs, the PIT and
 //! HPET only on PC machines): a configuration for another architecture gets none. Values a
 //! launch script leaves open become caveats on the findings they touch; findings that repeat
-//! are merged with a count ([`caveats`]).
+//! are merged with a count (`caveats`).
 
 mod avic;
 mod caveats;

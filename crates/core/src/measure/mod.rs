@@ -1,7 +1,7 @@
 //! Lab measurements (`virtlens exitcost` / `virtlens lab`): the result types the micro-VM lab in
-//! virtlens-host fills, the statistics over interleaved runs ([`summary`]), the headline numbers
-//! of a lab run ([`mod@headline`]), which figures the clock cannot resolve ([`resolution`]) and the
-//! date of a recording ([`date`]). Pure: no I/O, no unsafe.
+//! virtlens-host fills, the statistics over interleaved runs (`summary`), the headline numbers
+//! of a lab run (`headline`), which figures the clock cannot resolve (`resolution`) and the
+//! date of a recording (`date`). Pure: no I/O, no unsafe.
 //! Every result carries its [`BackendLabel`], so numbers from an emulating backend are never
 //! shown as hardware exit costs.
 

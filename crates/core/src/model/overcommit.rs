@@ -101,7 +101,7 @@ pub(crate) fn check(i: &Inputs) -> Result<(), String> {
     Ok(())
 }
 
-/// Both models for `i` (checked with [`check`] first).
+/// Both models for `i` (checked with `check` first).
 pub fn predict(i: Inputs) -> Result<Overcommit, String> {
     check(&i)?;
     let c = f64::from(i.pcpus);

@@ -131,7 +131,7 @@ impl Origin {
         crate::facts::ExitTiming::of_origin(self.backend.as_deref(), self.cpu_emulator.as_deref())
     }
 
-    /// The backend as figures are labelled with it (see [`crate::facts::backend_label`]).
+    /// The backend as figures are labelled with it (see `crate::facts::backend_label`).
     pub fn backend_label(&self) -> Option<String> {
         crate::facts::backend_label(self.backend.as_deref(), self.cpu_emulator.as_deref())
     }
@@ -186,7 +186,7 @@ pub enum TableKind {
     /// does not emulate, lockups of vCPU threads, KVM's module warnings.
     KernelLog,
     /// APICv/AVIC inhibit changes by reason and direction (`apicv_inhibit`: keys as
-    /// [`crate::decode::apicv_inhibit::Change::key`]); a `cleared` row's durations are the
+    /// `crate::decode::apicv_inhibit::Change::key`); a `cleared` row's durations are the
     /// time the reason was set before it, when the trace has timestamps.
     ApicvInhibit,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).

@@ -122,7 +122,7 @@ impl SchedInterval {
 }
 
 impl SchedSamples {
-    /// Appends `iv`, merging neighbours in pairs once [`MAX_INTERVALS`] are held.
+    /// Appends `iv`, merging neighbours in pairs once `MAX_INTERVALS` are held.
     pub fn push_interval(&mut self, iv: SchedInterval) {
         if self.intervals.len() >= MAX_INTERVALS {
             let old = std::mem::take(&mut self.intervals);

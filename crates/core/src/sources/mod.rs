@@ -1,6 +1,6 @@
 //! File sources: each input format is one module that reads a file (streaming) into a
 //! [`Profile`]. This module picks the format (auto-detected from the first bytes, or forced
-//! with `--format`); [`input`] opens files, standard input and pipes.
+//! with `--format`); `input` opens files, standard input and pipes.
 
 pub(crate) mod bcc_kvmexit;
 pub(crate) mod bhyve_dtrace;

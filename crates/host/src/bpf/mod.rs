@@ -1,8 +1,8 @@
 //! In-kernel aggregation of KVM events with eBPF, built at run time: no compiler, no object
-//! file. For each kvm tracepoint this kernel has and the aggregation uses ([`plan`]), a
-//! program is generated from the tracepoint's `format` file ([`program`], encoded by
-//! [`insn`]) that counts the event per (VM process, thread, event, sub, detail) in a per-CPU
-//! hash map and keeps log2 latency histograms per thread ([`maps`]). virtlens reads the maps
+//! file. For each kvm tracepoint this kernel has and the aggregation uses (`plan`), a
+//! program is generated from the tracepoint's `format` file (`program`, encoded by
+//! `insn`) that counts the event per (VM process, thread, event, sub, detail) in a per-CPU
+//! hash map and keeps log2 latency histograms per thread (`maps`). virtlens reads the maps
 //! every interval ([`Aggregation::read`]); nothing per event reaches user space.
 //!
 //! Programs are attached through perf events of the tracepoints; nothing is pinned, so the

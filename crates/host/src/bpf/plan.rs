@@ -22,7 +22,7 @@ use super::insn::Size;
 /// The events the aggregation knows, by their fixed index (the `event` of a map key).
 pub(crate) const EVENTS: [&str; 11] = AGGREGATED;
 
-/// The index of `name` in [`EVENTS`].
+/// The index of `name` in `EVENTS`.
 pub fn event_index(name: &str) -> Option<u32> {
     EVENTS.iter().position(|e| *e == name).map(|i| i as u32)
 }

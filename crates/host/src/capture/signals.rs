@@ -49,7 +49,7 @@ pub struct StopSignals {
 }
 
 impl StopSignals {
-    /// Installs the handlers of [`STOP_SIGNALS`] and the real-time signals.
+    /// Installs the handlers of `STOP_SIGNALS` and the real-time signals.
     pub fn install() -> std::io::Result<StopSignals> {
         let flag = Arc::new(AtomicBool::new(false));
         let which = Arc::new(AtomicUsize::new(0));

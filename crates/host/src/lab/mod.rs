@@ -1,11 +1,11 @@
 //! The lab: micro-VMs on /dev/kvm that measure what each kind of exit costs on this host
 //! (`virtlens exitcost`: [`run_exitcost`]) and replay the classic traps against their fixes
-//! (`virtlens lab`: [`run_lab`], which adds the scenarios of [`scenarios`]).
+//! (`virtlens lab`: [`run_lab`], which adds the scenarios of `scenarios`).
 //!
-//! Each exit test ([`catalog`]) and scenario variant is a loop of one guest operation in its
+//! Each exit test (`catalog`) and scenario variant is a loop of one guest operation in its
 //! own micro-VM. Per mode, every item is probed once (a hang caught by the watchdog or a
 //! missing capability makes it `unsupported`), its loop count is calibrated to a target run
-//! time, and then all items run round-robin, round after round ([`mod@bench`]); each figure is
+//! time, and then all items run round-robin, round after round (`bench`); each figure is
 //! the median over rounds of (item − nop loop of the same round), so it is the operation's
 //! own cost. The backend is labelled from the loaded modules and measured: whether ring-0
 //! guest code is emulated (`insn_emulation` per guest instruction of a nop loop ≈ 1); so is

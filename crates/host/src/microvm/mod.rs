@@ -1,5 +1,5 @@
 //! The micro-VM the lab (`virtlens lab` / `exitcost`) is built on. A [`MicroVm`] is one KVM
-//! VM with one vCPU and a block of RAM at guest-physical 0 ([`layout`]), running tiny guest
+//! VM with one vCPU and a block of RAM at guest-physical 0 (`layout`), running tiny guest
 //! programs assembled at run time (iced-x86) in real mode, 32-bit protected mode, 64-bit long
 //! mode ring 0 or 64-bit ring 3 ([`Mode`]; the GDT, IDT, TSS with its I/O bitmap and page
 //! tables come from `tables`). Exits are answered by a [`Devices`] model and counted
