@@ -47,8 +47,3 @@ pub mod testing {
     /// tests/deploy_files.rs: the state the exposition is made of.
     pub use crate::serve::state::State;
 }
-
-/// Whether this host has a KVM device node.
-pub fn has_kvm() -> bool {
-    std::path::Path::new("/dev/kvm").exists()
-}
