@@ -74,8 +74,8 @@ pub fn rendered(result: &dyn Export, json: bool) -> String {
     }
 }
 
-fn no_page() -> virtlens_core::render::html::Error {
-    virtlens_core::render::html::Error::Template("this result has no HTML page".into())
+fn no_page() -> virtlens_core::render::HtmlError {
+    virtlens_core::render::HtmlError::Template("this result has no HTML page".into())
 }
 
 /// Stdout was closed by its reader: not an error to report, the end of the program.

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Barrier};
 
 use virtlens_core::measure::Mode;
-use virtlens_host::lab::scenarios::variant_profile;
+use virtlens_host::lab::variant_profile;
 use virtlens_testkit::{Need, require};
 
 use crate::common::{finish_any, signal, start_ready};

@@ -6,7 +6,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_host::microvm::{MicroVm, pio_loop};
 use virtlens_testkit::{Need, TempDir, require};
 
 const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
@@ -60,8 +60,7 @@ fn one_duckdb_query_reads_the_captures_of_two_hosts() {
 
     let me = std::process::id();
     let mut vm = MicroVm::new(1 << 20).unwrap();
-    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(PORT, N).unwrap()).unwrap();
     let mut rec = Command::new(BIN)
         .args(["record", "--pid", &me.to_string(), "-o"])
         .arg(beta.join("capture.parquet"))

@@ -6,12 +6,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
-use virtlens_guest::bench::{QUEENS_SOLUTIONS as SOLUTIONS, fio_figures, iperf3_figures, queens};
-use virtlens_guest::load::task::{Work, io_wait};
-use virtlens_guest::procfs::{
-    CpuTicks, SchedStat, anon_huge_kb_in, count_cpu_list, procs_running_in,
-};
 use virtlens_guest::stats::Spread;
+use virtlens_guest::testing::{QUEENS_SOLUTIONS as SOLUTIONS, fio_figures, iperf3_figures, queens};
+use virtlens_guest::testing::{Work, io_wait};
+use virtlens_guest::{
+    CpuTicks, SchedStat,
+    testing::{anon_huge_kb_in, count_cpu_list, procs_running_in},
+};
 
 #[test]
 fn median_and_quartiles_interpolate_between_ranks() {

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use virtlens_core::render::format;
+use virtlens_core::render::{count, duration, rate};
 use virtlens_testkit::{Need, require};
 
 use crate::browser::{self, Loaded};
@@ -131,7 +131,7 @@ fn compare_of_the_four_seed_tables() {
     // Every input's handled time without idle, as the JSON has it, is on the page.
     for t in json["tables"][0]["totals"].as_array().unwrap() {
         let ns = t["overhead_time_ns"].as_u64().unwrap();
-        let shown = format::duration(ns as f64);
+        let shown = duration(ns as f64);
         assert!(l.dom.contains(&shown), "total without idle {shown}");
     }
     assert!(l.dom.contains("EPT_MISCONFIG"));
@@ -164,7 +164,7 @@ fn diagnose_of_seed_table_2() {
     let exits = json["inputs"][0]["evidence"]["totals"]["count"]
         .as_u64()
         .unwrap();
-    assert!(l.dom.contains(&format::count(exits)), "the input's exits");
+    assert!(l.dom.contains(&count(exits)), "the input's exits");
 }
 
 #[test]
@@ -198,7 +198,7 @@ fn counters_of_a_vp_table_and_a_perfmon_log() {
                 && let Some(x) = v.as_f64()
             {
                 values += 1;
-                assert!(chart.html.contains(&format::rate(x)), "{k} {x}");
+                assert!(chart.html.contains(&rate(x)), "{k} {x}");
             }
         }
     }

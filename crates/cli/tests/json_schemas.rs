@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use virtlens_core::sources::capture::{CAPTURE_KEY, PROFILE_KEY, footer};
+use virtlens_core::capture::{CAPTURE_KEY, PROFILE_KEY, locate_footer, parse_footer};
 use virtlens_testkit::{Need, require};
 
 use crate::common::*;
@@ -331,11 +331,11 @@ fn capture_metadata(file: &Path, key: &str) -> Value {
     let mut tail = [0u8; 8];
     f.seek(SeekFrom::End(-8)).unwrap();
     f.read_exact(&mut tail).unwrap();
-    let (start, footer_len) = footer::locate(&tail, len).unwrap();
+    let (start, footer_len) = locate_footer(&tail, len).unwrap();
     let mut bytes = vec![0u8; usize::try_from(footer_len).unwrap()];
     f.seek(SeekFrom::Start(start)).unwrap();
     f.read_exact(&mut bytes).unwrap();
-    let footer = footer::parse(&bytes, start).unwrap();
+    let footer = parse_footer(&bytes, start).unwrap();
     serde_json::from_str(footer.get(key).unwrap()).unwrap()
 }
 

@@ -7,8 +7,8 @@
 //! made, not timings. The crowd runs until each command is done. Needs root, tracefs, /dev/kvm.
 
 use serde_json::Value;
-use virtlens_guest::procfs::online_cpus;
-use virtlens_host::lab::crowd::Busy;
+use virtlens_guest::online_cpus;
+use virtlens_host::lab::Busy;
 use virtlens_testkit::{Need, require};
 
 use crate::common::{TempDir, exclusive, finish, record_own, run};

@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_host::microvm::{MicroVm, pio_loop};
 use virtlens_testkit::{Need, TempDir, require};
 
 /// How long a condition may take before the test gives up (a failure, not a timing claim).
@@ -168,7 +168,7 @@ fn prometheus_sees_exactly_the_port_exits_the_guest_made() {
     const PORT: u16 = 0x5e1;
     const PER_PHASE: u32 = 20_000;
     let mut vm = MicroVm::new(1 << 20).unwrap();
-    vm.load_real_mode(&guest::pio_loop(PORT, PER_PHASE).unwrap())
+    vm.load_real_mode(&pio_loop(PORT, PER_PHASE).unwrap())
         .unwrap();
     let (mut serve, addr) = start_serve(&[]);
     let prom = start_prometheus(addr);
@@ -318,8 +318,7 @@ fn without_bpf_rights_it_falls_back_to_tracefs_and_counts_the_same() {
     // Not 0x5e7 (capture_cli's `top` VM): this process's writes to the port are counted.
     const PORT: u16 = 0x5ed;
     let mut vm = MicroVm::new(1 << 20).unwrap();
-    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(PORT, N).unwrap()).unwrap();
     // Root without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN: bpf(2) refuses, tracefs works.
     let mut child = Command::new("setpriv")
         .args(["--bounding-set", "-bpf,-perfmon,-sys_admin", "--"])
@@ -420,7 +419,7 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
         text.contains(&format!("pid=\"{}\"", qemu.id()))
             .then_some(())
     });
-    let mut c = virtlens_host::serve::qmp::Qmp::connect(&control).unwrap();
+    let mut c = virtlens_host::testing::Qmp::connect(&control).unwrap();
     c.execute("cont", None).unwrap();
     let stat = format!(
         "virtlens_kvm_stat_total{{vm=\"qmp-test\",pid=\"{}\",stat=\"exits\"}}",

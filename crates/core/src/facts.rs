@@ -143,7 +143,7 @@ pub fn cpu_emulator(
 
 /// The backend as figures are labelled with it: `svm`, or `svm on a CPU that QEMU TCG emulates
 /// (…)` when software emulated the CPU.
-pub fn backend_label(backend: Option<&str>, emulator: Option<&str>) -> Option<String> {
+pub(crate) fn backend_label(backend: Option<&str>, emulator: Option<&str>) -> Option<String> {
     let on = |e: &str| {
         format!("a CPU that {e} emulates (times are the emulator's, not hardware exit costs)")
     };

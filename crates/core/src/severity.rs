@@ -74,6 +74,6 @@ impl fmt::Display for Severity {
 }
 
 /// Serializes a severity as lint spells it (`#[serde(serialize_with = …)]`).
-pub fn lint_spelling<S: serde::Serializer>(s: &Severity, ser: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn lint_spelling<S: serde::Serializer>(s: &Severity, ser: S) -> Result<S::Ok, S::Error> {
     ser.serialize_str(s.lint_name())
 }

@@ -4,10 +4,10 @@
 //! toggling ones; the time a reason stayed set comes from the timestamps.
 
 use virtlens_core::decode::Decoder;
-use virtlens_core::decode::apicv_inhibit::{ERAS, Inhibit, candidates};
 use virtlens_core::diagnose::{self, Diagnosis, Finding, Options, Role};
 use virtlens_core::profile::{Profile, TableKind};
 use virtlens_core::sources::{self, Format};
+use virtlens_core::testing::{APICV_ERAS as ERAS, Inhibit, candidates};
 
 fn read(text: &str) -> Profile {
     sources::read_bytes(text.as_bytes(), "trace", Some(Format::TraceText))

@@ -10,11 +10,11 @@ use proptest::prelude::*;
 use virtlens_core::config::{self, GuestFamily, ReadOptions, VmConfig};
 use virtlens_core::decode::{Decoder, Isa};
 use virtlens_core::diagnose::{self, Options};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::{
     Access, Key, Origin, Profile, Row, Table, TableKind, TimeStats, Window,
 };
 use virtlens_core::sources;
+use virtlens_core::{HostFacts, Vendor};
 
 use crate::common::{self, Edit, apply};
 
@@ -125,7 +125,7 @@ fn run(profiles: &[Profile], which: u8, configs: &[VmConfig]) -> Result<(), Test
         prop_assert!(!f.cause.is_empty());
         prop_assert!(!f.fixes.is_empty());
     }
-    let text = virtlens_core::render::diagnose_text::render(&d, &Default::default());
+    let text = virtlens_core::render::Export::text(&d, &Default::default());
     prop_assert!(!text.is_empty());
     Ok(())
 }

@@ -225,13 +225,10 @@ fn esxtop_ready_is_over_commit_in_diagnose() {
     );
     let fixes: Vec<&str> = f.fixes.iter().map(|x| x.summary.as_str()).collect();
     assert!(
-        fixes.contains(&virtlens_core::diagnose::overcommit::FEWER_VCPUS),
+        fixes.contains(&virtlens_core::testing::FEWER_VCPUS),
         "{fixes:?}"
     );
-    assert!(
-        fixes.contains(&virtlens_core::diagnose::overcommit::PIN),
-        "{fixes:?}"
-    );
+    assert!(fixes.contains(&virtlens_core::testing::PIN), "{fixes:?}");
 }
 
 #[test]

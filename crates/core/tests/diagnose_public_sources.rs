@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::Decoder;
-use virtlens_core::diagnose::{self, Diagnosis, Options, Source, catalogue};
-use virtlens_core::lint::rules;
+use virtlens_core::diagnose::{self, Diagnosis, Options, Source, catalogue, shared_thresholds};
+use virtlens_core::lint::{RULES, rules};
 use virtlens_core::render::findings_md;
 use virtlens_core::sources;
 
@@ -56,7 +56,7 @@ fn check_source(what: &str, s: &Source) {
 
 #[test]
 fn the_catalogue_cites_public_material() {
-    for e in catalogue::entries() {
+    for e in catalogue() {
         check(e.id, e.title);
         check(e.id, e.meaning);
         assert!(!e.sources.is_empty(), "{}: no source", e.id);
@@ -81,7 +81,7 @@ const SHORTHAND: [&str; 9] = [
 
 #[test]
 fn the_lint_rules_cite_public_material() {
-    for r in rules::all() {
+    for r in rules() {
         for text in [r.checks, r.needs, r.source] {
             check(r.id, text);
             for s in SHORTHAND {
@@ -94,11 +94,7 @@ fn the_lint_rules_cite_public_material() {
 
 #[test]
 fn the_generated_finding_catalogue_cites_public_material() {
-    let page = findings_md::render(
-        &catalogue::entries(),
-        &catalogue::shared_thresholds(),
-        &rules::RULES,
-    );
+    let page = findings_md(&catalogue(), &shared_thresholds(), &RULES);
     for (n, line) in page.lines().enumerate() {
         check(&format!("docs/findings.md line {}", n + 1), line);
     }

@@ -2,10 +2,10 @@
 //! have none: synthetic `perf kvm stat` tables in the real layout, read by the real source.
 //! Also: a rule stays silent below its threshold, and a row is explained by one finding only.
 
+use virtlens_core::HostFacts;
 use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::{AddressMap, Decoder};
 use virtlens_core::diagnose::{self, Confidence, Diagnosis, Finding, Options, Severity};
-use virtlens_core::facts::HostFacts;
 use virtlens_core::sources;
 
 /// A perf kvm stat table of `header` rows `(key, count, mean µs)`.

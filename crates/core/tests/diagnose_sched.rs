@@ -6,7 +6,7 @@
 
 use virtlens_core::diagnose::{Measure, Role, Scenario, Severity, Verdict};
 use virtlens_core::diagnose::{READY_SHARE as READY, model_effect};
-use virtlens_core::profile::sched::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
+use virtlens_core::profile::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
 
 use crate::handbuilt::{advice, get, has, ids, main_id, opts, profile, run};
 

@@ -9,9 +9,9 @@ use virtlens_core::diagnose::{
     self, Confidence, Diagnosis, Finding, Options, Role, Severity, Verdict,
 };
 use virtlens_core::diagnose::{GuestBasis, Strength};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources;
+use virtlens_core::{HostFacts, Vendor};
 use virtlens_testkit::testdata;
 
 fn seed(n: u8) -> Profile {
@@ -160,7 +160,7 @@ fn comparing_the_seeds_says_what_helped_and_why() {
     assert_eq!(ch.verdict, "helped");
     assert_eq!(ch.resolved, vec!["apic.apicv-inhibited-synic".to_string()]);
     let c = d.comparison.as_ref().unwrap();
-    let text = virtlens_core::render::diagnose_numbers::change(c, ch);
+    let text = virtlens_core::testing::diagnose_change(c, ch);
     assert!(text.contains("MSR_WRITE 176,410 → 120"), "{text}");
 }
 

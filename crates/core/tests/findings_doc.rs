@@ -3,16 +3,12 @@
 //! generator writes. It also holds the page to what a user can open: no project notes, design
 //! file or test data named anywhere in it.
 
-use virtlens_core::diagnose::catalogue;
-use virtlens_core::lint::rules;
-use virtlens_core::render::findings_md;
+use virtlens_core::diagnose::{catalogue, shared_thresholds};
+use virtlens_core::lint::{RULES, rules};
+use virtlens_core::render::{FINDINGS_REGENERATE, findings_md};
 
 fn generated() -> String {
-    findings_md::render(
-        &catalogue::entries(),
-        &catalogue::shared_thresholds(),
-        &rules::RULES,
-    )
+    findings_md(&catalogue(), &shared_thresholds(), &RULES)
 }
 
 #[test]
@@ -30,7 +26,7 @@ fn docs_findings_md_is_what_the_catalogue_generates() {
         panic!(
             "docs/findings.md differs from the catalogue (first at line {line}); regenerate it \
              with `{}` and review the diff",
-            findings_md::REGENERATE
+            FINDINGS_REGENERATE
         );
     }
 }
@@ -38,13 +34,13 @@ fn docs_findings_md_is_what_the_catalogue_generates() {
 #[test]
 fn every_rule_id_is_in_the_page_with_its_sources() {
     let page = generated();
-    for e in catalogue::entries() {
+    for e in catalogue() {
         assert!(page.contains(&format!("### `{}`", e.id)), "{}", e.id);
         for s in &e.sources {
             assert!(page.contains(s.reference), "{}: {}", e.id, s.reference);
         }
     }
-    for r in rules::all() {
+    for r in rules() {
         assert!(page.contains(&format!("| {} |", r.id)), "{}", r.id);
     }
 }

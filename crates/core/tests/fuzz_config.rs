@@ -11,9 +11,9 @@
 
 use proptest::prelude::*;
 use virtlens_core::config::{self, Format, ReadOptions};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options};
 use virtlens_core::render::{self, Style};
+use virtlens_core::{HostFacts, Vendor};
 
 use crate::common::{self, Edit, apply};
 
@@ -153,7 +153,7 @@ fn check(bytes: &[u8], forced: Option<Format>) -> Result<(), TestCaseError> {
             }
             let json = render::json(&report);
             prop_assert!(serde_json::from_str::<serde_json::Value>(&json).is_ok());
-            let _ = render::lint_text::render(&report, &Style::default());
+            let _ = render::lint_text(&report, &Style::default());
         }
         Err(e) => common::check_error(e, "fuzz", bytes)?,
     }

@@ -7,7 +7,7 @@
 //! runs a longer campaign.
 
 use proptest::prelude::*;
-use virtlens_core::sources::fio_json;
+use virtlens_core::sources::read_fio_json;
 
 use crate::common::{self, Edit, apply};
 
@@ -37,7 +37,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 fn check(bytes: &[u8]) -> Result<(), TestCaseError> {
-    match fio_json::read(bytes, "fuzz.json") {
+    match read_fio_json(bytes, "fuzz.json") {
         Ok(r) => {
             prop_assert!(r.iops.is_finite() && r.iops >= 0.0, "{r:?}");
             prop_assert!(r.read_iops + r.write_iops <= r.iops * (1.0 + 1e-12) + 1e-9);

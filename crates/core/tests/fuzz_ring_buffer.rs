@@ -8,11 +8,11 @@
 //! runs a longer campaign.
 
 use proptest::prelude::*;
-use virtlens_core::decode::ring_buffer::build::PageBuilder;
-use virtlens_core::decode::ring_buffer::{Missed, PageLayout};
-use virtlens_core::decode::trace_format;
+use virtlens_core::capture::{EventTable, Hit, ProfileFeed, ThreadInfo};
+use virtlens_core::decode::PageBuilder;
+use virtlens_core::decode::parse_event_format;
+use virtlens_core::decode::{Missed, PageLayout};
 use virtlens_core::profile::{Origin, TableKind};
-use virtlens_core::sources::capture::decoder::{EventTable, Hit, ProfileFeed, ThreadInfo};
 use virtlens_core::sources::{self, Format};
 
 use crate::common;
@@ -37,7 +37,7 @@ fn events() -> impl Strategy<Value = Vec<(u64, usize)>> {
 }
 
 fn formats() -> EventTable {
-    let f = |sys: &str, text: &str| trace_format::parse(sys, text).unwrap();
+    let f = |sys: &str, text: &str| parse_event_format(sys, text).unwrap();
     let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
                   \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
     EventTable::new(vec![

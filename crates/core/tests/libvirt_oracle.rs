@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use virtlens_core::config::{self, Effective, GuestFamily, PitPolicy, ReadOptions, VmConfig};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options, Severity};
+use virtlens_core::{HostFacts, Vendor};
 use virtlens_testkit::{Need, require};
 
 /// Architecture suffixes of libvirt's `.args` names (`hyperv.x86_64-latest.args`).

@@ -248,7 +248,7 @@ fn check(
     intact: &Tables,
     lines: &[&str],
     damage: &Damage,
-    result: &Result<Profile, virtlens_core::error::Error>,
+    result: &Result<Profile, virtlens_core::Error>,
 ) -> Option<String> {
     let p = match result {
         Ok(p) => p,

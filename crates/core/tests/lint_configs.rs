@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use virtlens_core::config::{self, Effective, GuestFamily, ReadOptions, VmConfig};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, Options, Severity};
+use virtlens_core::{HostFacts, Vendor};
 
 fn path(name: &str) -> PathBuf {
     virtlens_testkit::testdata("configs").join(name)

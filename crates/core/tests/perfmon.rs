@@ -2,7 +2,7 @@
 //! the talk's per-VP table, and Hyper-V / esxtop logs built here to the documented PDH-CSV
 //! layout (no public log with those counters could be found; these are labelled synthetic).
 
-use virtlens_core::counters::{self, hv::Level, pal::Condition};
+use virtlens_core::counters::{self, Condition, Level};
 use virtlens_core::profile::{CounterLog, CounterTool, Profile};
 use virtlens_core::sources::{self, Format};
 
@@ -100,7 +100,11 @@ fn the_talks_vp_table_is_interrupt_delivery_at_two_intercepts_per_io() {
     let l = log(&p);
     assert_eq!(l.series.len(), 8);
     assert_eq!(
-        l.mean(counters::names::VP, Some("_Total"), "Total Intercepts/sec"),
+        l.mean(
+            virtlens_core::testing::VP,
+            Some("_Total"),
+            "Total Intercepts/sec"
+        ),
         Some(9_214_942.0)
     );
     let a = counters::analyse("talk", l, Some(4.5e6));
@@ -259,7 +263,7 @@ fn typeperf_console_output_and_get_counter_tables() {
     let p = read(get_counter.as_bytes(), "get-counter.txt");
     let l = log(&p);
     assert_eq!(l.series.len(), 2);
-    let m = &counters::hv::vp_metrics(l)[0];
+    let m = &virtlens_core::testing::vp_metrics(l)[0];
     assert_eq!((m.guest_run_pct, m.hv_run_pct), (Some(30.5), Some(12.0)));
 }
 

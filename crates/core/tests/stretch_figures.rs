@@ -2,7 +2,9 @@
 //! analysis: the stated summaries that agree with the studies' own numbers are said to agree,
 //! and those that do not are said not to.
 
-use virtlens_core::analysis::stretch::{Layer, StretchReport, Verdict, analyse, read_layers};
+use virtlens_core::analysis::{
+    Layer, StretchReport, StretchVerdict as Verdict, read_layers, stretch as analyse,
+};
 
 fn layers(file: &str) -> Vec<Layer> {
     let path = virtlens_testkit::testdata("stretch").join(file);

@@ -31,7 +31,6 @@ mod diagnose_samples;
 mod diagnose_sched;
 mod diagnose_seeds;
 mod findings_doc;
-mod fuzz_apicv_inhibit;
 mod fuzz_bcc_kvmexit;
 mod fuzz_bhyve_dtrace;
 mod fuzz_config;

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use virtlens_core::Error;
 use virtlens_core::decode::Isa;
-use virtlens_core::decode::exit_reason::lookup_name;
 use virtlens_core::profile::{Access, Key, Latency, Profile, Row, Table, TableKind};
-use virtlens_core::sources::{self, Format, trace_text};
+use virtlens_core::sources::{self, Format, looks_like_trace_text};
+use virtlens_core::testing::lookup_name;
 
 fn data(rel: &str) -> PathBuf {
     virtlens_testkit::testdata("exit-reports").join(rel)
@@ -93,7 +93,7 @@ fn independent(
 
 /// Reason names as printed, mapped to the canonical names the profile keys use.
 fn canonical(reasons: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
-    let isa = virtlens_core::decode::exit_reason::guess_isa(reasons.keys().map(String::as_str));
+    let isa = virtlens_core::testing::guess_isa(reasons.keys().map(String::as_str));
     let mut m = BTreeMap::new();
     for (name, n) in reasons {
         let key = lookup_name(isa, &name).map_or(name, |i| i.name.to_string());
@@ -106,7 +106,7 @@ fn canonical(reasons: BTreeMap<String, u64>) -> BTreeMap<String, u64> {
 fn trace_samples_hold_the_counts_of_their_lines() {
     for prefix in ["24-", "30-"] {
         let (path, text) = sample(prefix);
-        assert!(trace_text::looks_like(text.as_bytes()), "{prefix}");
+        assert!(looks_like_trace_text(text.as_bytes()), "{prefix}");
         let p = read_path(&path);
         assert_eq!(p.origin.format, "trace-text");
         let (events, reasons, user) = independent(&text);
@@ -190,7 +190,7 @@ fn sample_24_perf_script_custom_fields() {
 #[test]
 fn sample_21_perf_top_percentages_become_estimated_counts() {
     let (path, text) = sample("21-");
-    assert!(trace_text::looks_like(text.as_bytes()));
+    assert!(looks_like_trace_text(text.as_bytes()));
     let p = read_path(&path);
     let mut expected: BTreeMap<String, u64> = BTreeMap::new();
     for line in text.lines().skip(2) {
@@ -517,7 +517,7 @@ fn exits_pair_with_entries_per_thread_in_every_dialect() {
         Dialect::FtraceTgid,
     ] {
         let text = render(d);
-        assert!(trace_text::looks_like(text.as_bytes()), "{d:?}");
+        assert!(looks_like_trace_text(text.as_bytes()), "{d:?}");
         assert_eq!(
             sources::detect(text.as_bytes()),
             Some(Format::TraceText),
@@ -980,12 +980,12 @@ fn detection_is_specific() {
         "05-", "06-", "09-", "11-", "13-", "17-", "34-", "01-", "18-",
     ] {
         let (_, text) = sample(other);
-        assert!(!trace_text::looks_like(text.as_bytes()), "{other}");
+        assert!(!looks_like_trace_text(text.as_bytes()), "{other}");
     }
-    assert!(!trace_text::looks_like(
+    assert!(!looks_like_trace_text(
         b"qemu 100 [000] 1.000000: sched:sched_switch: prev_comm=a\n"
     ));
-    assert!(trace_text::looks_like(
+    assert!(looks_like_trace_text(
         b"> qemu 100 [000] 1.0: kvm:kvm_fpu: load\n"
     ));
 }

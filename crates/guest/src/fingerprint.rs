@@ -131,7 +131,7 @@ pub fn probe() -> Fingerprint {
 }
 
 /// A short name for the layer from its fingerprint ("native", "KVM guest", "TCG guest", …).
-pub fn default_layer(f: &Fingerprint) -> String {
+pub(crate) fn default_layer(f: &Fingerprint) -> String {
     match f.hypervisor_vendor.as_deref() {
         None if !f.hypervisor_bit => "native".into(),
         None => "guest".into(),

@@ -119,12 +119,12 @@ impl SchedStat {
 const CLOCKSOURCE: &str = "/sys/devices/system/clocksource/clocksource0";
 
 /// The current clocksource.
-pub fn clocksource() -> Option<String> {
+pub(crate) fn clocksource() -> Option<String> {
     read(format!("{CLOCKSOURCE}/current_clocksource")).map(|s| s.trim().to_string())
 }
 
 /// The clocksources the kernel offers.
-pub fn clocksources_available() -> Vec<String> {
+pub(crate) fn clocksources_available() -> Vec<String> {
     read(format!("{CLOCKSOURCE}/available_clocksource"))
         .map(|s| s.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
@@ -155,12 +155,12 @@ pub fn anon_huge_kb_in(smaps: &str, addr: usize) -> Option<u64> {
 }
 
 /// The first `model name` of /proc/cpuinfo.
-pub fn cpu_model() -> Option<String> {
+pub(crate) fn cpu_model() -> Option<String> {
     cpuinfo_field("model name")
 }
 
 /// The CPU flags of the first processor in /proc/cpuinfo.
-pub fn cpu_flags() -> Vec<String> {
+pub(crate) fn cpu_flags() -> Vec<String> {
     cpuinfo_field("flags")
         .map(|f| f.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
@@ -174,12 +174,12 @@ fn cpuinfo_field(name: &str) -> Option<String> {
 }
 
 /// The kernel release.
-pub fn kernel() -> Option<String> {
+pub(crate) fn kernel() -> Option<String> {
     read("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string())
 }
 
 /// MemTotal in MiB.
-pub fn memory_mb() -> Option<u64> {
+pub(crate) fn memory_mb() -> Option<u64> {
     let info = read("/proc/meminfo")?;
     let kb: u64 = info
         .lines()
@@ -193,7 +193,7 @@ pub fn memory_mb() -> Option<u64> {
 }
 
 /// The transparent-huge-page mode (the bracketed word of its sysfs file).
-pub fn thp_mode() -> Option<String> {
+pub(crate) fn thp_mode() -> Option<String> {
     let s = read("/sys/kernel/mm/transparent_hugepage/enabled")?;
     let start = s.find('[')?;
     let end = s[start..].find(']')?;
@@ -229,11 +229,11 @@ pub fn count_cpu_list(list: &str) -> Option<usize> {
 }
 
 /// Whether a kernel module (or built-in driver) is present.
-pub fn module_present(name: &str) -> bool {
+pub(crate) fn module_present(name: &str) -> bool {
     Path::new("/sys/module").join(name).exists()
 }
 
 /// A kernel module parameter's value.
-pub fn module_param(module: &str, param: &str) -> Option<String> {
+pub(crate) fn module_param(module: &str, param: &str) -> Option<String> {
     read(format!("/sys/module/{module}/parameters/{param}")).map(|s| s.trim().to_string())
 }

@@ -7,22 +7,16 @@ use std::ptr::NonNull;
 use std::sync::atomic::AtomicU32;
 
 /// CPUID `leaf`/`subleaf`: `[eax, ebx, ecx, edx]`.
-pub fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
+pub(crate) fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
     #[allow(unused_unsafe)]
     // SAFETY: CPUID exists on every x86-64 CPU and has no side effects.
     let r = unsafe { std::arch::x86_64::__cpuid_count(leaf, subleaf) };
     [r.eax, r.ebx, r.ecx, r.edx]
 }
 
-/// The calling thread's kernel id.
-pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() }
-}
-
 /// Sleeps while `word` holds `expected` (FUTEX_WAIT, private). Returns on wake-up, on a
 /// changed value (EAGAIN) or on a signal; the caller re-checks the word.
-pub fn futex_wait(word: &AtomicU32, expected: u32) {
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     // SAFETY: `word` is a live, aligned u32 for the duration of the call; a null timeout means
     // wait without a limit; the kernel only reads the word.
     unsafe {
@@ -37,7 +31,7 @@ pub fn futex_wait(word: &AtomicU32, expected: u32) {
 }
 
 /// Wakes up to `n` threads sleeping on `word` (FUTEX_WAKE, private).
-pub fn futex_wake(word: &AtomicU32, n: i32) {
+pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {
     // SAFETY: `word` is a live, aligned u32; FUTEX_WAKE does not touch memory.
     unsafe {
         libc::syscall(
@@ -50,7 +44,7 @@ pub fn futex_wake(word: &AtomicU32, n: i32) {
 }
 
 /// Pins the calling thread to CPU `cpu`.
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it (cpu is checked
     // against the set's size first); sched_setaffinity reads `size_of` bytes of it.
     unsafe {
@@ -68,7 +62,7 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 
 /// The process's CPU time and context switches so far.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub user_s: f64,
     pub sys_s: f64,
     pub voluntary: u64,
@@ -76,7 +70,7 @@ pub struct Usage {
 }
 
 /// getrusage(RUSAGE_SELF): all threads of the process.
-pub fn usage() -> Usage {
+pub(crate) fn usage() -> Usage {
     // SAFETY: a zeroed rusage is valid; getrusage fills it and cannot fail for RUSAGE_SELF.
     let r = unsafe {
         let mut r: libc::rusage = std::mem::zeroed();
@@ -93,7 +87,7 @@ pub fn usage() -> Usage {
 }
 
 /// One raw `getppid` system call (no libc caching): the cheapest real kernel entry.
-pub fn raw_getppid() -> i64 {
+pub(crate) fn raw_getppid() -> i64 {
     // SAFETY: getppid takes no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_getppid) as i64 }
 }
@@ -221,7 +215,7 @@ const RTC_PIE_OFF: libc::c_ulong = 0x7006;
 
 /// Sets an RTC's periodic interrupt rate (a power of two, 2..=8192 Hz; above the device's
 /// `max_user_freq` only with CAP_SYS_RESOURCE) and turns the periodic interrupt on.
-pub fn rtc_periodic(fd: std::os::fd::RawFd, hz: u64) -> io::Result<()> {
+pub(crate) fn rtc_periodic(fd: std::os::fd::RawFd, hz: u64) -> io::Result<()> {
     let hz = libc::c_ulong::try_from(hz).map_err(io::Error::other)?;
     // SAFETY: RTC_IRQP_SET takes the rate by value and RTC_PIE_ON takes no argument; neither
     // touches memory of this process; an fd that is not an RTC makes them fail with ENOTTY.
@@ -234,7 +228,7 @@ pub fn rtc_periodic(fd: std::os::fd::RawFd, hz: u64) -> io::Result<()> {
 }
 
 /// Turns an RTC's periodic interrupt off.
-pub fn rtc_periodic_off(fd: std::os::fd::RawFd) -> io::Result<()> {
+pub(crate) fn rtc_periodic_off(fd: std::os::fd::RawFd) -> io::Result<()> {
     // SAFETY: as in `rtc_periodic`: no memory is passed.
     if unsafe { libc::ioctl(fd, RTC_PIE_OFF, 0) } != 0 {
         return Err(io::Error::last_os_error());

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use virtlens_host::lab::crowd::Busy;
+use virtlens_host::lab::Busy;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;

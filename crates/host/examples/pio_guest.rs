@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_host::microvm::{MicroVm, pio_loop};
 
 const USAGE: &str = "usage: pio_guest N [PORT]   (N port writes; PORT defaults to 0x80)";
 
@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     };
     let run = || -> Result<_, virtlens_host::microvm::Error> {
         let mut vm = MicroVm::new(1 << 20)?;
-        vm.load_real_mode(&guest::pio_loop(port, count)?)?;
+        vm.load_real_mode(&pio_loop(port, count)?)?;
         vm.run(Duration::from_secs(10))
     };
     match run() {

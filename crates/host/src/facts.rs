@@ -6,12 +6,12 @@ use std::fs;
 use std::path::Path;
 
 use virtlens_core::decode::Isa;
-use virtlens_core::facts::{Backend, HostFacts, Vendor};
 use virtlens_core::profile::Origin;
+use virtlens_core::{Backend, HostFacts, Vendor};
 
 /// The facts of the host this runs on, read from `root` (`/` normally; tests pass a folder),
 /// with the CPUID hypervisor signature `hypervisor` (read from the CPU by [`probe`]).
-pub fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
+pub(crate) fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
     let read = |p: &str| fs::read_to_string(root.join(p)).ok();
     let cpuinfo = read("proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
@@ -42,7 +42,7 @@ pub fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
     let cpu_model = field("model name");
     HostFacts {
         vendor: field("vendor_id").map(|v| Vendor::from_cpuid(&v)),
-        cpu_emulator: virtlens_core::facts::cpu_emulator(cpu_model.as_deref(), hypervisor),
+        cpu_emulator: virtlens_core::cpu_emulator(cpu_model.as_deref(), hypervisor),
         cpu_model,
         kernel: read("proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
         hardware_virtualization: (!cpuinfo.is_empty()).then(|| has("vmx") || has("svm")),
@@ -59,13 +59,13 @@ pub fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
 
 /// The facts of this host.
 pub fn probe() -> HostFacts {
-    let fingerprint = virtlens_guest::fingerprint::probe();
+    let fingerprint = virtlens_guest::probe_fingerprint();
     probe_at(Path::new("/"), fingerprint.hypervisor_vendor.as_deref())
 }
 
 /// The origin of a profile read live from this host by source `format`: its kernel, KVM
 /// backend, CPU vendor, and the exit-reason ISA the backend implies.
-pub fn origin(format: &str) -> Origin {
+pub(crate) fn origin(format: &str) -> Origin {
     let facts = probe();
     let mut origin = Origin::new(format, None);
     origin.kernel = facts.kernel.clone();

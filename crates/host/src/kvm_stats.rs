@@ -11,7 +11,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::fs::FileExt;
 
-use virtlens_core::decode::kvm_stats::{Layout, StatsError};
+use virtlens_core::decode::{StatsError, StatsLayout as Layout};
 
 /// `_IO(KVMIO, 0xce)`.
 const KVM_GET_STATS_FD: libc::c_ulong = 0xAECE;

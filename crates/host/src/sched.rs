@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use virtlens_core::profile::sched::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
-use virtlens_guest::procfs::{CpuTicks, SchedStat, online_cpus};
+use virtlens_core::profile::{HostTicks, SchedInterval, SchedSamples, VcpuSched};
+use virtlens_guest::{CpuTicks, SchedStat, online_cpus};
 
 use crate::discovery::{self, Vmm, vcpus};
 
@@ -24,8 +24,8 @@ use crate::discovery::{self, Vmm, vcpus};
 /// at least [`PER_THREAD`] apart per watched thread, so a host with hundreds of vCPUs is read
 /// less often rather than at a higher cost: a reading costs about 17 µs per thread here (two
 /// small procfs files; 1.1 ms for 64 threads, release build), so about 1% of a CPU at most.
-pub const STATE_PERIOD: Duration = Duration::from_millis(50);
-pub const PER_THREAD: Duration = Duration::from_millis(2);
+pub(crate) const STATE_PERIOD: Duration = Duration::from_millis(50);
+pub(crate) const PER_THREAD: Duration = Duration::from_millis(2);
 /// How often new vCPU threads are looked for: in the selected VMMs, and among all processes.
 const RESCAN_SELECTED: Duration = Duration::from_secs(1);
 const RESCAN_ALL: Duration = Duration::from_secs(5);
@@ -167,7 +167,7 @@ impl Sampler {
         self.state_samples
     }
 
-    /// Reads the threads' states when [`STATE_PERIOD`] has passed, and looks for new vCPU
+    /// Reads the threads' states when `STATE_PERIOD` has passed, and looks for new vCPU
     /// threads now and then; cheap to call often.
     pub fn poll(&mut self) {
         let now = Instant::now();

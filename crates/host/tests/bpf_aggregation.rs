@@ -5,8 +5,11 @@
 
 use std::time::Duration;
 
-use virtlens_host::bpf::{Aggregation, Limits, Pair, plan};
-use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_host::microvm::{MicroVm, pio_loop};
+use virtlens_host::{
+    bpf::{Aggregation, Limits, Pair},
+    testing::event_index,
+};
 use virtlens_testkit::{Need, require};
 
 /// This thread's id, from /proc/thread-self (`PID/task/TID`).
@@ -30,15 +33,14 @@ fn port_writes_of_a_micro_vm_are_counted_exactly_in_the_kernel() {
     }
     let before = agg.read().unwrap();
     let mut vm = MicroVm::new(1 << 20).unwrap();
-    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(PORT, N).unwrap()).unwrap();
     let stats = vm.run(Duration::from_secs(30)).unwrap();
     assert_eq!(stats.pio_exits, u64::from(N));
     let after = agg.read().unwrap();
     let d = after.since(Some(&before));
 
     let (me, tid) = (std::process::id(), this_tid());
-    let pio = plan::event_index("kvm_pio").unwrap();
+    let pio = event_index("kvm_pio").unwrap();
     let ours: Vec<_> = d
         .counts
         .iter()
@@ -50,7 +52,7 @@ fn port_writes_of_a_micro_vm_are_counted_exactly_in_the_kernel() {
 
     // Every port exit returned to userspace (reason 2, KVM_EXIT_IO) and came back into
     // KVM_RUN: the VMM pair closed once per write, with positive durations.
-    let uexit = plan::event_index("kvm_userspace_exit").unwrap();
+    let uexit = event_index("kvm_userspace_exit").unwrap();
     let io_exits: u64 = d
         .counts
         .iter()
@@ -88,8 +90,7 @@ fn a_full_count_map_counts_in_the_other_bucket() {
     let agg = Aggregation::start(None, limits).unwrap();
     let mut vm = MicroVm::new(1 << 20).unwrap();
     const N: u32 = 300;
-    vm.load_real_mode(&guest::pio_loop(0x5d2, N).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(0x5d2, N).unwrap()).unwrap();
     vm.run(Duration::from_secs(30)).unwrap();
     let s = agg.read().unwrap();
     assert!(s.counts.len() <= 1, "{:?}", s.counts);
@@ -108,8 +109,8 @@ fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
     }
     let _g = virtlens_testkit::shared();
     use virtlens_core::profile::{Key, TableKind};
-    use virtlens_host::bpf::live::BpfLive;
     use virtlens_host::capture::CaptureOptions;
+    use virtlens_host::testing::BpfLive;
 
     const N: u32 = 700;
     const PORT: u16 = 0x5d3;
@@ -120,8 +121,7 @@ fn an_interval_becomes_a_profile_of_this_vmm_s_ports() {
         ..CaptureOptions::default()
     };
     let mut live = BpfLive::start(&opts, Limits::default()).unwrap();
-    vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(PORT, N).unwrap()).unwrap();
     vm.run(Duration::from_secs(30)).unwrap();
     let (iv, extras) = live.take().unwrap();
     let ports = iv
@@ -179,8 +179,7 @@ fn the_kernel_times_each_program_while_asked_to() {
     let agg = Aggregation::start(None, Limits::default()).unwrap();
     let stats = RunTimeStats::enable().unwrap();
     let mut vm = MicroVm::new(1 << 20).unwrap();
-    vm.load_real_mode(&guest::pio_loop(0x5d4, N).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(0x5d4, N).unwrap()).unwrap();
     vm.run(Duration::from_secs(30)).unwrap();
     let runs = agg.program_runs();
     let pio = runs.iter().find(|(e, _, _)| e == "kvm_pio").unwrap();

@@ -16,7 +16,7 @@ use std::time::Duration;
 use virtlens_core::profile::{Access, Key, Profile, TableKind};
 use virtlens_host::capture::{self, CaptureError, CaptureOptions, Control};
 use virtlens_host::discovery;
-use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_host::microvm::{MicroVm, pio_loop};
 use virtlens_testkit::{Need, require};
 
 const HOST: [Need; 3] = [Need::Root, Need::Tracefs, Need::Kvm];
@@ -77,8 +77,7 @@ fn record_profile_counts_every_port_write_of_this_vm() {
         .name("CPU 0/KVM".into())
         .spawn(move || {
             let mut vm = MicroVm::new(1 << 20).unwrap();
-            vm.load_real_mode(&guest::pio_loop(PORT, N).unwrap())
-                .unwrap();
+            vm.load_real_mode(&pio_loop(PORT, N).unwrap()).unwrap();
             c.wait();
             g.wait();
             let stats = vm.run(Duration::from_secs(20)).unwrap();
@@ -211,7 +210,7 @@ fn an_instance_whose_owner_pid_was_taken_since_is_removed_by_the_next_run() {
     }
     let link = runtime.join(format!("{me}-1-4242.instance"));
     std::os::unix::fs::symlink(&instance, &link).unwrap();
-    let notes = capture::leftovers::sweep();
+    let notes = capture::sweep_leftovers();
     let gone = !instance.exists();
     if !gone {
         let _ = std::fs::write(instance.join("tracing_on"), "0");
@@ -235,7 +234,7 @@ fn an_unregistered_instance_names_its_owner_so_a_reused_pid_does_not_keep_it() {
         return;
     }
     let _alone = virtlens_testkit::exclusive();
-    let me = capture::leftovers::Owner::me();
+    let me = virtlens_host::testing::LeftoverOwner::me();
     let stale = Path::new("/sys/kernel/tracing/instances").join(format!(
         "virtlens-{}-s{}",
         me.pid,
@@ -247,7 +246,7 @@ fn an_unregistered_instance_names_its_owner_so_a_reused_pid_does_not_keep_it() {
         std::fs::create_dir(dir).unwrap();
     }
     std::fs::write(stale.join("tracing_on"), "1").unwrap();
-    let notes = capture::leftovers::sweep();
+    let notes = capture::sweep_leftovers();
     let (stale_gone, live_kept) = (!stale.exists(), live.exists());
     for dir in [&stale, &live] {
         let _ = std::fs::remove_dir(dir);

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use virtlens_host::serve::exposition;
-use virtlens_host::serve::state::State;
+use virtlens_host::testing::State;
+use virtlens_host::testing::{classic_exposition, encode_exposition, exposition_registry};
 use virtlens_testkit::{Need, require};
 
 fn deploy(rel: &str) -> PathBuf {
@@ -18,13 +18,13 @@ fn deploy(rel: &str) -> PathBuf {
 /// The metric families `serve` declares (every family is declared, with or without series),
 /// with the sample names a histogram adds.
 fn exported() -> BTreeSet<String> {
-    let reg = exposition::registry(Arc::new(Mutex::new(State::new(
+    let reg = exposition_registry(Arc::new(Mutex::new(State::new(
         20,
         10,
         Duration::ZERO,
         "bpf",
     ))));
-    let text = exposition::classic(&exposition::encode(&reg).unwrap());
+    let text = classic_exposition(&encode_exposition(&reg).unwrap());
     let mut out = BTreeSet::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {

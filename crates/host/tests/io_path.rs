@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use virtlens_host::lab::io_path::{self, Config, Delivery, RunCounts, rounds};
+use virtlens_core::measure::Delivery;
+use virtlens_host::testing::{
+    IoPathConfig as Config, IoPathPlan, RunCounts, check_io_path, measure_io_path, run_io_path,
+};
 use virtlens_testkit::Need;
 
 const BATCHES: u32 = 10;
@@ -15,9 +18,9 @@ fn run(delivery: Delivery, qd: u32, coalesce: u32, x2apic_eoi: bool) -> RunCount
         coalesce,
         x2apic_eoi,
     };
-    let r = io_path::run(&c, BATCHES, Duration::from_secs(20))
+    let r = run_io_path(&c, BATCHES, Duration::from_secs(20))
         .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
-    rounds::check(&c, BATCHES, &r).unwrap_or_else(|e| panic!("{e}"));
+    check_io_path(&c, BATCHES, &r).unwrap_or_else(|e| panic!("{e}"));
     r
 }
 
@@ -91,13 +94,13 @@ fn the_lab_rows_give_exits_and_vmm_returns_per_io_for_each_mode() {
             }
         }
     }
-    let plan = rounds::Plan {
+    let plan = IoPathPlan {
         rounds: 3,
         target_run: Duration::from_millis(1),
         watchdog: Duration::from_secs(30),
         until: None,
     };
-    let rows = rounds::measure(&configs, &plan, &mut |_| {}, &mut Vec::new());
+    let rows = measure_io_path(&configs, &plan, &mut |_| {}, &mut Vec::new());
     assert_eq!(rows.len(), configs.len());
     for r in &rows {
         let what = format!("{} qd {} k {}", r.delivery.name(), r.qd, r.coalesce);

@@ -14,7 +14,10 @@ use std::time::Duration;
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::IoRate;
 use virtlens_core::diagnose::{self, Diagnosis, Options, Role, Severity};
-use virtlens_host::lab::io_path::{self, Config, Delivery, RunCounts};
+use virtlens_core::measure::Delivery;
+use virtlens_host::testing::{
+    IoPathConfig as Config, RunCounts, io_path_iops, io_path_profile, run_io_path,
+};
 use virtlens_testkit::Need;
 
 const QD: u32 = 4;
@@ -27,10 +30,10 @@ fn capture_and_diagnose(delivery: Delivery) -> (RunCounts, Diagnosis) {
         coalesce: 1,
         x2apic_eoi: false,
     };
-    let r = io_path::run(&c, BATCHES, Duration::from_secs(60))
+    let r = run_io_path(&c, BATCHES, Duration::from_secs(60))
         .unwrap_or_else(|e| panic!("{}: {e}", c.label()));
-    let profile = io_path::profile::profile(&c, &r, &virtlens_host::lab::host_label());
-    let iops = io_path::profile::iops(&r).unwrap();
+    let profile = io_path_profile(&c, &r, &virtlens_host::lab::host_label());
+    let iops = io_path_iops(&r).unwrap();
     let options = Options {
         io: Some(IoRate {
             iops,

@@ -6,7 +6,7 @@ use virtlens_core::config::GuestFamily;
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Options};
 use virtlens_core::measure::Mode;
-use virtlens_host::lab::scenarios::variant_profile;
+use virtlens_host::lab::variant_profile;
 use virtlens_testkit::{Need, require};
 
 fn ids(scenario: &str, variant: &str) -> Vec<String> {

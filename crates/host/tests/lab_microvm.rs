@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use virtlens_testkit::{Need, require, rerun_without_kvm};
 
 use iced_x86::code_asm::CodeAssembler;
-use virtlens_host::microvm::layout::{CODE_ADDR, DONE_PORT};
-use virtlens_host::microvm::{Error, MicroVm, Mode, guest};
+use virtlens_host::microvm::{CODE_ADDR, DONE_PORT};
+use virtlens_host::microvm::{Error, MicroVm, Mode, pio_loop};
 
 #[track_caller]
 fn kvm_usable() -> bool {
@@ -34,8 +34,7 @@ fn real_mode_pio_loop_counts_every_exit() {
     }
     let _g = virtlens_testkit::shared();
     let mut vm = MicroVm::new(1 << 16).unwrap();
-    vm.load_real_mode(&guest::pio_loop(0x80, 250).unwrap())
-        .unwrap();
+    vm.load_real_mode(&pio_loop(0x80, 250).unwrap()).unwrap();
     let stats = vm.run(Duration::from_secs(10)).unwrap();
     assert_eq!(
         (stats.pio_exits, stats.mmio_exits, stats.hlt),

@@ -154,13 +154,12 @@ fn one_variant_profile_through_the_seam() {
         return;
     }
     let _g = virtlens_testkit::shared();
-    let p =
-        lab::scenarios::variant_profile("clock_read", "acpi_pm_timer", Mode::Long64, 50).unwrap();
+    let p = lab::variant_profile("clock_read", "acpi_pm_timer", Mode::Long64, 50).unwrap();
     let io = p
         .tables
         .iter()
         .find(|t| t.kind == TableKind::Ioport)
         .unwrap();
     assert_eq!(io.rows[0].count, 50);
-    assert!(lab::scenarios::variant_profile("clock_read", "nope", Mode::Long64, 1).is_err());
+    assert!(lab::variant_profile("clock_read", "nope", Mode::Long64, 1).is_err());
 }

@@ -14,13 +14,13 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use virtlens_core::analysis::sched::{SchedSummary, VmSched, summarize};
+use virtlens_core::analysis::{SchedSummary, VmSched, summarize_sched as summarize};
 use virtlens_core::decode::Decoder;
 use virtlens_core::diagnose::{self, Diagnosis, Options, Severity};
 use virtlens_core::profile::Profile;
-use virtlens_guest::procfs::online_cpus;
+use virtlens_guest::online_cpus;
 use virtlens_host::capture::{self, CaptureOptions, Control};
-use virtlens_host::lab::crowd::Busy;
+use virtlens_host::lab::Busy;
 use virtlens_testkit::{Need, require};
 
 const HOST: [Need; 3] = [Need::Root, Need::Tracefs, Need::Kvm];

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use virtlens_host::serve::http::{Http, Texts};
+use virtlens_host::testing::{Http, Texts};
 
 fn request(addr: SocketAddr, head: &str) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -155,7 +155,7 @@ fn http_1_0_keep_alive_is_answered_and_kept() {
 #[test]
 fn idle_and_half_sent_connections_are_closed_after_the_header_timeout() {
     let http = small_server();
-    let patience = virtlens_host::serve::http::HEADER_TIMEOUT * 4;
+    let patience = virtlens_host::testing::HEADER_TIMEOUT * 4;
     for raw in [&b""[..], b"GET /metrics HTTP/1.1\r\nX-Slow: "] {
         // Closed by the server (read_to_end returns), not left open until our patience ends.
         let got = exchange(http.addr, raw, patience);
@@ -172,7 +172,7 @@ fn idle_and_half_sent_connections_are_closed_after_the_header_timeout() {
 fn a_flood_of_idle_connections_does_not_keep_a_scraper_out() {
     let _alone = virtlens_testkit::exclusive();
     let http = small_server();
-    let cap = virtlens_host::serve::http::max_connections();
+    let cap = virtlens_host::testing::max_connections();
     // More idle connections than the server keeps: the oldest are closed to make room.
     let held: Vec<TcpStream> = (0..cap + 100)
         .map(|_| TcpStream::connect(http.addr).unwrap())

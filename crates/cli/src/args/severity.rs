@@ -2,7 +2,7 @@
 //! findings (diagnose, lint, counters). Lint's `error` is another name of `critical`.
 
 use clap::ValueEnum;
-use virtlens_core::severity::Severity;
+use virtlens_core::Severity;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SeverityArg {

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use virtlens_core::analysis::compare::{self, Comparison};
+use virtlens_core::analysis::{Comparison, compare};
 use virtlens_core::profile::Profile;
 
 use super::inputs;
@@ -20,7 +20,7 @@ pub fn run(a: &CompareArgs) -> anyhow::Result<ExitCode> {
 /// The comparison of `profiles` (at least two inputs, or labelled tables in one).
 pub fn build(profiles: &[Profile], a: &CompareArgs) -> anyhow::Result<Comparison> {
     let decoder = inputs::decoder(&a.input)?;
-    let comparison = compare::build(profiles, &decoder);
+    let comparison = compare(profiles, &decoder);
     if comparison.inputs.len() < 2 && comparison.counters.is_none() {
         anyhow::bail!(
             "compare needs at least two inputs (files, or labelled tables in one file); got {}",

@@ -11,12 +11,12 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
-use virtlens_core::analysis::filter::{self, Filter};
+use virtlens_core::analysis::{Filter, apply_filter};
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version, VmConfig};
 use virtlens_core::diagnose;
 use virtlens_core::diagnose::{Diagnosis, IoRate};
 use virtlens_core::profile::Profile;
-use virtlens_core::sources::{CONFIG_CAP, fio_json, read_capped};
+use virtlens_core::sources::{CONFIG_CAP, read_capped, read_fio_json};
 use virtlens_host::capture::{self, CaptureOptions, Control, Ready, ReadyFd, StopSignals};
 
 use super::{inputs, lint};
@@ -74,7 +74,7 @@ pub fn capture_live(
         vcpu: a.input.vcpu,
         ..Filter::default()
     };
-    Ok(filter::apply(profile, &filter))
+    Ok(apply_filter(profile, &filter))
 }
 
 /// Diagnoses `profiles` (read from files, or captured live) with the options of `a`, prints
@@ -115,7 +115,7 @@ pub fn build(
     }
     if let Some(m) = &h.host_cpu {
         host.cpu_model = Some(m.clone());
-        host.cpu_emulator = virtlens_core::facts::cpu_emulator(Some(m), None);
+        host.cpu_emulator = virtlens_core::cpu_emulator(Some(m), None);
     }
     let qemu_version = a
         .qemu_version
@@ -175,7 +175,7 @@ fn io_rate(a: &DiagnoseArgs) -> anyhow::Result<Option<IoRate>> {
     // Capped like every side input (repro A3: `--fio /dev/zero` grew to 24 GB).
     let bytes = read_capped(path, CONFIG_CAP, "fio JSON result")
         .with_context(|| format!("--fio {}", path.display()))?;
-    let run = fio_json::read(&bytes, &path.display().to_string())?;
+    let run = read_fio_json(&bytes, &path.display().to_string())?;
     if run.iops <= 0.0 {
         anyhow::bail!("{}: fio reports no IO (0 IOPS)", path.display());
     }
@@ -188,7 +188,7 @@ fn io_rate(a: &DiagnoseArgs) -> anyhow::Result<Option<IoRate>> {
 
 fn read_config(
     a: &DiagnoseArgs,
-    host: &virtlens_core::facts::HostFacts,
+    host: &virtlens_core::HostFacts,
     text: Option<&str>,
 ) -> anyhow::Result<Vec<VmConfig>> {
     let format = a.config_format.map(|f| match f {

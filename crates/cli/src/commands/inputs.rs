@@ -4,7 +4,7 @@
 //! read they share (`sources::input::read_capped`).
 
 use anyhow::Context;
-use virtlens_core::analysis::filter::{self, Filter};
+use virtlens_core::analysis::{Filter, apply_filter};
 use virtlens_core::decode::{AddressMap, Decoder};
 use virtlens_core::profile::Profile;
 use virtlens_core::sources::{self, Format};
@@ -56,7 +56,7 @@ pub fn read(
 fn select(p: Profile, name: &str, filter: &Filter) -> anyhow::Result<Profile> {
     let had_rows = p.tables.iter().any(|t| !t.rows.is_empty());
     let before = p.warnings.len();
-    let p = filter::apply(p, filter);
+    let p = apply_filter(p, filter);
     if had_rows && p.tables.is_empty() {
         // Selecting nothing is a usage error, not an empty report.
         let why: Vec<&str> = p.warnings[before..]

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use virtlens_core::measure::{LAB_SCHEMA, LabReport, diagnosed, resolution};
+use virtlens_core::measure::{LAB_SCHEMA, LabReport, diagnose_scenarios, label_lab};
 use virtlens_core::render::LabRecording;
 use virtlens_host::lab::{self, Tick};
 
@@ -66,7 +66,7 @@ pub fn shown(a: &LabArgs, progress: bool) -> anyhow::Result<Shown> {
     } else {
         lab::run_lab(&opts, &mut |_| {})
     };
-    diagnosed::diagnose_scenarios(&mut report);
+    diagnose_scenarios(&mut report);
     Ok(Shown::Measured(report))
 }
 
@@ -78,7 +78,7 @@ fn replay(name: &str, duration: f64) -> anyhow::Result<ExitCode> {
     }
     lab::kvm_usable().map_err(|e| anyhow::anyhow!("cannot replay here: {e}"))?;
     let started = std::time::Instant::now();
-    let ops = lab::scenarios::replay(name, Duration::from_secs_f64(duration), &mut || {
+    let ops = lab::replay(name, Duration::from_secs_f64(duration), &mut || {
         let mut out = std::io::stdout();
         let _ = writeln!(
             out,
@@ -104,8 +104,8 @@ fn recording() -> anyhow::Result<LabReport> {
         .map_err(|e| anyhow::anyhow!("the bundled lab recording is unreadable: {e}"))?;
     report.schema = LAB_SCHEMA.to_string();
     report.measured = false;
-    resolution::label_lab(&mut report);
-    diagnosed::diagnose_scenarios(&mut report);
+    label_lab(&mut report);
+    diagnose_scenarios(&mut report);
     Ok(report)
 }
 

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, Version};
-use virtlens_core::facts::{HostFacts, Vendor};
-use virtlens_core::lint::{self, LintReport, Preset, presets};
+use virtlens_core::lint::{self, LintReport, Preset, recommend};
 use virtlens_core::sources::CONFIG_CAP;
+use virtlens_core::{HostFacts, Vendor};
 
 use crate::args::{
     ConfigFormatArg, GuestArg, HostFactsArg, LintArgs, OnOffArg, PresetArg, VendorArg,
@@ -76,7 +76,7 @@ pub fn build(a: &LintArgs, text: Option<&str>) -> anyhow::Result<LintReport> {
     };
     let mut report = lint::lint(&configs, &options);
     if let Some(p) = a.recommend {
-        report.recommendation = Some(presets::recommend(
+        report.recommendation = Some(recommend(
             preset(p),
             &host,
             options.qemu_version,
@@ -109,7 +109,7 @@ pub(super) fn host_facts_from(
     clocksource: Option<&str>,
 ) -> HostFacts {
     let mut h = match auto {
-        Some(HostFactsArg::Auto) => virtlens_host::facts::probe(),
+        Some(HostFactsArg::Auto) => virtlens_host::probe_facts(),
         None => HostFacts::default(),
     };
     if let Some(v) = vendor {

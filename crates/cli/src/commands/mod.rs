@@ -31,7 +31,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         _ => false,
     };
     if !captures {
-        let _ = virtlens_host::capture::leftovers::sweep();
+        let _ = virtlens_host::capture::sweep_leftovers();
     }
     match cli.command {
         Command::Report(a) => report::run(&a),

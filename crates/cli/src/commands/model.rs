@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use virtlens_core::model::overcommit::{self, Inputs};
+use virtlens_core::model::{Inputs, predict};
 
 use crate::args::OvercommitArgs;
 use crate::output::{self, OutputOptions};
@@ -11,11 +11,11 @@ use crate::output::{self, OutputOptions};
 pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
     let pcpus = a
         .pcpus
-        .unwrap_or_else(|| virtlens_guest::procfs::online_cpus() as u32);
+        .unwrap_or_else(|| virtlens_guest::online_cpus() as u32);
     if a.measure {
         return measure(a, pcpus);
     }
-    let m = overcommit::predict(Inputs {
+    let m = predict(Inputs {
         pcpus,
         vcpus: a.vcpus,
         util: a.util,
@@ -28,11 +28,9 @@ pub fn overcommit(a: &OvercommitArgs) -> anyhow::Result<ExitCode> {
 
 fn measure(a: &OvercommitArgs, pcpus: u32) -> anyhow::Result<ExitCode> {
     virtlens_host::lab::kvm_usable().map_err(anyhow::Error::msg)?;
-    let measured = super::lab::with_progress(|tick| {
-        virtlens_host::lab::crowd::run(a.max_vcpus, a.runs, tick)
-    })?;
-    let table =
-        virtlens_core::model::checked::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
+    let measured =
+        super::lab::with_progress(|tick| virtlens_host::lab::run_crowd(a.max_vcpus, a.runs, tick))?;
+    let table = virtlens_core::model::check(pcpus, &measured).map_err(anyhow::Error::msg)?;
     output::emit(&table, OutputOptions::stdout(a.json))?;
     Ok(ExitCode::SUCCESS)
 }

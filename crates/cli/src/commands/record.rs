@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use virtlens_core::render::format;
+use virtlens_core::render::{count, rate};
 use virtlens_host::capture::{
     self, CaptureOptions, Control, OutputFile, Progress, Ready, ReadyFd, StopSignals,
 };
@@ -41,9 +41,9 @@ pub fn run(a: &RecordArgs) -> anyhow::Result<ExitCode> {
             let _ = write!(
                 err,
                 "\r\x1b[Krecording: {} events, {} lost, {} · {:.0} s (Ctrl-C stops)",
-                format::count(p.events),
-                format::count(p.lost),
-                format::rate(p.rate),
+                count(p.events),
+                count(p.lost),
+                rate(p.rate),
                 p.elapsed.as_secs_f64()
             );
             let _ = err.flush();

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use virtlens_core::analysis::report::{self, By, Options, Report};
+use virtlens_core::analysis::{By, Report, ReportOptions as Options, report};
 use virtlens_core::decode::Decoder;
 use virtlens_core::profile::Note;
+use virtlens_host::Sampler;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::Source;
 use virtlens_host::capture::{CaptureOptions, ReadyFd, StopSignals};
-use virtlens_host::sched::Sampler;
 
 use crate::args::RecordArgs;
 use crate::output::{self, OutputOptions};
@@ -74,5 +74,5 @@ pub fn summary(
         by: By::Table,
         top: None,
     };
-    Ok(report::build(&[iv.profile], &Decoder::builtin(), &options))
+    Ok(report(&[iv.profile], &Decoder::builtin(), &options))
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use virtlens_core::analysis::report::{self, By, Options, Report};
+use virtlens_core::analysis::{By, Report, ReportOptions as Options, report};
 use virtlens_core::profile::Profile;
 
 use super::inputs;
@@ -32,5 +32,5 @@ pub fn build(profiles: &[Profile], a: &ReportArgs) -> anyhow::Result<Report> {
         },
         top: a.top,
     };
-    Ok(report::build(profiles, &decoder, &options))
+    Ok(report(profiles, &decoder, &options))
 }

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use virtlens_core::analysis::stretch::{self, Layer};
+use virtlens_core::analysis::{Layer, read_layers, stretch};
 use virtlens_core::render;
 
 use crate::args::StretchArgs;
@@ -21,7 +21,7 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
         for path in &a.files {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {shown}"))?;
-            layers.extend(stretch::read_layers(&shown, &text)?);
+            layers.extend(read_layers(&shown, &text)?);
         }
         layers
     };
@@ -30,7 +30,7 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
             "stretch needs at least two layers (two bench/load documents, or a figures file)"
         );
     }
-    let report = stretch::analyse(&layers);
+    let report = stretch(&layers);
     output::emit(&report, out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -38,7 +38,7 @@ pub fn run(a: &StretchArgs) -> anyhow::Result<ExitCode> {
 fn lab_layers(a: &StretchArgs) -> anyhow::Result<Vec<Layer>> {
     virtlens_host::lab::kvm_usable().map_err(anyhow::Error::msg)?;
     let reports =
-        super::lab::with_progress(|tick| virtlens_host::lab::stretch::run(a.runs as usize, tick))?;
+        super::lab::with_progress(|tick| virtlens_host::lab::run_stretch(a.runs as usize, tick))?;
     let mut layers = Vec::new();
     for r in reports {
         let json = render::json(&r);
@@ -52,7 +52,7 @@ fn lab_layers(a: &StretchArgs) -> anyhow::Result<Vec<Layer>> {
             std::fs::write(&path, format!("{json}\n"))
                 .with_context(|| format!("writing {}", path.display()))?;
         }
-        layers.extend(stretch::read_layers(&name, &json)?);
+        layers.extend(read_layers(&name, &json)?);
     }
     Ok(layers)
 }

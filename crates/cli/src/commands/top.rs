@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use virtlens_core::decode::Decoder;
 use virtlens_core::render::TopScreen;
-use virtlens_core::render::top_text::TopView;
+use virtlens_core::render::TopView;
+use virtlens_host::Sampler;
 use virtlens_host::bpf::Limits;
 use virtlens_host::bpf::Source;
 use virtlens_host::capture::RawTerminal;
 use virtlens_host::capture::{ReadyFd, StopSignals, top_view};
-use virtlens_host::sched::Sampler;
 
 use super::record::options;
 use crate::args::TopArgs;
@@ -154,7 +154,7 @@ impl Watch {
                 }
             }));
         iv.profile.sched = Some(self.sched.close_interval());
-        Ok(top_view::build(
+        Ok(top_view(
             &iv,
             &self.decoder,
             self.started.elapsed().as_secs_f64(),

@@ -5,9 +5,9 @@
 use rmcp::model::{
     GetPromptResult, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, Role,
 };
-use virtlens_core::diagnose::catalogue;
-use virtlens_core::lint::rules;
-use virtlens_core::render::findings_md;
+use virtlens_core::diagnose::{catalogue, shared_thresholds};
+use virtlens_core::lint::RULES;
+use virtlens_core::render::{finding_page, findings_md, lint_rule_page};
 
 use crate::help;
 
@@ -35,10 +35,10 @@ pub fn list() -> Vec<Resource> {
             "How to collect each input virtlens reads (exit profiles, counters, configurations)",
         ),
     ];
-    for e in catalogue::entries() {
+    for e in catalogue() {
         out.push(resource(&format!("{FINDING}{}", e.id), e.id, e.title));
     }
-    for r in rules::RULES.iter() {
+    for r in RULES.iter() {
         out.push(resource(&format!("{FINDING}{}", r.id), r.id, r.checks));
     }
     out
@@ -53,18 +53,14 @@ fn resource(uri: &str, name: &str, description: &str) -> Resource {
 /// The text of the resource at `uri`, if there is one.
 pub fn read(uri: &str) -> Option<ResourceContents> {
     let text = if uri == FINDINGS {
-        findings_md::render(
-            &catalogue::entries(),
-            &catalogue::shared_thresholds(),
-            &rules::RULES,
-        )
+        findings_md(&catalogue(), &shared_thresholds(), &RULES)
     } else if uri == FORMATS {
         formats()
     } else {
         let id = uri.strip_prefix(FINDING)?;
-        match catalogue::entries().iter().find(|e| e.id == id) {
-            Some(e) => findings_md::entry_page(e),
-            None => findings_md::rule_page(rules::RULES.iter().find(|r| r.id == id)?),
+        match catalogue().iter().find(|e| e.id == id) {
+            Some(e) => finding_page(e),
+            None => lint_rule_page(RULES.iter().find(|r| r.id == id)?),
         }
     };
     Some(ResourceContents::text(text, uri).with_mime_type("text/markdown"))

@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use serde_json::Value;
-use virtlens_host::microvm::{MicroVm, guest};
+use virtlens_host::microvm::{MicroVm, pio_loop};
 use virtlens_testkit::Guard;
 use virtlens_testkit::ready::{Ready, with_ready_fd};
 pub use virtlens_testkit::{TempDir, exclusive, shared};
@@ -46,8 +46,7 @@ impl Vcpu {
             .name("CPU 0/KVM".into())
             .spawn(move || {
                 let mut vm = MicroVm::new(1 << 20).unwrap();
-                vm.load_real_mode(&guest::pio_loop(port, writes).unwrap())
-                    .unwrap();
+                vm.load_real_mode(&pio_loop(port, writes).unwrap()).unwrap();
                 r.wait();
                 g.wait();
                 vm.run(Duration::from_secs(30)).unwrap().pio_exits

@@ -12,7 +12,7 @@ use crate::decode::{Decoder, ExitClass, Isa};
 use crate::profile::{Access, Key, Profile, Table, TableKind};
 
 /// The version of the compare JSON schema.
-pub const SCHEMA: &str = "virtlens.compare/1";
+pub(crate) const SCHEMA: &str = "virtlens.compare/1";
 
 /// A comparison of inputs.
 #[derive(Debug, Clone, Serialize)]

@@ -15,7 +15,7 @@ pub struct Bucket {
 
 /// The 1-2-5 buckets of `latency` from the first to the last non-empty one (empty between
 /// them kept, so gaps show); empty when nothing was recorded.
-pub fn buckets(latency: &Latency) -> Vec<Bucket> {
+pub(crate) fn buckets(latency: &Latency) -> Vec<Bucket> {
     let recorded = latency.buckets();
     let total: u64 = recorded.iter().map(|&(_, n)| n).sum();
     if total == 0 {

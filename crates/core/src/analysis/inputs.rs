@@ -7,7 +7,7 @@ use crate::profile::{Profile, Table};
 
 /// One input: its place, its name, and the tables it holds.
 #[derive(Debug, Clone)]
-pub struct LabelledInput<'a> {
+pub(crate) struct LabelledInput<'a> {
     /// 1-based, in the order given.
     pub number: usize,
     /// The file's stem, then `: label` when the tables carry one.
@@ -20,7 +20,7 @@ pub struct LabelledInput<'a> {
 
 /// Splits `profiles` into inputs: one per (file, table label), labels in the order they first
 /// appear in each file.
-pub fn split(profiles: &[Profile]) -> Vec<LabelledInput<'_>> {
+pub(crate) fn split(profiles: &[Profile]) -> Vec<LabelledInput<'_>> {
     let mut out = Vec::new();
     for profile in profiles {
         let path = profile.origin.path.clone();

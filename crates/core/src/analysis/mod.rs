@@ -2,19 +2,28 @@
 //! rows with idle kept apart from overhead; [`compare`] aligns several inputs by key and says
 //! what changed. Both produce plain data that the renderers print.
 
-pub mod compare;
+pub(crate) mod compare;
 pub(crate) mod distribution;
-pub mod filter;
+pub(crate) mod filter;
 pub(crate) mod inputs;
-pub mod report;
-pub mod sched;
-pub mod stretch;
+pub(crate) mod report;
+pub(crate) mod sched;
+pub(crate) mod stretch;
 mod totals;
 
 pub use totals::Totals;
 
 use crate::decode::{ExitClass, Isa, exit_reason};
 use crate::profile::Key;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use compare::{Comparison, build as compare};
+pub use filter::{Filter, apply as apply_filter};
+pub use report::{By, Options as ReportOptions, Report, build as report};
+pub use sched::{SchedSummary, VmSched, summarize as summarize_sched};
+pub use stretch::{
+    Layer, StretchReport, Verdict as StretchVerdict, analyse as stretch, read_layers,
+};
 
 /// The class of an exit key under `isa` (None for non-exit keys or unknown names).
 pub fn exit_class(key: &Key, isa: Option<Isa>) -> Option<ExitClass> {

@@ -12,7 +12,7 @@ use crate::facts::ExitTiming;
 use crate::profile::{Access, Key, Profile, Row, Table, TableKind};
 
 /// The version of the report JSON schema.
-pub const SCHEMA: &str = "virtlens.report/1";
+pub(crate) const SCHEMA: &str = "virtlens.report/1";
 
 /// How rows are grouped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -190,7 +190,7 @@ fn input_name(p: &Profile) -> String {
 
 /// Every input's notes as `file:line: message`, and for an input recorded on an emulated CPU,
 /// what its times are.
-pub fn input_notes(profiles: &[Profile]) -> Vec<String> {
+pub(crate) fn input_notes(profiles: &[Profile]) -> Vec<String> {
     profiles
         .iter()
         .flat_map(|p| {

@@ -34,7 +34,7 @@ const PROXMOX_KEYS: [&str; 20] = [
 ];
 
 /// The format of `text` (named `input` in errors), or why virtlens does not read it.
-pub fn detect(text: &str, input: &str) -> Result<Format> {
+pub(crate) fn detect(text: &str, input: &str) -> Result<Format> {
     let t = text.trim_start_matches('\u{feff}').trim_start();
     if t.starts_with('<') {
         return Ok(Format::Libvirt);
@@ -50,7 +50,7 @@ pub fn detect(text: &str, input: &str) -> Result<Format> {
 
 /// A "nothing found" error from the QEMU reader, with what the text looks like when it looks
 /// like something else.
-pub fn explain(e: Error, text: &str) -> Error {
+pub(crate) fn explain(e: Error, text: &str) -> Error {
     let (path, nothing_found) = match &e {
         Error::Parse { path, message, .. } | Error::Input { path, message } => {
             (path.clone(), message.contains("expected a qemu-system-*"))

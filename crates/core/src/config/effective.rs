@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::{Accel, Format, HvFlag, PitPolicy, VmConfig};
 
 /// QEMU's default spinlock retry count: never notify (same as not setting it).
-pub const SPINLOCKS_NEVER: u64 = 0xffff_ffff;
+pub(crate) const SPINLOCKS_NEVER: u64 = 0xffff_ffff;
 
 /// What QEMU would run with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -102,7 +102,7 @@ impl Effective {
 }
 
 /// `0x1fff`, `8191`, `0X1FFF` → the number.
-pub fn parse_number(text: &str) -> Option<u64> {
+pub(crate) fn parse_number(text: &str) -> Option<u64> {
     let t = text.trim();
     match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 
 /// What the bytes hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decoded<'a> {
+pub(crate) enum Decoded<'a> {
     Text(Cow<'a, str>),
     /// A `/proc/PID/cmdline`: the emulator and its arguments.
     Argv(Vec<String>),
@@ -62,7 +62,11 @@ fn refuse(input: &str, what: String) -> Error {
 /// compressed by libvirt, QEMU or Proxmox, decompressing would need a second size cap against
 /// bombs and two more crates, and the refusal names the one-line alternative
 /// (`zcat FILE | virtlens lint -`).
-pub fn decode<'a>(bytes: &'a [u8], input: &str, forced: Option<Format>) -> Result<Decoded<'a>> {
+pub(crate) fn decode<'a>(
+    bytes: &'a [u8],
+    input: &str,
+    forced: Option<Format>,
+) -> Result<Decoded<'a>> {
     for (magic, what, tool) in MAGIC {
         if bytes.starts_with(magic) {
             let how = match tool {

@@ -28,7 +28,7 @@ const LIBOSINFO_NS: &str = "http://libosinfo.org/xmlns/libvirt/domain/1.0";
 const QEMU_NS: &str = "http://libvirt.org/schemas/domain/qemu/1.0";
 
 /// Reads every domain in `text`.
-pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
+pub(crate) fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
     let mut index = 0;
     xml_docs::each_document(text, input, |d, t| {
         index += 1;

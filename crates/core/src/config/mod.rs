@@ -3,10 +3,10 @@
 //! XML, a QEMU command line (or a launch script holding one) or a Proxmox VM config. Every fact
 //! keeps where it came from ([`Origin`]), so lint findings can point at the element or flag.
 //!
-//! Reading starts with the bytes ([`input`]: compressed, binary, UTF-16 or a
-//! `/proc/PID/cmdline`), then the kind of text ([`detect`]: which format, or a clear refusal
-//! for what virtlens does not read). Parsers live one per format ([`libvirt`], [`qemu`] with
-//! the shell model of [`script`], [`proxmox`]); [`effective`] computes the flag set QEMU would
+//! Reading starts with the bytes (`input`: compressed, binary, UTF-16 or a
+//! `/proc/PID/cmdline`), then the kind of text (`detect`: which format, or a clear refusal
+//! for what virtlens does not read). Parsers live one per format (`libvirt`, `qemu` with
+//! the shell model of `script`, `proxmox`); `effective` computes the flag set QEMU would
 //! actually run with; the lint rules in [`crate::lint`] read only this model.
 
 pub(crate) mod detect;
@@ -382,8 +382,8 @@ pub fn is_x86(arch: &str) -> bool {
     matches!(arch, "x86_64" | "i686" | "i386" | "i586" | "x86")
 }
 
-/// Reads every document in `bytes` (named `input` in errors): decodes them ([`input`]), then
-/// reads the text in the format given or detected ([`detect`]).
+/// Reads every document in `bytes` (named `input` in errors): decodes them (`input`), then
+/// reads the text in the format given or detected (`detect`).
 pub fn read_bytes(bytes: &[u8], input: &str, options: &ReadOptions) -> Result<Vec<VmConfig>> {
     match input::decode(bytes, input, options.format)? {
         input::Decoded::Argv(args) => qemu::from_argv(&args, input).map(|c| vec![c]),

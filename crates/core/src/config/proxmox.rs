@@ -21,7 +21,7 @@ fn valid_key(k: &str) -> bool {
 }
 
 /// True when every line before the first `[section]` is `key: value` or a `#` comment.
-pub fn looks_like(text: &str) -> bool {
+pub(crate) fn looks_like(text: &str) -> bool {
     let mut any = false;
     for line in text.lines() {
         let t = line.trim();
@@ -69,7 +69,7 @@ fn at_least(mv: Option<(Version, u32)>, major: u32, minor: u32) -> bool {
 }
 
 /// Reads a Proxmox VM config. `host_vendor` decides Proxmox's Intel-only hv-evmcs.
-pub fn parse(text: &str, input: &str, host_vendor: Option<&Vendor>) -> Result<VmConfig> {
+pub(crate) fn parse(text: &str, input: &str, host_vendor: Option<&Vendor>) -> Result<VmConfig> {
     let mut kv: BTreeMap<&str, (&str, usize)> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();

@@ -49,7 +49,7 @@ const NO_ARG: [&str; 34] = [
 ];
 
 /// Reads every QEMU invocation in `text`.
-pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
+pub(crate) fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
     let words = shell::split(text).map_err(|e| Error::Parse {
         path: input.to_string(),
         line: e.line,
@@ -105,7 +105,7 @@ pub fn parse(text: &str, input: &str) -> Result<Vec<VmConfig>> {
 }
 
 /// Reads an argv (e.g. from `/proc/PID/cmdline`): the binary first, then its arguments.
-pub fn from_argv(argv: &[String], input: &str) -> Result<VmConfig> {
+pub(crate) fn from_argv(argv: &[String], input: &str) -> Result<VmConfig> {
     let tokens: Vec<Token> = argv.iter().map(|a| Token::known(a.clone(), 1)).collect();
     let start = tokens.iter().position(|t| shell::is_qemu_binary(&t.text));
     let mut c = VmConfig::new(Format::Qemu, input, 1, 1);
@@ -155,7 +155,7 @@ fn emulator(c: &mut VmConfig, binary: &Token) {
 }
 
 /// Splits a QemuOpts value at commas (`,,` is a literal comma).
-pub fn split_opts(value: &str) -> Vec<String> {
+pub(crate) fn split_opts(value: &str) -> Vec<String> {
     let mut out = vec![String::new()];
     let mut chars = value.chars().peekable();
     while let Some(c) = chars.next() {
@@ -181,7 +181,7 @@ fn wholly_unknown(t: &Token) -> bool {
 }
 
 /// Applies QEMU options to `c`. Errors carry the line and what was expected.
-pub fn apply_options(c: &mut VmConfig, args: &[Token]) -> Result<(), (usize, String)> {
+pub(crate) fn apply_options(c: &mut VmConfig, args: &[Token]) -> Result<(), (usize, String)> {
     let mut i = 0;
     let mut cpu_devices = 0u32;
     while i < args.len() {

@@ -53,7 +53,7 @@ fn prop(raw: &str) -> Prop<'_> {
 }
 
 /// `on`/`off` in QEMU's spellings.
-pub fn parse_bool(v: &str) -> Option<bool> {
+pub(super) fn parse_bool(v: &str) -> Option<bool> {
     match v {
         "on" | "yes" | "true" | "y" => Some(true),
         "off" | "no" | "false" | "n" => Some(false),
@@ -77,7 +77,7 @@ impl Prop<'_> {
 }
 
 /// Applies the value of one `-cpu` option.
-pub fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
+pub(super) fn apply(c: &mut VmConfig, token: &Token) -> Result<(), String> {
     let parts = qemu::split_opts(&token.text);
     let Some(model) = parts.first() else {
         return Ok(());

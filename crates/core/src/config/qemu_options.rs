@@ -9,7 +9,7 @@ use super::{Accel, Area, Origin, PitPolicy, Setting, VmConfig, qemu::split_opts,
 
 /// One `key=value` of a QemuOpts value, with the text it came from and whether an unknown
 /// expansion is in it.
-pub struct Prop {
+pub(super) struct Prop {
     pub key: String,
     pub value: Option<String>,
     pub raw: String,
@@ -17,7 +17,7 @@ pub struct Prop {
 }
 
 /// `q35,hpet=off` → `[(type, q35), (hpet, off)]`: a leading bare word is the `implied` key.
-pub fn props(v: &Token, implied: &str) -> Vec<Prop> {
+pub(super) fn props(v: &Token, implied: &str) -> Vec<Prop> {
     split_opts(&v.text)
         .into_iter()
         .enumerate()
@@ -58,7 +58,7 @@ pub(super) fn open(c: &mut VmConfig, area: Area, opt: &str, v: &Token, raw: &str
 }
 
 /// Applies one option that takes a value.
-pub fn option(c: &mut VmConfig, opt: &str, v: &Token) -> Result<(), String> {
+pub(super) fn option(c: &mut VmConfig, opt: &str, v: &Token) -> Result<(), String> {
     let at = |text: &str| Origin::at(format!("{opt} {text}"), v.line);
     match opt {
         "-cpu" => qemu_cpu::apply(c, v)?,
@@ -174,7 +174,7 @@ fn device_driver(v: &Token) -> Option<String> {
 }
 
 /// A vCPU added at start-up (`-device host-x86_64-cpu,…`, libvirt's hot-pluggable vCPUs).
-pub fn is_cpu_device(v: &Token) -> bool {
+pub(super) fn is_cpu_device(v: &Token) -> bool {
     device_driver(v).is_some_and(|d| d.ends_with("-cpu") && !v.has_unknown_in(&d))
 }
 

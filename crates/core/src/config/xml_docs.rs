@@ -14,27 +14,27 @@ use roxmltree::{Document, NodeId, ParsingOptions};
 use crate::error::{Error, Result};
 
 /// Byte offsets of line starts, for 1-based line numbers of nodes.
-pub struct Lines {
+pub(super) struct Lines {
     starts: Vec<usize>,
     offset: usize,
 }
 
 impl Lines {
     /// Line starts of `text`, whose first line is line `1 + offset` of the file.
-    pub fn new(text: &str, offset: usize) -> Lines {
+    pub(super) fn new(text: &str, offset: usize) -> Lines {
         let mut starts = vec![0];
         starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         Lines { starts, offset }
     }
 
     /// The 1-based file line of byte `pos`.
-    pub fn line(&self, pos: usize) -> usize {
+    pub(super) fn line(&self, pos: usize) -> usize {
         self.starts.partition_point(|&s| s <= pos) + self.offset
     }
 }
 
 /// One parsed document, with the file line its text starts on (0-based offset).
-pub struct Doc<'a> {
+pub(super) struct Doc<'a> {
     pub doc: Document<'a>,
     /// The `<domain>` element (the root, or the one inside a snapshot or status file), or the
     /// wrapper of a fragment.
@@ -46,7 +46,7 @@ pub struct Doc<'a> {
 
 /// The most attributes one element may have (libvirt's widest element in its whole test suite
 /// has 7).
-pub const MAX_ATTRIBUTES: usize = 64;
+pub(super) const MAX_ATTRIBUTES: usize = 64;
 
 /// Children of `<domain>` (libvirt's formatdomain), and the parts of them the reader looks
 /// for anywhere in a fragment: what a fragment may consist of.
@@ -173,7 +173,7 @@ fn to_error(e: &roxmltree::Error, text: &str, input: &str, line_offset: usize) -
 }
 
 /// Calls `each` on every document in `text` in order and collects what it returns.
-pub fn each_document<T>(
+pub(super) fn each_document<T>(
     text: &str,
     input: &str,
     mut each: impl FnMut(&Doc<'_>, &str) -> Result<T>,

@@ -38,7 +38,7 @@ fn key(log: &CounterLog, i: usize) -> Option<(String, f64)> {
 }
 
 /// Compares the counters of `profiles`; `None` when fewer than two carry counters.
-pub fn compare(profiles: &[Profile]) -> Option<Comparison> {
+pub(crate) fn compare(profiles: &[Profile]) -> Option<Comparison> {
     let logs: Vec<(String, &CounterLog)> = profiles
         .iter()
         .filter_map(|p| {

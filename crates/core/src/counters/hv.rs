@@ -72,7 +72,7 @@ pub struct HvFinding {
 }
 
 /// esxtop %CSTP per vCPU from which co-stop alone is a (low) over-commit finding.
-pub const COSTOP_PCT: f64 = 3.0;
+pub(crate) const COSTOP_PCT: f64 = 3.0;
 
 fn mean(s: &Series) -> Option<f64> {
     s.stats.map(|s| s.mean)
@@ -142,7 +142,7 @@ pub fn vp_metrics(log: &CounterLog) -> Vec<VpMetrics> {
 }
 
 /// esxtop's per-VM scheduling numbers.
-pub fn esx_vms(log: &CounterLog) -> Vec<EsxVm> {
+pub(crate) fn esx_vms(log: &CounterLog) -> Vec<EsxVm> {
     let mut vms: BTreeMap<String, EsxVm> = BTreeMap::new();
     for s in &log.series {
         let Some(inst) = s.path.instance.as_deref() else {
@@ -195,7 +195,7 @@ fn hv_share(m: &VpMetrics) -> Option<(f64, f64, f64)> {
 }
 
 /// The `hv.*` findings of `log`; `iops` is the IO rate of the workload, when given.
-pub fn findings(log: &CounterLog, iops: Option<f64>) -> Vec<HvFinding> {
+pub(crate) fn findings(log: &CounterLog, iops: Option<f64>) -> Vec<HvFinding> {
     let mut out = Vec::new();
     let vps = vp_metrics(log);
     // Per VM where VMs are named; `_Total` only when it is all there is.
@@ -328,7 +328,7 @@ fn ready_level(share: f64) -> Option<Level> {
 
 /// The level a mean wait per dispatch reaches alone, as in `sched.*`: low from 60 µs, medium
 /// from 100 µs (a monitoring product's alarm levels), never high without a ready share.
-pub fn dispatch_wait_level(wait_ns: f64) -> Option<Level> {
+pub(crate) fn dispatch_wait_level(wait_ns: f64) -> Option<Level> {
     match wait_ns {
         w if w >= DISPATCH_WAIT_NS[1] => Some(Level::Medium),
         w if w >= DISPATCH_WAIT_NS[0] => Some(Level::Low),

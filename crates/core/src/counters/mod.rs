@@ -1,14 +1,14 @@
 //! Performance counters — Hyper-V's hypervisor counter sets from perfmon / typeperf / relog
 //! CSV or a pasted table, and esxtop's per-VM CPU scheduling numbers — turned into what
-//! virtlens says about them: PAL's thresholds per time slice ([`pal`]), the per-VM hypervisor
-//! metrics and the `hv.*` findings ([`hv`]), and the words for each finding ([`words`]).
-//! Sources read the files ([`crate::sources::perfmon_csv`], [`crate::sources::counter_table`]);
+//! virtlens says about them: PAL's thresholds per time slice (`pal`), the per-VM hypervisor
+//! metrics and the `hv.*` findings (`hv`), and the words for each finding (`words`).
+//! Sources read the files (`crate::sources::perfmon_csv`, `crate::sources::counter_table`);
 //! this module never parses.
 
 pub(crate) mod compare;
-pub mod hv;
-pub mod names;
-pub mod pal;
+pub(crate) mod hv;
+pub(crate) mod names;
+pub(crate) mod pal;
 pub(crate) mod words;
 
 use serde::Serialize;
@@ -16,6 +16,9 @@ use serde::Serialize;
 use crate::profile::{CounterLog, LogHeader, Profile};
 
 pub use hv::Level;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use pal::Condition;
 
 /// The version of the counters JSON schema.
 pub const SCHEMA: &str = "virtlens.counters/1";

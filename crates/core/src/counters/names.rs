@@ -3,53 +3,41 @@
 //! `Get-Counter` prints paths in lower case.
 
 /// `Hyper-V Hypervisor Logical Processor` (one instance per physical thread, `Hv LP n`).
-pub const LP: &str = "Hyper-V Hypervisor Logical Processor";
+pub(crate) const LP: &str = "Hyper-V Hypervisor Logical Processor";
 /// `Hyper-V Hypervisor Virtual Processor` (one instance per guest vCPU, `VM:Hv VP n`).
 pub const VP: &str = "Hyper-V Hypervisor Virtual Processor";
-/// `Hyper-V Hypervisor Root Virtual Processor` (the management OS's vCPUs, `Root VP n`).
-pub const ROOT_VP: &str = "Hyper-V Hypervisor Root Virtual Processor";
-/// `Hyper-V Hypervisor Partition` (one instance per partition).
-pub const PARTITION: &str = "Hyper-V Hypervisor Partition";
-/// `Hyper-V Hypervisor Root Partition`.
-pub const ROOT_PARTITION: &str = "Hyper-V Hypervisor Root Partition";
-/// `Hyper-V Hypervisor` (counts of LPs and VPs).
-pub const HYPERVISOR: &str = "Hyper-V Hypervisor";
 /// esxtop's per-VM CPU group.
-pub const ESX_GROUP: &str = "Group Cpu";
+pub(crate) const ESX_GROUP: &str = "Group Cpu";
 /// esxtop's per-vCPU worlds (`Vcpu(gid:vm:wid:vcpu-n)`).
-pub const ESX_VCPU: &str = "Vcpu";
+pub(crate) const ESX_VCPU: &str = "Vcpu";
 
-pub const GUEST_RUN: &str = "% Guest Run Time";
-pub const HV_RUN: &str = "% Hypervisor Run Time";
-pub const TOTAL_RUN: &str = "% Total Run Time";
-pub const CONTEXT_SWITCHES: &str = "Context Switches/sec";
-pub const INTERCEPTS: &str = "Total Intercepts/sec";
-pub const INTERCEPTS_COST: &str = "Total Intercepts Cost";
-pub const EXTERNAL_INTERRUPTS: &str = "External Interrupts/sec";
-pub const VIRTUAL_INTERRUPTS: &str = "Virtual Interrupts/sec";
-pub const IPIS_SENT: &str = "APIC IPIs Sent/sec";
-pub const EOI: &str = "APIC EOI Accesses/sec";
-pub const HYPERCALLS: &str = "Hypercalls/sec";
-pub const IO_INSTRUCTIONS: &str = "IO Instructions/sec";
-pub const MSR_ACCESSES: &str = "MSR Accesses/sec";
-pub const NESTED_PAGE_FAULTS: &str = "Nested Page Fault Intercepts/sec";
-pub const POSTED_NOTIFICATIONS: &str = "Posted Interrupt Notifications/sec";
-pub const CPU_WAIT: &str = "CPU Wait Time Per Dispatch";
-pub const LOGICAL_PROCESSORS: &str = "Logical Processors";
-pub const VIRTUAL_PROCESSORS: &str = "Virtual Processors";
-pub const ESX_READY: &str = "% Ready";
-pub const ESX_COSTOP: &str = "% CoStop";
-pub const ESX_MAX_LIMITED: &str = "% Max Limited";
-pub const ESX_MEMBERS: &str = "Members";
+pub(crate) const GUEST_RUN: &str = "% Guest Run Time";
+pub(crate) const HV_RUN: &str = "% Hypervisor Run Time";
+pub(crate) const TOTAL_RUN: &str = "% Total Run Time";
+pub(crate) const CONTEXT_SWITCHES: &str = "Context Switches/sec";
+pub(crate) const INTERCEPTS: &str = "Total Intercepts/sec";
+pub(crate) const EXTERNAL_INTERRUPTS: &str = "External Interrupts/sec";
+pub(crate) const VIRTUAL_INTERRUPTS: &str = "Virtual Interrupts/sec";
+pub(crate) const IPIS_SENT: &str = "APIC IPIs Sent/sec";
+pub(crate) const EOI: &str = "APIC EOI Accesses/sec";
+pub(crate) const HYPERCALLS: &str = "Hypercalls/sec";
+pub(crate) const IO_INSTRUCTIONS: &str = "IO Instructions/sec";
+pub(crate) const MSR_ACCESSES: &str = "MSR Accesses/sec";
+pub(crate) const NESTED_PAGE_FAULTS: &str = "Nested Page Fault Intercepts/sec";
+pub(crate) const POSTED_NOTIFICATIONS: &str = "Posted Interrupt Notifications/sec";
+pub(crate) const CPU_WAIT: &str = "CPU Wait Time Per Dispatch";
+pub(crate) const ESX_READY: &str = "% Ready";
+pub(crate) const ESX_COSTOP: &str = "% CoStop";
+pub(crate) const ESX_MAX_LIMITED: &str = "% Max Limited";
 
 /// The VM a VP instance belongs to: `sql01:Hv VP 3` → `sql01`; `_Total` → `None`.
-pub fn vm_of_vp(instance: &str) -> Option<&str> {
+pub(crate) fn vm_of_vp(instance: &str) -> Option<&str> {
     instance.rsplit_once(':').map(|(vm, _)| vm)
 }
 
 /// The VM of an esxtop CPU group or vCPU world: `2012201:FlowMonitor-csy` → `FlowMonitor-csy`,
 /// `3497860:diskless vm 2:5421591:vmx` → `diskless vm 2`.
-pub fn vm_of_esx(instance: &str) -> &str {
+pub(crate) fn vm_of_esx(instance: &str) -> &str {
     let mut parts = instance.split(':');
     let _gid = parts.next();
     parts.next().unwrap_or(instance)

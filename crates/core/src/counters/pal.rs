@@ -66,7 +66,7 @@ pub struct Threshold {
 const HV30: &str = "clinthuffman/PAL@75ecd07c:PAL2/PALWizard/HyperV30.xml";
 
 /// The thresholds on the Hyper-V objects.
-pub const THRESHOLDS: [Threshold; 12] = [
+pub(crate) const THRESHOLDS: [Threshold; 12] = [
     t(
         VP,
         GUEST_RUN,
@@ -225,7 +225,7 @@ fn spans(series: &Series) -> Vec<(Option<f64>, Stats)> {
 
 /// Evaluates every threshold on every matching counter instance of `log`. A slice that breaks
 /// a critical threshold is reported under it only (PAL's priority 100 over 50).
-pub fn evaluate(log: &CounterLog) -> Vec<Alert> {
+pub(crate) fn evaluate(log: &CounterLog) -> Vec<Alert> {
     let mut alerts = Vec::new();
     for series in &log.series {
         let spans = spans(series);

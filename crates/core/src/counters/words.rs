@@ -9,7 +9,7 @@ use crate::diagnose::words::overcommit;
 
 /// What a finding says.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Words {
+pub(crate) struct Words {
     pub title: &'static str,
     pub cause: &'static str,
     pub fix: &'static [&'static str],
@@ -18,13 +18,13 @@ pub struct Words {
 
 impl Words {
     /// The cause as one line of text (the source keeps it wrapped for reading).
-    pub fn cause_text(&self) -> String {
+    pub(crate) fn cause_text(&self) -> String {
         self.cause.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 }
 
 /// The words of finding `id`.
-pub fn of(id: HvRule) -> Words {
+pub(crate) fn of(id: HvRule) -> Words {
     match id {
         HvRule::HypervisorTime => Words {
             title: "VPs spend a large share of their run time in the hypervisor",

@@ -296,7 +296,7 @@ impl Change {
 
 /// Reads the text of a `kvm_apicv_inhibit_changed` / `kvm_apicv_update_request` event (or a
 /// key of [`Change::key`]); `None` when it has none of the shapes above.
-pub fn parse(text: &str) -> Option<Change> {
+pub(crate) fn parse(text: &str) -> Option<Change> {
     let text = text.trim();
     let held = text.starts_with("held ");
     let (set, rest) = if let Some(r) = text.strip_prefix("set ") {
@@ -358,7 +358,7 @@ pub fn parse(text: &str) -> Option<Change> {
 
 /// The names printed after a mask (`IRQWIN|PIT_REINJ`), paired with their bits: the names
 /// follow the set bits in ascending order. Empty when the names do not match the mask.
-pub fn mask_names(mask: u64, text: &str) -> Vec<(u32, Inhibit)> {
+pub(crate) fn mask_names(mask: u64, text: &str) -> Vec<(u32, Inhibit)> {
     let Some(word) = text.split_whitespace().next() else {
         return Vec::new();
     };
@@ -378,7 +378,7 @@ pub fn mask_names(mask: u64, text: &str) -> Vec<(u32, Inhibit)> {
 }
 
 /// The text after the mask of a `kvm_apicv_inhibit_changed` line: the printed names, if any.
-pub fn names_text(text: &str) -> &str {
+pub(crate) fn names_text(text: &str) -> &str {
     text.find("inhibits=")
         .and_then(|i| text.get(i..))
         .and_then(|t| t.find(' ').and_then(|j| t.get(j + 1..)))

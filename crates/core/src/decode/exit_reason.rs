@@ -135,10 +135,10 @@ impl ExitReasonInfo {
 }
 
 /// Bits 15:0 of a VMX exit reason: the basic exit reason.
-pub const VMX_BASIC_MASK: u64 = 0xffff;
+pub(crate) const VMX_BASIC_MASK: u64 = 0xffff;
 
 /// The VMX exit-reason flag bits (above the basic reason) and their names.
-pub const VMX_FLAGS: &[(u32, &str)] = &[
+pub(crate) const VMX_FLAGS: &[(u32, &str)] = &[
     (26, "BUS_LOCK_DETECTED"),
     (27, "ENCLAVE_MODE"),
     (28, "PENDING_MTF"),
@@ -150,7 +150,7 @@ pub const VMX_FLAGS: &[(u32, &str)] = &[
 const VMX_RESERVED: u64 = 0x43ff_0000;
 
 /// The whole table of one ISA, sorted by code.
-pub fn table(isa: Isa) -> &'static [ExitReasonInfo] {
+pub(crate) fn table(isa: Isa) -> &'static [ExitReasonInfo] {
     match isa {
         Isa::Vmx => VMX_EXITS,
         Isa::Svm => SVM_EXITS,
@@ -164,7 +164,7 @@ pub fn table(isa: Isa) -> &'static [ExitReasonInfo] {
 /// bits. `None` when a reserved bit or a bit above 31 is set: such a value is not a VMX exit
 /// reason at all (PVM hosts report their own codes, e.g. 0x20000, in the same tracepoint field,
 /// and masking those would turn them into `EXCEPTION_NMI`).
-pub fn vmx_basic(raw: u64) -> Option<u64> {
+pub(crate) fn vmx_basic(raw: u64) -> Option<u64> {
     if raw > u64::from(u32::MAX) || raw & VMX_RESERVED != 0 {
         return None;
     }
@@ -174,7 +174,7 @@ pub fn vmx_basic(raw: u64) -> Option<u64> {
 /// The names of the flag bits set above the basic reason of a raw VMX exit reason, low bit
 /// first: `FAILED_VMENTRY` (31), `ENCLAVE_MODE` (27), … A reserved bit that is set is named
 /// `RESERVED_BIT`; bits above 31 are named `ABOVE_BIT_31`.
-pub fn vmx_flags(raw: u64) -> Vec<&'static str> {
+pub(crate) fn vmx_flags(raw: u64) -> Vec<&'static str> {
     let mut out = Vec::new();
     for bit in 16..32u32 {
         if raw & (1u64 << bit) == 0 {
@@ -198,7 +198,7 @@ pub fn vmx_flags(raw: u64) -> Vec<&'static str> {
 /// The reason with this numeric code. For VMX the flag bits are masked off (see
 /// [`vmx_basic`]); for SVM, -1 as a 32-bit value (older `kvm_exit` layouts) is `SVM_EXIT_ERR`
 /// too. Unknown codes give `None`: callers keep the number (see [`unknown_key`]).
-pub fn lookup_code(isa: Isa, code: u64) -> Option<&'static ExitReasonInfo> {
+pub(crate) fn lookup_code(isa: Isa, code: u64) -> Option<&'static ExitReasonInfo> {
     let code = match isa {
         Isa::Vmx => vmx_basic(code)?,
         Isa::Svm if code == u64::from(u32::MAX) => SVM_EXIT_ERR,
@@ -213,7 +213,7 @@ pub fn lookup_code(isa: Isa, code: u64) -> Option<&'static ExitReasonInfo> {
 /// The display key of a code no table knows, keeping the number: `UNKNOWN(0x20000)`.
 /// VMX codes whose basic reason is known but that carry flag bits are not unknown: use
 /// [`display_key`] for those.
-pub fn unknown_key(isa: Option<Isa>, code: u64) -> String {
+pub(crate) fn unknown_key(isa: Option<Isa>, code: u64) -> String {
     match isa {
         Some(Isa::Svm) if code >= 0xffff_ffff_0000_0000 => {
             // Negative SVM codes (VMEXIT_INVALID and friends) read better signed.
@@ -224,7 +224,7 @@ pub fn unknown_key(isa: Option<Isa>, code: u64) -> String {
 }
 
 /// The key to show for a raw code: the canonical name, with VMX flag names appended
-/// (`EPT_VIOLATION|FAILED_VMENTRY`), or [`unknown_key`].
+/// (`EPT_VIOLATION|FAILED_VMENTRY`), or `unknown_key`.
 pub fn display_key(isa: Option<Isa>, code: u64) -> String {
     let Some(isa) = isa else {
         return unknown_key(None, code);

@@ -8,7 +8,7 @@
 /// machine-specific answers are checked by the tests below.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(not(test), allow(dead_code))]
-pub enum Machine {
+pub(crate) enum Machine {
     /// `pc` / i440fx with PIIX3/PIIX4. The firmware places the ACPI PM block: SeaBIOS at
     /// 0x600 (as on q35; seen in QEMU 7.2's `info mtree`, testdata/mtree/pc-info-mtree.txt),
     /// OVMF (UEFI, e.g. Windows 11 guests) at 0xb000.
@@ -19,12 +19,12 @@ pub enum Machine {
 
 /// The name of a well-known port, on either machine (ports that only one machine or firmware
 /// uses say which in parentheses: `acpi-pm-timer (pc with OVMF)`).
-pub fn port_name(port: u16) -> Option<String> {
+pub(crate) fn port_name(port: u16) -> Option<String> {
     port_name_for(port, None)
 }
 
 /// The name of a well-known port on `machine` (`None`: either machine).
-pub fn port_name_for(port: u16, machine: Option<Machine>) -> Option<String> {
+pub(crate) fn port_name_for(port: u16, machine: Option<Machine>) -> Option<String> {
     if let Some(n) = machine_port(port, machine) {
         return Some(n);
     }
@@ -33,22 +33,22 @@ pub fn port_name_for(port: u16, machine: Option<Machine>) -> Option<String> {
 
 /// Whether a port is an ACPI PM timer (0x608–0x60b: q35, and pc with SeaBIOS; 0xb008–0xb00b:
 /// pc with OVMF).
-pub fn is_acpi_pm_timer(port: u16) -> bool {
+pub(crate) fn is_acpi_pm_timer(port: u16) -> bool {
     matches!(port, 0x608..=0x60b | 0xb008..=0xb00b)
 }
 
 /// Whether a port is the CMOS RTC (index 0x70, data 0x71).
-pub fn is_rtc(port: u16) -> bool {
+pub(crate) fn is_rtc(port: u16) -> bool {
     matches!(port, 0x70 | 0x71)
 }
 
 /// Whether a port belongs to one of the four ISA serial ports.
-pub fn is_serial(port: u16) -> bool {
+pub(crate) fn is_serial(port: u16) -> bool {
     serial_index(port).is_some()
 }
 
 /// Whether a port is the i8254 PIT (0x40–0x43).
-pub fn is_pit(port: u16) -> bool {
+pub(crate) fn is_pit(port: u16) -> bool {
     matches!(port, 0x40..=0x43)
 }
 

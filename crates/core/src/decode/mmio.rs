@@ -6,38 +6,38 @@
 use super::ioport::Machine;
 
 /// The xAPIC page (the default APIC base).
-pub const LAPIC_BASE: u64 = 0xfee0_0000;
+pub(crate) const LAPIC_BASE: u64 = 0xfee0_0000;
 /// The IOAPIC QEMU maps for `pc` and `q35`.
-pub const IOAPIC_BASE: u64 = 0xfec0_0000;
+pub(crate) const IOAPIC_BASE: u64 = 0xfec0_0000;
 /// The HPET QEMU maps for `pc` and `q35`.
-pub const HPET_BASE: u64 = 0xfed0_0000;
+pub(crate) const HPET_BASE: u64 = 0xfed0_0000;
 /// q35's PCIe ECAM (MMCONFIG) window: 256 buses, 256 MiB.
-pub const Q35_ECAM_BASE: u64 = 0xb000_0000;
+pub(crate) const Q35_ECAM_BASE: u64 = 0xb000_0000;
 const Q35_ECAM_SIZE: u64 = 0x1000_0000;
 
 /// Whether a guest-physical address is in the local APIC's register page.
-pub fn is_lapic(gpa: u64) -> bool {
+pub(crate) fn is_lapic(gpa: u64) -> bool {
     (LAPIC_BASE..LAPIC_BASE + 0x1000).contains(&gpa)
 }
 
 /// Whether a guest-physical address is in the HPET's register block.
-pub fn is_hpet(gpa: u64) -> bool {
+pub(crate) fn is_hpet(gpa: u64) -> bool {
     (HPET_BASE..HPET_BASE + 0x400).contains(&gpa)
 }
 
 /// Whether a guest-physical address is in the IOAPIC's page.
-pub fn is_ioapic(gpa: u64) -> bool {
+pub(crate) fn is_ioapic(gpa: u64) -> bool {
     (IOAPIC_BASE..IOAPIC_BASE + 0x1000).contains(&gpa)
 }
 
 /// The name of a well-known guest-physical address (either PC machine).
-pub fn mmio_name(gpa: u64) -> Option<String> {
+pub(crate) fn mmio_name(gpa: u64) -> Option<String> {
     mmio_name_for(gpa, None)
 }
 
 /// The name of a well-known guest-physical address on `machine` (`None`: either machine; the
 /// q35-only ECAM window then says so).
-pub fn mmio_name_for(gpa: u64, machine: Option<Machine>) -> Option<String> {
+pub(crate) fn mmio_name_for(gpa: u64, machine: Option<Machine>) -> Option<String> {
     if is_lapic(gpa) {
         return Some(lapic_name(gpa - LAPIC_BASE));
     }

@@ -5,15 +5,17 @@
 //! Nothing here parses a capture format; sources hand raw codes and names in, and get canonical
 //! names, classes and descriptions out. Unknown codes are never an error: they stay numeric.
 
-pub mod apicv_inhibit;
-pub mod exit_reason;
+pub(crate) mod apicv_inhibit;
+#[cfg(test)]
+mod apicv_inhibit_fuzz;
+pub(crate) mod exit_reason;
 pub(crate) mod ioport;
-pub mod kvm_stats;
+pub(crate) mod kvm_stats;
 pub(crate) mod mmio;
 pub(crate) mod msr;
 pub(crate) mod mtree;
-pub mod ring_buffer;
-pub mod trace_format;
+pub(crate) mod ring_buffer;
+pub(crate) mod trace_format;
 
 mod exit_arm64;
 mod exit_names;
@@ -28,6 +30,13 @@ mod mtree_parse;
 pub use exit_arm64::arm64_code;
 pub use exit_reason::{ExitClass, ExitReasonInfo, Isa};
 pub use mtree::AddressMap;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use exit_reason::display_key as display_exit_key;
+pub use kvm_stats::{Layout as StatsLayout, StatType, StatUnit, StatsError};
+pub use ring_buffer::build::PageBuilder;
+pub use ring_buffer::{Missed, PageLayout};
+pub use trace_format::{EventFormat, parse as parse_event_format};
 
 /// Names ports, MMIO addresses and MSRs: the built-in tables, overridden by a QEMU
 /// `info mtree` map when one was given (`--mtree FILE`).

@@ -9,7 +9,7 @@ use super::msr_hyperv;
 /// What an MSR is for, as far as exit diagnosis cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum MsrClass {
+pub(crate) enum MsrClass {
     /// Timers and clocks: TSC deadline, TSC, the x2APIC timer, Hyper-V stimers and reference time.
     Timer,
     /// Sending IPIs: x2APIC ICR and SELF_IPI, Hyper-V ICR.
@@ -227,7 +227,7 @@ static X2APIC: &[(u32, &str)] = &[
 ];
 
 /// The name of an MSR index.
-pub fn msr_name(index: u32) -> Option<String> {
+pub(crate) fn msr_name(index: u32) -> Option<String> {
     if let Some((_, n)) = ARCH.iter().find(|(i, _)| *i == index) {
         return Some((*n).to_string());
     }
@@ -244,7 +244,7 @@ pub fn msr_name(index: u32) -> Option<String> {
 }
 
 /// The name of an x2APIC MSR (0x800–0x8ff), by register.
-pub fn x2apic_name(index: u32) -> Option<String> {
+pub(crate) fn x2apic_name(index: u32) -> Option<String> {
     if let Some((_, n)) = X2APIC.iter().find(|(i, _)| *i == index) {
         return Some((*n).to_string());
     }

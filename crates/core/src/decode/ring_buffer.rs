@@ -323,7 +323,7 @@ fn uint(buf: &[u8], at: usize, size: usize) -> Option<u64> {
 }
 
 /// Builds pages in the kernel's format, for tests and fuzzing of everything that reads them.
-pub mod build {
+pub(crate) mod build {
     use super::{COMMIT_MASK, MISSED_EVENTS, MISSED_STORED, PageLayout, TYPE_TIME_EXTEND};
 
     /// A page being filled with events.

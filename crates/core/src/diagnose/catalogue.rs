@@ -82,7 +82,7 @@ pub fn entries() -> Vec<Entry> {
 }
 
 /// The fixes of rule `id` on an input of which nothing is known: no rows, no guest, no host.
-pub fn general_fixes(id: RuleId) -> Vec<Fix> {
+pub(crate) fn general_fixes(id: RuleId) -> Vec<Fix> {
     let input = Input {
         number: 1,
         name: String::new(),

@@ -10,7 +10,7 @@ use crate::analysis::compare::{self, Verdict};
 
 /// A change of at least 10% in exit-handling cost is a verdict; less is within what two captures
 /// of the same workload differ by.
-pub const CLEAR_CHANGE_PCT: f64 = 10.0;
+pub(crate) const CLEAR_CHANGE_PCT: f64 = 10.0;
 
 /// What changed from input 1 to each other input.
 #[derive(Debug, Clone, Serialize)]
@@ -39,7 +39,7 @@ pub struct Change {
 }
 
 /// The comparison of `inputs` (name per input, 1-based order) given every input's findings.
-pub fn build(c: &compare::Comparison, names: &[String], findings: &[Finding]) -> Comparison {
+pub(crate) fn build(c: &compare::Comparison, names: &[String], findings: &[Finding]) -> Comparison {
     // What can go or come: problems of at least low severity (not context, not configuration).
     let ids = |input: usize| -> Vec<String> {
         findings

@@ -51,7 +51,7 @@ const JOINS: &[(RuleId, &[&str])] = &[
 ];
 
 /// Folds the configuration's lint findings into `findings` and appends the rest as `config.*`.
-pub fn join(ev: &EvidenceSet, findings: &mut Vec<Finding>) {
+pub(super) fn join(ev: &EvidenceSet, findings: &mut Vec<Finding>) {
     let Some(c) = &ev.config else {
         return;
     };

@@ -1,18 +1,18 @@
 //! `diagnose`: explains a profile the way an expert on the KVM list would. The pipeline:
 //!
-//! 1. [`evidence`] — everything an input carries becomes one evidence set per VM (every table
+//! 1. `evidence` — everything an input carries becomes one evidence set per VM (every table
 //!    joined, counters and rates, the time base, the guest stated or inferred, host, config);
-//! 2. [`hypotheses`] — one file per rule family proposes causes, each with evidence for and
+//! 2. `hypotheses` — one file per rule family proposes causes, each with evidence for and
 //!    against, a confidence, a cost from the input's own numbers, and its competitors;
-//! 3. [`rank`] — severity from absolute cost (share of vCPU time, rates), the main problem
+//! 3. `rank` — severity from absolute cost (share of vCPU time, rates), the main problem
 //!    first, context after;
-//! 4. [`words`] — cause, fixes and sources per guest, kept apart from the logic.
+//! 4. `words` — cause, fixes and sources per guest, kept apart from the logic.
 //!
 //! The configuration's lint findings are joined in (`config_join`), several inputs are compared
 //! (`compare`), and [`catalogue`] lists every rule for the docs. Any [`Profile`] goes through the
 //! same path — a file read by [`crate::sources`] or a live capture.
 
-pub mod catalogue;
+pub(crate) mod catalogue;
 pub(crate) mod compare;
 mod config_join;
 pub(crate) mod evidence;
@@ -34,7 +34,7 @@ pub use model::{
     ModelEffect, Rival, Role, Scenario, Severity, ShareOf, Source,
 };
 pub use rules::{Family, Rule, RuleId, Threshold};
-pub use words::overcommit;
+pub(crate) use words::overcommit;
 
 use crate::analysis::{self, Totals};
 use crate::config::{Format, GuestFamily, Version, VmConfig};
@@ -43,6 +43,9 @@ use crate::facts::HostFacts;
 use crate::profile::Profile;
 use evidence::{Given, Guest, Host, Rate};
 use hypotheses::Hypothesis;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use catalogue::{entries as catalogue, shared_thresholds};
 
 /// The version of the diagnose JSON schema (documented in docs/diagnose.md).
 pub const SCHEMA: &str = "virtlens.diagnose/2";

@@ -14,19 +14,19 @@ use super::model::{Finding, Grade, Measure, Role, Severity};
 /// noise of any capture; 3% is what a user notices in a benchmark; 10% is a tenth of the machine
 /// — the size of change the public fixes report (idle host CPU 30–40% → 1–3% after adding
 /// synic+stimer, OpenNebula/addon-storpool#79). Below 1% nothing is alarming.
-pub const CPU_SHARE: [f64; 3] = [0.01, 0.03, 0.10];
+pub(crate) const CPU_SHARE: [f64; 3] = [0.01, 0.03, 0.10];
 
 /// Without an absolute cost, shares of the exit handling (idle apart) for low, medium and high:
 /// a cause of a fifth or more of it is the main lever (removing it cuts the cost by 20%,
 /// Amdahl); a tenth is secondary; 3% is above what perf's per-row error moves.
-pub const OVERHEAD_SHARE: [f64; 3] = [0.03, 0.10, 0.20];
+pub(crate) const OVERHEAD_SHARE: [f64; 3] = [0.03, 0.10, 0.20];
 
 /// Findings at info that explain less than this share of the exit handling are not reported.
-pub const DROP_SHARE: f64 = 0.01;
+pub(crate) const DROP_SHARE: f64 = 0.01;
 
 /// Fewer exits than this are too few to weigh causes — one burst decides the shares (a pasted
 /// trace excerpt, a first look at a live screen): capped at low. Signatures are not.
-pub const SMALL_SAMPLE: u64 = 100;
+pub(crate) const SMALL_SAMPLE: u64 = 100;
 
 /// The level `value` reaches on `[low, medium, high]`.
 fn level(value: f64, t: [f64; 3]) -> Severity {
@@ -42,7 +42,7 @@ fn level(value: f64, t: [f64; 3]) -> Severity {
 }
 
 /// The severity of `h` and why; `None` when it is too small to report.
-pub fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
+pub(crate) fn grade(h: &Hypothesis, ev: &EvidenceSet) -> Option<(Severity, Grade)> {
     let grade = |measure, value, thresholds, why: &str| Grade {
         measure,
         value,
@@ -234,7 +234,7 @@ fn cpu(f: &Finding) -> f64 {
 
 /// Orders one input's findings and numbers them: problems (worst, costliest first), context,
 /// configuration; the first problem at low or above is the main one.
-pub fn order(found: &mut [Finding], input: usize) {
+pub(crate) fn order(found: &mut [Finding], input: usize) {
     let group = |f: &Finding| match f.role {
         Role::Main | Role::Problem => 0,
         Role::Context => 1,

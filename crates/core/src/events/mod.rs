@@ -9,11 +9,14 @@ mod builder;
 mod reasons;
 mod slots;
 mod threads;
-pub mod tracepoints;
+pub(crate) mod tracepoints;
 
 pub use builder::ProfileBuilder;
 
 use crate::decode::Isa;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use tracepoints::{AGGREGATED, TABLED};
 
 /// One tracepoint hit.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -17,7 +17,7 @@ enum RawReason {
 
 /// The distinct exit reasons of a trace, by id.
 #[derive(Debug, Default)]
-pub struct Reasons {
+pub(super) struct Reasons {
     list: Vec<RawReason>,
     codes: HashMap<(u64, Option<Isa>), u32>,
     names: HashMap<String, u32>,
@@ -25,7 +25,7 @@ pub struct Reasons {
 
 impl Reasons {
     /// The id of `reason` (with the ISA the event carried), interned on first sight.
-    pub fn id(&mut self, reason: Reason<'_>, isa: Option<Isa>) -> u32 {
+    pub(super) fn id(&mut self, reason: Reason<'_>, isa: Option<Isa>) -> u32 {
         let id = self.list.len() as u32;
         match reason {
             Reason::Code(c) => *self.codes.entry((c, isa)).or_insert_with(|| {
@@ -44,7 +44,7 @@ impl Reasons {
     }
 
     /// The ISA the reasons come from: an event's own, else the one their names fit best.
-    pub fn guess_isa(&self) -> Option<Isa> {
+    pub(super) fn guess_isa(&self) -> Option<Isa> {
         if let Some(isa) = self.list.iter().find_map(|r| match r {
             RawReason::Code(_, isa) => *isa,
             RawReason::Name(_) => None,
@@ -58,7 +58,7 @@ impl Reasons {
     }
 
     /// The canonical key of every reason, by id, under `isa`.
-    pub fn keys(&self, isa: Option<Isa>) -> Vec<Key> {
+    pub(super) fn keys(&self, isa: Option<Isa>) -> Vec<Key> {
         self.list.iter().map(|r| decode(r, isa)).collect()
     }
 }

@@ -13,11 +13,11 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::profile::fold::{folded_note, other_key};
 use crate::profile::{Access, Key, Latency, Note, TableKind, Welford};
 
-pub use crate::profile::fold::TABLE_CAP;
+pub(super) use crate::profile::fold::TABLE_CAP;
 
 /// The tables a builder fills, in output order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Slot {
+pub(super) enum Slot {
     Vmexit,
     Ioport,
     Mmio,
@@ -31,7 +31,7 @@ pub enum Slot {
 impl Slot {
     const COUNT: usize = 8;
 
-    pub fn kind(self) -> TableKind {
+    pub(super) fn kind(self) -> TableKind {
         match self {
             Slot::Vmexit => TableKind::Vmexit,
             Slot::Ioport => TableKind::Ioport,
@@ -47,7 +47,7 @@ impl Slot {
 
 /// A compact key: names are interned, so lookups per event allocate nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CKey {
+pub(super) enum CKey {
     Reason(u32),
     Addr(u64, Option<Access>),
     Name(u32),
@@ -57,7 +57,7 @@ pub enum CKey {
 
 /// The way of a slot key in a thread's slot cache (`threads::SlotCache`): a cheap mix of its parts.
 #[inline]
-pub fn way(slot: Slot, key: CKey) -> usize {
+pub(super) fn way(slot: Slot, key: CKey) -> usize {
     let k = match key {
         CKey::Reason(i) | CKey::Name(i) => u64::from(i),
         CKey::Addr(n, a) => n ^ a.map_or(0, |a| a as u64 + 1) << 40,
@@ -68,7 +68,7 @@ pub fn way(slot: Slot, key: CKey) -> usize {
 
 /// Where one accumulator counts: its table, key, VM and vCPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SlotKey {
+pub(super) struct SlotKey {
     pub slot: Slot,
     pub key: CKey,
     pub pid: Option<u32>,
@@ -77,7 +77,7 @@ pub struct SlotKey {
 
 /// Count, duration stats and latency histogram of one accumulator.
 #[derive(Debug, Default)]
-pub struct Acc {
+pub(super) struct Acc {
     pub count: u64,
     pub durations: Welford,
     pub latency: Option<Latency>,
@@ -106,7 +106,7 @@ struct Folded {
 
 /// Every accumulator of a builder, indexed by [`SlotKey`], each table bounded by [`TABLE_CAP`].
 #[derive(Debug)]
-pub struct Accumulators {
+pub(super) struct Accumulators {
     index: HashMap<SlotKey, usize>,
     accs: Vec<(SlotKey, Acc)>,
     per_table: [usize; Slot::COUNT],
@@ -121,11 +121,11 @@ impl Default for Accumulators {
 }
 
 /// Old accumulator index → new one, after a compaction.
-pub type Renumbering = Vec<usize>;
+pub(super) type Renumbering = Vec<usize>;
 
 impl Accumulators {
     /// Accumulators whose tables fold past `cap` (at least 2) rows.
-    pub fn with_cap(cap: usize) -> Self {
+    pub(super) fn with_cap(cap: usize) -> Self {
         Self {
             index: HashMap::default(),
             accs: Vec::new(),
@@ -137,7 +137,7 @@ impl Accumulators {
 
     /// The index of `sk`'s accumulator, created on first sight. Creating it in a full table
     /// folds that table first: then the renumbering of every earlier index is returned too.
-    pub fn index_of(&mut self, sk: SlotKey) -> (usize, Option<Renumbering>) {
+    pub(super) fn index_of(&mut self, sk: SlotKey) -> (usize, Option<Renumbering>) {
         if let Some(&i) = self.index.get(&sk) {
             return (i, None);
         }
@@ -152,7 +152,7 @@ impl Accumulators {
     }
 
     /// The accumulator at `i`.
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut Acc> {
+    pub(super) fn get_mut(&mut self, i: usize) -> Option<&mut Acc> {
         self.accs.get_mut(i).map(|(_, a)| a)
     }
 
@@ -231,7 +231,7 @@ impl Accumulators {
     }
 
     /// The accumulators, with the notes on what each table folded.
-    pub fn finish(self) -> (Vec<(SlotKey, Acc)>, Vec<Note>) {
+    pub(super) fn finish(self) -> (Vec<(SlotKey, Acc)>, Vec<Note>) {
         let notes = self
             .folded
             .iter()
@@ -256,14 +256,14 @@ impl Accumulators {
     }
 
     /// The key of `slot`'s `other` row.
-    pub fn other_key(&self, slot: Slot) -> Key {
+    pub(super) fn other_key(&self, slot: Slot) -> Key {
         other_key(&slot.kind(), self.folded[slot as usize].range)
     }
 }
 
 impl Slot {
     /// Every table, in output order.
-    pub const ALL: [Slot; Slot::COUNT] = [
+    pub(super) const ALL: [Slot; Slot::COUNT] = [
         Slot::Vmexit,
         Slot::Ioport,
         Slot::Mmio,

@@ -6,18 +6,18 @@
 
 /// A begun event waiting for its end: the accumulator slot and the start time.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Pending {
+pub(super) struct Pending {
     pub slot: Option<(usize, u64)>,
 }
 
 impl Pending {
     /// Starts `slot` at `ts`.
-    pub fn begin(&mut self, slot: usize, ts: Option<u64>) {
+    pub(super) fn begin(&mut self, slot: usize, ts: Option<u64>) {
         self.slot = ts.map(|t| (slot, t));
     }
 
     /// Ends at `ts`: the slot and duration, if something was pending and time runs forward.
-    pub fn end(&mut self, ts: Option<u64>) -> Option<(usize, u64)> {
+    pub(super) fn end(&mut self, ts: Option<u64>) -> Option<(usize, u64)> {
         let (slot, start) = self.slot.take()?;
         let end = ts?;
         (end >= start).then(|| (slot, end - start))
@@ -26,7 +26,7 @@ impl Pending {
 
 /// What one host thread is in the middle of.
 #[derive(Debug, Clone)]
-pub struct Thread<K: Copy + Eq> {
+pub(super) struct Thread<K: Copy + Eq> {
     pub vcpu: Option<u32>,
     pub pid: Option<u32>,
     pub exit: Pending,
@@ -64,12 +64,12 @@ impl<K: Copy + Eq> Default for Thread<K> {
 /// (a cheap hash of the key), so a lookup is one compare. Valid while the thread's VM and vCPU
 /// stay the same (the owner clears it when they change).
 #[derive(Debug, Clone)]
-pub struct SlotCache<K: Copy + Eq> {
+pub(super) struct SlotCache<K: Copy + Eq> {
     entries: [Option<(K, usize)>; SLOT_WAYS],
 }
 
 /// How many ways a [`SlotCache`] has.
-pub const SLOT_WAYS: usize = 16;
+pub(super) const SLOT_WAYS: usize = 16;
 
 impl<K: Copy + Eq> Default for SlotCache<K> {
     fn default() -> Self {
@@ -82,7 +82,7 @@ impl<K: Copy + Eq> Default for SlotCache<K> {
 impl<K: Copy + Eq> SlotCache<K> {
     /// The slot cached for `key` in `way` (taken modulo [`SLOT_WAYS`]).
     #[inline]
-    pub fn get(&self, way: usize, key: K) -> Option<usize> {
+    pub(super) fn get(&self, way: usize, key: K) -> Option<usize> {
         match self.entries[way % SLOT_WAYS] {
             Some((k, slot)) if k == key => Some(slot),
             _ => None,
@@ -91,25 +91,25 @@ impl<K: Copy + Eq> SlotCache<K> {
 
     /// Remembers `key → slot` in `way`, replacing what was there.
     #[inline]
-    pub fn put(&mut self, way: usize, key: K, slot: usize) {
+    pub(super) fn put(&mut self, way: usize, key: K, slot: usize) {
         self.entries[way % SLOT_WAYS] = Some((key, slot));
     }
 
     /// Forgets everything.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         *self = Self::default();
     }
 }
 
 /// The most threads followed at once. A host has one thread per vCPU (thousands at most); a
 /// stream with endless new thread ids would otherwise grow without bound.
-pub const MAX_THREADS: usize = 16_384;
+pub(super) const MAX_THREADS: usize = 16_384;
 
 /// Every host thread seen, by tid, with a shortcut for the thread of the previous event
 /// (events come in runs from one thread). Past [`MAX_THREADS`] the pairing state is dropped
 /// and begun again (counts are unaffected; an exit open at that moment gets no duration).
 #[derive(Debug, Clone)]
-pub struct Threads<K: Copy + Eq> {
+pub(super) struct Threads<K: Copy + Eq> {
     list: Vec<Thread<K>>,
     index: rustc_hash::FxHashMap<u32, usize>,
     last: Option<(u32, usize)>,
@@ -125,7 +125,7 @@ impl<K: Copy + Eq> Default for Threads<K> {
 
 impl<K: Copy + Eq> Threads<K> {
     /// Threads followed up to `cap` at once.
-    pub fn with_cap(cap: usize) -> Self {
+    pub(super) fn with_cap(cap: usize) -> Self {
         Self {
             list: Vec::new(),
             index: rustc_hash::FxHashMap::default(),
@@ -136,7 +136,7 @@ impl<K: Copy + Eq> Threads<K> {
     }
 
     /// The index of thread `tid`, created on first sight.
-    pub fn index(&mut self, tid: u32) -> usize {
+    pub(super) fn index(&mut self, tid: u32) -> usize {
         if let Some((t, i)) = self.last
             && t == tid
         {
@@ -157,12 +157,12 @@ impl<K: Copy + Eq> Threads<K> {
     }
 
     /// The thread at `i` (from [`Threads::index`]).
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut Thread<K>> {
+    pub(super) fn get_mut(&mut self, i: usize) -> Option<&mut Thread<K>> {
         self.list.get_mut(i)
     }
 
     /// The accumulators were renumbered (old index → new): pending begins follow, caches go.
-    pub fn renumber(&mut self, renumbering: &[usize]) {
+    pub(super) fn renumber(&mut self, renumbering: &[usize]) {
         for t in &mut self.list {
             for p in [&mut t.exit, &mut t.pio, &mut t.msr, &mut t.mmio_write] {
                 if let Some((slot, ts)) = p.slot {
@@ -175,7 +175,7 @@ impl<K: Copy + Eq> Threads<K> {
     }
 
     /// What the caller should say about the threads: whether the cap was met.
-    pub fn notes(&self) -> Vec<crate::profile::Note> {
+    pub(super) fn notes(&self) -> Vec<crate::profile::Note> {
         if self.resets == 0 {
             return Vec::new();
         }
@@ -192,7 +192,7 @@ impl<K: Copy + Eq> Threads<K> {
 }
 
 /// The vCPU index in a QEMU vCPU thread name: `CPU 3/KVM` → 3.
-pub fn vcpu_from_comm(comm: &str) -> Option<u32> {
+pub(super) fn vcpu_from_comm(comm: &str) -> Option<u32> {
     let rest = comm.strip_prefix("CPU ")?;
     let (n, kind) = rest.split_once('/')?;
     (kind == "KVM").then(|| n.parse().ok()).flatten()

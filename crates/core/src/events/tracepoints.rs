@@ -16,9 +16,9 @@ pub const TABLED: [&str; 8] = [
 
 /// The tracepoints that only pair or time others: `kvm_fpu` (the VMM's turn ends at the next
 /// KVM_RUN), `kvm_vcpu_wakeup` and `kvm_halt_poll_ns` (a halt's wait and polling).
-pub const TIMING: [&str; 3] = ["kvm_fpu", "kvm_vcpu_wakeup", "kvm_halt_poll_ns"];
+pub(crate) const TIMING: [&str; 3] = ["kvm_fpu", "kvm_vcpu_wakeup", "kvm_halt_poll_ns"];
 
-/// [`TABLED`] then [`TIMING`]: what the in-kernel aggregation attaches to, by fixed index.
+/// [`TABLED`] then `TIMING`: what the in-kernel aggregation attaches to, by fixed index.
 pub const AGGREGATED: [&str; TABLED.len() + TIMING.len()] = {
     let mut out = [""; TABLED.len() + TIMING.len()];
     let mut i = 0;

@@ -16,7 +16,7 @@ const KERNEL_X2AVIC: Version = Version(6, 0);
 /// The APIC IDs x2AVIC addresses (0..=511); AVIC inhibits beyond (PHYSICAL_ID_TOO_BIG).
 const X2AVIC_IDS: u32 = 512;
 
-pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     if !ctx.amd() || ctx.apic_virt() != Some(true) {
         return;
     }

@@ -22,7 +22,7 @@ fn areas(rule: &str) -> &'static [Area] {
 }
 
 /// Gives each finding the caveats of `c` its rule depends on.
-pub fn attach(c: &VmConfig, findings: &mut [Finding]) {
+pub(super) fn attach(c: &VmConfig, findings: &mut [Finding]) {
     if c.caveats.is_empty() {
         return;
     }
@@ -39,7 +39,7 @@ pub fn attach(c: &VmConfig, findings: &mut [Finding]) {
 
 /// Merges findings with the same rule, severity, message and document into the first, counting
 /// them; keeps the order of first appearance.
-pub fn merge(findings: Vec<Finding>) -> Vec<Finding> {
+pub(super) fn merge(findings: Vec<Finding>) -> Vec<Finding> {
     let mut out: Vec<Finding> = Vec::new();
     let mut seen: HashMap<(&'static str, usize, String), usize> = HashMap::new();
     for f in findings {
@@ -56,7 +56,7 @@ pub fn merge(findings: Vec<Finding>) -> Vec<Finding> {
 }
 
 /// Notes without repeats: a note seen N times once, with `(N times)`.
-pub fn merge_notes(notes: Vec<String>) -> Vec<String> {
+pub(super) fn merge_notes(notes: Vec<String>) -> Vec<String> {
     let mut order: Vec<String> = Vec::new();
     let mut counts: HashMap<String, usize> = HashMap::new();
     for n in notes {

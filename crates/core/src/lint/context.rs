@@ -10,7 +10,7 @@ use crate::config::{
 use crate::facts::Vendor;
 
 /// A configuration, its effective flag set, the resolved guest and the options.
-pub struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     pub c: &'a VmConfig,
     pub e: Effective,
     pub guest: Guest,
@@ -19,7 +19,7 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(c: &'a VmConfig, opts: &'a Options) -> Ctx<'a> {
+    pub(super) fn new(c: &'a VmConfig, opts: &'a Options) -> Ctx<'a> {
         let e = c.effective();
         let mut notes = c.notes.clone();
         let guest = match opts.guest {
@@ -72,17 +72,17 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn notes(&self) -> Vec<String> {
+    pub(super) fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
 
-    pub fn passthrough(&self) -> bool {
+    pub(super) fn passthrough(&self) -> bool {
         self.c.hyperv.passthrough.is_some()
     }
 
     /// On, explicitly or because passthrough turns it on (hv-evmcs only where the host is
     /// not known to be non-Intel: KVM offers it on VMX only).
-    pub fn on(&self, f: HvFlag) -> bool {
+    pub(super) fn on(&self, f: HvFlag) -> bool {
         if self.passthrough() && f.in_passthrough() {
             return f != HvFlag::Evmcs || !self.vendor_known_not_intel();
         }
@@ -90,7 +90,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// On by an explicit setting (not through passthrough).
-    pub fn explicit_on(&self, f: HvFlag) -> Option<&FlagSetting> {
+    pub(super) fn explicit_on(&self, f: HvFlag) -> Option<&FlagSetting> {
         self.c
             .hyperv
             .flags
@@ -99,7 +99,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Where `f` is set (on or off), else where it would go.
-    pub fn origin(&self, f: HvFlag) -> Origin {
+    pub(super) fn origin(&self, f: HvFlag) -> Origin {
         match self.c.hyperv.flags.get(&f) {
             Some(s) => s.origin.clone(),
             None if f == HvFlag::Time => self.clock_anchor(),
@@ -108,7 +108,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Where Hyper-V settings go.
-    pub fn anchor(&self) -> Origin {
+    pub(super) fn anchor(&self) -> Origin {
         self.c.hyperv.anchor.clone().unwrap_or_else(|| {
             Origin::implied(match self.c.format {
                 Format::Libvirt => "/domain/features/hyperv (absent)",
@@ -119,7 +119,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Where clock settings go (libvirt `<clock>`; on QEMU, hv-time is a `-cpu` flag).
-    pub fn clock_anchor(&self) -> Origin {
+    pub(super) fn clock_anchor(&self) -> Origin {
         match self.c.format {
             Format::Libvirt => self
                 .c
@@ -131,19 +131,19 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    pub fn windows(&self) -> bool {
+    pub(super) fn windows(&self) -> bool {
         self.guest.is_windows()
     }
 
-    pub fn intel(&self) -> bool {
+    pub(super) fn intel(&self) -> bool {
         self.opts.host.vendor == Some(Vendor::Intel)
     }
 
-    pub fn amd(&self) -> bool {
+    pub(super) fn amd(&self) -> bool {
         matches!(self.opts.host.vendor, Some(Vendor::Amd | Vendor::Hygon))
     }
 
-    pub fn vendor_known_not_intel(&self) -> bool {
+    pub(super) fn vendor_known_not_intel(&self) -> bool {
         self.opts
             .host
             .vendor
@@ -152,7 +152,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Host APIC virtualization: APICv on Intel, AVIC on AMD; either when the vendor is unknown.
-    pub fn apic_virt(&self) -> Option<bool> {
+    pub(super) fn apic_virt(&self) -> Option<bool> {
         let h = &self.opts.host;
         if self.intel() {
             h.apicv
@@ -165,12 +165,12 @@ impl<'a> Ctx<'a> {
 
     /// The most vCPUs the VM can run without a restart (the maximum when vCPU hot-plug is
     /// configured: enlightenments cannot be added later without a restart, vCPUs can).
-    pub fn vcpus(&self) -> Option<u32> {
+    pub(super) fn vcpus(&self) -> Option<u32> {
         self.e.max_vcpus.or(self.e.vcpus)
     }
 
     /// `16 vCPUs`, or `up to 16 vCPUs (2 at boot)` with hot-plug.
-    pub fn vcpus_text(&self) -> Option<String> {
+    pub(super) fn vcpus_text(&self) -> Option<String> {
         let max = self.vcpus()?;
         Some(match self.e.vcpus {
             Some(boot) if boot != max => format!("up to {max} vCPUs ({boot} at boot)"),
@@ -179,7 +179,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A TCG remark for dependency errors.
-    pub fn tcg_remark(&self) -> &'static str {
+    pub(super) fn tcg_remark(&self) -> &'static str {
         match self.c.accel.as_ref().map(|a| a.value) {
             Some(Accel::Tcg) => {
                 " (this file selects TCG, where QEMU skips the check; on KVM the VM does not start)"
@@ -189,7 +189,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// A finding of `rule`, its source from the catalogue.
-    pub fn finding(
+    pub(super) fn finding(
         &self,
         rule: &'static str,
         severity: Severity,

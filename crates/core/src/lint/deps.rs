@@ -30,7 +30,7 @@ const EDGES: [(&str, HvFlag, &[HvFlag]); 9] = [
 const EXTRA: [(&str, HvFlag, &[HvFlag]); 1] =
     [("HV-DEP-007", HvFlag::TlbflushDirect, &[HvFlag::Vapic])];
 
-pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     for (rule, flag, needs) in EDGES.iter().chain(EXTRA.iter()) {
         if !ctx.on(*flag) {
             continue;

@@ -38,10 +38,10 @@ impl Fix {
 }
 
 /// The spinlock retry count the fixes and presets use (0x1fff, as PVE, NOVA and virt-install).
-pub const SPINLOCK_RETRIES: u32 = 8191;
+pub(crate) const SPINLOCK_RETRIES: u32 = 8191;
 
 /// The libvirt XML that turns `flag` on (`value` for the vendor id).
-pub fn libvirt_on(flag: HvFlag, value: Option<&str>) -> Option<String> {
+pub(crate) fn libvirt_on(flag: HvFlag, value: Option<&str>) -> Option<String> {
     Some(match flag {
         HvFlag::Time => "<timer name='hypervclock' present='yes'/>".to_string(),
         HvFlag::Crash => "<panic model='hyperv'/>".to_string(),
@@ -60,7 +60,7 @@ pub fn libvirt_on(flag: HvFlag, value: Option<&str>) -> Option<String> {
 }
 
 /// The libvirt XML that turns `flag` off.
-pub fn libvirt_off(flag: HvFlag) -> Option<String> {
+pub(crate) fn libvirt_off(flag: HvFlag) -> Option<String> {
     Some(match flag {
         HvFlag::Time => {
             "<timer name='hypervclock' present='no'/> (or remove the timer)".to_string()
@@ -78,7 +78,7 @@ pub fn libvirt_off(flag: HvFlag) -> Option<String> {
 }
 
 /// The QEMU `-cpu` property that turns `flag` on.
-pub fn qemu_on(flag: HvFlag, value: Option<&str>) -> String {
+pub(crate) fn qemu_on(flag: HvFlag, value: Option<&str>) -> String {
     match flag {
         HvFlag::Spinlocks => format!("hv-spinlocks={SPINLOCK_RETRIES:#x}"),
         HvFlag::VendorId => format!("hv-vendor-id={}", value.unwrap_or("KVM Hv")),
@@ -88,7 +88,7 @@ pub fn qemu_on(flag: HvFlag, value: Option<&str>) -> String {
 
 /// The fix that adds `flags` (libvirt children of `<hyperv>` / `<clock>` / `<devices>`, QEMU
 /// `-cpu` properties).
-pub fn add(summary: impl Into<String>, flags: &[HvFlag]) -> Fix {
+pub(crate) fn add(summary: impl Into<String>, flags: &[HvFlag]) -> Fix {
     let xml: Vec<String> = flags.iter().filter_map(|&f| libvirt_on(f, None)).collect();
     let qemu: Vec<String> = flags.iter().map(|&f| qemu_on(f, None)).collect();
     let only_qemu: Vec<&str> = flags
@@ -112,7 +112,7 @@ pub fn add(summary: impl Into<String>, flags: &[HvFlag]) -> Fix {
 }
 
 /// The fix that removes `flag`.
-pub fn remove(summary: impl Into<String>, flag: HvFlag) -> Fix {
+pub(crate) fn remove(summary: impl Into<String>, flag: HvFlag) -> Fix {
     Fix {
         summary: summary.into(),
         libvirt: Some(

@@ -5,7 +5,7 @@ use super::context::Ctx;
 use super::{Finding, Severity, fix};
 use crate::config::HvFlag;
 
-pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     if let Some(s) = ctx.explicit_on(HvFlag::Evmcs) {
         let why = if ctx.vendor_known_not_intel() {
             let vendor = match &ctx.opts.host.vendor {

@@ -1,7 +1,7 @@
 //! `lint`: checks a [`VmConfig`] against the Hyper-V enlightenment rules (docs/lint.md) —
 //! dependencies QEMU enforces (`HV-DEP-*`), host mismatches (`HV-HOST-*`), performance traps
 //! (`HV-PERF-*`) and operational traps (`HV-OPS-*`) — with optional host facts, and prints the
-//! workload presets ([`presets`]). Rules never parse: they read the configuration model and
+//! workload presets (`presets`). Rules never parse: they read the configuration model and
 //! [`Options`]. Each finding names the rule, a severity, the cause in plain words, the element
 //! or flag at fault, the fix (libvirt XML and QEMU flag) and the sources it rests on.
 //!
@@ -14,7 +14,7 @@
 //! The rules are about x86 (Hyper-V enlightenments exist only on QEMU's x86 CPUs, the PIT and
 //! HPET only on PC machines): a configuration for another architecture gets none. Values a
 //! launch script leaves open become caveats on the findings they touch; findings that repeat
-//! are merged with a count ([`caveats`]).
+//! are merged with a count (`caveats`).
 
 mod avic;
 mod caveats;
@@ -24,8 +24,8 @@ pub(crate) mod fix;
 mod host;
 mod ops;
 mod perf;
-pub mod presets;
-pub mod rules;
+pub(crate) mod presets;
+pub(crate) mod rules;
 
 use serde::Serialize;
 
@@ -33,6 +33,10 @@ use crate::config::{Effective, Format, Guest, GuestFamily, Origin, Version, VmCo
 use crate::facts::HostFacts;
 pub use fix::Fix;
 pub use presets::{Preset, Recommendation};
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use presets::recommend;
+pub use rules::{RULES, all as rules};
 
 /// The version of the lint JSON schema.
 pub const SCHEMA: &str = "virtlens.lint/1";

@@ -8,7 +8,7 @@ use super::{Finding, Fix, Severity, fix};
 use crate::config::effective::parse_number;
 use crate::config::{Format, GuestFamily, GuestSource, HvFlag, WinGen};
 
-pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     passthrough(ctx, out);
     if ctx.opts.migratable
         && ctx.c.timers.tsc_frequency.is_none()

@@ -22,7 +22,7 @@ const WINDOWS_SET: [HvFlag; 11] = [
     HvFlag::Ipi,
 ];
 
-pub fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+pub(super) fn check(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
     let win = ctx.windows();
     let none = win && !ctx.e.any_enlightenment();
     if none {

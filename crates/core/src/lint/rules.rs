@@ -325,12 +325,12 @@ pub fn all() -> impl Iterator<Item = &'static Rule> {
 }
 
 /// The rule with `id`.
-pub fn get(id: &str) -> Option<&'static Rule> {
+pub(crate) fn get(id: &str) -> Option<&'static Rule> {
     all().find(|r| r.id == id)
 }
 
 /// The sources of rule `id` (empty for an unknown id).
-pub fn source(id: &str) -> &'static str {
+pub(crate) fn source(id: &str) -> &'static str {
     get(id).map_or("", |r| r.source)
 }
 

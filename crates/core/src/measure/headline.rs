@@ -8,12 +8,12 @@ use super::mode::Mode;
 use super::report::{BackendLabel, ScenarioResult, Status, TestResult};
 
 /// The test whose cost is "a port exit to the VMM".
-pub const VMM_PORT_TEST: &str = "pio_out_user";
+pub(crate) const VMM_PORT_TEST: &str = "pio_out_user";
 /// The test whose cost is "an in-kernel port exit".
-pub const KERNEL_PORT_TEST: &str = "ioeventfd_pio";
+pub(crate) const KERNEL_PORT_TEST: &str = "ioeventfd_pio";
 /// The scenario whose ratio is "reading the clock through the ACPI PM timer costs Z× a
 /// TSC-page read".
-pub const CLOCK_SCENARIO: &str = "clock_read";
+pub(crate) const CLOCK_SCENARIO: &str = "clock_read";
 
 /// Port exit costs in one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -58,7 +58,7 @@ pub enum Eoi {
 }
 
 /// A count per IO: the guest's, the VMM's or KVM's, over every run.
-pub type PerIo = f64;
+pub(crate) type PerIo = f64;
 
 /// The trapping operations of one IO, by kind (each an exit on VMX/SVM without APIC
 /// virtualization; counted by the guest and the VMM, never taken from the backend's `exits`).

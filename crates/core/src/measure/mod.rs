@@ -1,18 +1,18 @@
 //! Lab measurements (`virtlens exitcost` / `virtlens lab`): the result types the micro-VM lab in
-//! virtlens-host fills, the statistics over interleaved runs ([`summary`]), the headline numbers
-//! of a lab run ([`mod@headline`]), which figures the clock cannot resolve ([`resolution`]) and the
-//! date of a recording ([`date`]). Pure: no I/O, no unsafe.
+//! virtlens-host fills, the statistics over interleaved runs (`summary`), the headline numbers
+//! of a lab run (`headline`), which figures the clock cannot resolve (`resolution`) and the
+//! date of a recording (`date`). Pure: no I/O, no unsafe.
 //! Every result carries its [`BackendLabel`], so numbers from an emulating backend are never
 //! shown as hardware exit costs.
 
-pub mod date;
-pub mod diagnosed;
-pub mod headline;
-pub mod io_path;
+pub(crate) mod date;
+pub(crate) mod diagnosed;
+pub(crate) mod headline;
+pub(crate) mod io_path;
 mod mode;
 mod report;
-pub mod resolution;
-pub mod summary;
+pub(crate) mod resolution;
+pub(crate) mod summary;
 
 pub use headline::{ClockLine, Headline, Lesson, PortLine, ScenarioLine, headline, lesson};
 pub use mode::Mode;
@@ -21,3 +21,11 @@ pub use report::{
     ScenarioResult, Status, TestResult, VariantResult,
 };
 pub use summary::Summary;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use date::utc as utc_date;
+pub use diagnosed::diagnose_scenarios;
+pub use headline::ratio;
+pub use io_path::{Delivery, Eoi, ExitsPerIo, IoPathReport, IoPathRow, ReturnsPerIo, TimePerIo};
+pub use resolution::{label_lab, label_test, label_variant, per_op};
+pub use summary::paired_differences;

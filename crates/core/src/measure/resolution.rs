@@ -6,7 +6,7 @@
 //! More operations per run resolve it.
 
 use super::headline::{headline, ratio};
-use super::report::{ExitCostReport, LabReport, Status, TestResult, VariantResult};
+use super::report::{LabReport, Status, TestResult, VariantResult};
 
 /// The smallest cost per operation a clock with steps of `clock_ns` can show at `ops` per
 /// run; `differenced`: the figure is a difference of two runs.
@@ -16,7 +16,7 @@ pub fn per_op(clock_ns: f64, ops: u64, differenced: bool) -> Option<f64> {
 }
 
 /// Why a median of `median` ns per operation is unresolved at `resolution`, if it is.
-pub fn unresolved(median: f64, resolution: Option<f64>) -> Option<String> {
+pub(crate) fn unresolved(median: f64, resolution: Option<f64>) -> Option<String> {
     if median < 0.0 {
         return Some(
             "negative once the nop loop of the same round is subtracted: the operation costs \
@@ -77,7 +77,8 @@ pub fn label_lab(r: &mut LabReport) {
 }
 
 /// Labels every test of `r`.
-pub fn label_exitcost(r: &mut ExitCostReport) {
+#[cfg(test)]
+pub(crate) fn label_exitcost(r: &mut super::report::ExitCostReport) {
     r.tests.iter_mut().for_each(label_test);
 }
 

@@ -60,7 +60,7 @@ pub struct Checked {
 }
 
 /// The schema of `virtlens model overcommit --measure --json`.
-pub const SCHEMA: &str = "virtlens.model.overcommit.checked/1";
+pub(crate) const SCHEMA: &str = "virtlens.model.overcommit.checked/1";
 
 fn median(v: &[f64]) -> Option<f64> {
     Spread::of(v).map(|s| s.median)

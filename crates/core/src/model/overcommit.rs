@@ -64,11 +64,11 @@ pub struct Overcommit {
 }
 
 /// The schema of `virtlens model overcommit --json`.
-pub const SCHEMA: &str = "virtlens.model.overcommit/1";
+pub(crate) const SCHEMA: &str = "virtlens.model.overcommit/1";
 
 /// Erlang's C formula: the probability of waiting in an M/M/c queue with offered load `a`
 /// (< c), by the stable recursion through Erlang's B.
-pub fn erlang_c(c: u32, a: f64) -> f64 {
+pub(crate) fn erlang_c(c: u32, a: f64) -> f64 {
     let mut b = 1.0;
     for k in 1..=c {
         b = a * b / (f64::from(k) + a * b);
@@ -88,7 +88,7 @@ fn finish(p_wait: f64, wait_over_burst: f64, util: f64) -> Prediction {
 }
 
 /// Why the inputs cannot be modelled, if they cannot.
-pub fn check(i: &Inputs) -> Result<(), String> {
+pub(crate) fn check(i: &Inputs) -> Result<(), String> {
     if i.pcpus == 0 || i.vcpus == 0 {
         return Err("--pcpus and --vcpus must be at least 1".into());
     }
@@ -101,7 +101,7 @@ pub fn check(i: &Inputs) -> Result<(), String> {
     Ok(())
 }
 
-/// Both models for `i` (checked with [`check`] first).
+/// Both models for `i` (checked with `check` first).
 pub fn predict(i: Inputs) -> Result<Overcommit, String> {
     check(&i)?;
     let c = f64::from(i.pcpus);

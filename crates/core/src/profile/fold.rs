@@ -26,7 +26,7 @@ fn keys_word(kind: &TableKind) -> &'static str {
 
 /// The key of the `other` row of a table of `kind`; `range` is the lowest and highest
 /// address (port, MSR) folded into it, when the keys are numbers.
-pub fn other_key(kind: &TableKind, range: Option<(u64, u64)>) -> Key {
+pub(crate) fn other_key(kind: &TableKind, range: Option<(u64, u64)>) -> Key {
     let name = match range {
         Some((low, high)) => format!("other {} {low:#x}–{high:#x}", keys_word(kind)),
         None => format!("other {}", keys_word(kind)),
@@ -36,7 +36,7 @@ pub fn other_key(kind: &TableKind, range: Option<(u64, u64)>) -> Key {
 
 /// The note saying that a table of `kind` folded `rows` rows holding `events` events into
 /// its `other` row `key`.
-pub fn folded_note(kind: &TableKind, cap: usize, key: &Key, rows: u64, events: u64) -> Note {
+pub(crate) fn folded_note(kind: &TableKind, cap: usize, key: &Key, rows: u64, events: u64) -> Note {
     Note {
         line: None,
         message: format!(

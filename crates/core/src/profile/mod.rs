@@ -6,11 +6,11 @@
 //! `null`: it is never invented. The JSON form is versioned by [`SCHEMA`].
 
 mod counters;
-pub mod fold;
+pub(crate) mod fold;
 mod histogram;
 mod key;
 mod row;
-pub mod sched;
+pub(crate) mod sched;
 mod stats;
 
 use std::collections::BTreeMap;
@@ -26,6 +26,10 @@ pub use sched::SchedSamples;
 pub use stats::{TimeStats, Welford};
 
 use crate::decode::Isa;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use fold::TABLE_CAP;
+pub use sched::{HostTicks, SchedInterval, VcpuSched};
 
 /// The version of the profile JSON schema.
 pub const SCHEMA: &str = "virtlens.profile/1";
@@ -127,7 +131,7 @@ impl Origin {
         crate::facts::ExitTiming::of_origin(self.backend.as_deref(), self.cpu_emulator.as_deref())
     }
 
-    /// The backend as figures are labelled with it (see [`crate::facts::backend_label`]).
+    /// The backend as figures are labelled with it (see `crate::facts::backend_label`).
     pub fn backend_label(&self) -> Option<String> {
         crate::facts::backend_label(self.backend.as_deref(), self.cpu_emulator.as_deref())
     }
@@ -182,7 +186,7 @@ pub enum TableKind {
     /// does not emulate, lockups of vCPU threads, KVM's module warnings.
     KernelLog,
     /// APICv/AVIC inhibit changes by reason and direction (`apicv_inhibit`: keys as
-    /// [`crate::decode::apicv_inhibit::Change::key`]); a `cleared` row's durations are the
+    /// `crate::decode::apicv_inhibit::Change::key`); a `cleared` row's durations are the
     /// time the reason was set before it, when the trace has timestamps.
     ApicvInhibit,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// A window holds at most this many intervals; beyond, neighbours are merged in pairs (a
 /// day-long capture keeps a bounded series).
-pub const MAX_INTERVALS: usize = 1024;
+pub(crate) const MAX_INTERVALS: usize = 1024;
 
 /// Everything sampled over one window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -122,7 +122,7 @@ impl SchedInterval {
 }
 
 impl SchedSamples {
-    /// Appends `iv`, merging neighbours in pairs once [`MAX_INTERVALS`] are held.
+    /// Appends `iv`, merging neighbours in pairs once `MAX_INTERVALS` are held.
     pub fn push_interval(&mut self, iv: SchedInterval) {
         if self.intervals.len() >= MAX_INTERVALS {
             let old = std::mem::take(&mut self.intervals);

@@ -10,7 +10,7 @@ use crate::analysis::Totals;
 use crate::analysis::compare::{CompareRow, CompareTable, Comparison, Measure, Verdict};
 
 /// Renders `c` as text.
-pub fn render(c: &Comparison, style: &Style) -> String {
+pub(crate) fn render(c: &Comparison, style: &Style) -> String {
     let mut out = String::new();
     for i in &c.inputs {
         let partial = if i.partial {

@@ -197,7 +197,7 @@ fn analysis(out: &mut String, a: &Analysis, style: &Style) {
 }
 
 /// `virtlens counters`.
-pub fn render(report: &Report, style: &Style) -> String {
+pub(crate) fn render(report: &Report, style: &Style) -> String {
     let mut out = String::new();
     for (i, a) in report.inputs.iter().enumerate() {
         if i > 0 {
@@ -214,7 +214,7 @@ pub fn render(report: &Report, style: &Style) -> String {
 
 /// The statistics of every counter of `log` (what `report` shows), the `top` largest means
 /// first when asked.
-pub fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) -> String {
+pub(crate) fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) -> String {
     let mut out = String::new();
     out.push_str(&Style::paint(
         style.title,
@@ -263,7 +263,7 @@ pub fn series(input: &str, log: &CounterLog, top: Option<usize>, style: &Style) 
 }
 
 /// Counters side by side (`compare`).
-pub fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> String {
+pub(crate) fn compare(c: &crate::counters::compare::Comparison, style: &Style) -> String {
     let mut out = String::new();
     out.push_str(&Style::paint(
         style.title,

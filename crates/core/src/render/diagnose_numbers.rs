@@ -14,7 +14,7 @@ use crate::diagnose::{
 use crate::facts::Vendor;
 
 /// `of exit-handling time without idle`, …
-pub fn share_of(of: ShareOf) -> &'static str {
+pub(crate) fn share_of(of: ShareOf) -> &'static str {
     match of {
         ShareOf::OverheadTime => "of exit-handling time without idle",
         ShareOf::OverheadExits => "of exits without idle",
@@ -24,7 +24,7 @@ pub fn share_of(of: ShareOf) -> &'static str {
 }
 
 /// `of a vCPU`, …
-pub fn cpu_of(b: CpuBasis) -> &'static str {
+pub(crate) fn cpu_of(b: CpuBasis) -> &'static str {
     match b {
         CpuBasis::WindowVcpus => "of a vCPU",
         CpuBasis::WindowOneCpu => "of one CPU (all vCPUs together)",
@@ -34,7 +34,7 @@ pub fn cpu_of(b: CpuBasis) -> &'static str {
 
 /// A cost in one line: `893,519 exits · 5.81 s (88.5% of exit-handling time without idle) ·
 /// 12.0% of a vCPU · 4,037/s`.
-pub fn cost(c: &Cost) -> String {
+pub(crate) fn cost(c: &Cost) -> String {
     let mut parts = Vec::new();
     if c.exits > 0 {
         parts.push(format!("{} events", format::count(c.exits)));
@@ -64,7 +64,7 @@ pub fn cost(c: &Cost) -> String {
 
 /// What fixing should change: `−893,519 events, −5.81 s of handling (88.5% of …, 12.0% of a
 /// vCPU): text`.
-pub fn effect(e: &Effect) -> String {
+pub(crate) fn effect(e: &Effect) -> String {
     let mut parts = Vec::new();
     if let Some(n) = e.exits_saved.filter(|&n| n > 0) {
         parts.push(format!("−{} events", format::count(n)));
@@ -99,7 +99,7 @@ pub fn effect(e: &Effect) -> String {
 /// The over-commit model's prediction: `model (fair-share): 6 vCPUs each wanting 97% of a CPU
 /// on 2 CPUs + 0.30 CPUs of other load: ready 67.8% (66.1% measured), work ×3.10; with 1 vCPU:
 /// ready 0.0%, work ×1.00`.
-pub fn model(m: &ModelEffect) -> String {
+pub(crate) fn model(m: &ModelEffect) -> String {
     let after = match m.scenario {
         Scenario::FewerVcpus { vcpus } => {
             format!("with {vcpus} vCPU{}", if vcpus == 1 { "" } else { "s" })
@@ -125,7 +125,7 @@ pub fn model(m: &ModelEffect) -> String {
 /// The vCPU threads' scheduling in one line: `vCPU scheduling: 6 vCPU threads on 2 CPUs ·
 /// ready 66.1% · runnable vCPUs per CPU 2.98 (above one in 100.0% of 3 intervals) · host busy
 /// 99.5%, other load 0.30 CPUs, steal 0.4%`.
-pub fn sched_line(s: &SchedSummary) -> String {
+pub(crate) fn sched_line(s: &SchedSummary) -> String {
     let n: usize = s.vms.iter().map(|v| v.vcpus.len()).sum();
     let mut parts = vec![format!(
         "vCPU scheduling over {}: {n} vCPU thread{} on {} CPUs",
@@ -177,7 +177,7 @@ fn threshold(m: Measure, v: f64) -> String {
 
 /// Why the severity: `high: 12.0% ≥ 10.0% (low 1.0%, medium 3.0%, high 10.0%) — its share of
 /// vCPU time`.
-pub fn grade(severity: &str, g: &Grade) -> String {
+pub(crate) fn grade(severity: &str, g: &Grade) -> String {
     let mut s = severity.to_string();
     if let (Some(v), Some(t)) = (g.value, g.thresholds) {
         s.push_str(&format!(
@@ -196,7 +196,7 @@ pub fn grade(severity: &str, g: &Grade) -> String {
 }
 
 /// The input's facts: guest, host, totals, time base.
-pub fn facts(r: &InputReport) -> Vec<String> {
+pub(crate) fn facts(r: &InputReport) -> Vec<String> {
     let e = &r.evidence;
     let guest = match e.guest.family {
         crate::config::GuestFamily::Windows => "Windows",
@@ -357,7 +357,7 @@ fn io_line(io: &IoView) -> String {
 }
 
 /// The answer for one input, in one paragraph.
-pub fn answer(d: &Diagnosis, r: &InputReport) -> String {
+pub(crate) fn answer(d: &Diagnosis, r: &InputReport) -> String {
     let main = d.main_of(r.input.number);
     let fix = |f: &Finding| {
         let s = f.fix_summary();

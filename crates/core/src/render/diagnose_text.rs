@@ -16,7 +16,7 @@ const INDENT: usize = 3;
 const LABEL: usize = 10;
 
 /// Renders `d` as text; `style` colours whole lines (the caller strips it when needed).
-pub fn render(d: &Diagnosis, style: &Style) -> String {
+pub(crate) fn render(d: &Diagnosis, style: &Style) -> String {
     let mut out = String::new();
     for (i, input) in d.inputs.iter().enumerate() {
         if i > 0 {

@@ -5,7 +5,7 @@ use crate::decode::Isa;
 use crate::profile::TableKind;
 
 /// What a table of `kind` holds, for titles: `VM exits (VMX)`, `IO port accesses`, ….
-pub fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
+pub(crate) fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
     match kind {
         TableKind::Vmexit => match isa {
             Some(isa) => format!("VM exits ({})", isa.as_str().to_uppercase()),
@@ -22,11 +22,11 @@ pub fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
 }
 
 /// The width text renderers wrap prose at.
-pub const WIDTH: usize = 100;
+pub(crate) const WIDTH: usize = 100;
 
 /// `text` wrapped at [`WIDTH`], continuation lines indented by `indent`; ends with a newline.
 /// Runs of spaces (alignment) are kept.
-pub fn wrap(text: &str, indent: usize) -> String {
+pub(crate) fn wrap(text: &str, indent: usize) -> String {
     let mut out = String::new();
     let mut tokens = text.split(' ');
     let mut line = tokens.next().unwrap_or("").to_string();
@@ -89,17 +89,17 @@ pub fn duration(ns: f64) -> String {
 }
 
 /// An optional duration; `-` when unknown.
-pub fn opt_duration(ns: Option<f64>) -> String {
+pub(crate) fn opt_duration(ns: Option<f64>) -> String {
     ns.map_or_else(|| "-".to_string(), duration)
 }
 
 /// A share (0–1) as a percentage.
-pub fn share(s: f64) -> String {
+pub(crate) fn share(s: f64) -> String {
     format!("{:.1}%", s * 100.0)
 }
 
 /// A change in percent with its sign (`+326%`, `−100%`); `new` when the thing appeared.
-pub fn change(pct: Option<f64>, appeared: bool) -> String {
+pub(crate) fn change(pct: Option<f64>, appeared: bool) -> String {
     match pct {
         Some(p) if p.abs() < 0.5 => "±0%".to_string(),
         Some(p) if p < 0.0 => format!("−{:.0}%", -p),
@@ -111,7 +111,7 @@ pub fn change(pct: Option<f64>, appeared: bool) -> String {
 
 /// Events per IO: two decimals, more below 0.1 so that small figures keep two significant
 /// digits (`0.0019`), at most six; zero is `0`.
-pub fn per_io(v: f64) -> String {
+pub(crate) fn per_io(v: f64) -> String {
     if !v.is_finite() || v <= 0.0 {
         return if v == 0.0 { "0".into() } else { format!("{v}") };
     }
@@ -130,7 +130,7 @@ pub fn rate(per_s: f64) -> String {
 }
 
 /// A counter value: thousands separators from 1,000 on, fewer decimals as it grows.
-pub fn value(v: f64) -> String {
+pub(crate) fn value(v: f64) -> String {
     let a = v.abs();
     let sign = if v < 0.0 { "-" } else { "" };
     if a >= 1_000.0 {

@@ -80,7 +80,7 @@ pub(crate) const HEADER: [&str; 15] = [
 ];
 
 /// Appends the IO-path section of a lab report.
-pub fn io_path(out: &mut String, r: &IoPathReport, backend: &BackendLabel, style: &Style) {
+pub(crate) fn io_path(out: &mut String, r: &IoPathReport, backend: &BackendLabel, style: &Style) {
     out.push('\n');
     out.push_str(&Style::paint(
         style.title,

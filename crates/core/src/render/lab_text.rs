@@ -14,7 +14,7 @@ use crate::measure::{
 };
 
 /// Renders an exit-cost report.
-pub fn exitcost(r: &ExitCostReport, style: &Style) -> String {
+pub(crate) fn exitcost(r: &ExitCostReport, style: &Style) -> String {
     let mut out = String::new();
     header(
         &mut out,
@@ -41,7 +41,7 @@ fn notes(out: &mut String, notes: &[String], style: &Style) {
 }
 
 /// Renders a lab report.
-pub fn lab(r: &LabReport, style: &Style) -> String {
+pub(crate) fn lab(r: &LabReport, style: &Style) -> String {
     let mut out = String::new();
     super::lab_answer::answer(&mut out, r, style);
     out.push_str(&Style::paint(style.title, "Details"));
@@ -66,7 +66,7 @@ pub fn lab(r: &LabReport, style: &Style) -> String {
 }
 
 /// The banner of the offline demo: why nothing was measured, and whose numbers follow.
-pub fn recording_banner(r: &LabReport, why: &str, style: &Style) -> String {
+pub(crate) fn recording_banner(r: &LabReport, why: &str, style: &Style) -> String {
     let lines = [
         format!("{why}: showing the offline demo."),
         format!(

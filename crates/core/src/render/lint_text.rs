@@ -84,7 +84,7 @@ fn header(out: &mut String, r: &LintReport, style: &Style) {
 }
 
 /// The host facts lint used, in a line.
-pub fn host(h: &HostFacts) -> String {
+pub(crate) fn host(h: &HostFacts) -> String {
     let mut parts = Vec::new();
     match &h.vendor {
         Some(Vendor::Intel) => parts.push("Intel".to_string()),

@@ -32,7 +32,7 @@ fn cells(name: &str, p: &Prediction) -> Vec<String> {
 }
 
 /// Renders one prediction.
-pub fn overcommit(m: &Overcommit, style: &Style) -> String {
+pub(crate) fn overcommit(m: &Overcommit, style: &Style) -> String {
     let i = &m.inputs;
     let mut out = Style::paint(
         style.title,
@@ -64,7 +64,7 @@ fn spread(s: &Option<virtlens_guest::stats::Spread>, unit: &str) -> String {
 }
 
 /// Renders the predicted-against-measured table.
-pub fn checked(t: &crate::model::checked::Checked, style: &Style) -> String {
+pub(crate) fn checked(t: &crate::model::checked::Checked, style: &Style) -> String {
     let mut out = Style::paint(
         style.title,
         &format!(

@@ -10,7 +10,7 @@ use crate::decode::Isa;
 use crate::profile::TableKind;
 
 /// Renders `report` as text; `style` colours whole lines (the caller strips it when needed).
-pub fn render(report: &Report, style: &Style) -> String {
+pub(crate) fn render(report: &Report, style: &Style) -> String {
     let mut out = String::new();
     for (i, t) in report.tables.iter().enumerate() {
         if i > 0 {

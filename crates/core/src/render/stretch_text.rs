@@ -58,7 +58,7 @@ fn right_align(grid: &mut Grid, from: usize, to: usize) {
 }
 
 /// Renders `r` as text.
-pub fn render(r: &StretchReport, style: &Style) -> String {
+pub(crate) fn render(r: &StretchReport, style: &Style) -> String {
     let mut out = String::new();
     for (i, l) in r.layers.iter().enumerate() {
         let source = match i.checked_sub(1).and_then(|p| r.layers.get(p)) {

@@ -72,7 +72,7 @@ pub struct TopCounter {
 }
 
 /// The screen for `view`, at most `rows` reasons per VM.
-pub fn render(view: &TopView, style: &Style, rows: usize) -> String {
+pub(crate) fn render(view: &TopView, style: &Style, rows: usize) -> String {
     let mut out = String::new();
     let mut head = format!(
         "virtlens top · {:.1} s interval · {} events ({}) · {} lost",
@@ -157,7 +157,7 @@ pub fn render(view: &TopView, style: &Style, rows: usize) -> String {
 
 /// Ready % per VM and per vCPU thread: run and ready shares of wall time, wait per dispatch
 /// (also what `report` shows of a capture).
-pub fn sched_table(s: &SchedSummary, style: &Style) -> String {
+pub(crate) fn sched_table(s: &SchedSummary, style: &Style) -> String {
     let mut out = String::new();
     out.push_str(&Style::paint(style.title, &sched_line(s)));
     out.push('\n');

@@ -10,7 +10,7 @@ use crate::profile::{Note, Profile};
 
 /// Folds every over-long table, and notes every table whose counts or times add up to more
 /// than 2^64−1.
-pub fn settle(mut profile: Profile) -> Profile {
+pub(super) fn settle(mut profile: Profile) -> Profile {
     let mut notes: Vec<Note> = profile
         .tables
         .iter_mut()

@@ -29,7 +29,7 @@ pub const CONFIG_CAP: u64 = 16 << 20;
 /// The most of a pipe that is copied to a temporary file for a format that must seek (perf.data,
 /// Parquet, perfmon CSV): far above real captures of minutes (hundreds of MiB), far below what
 /// fills a disk or a tmpfs /tmp (repro C2: 6.6 GB in 10 s from /dev/zero).
-pub const SPOOL_CAP: u64 = 2 << 30;
+pub(crate) const SPOOL_CAP: u64 = 2 << 30;
 
 /// The buffer between the input and the line readers.
 const BUFFER: usize = 256 * 1024;
@@ -49,7 +49,7 @@ fn is_stdin(path: &Path) -> bool {
 
 /// Reads `path` (`-` for standard input) as `format`, or as the detected format. A compressed
 /// or UTF-16 input is unwrapped first ([`wrapped`]).
-pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
+pub(crate) fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
     let name = display_name(path);
     let io = |e| Error::io(path, e);
     if is_stdin(path) {

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::profile::{Note, Profile};
 
 /// A line-oriented format: what it does with each line, and with the end of the input.
-pub trait LineFormat {
+pub(super) trait LineFormat {
     /// Line `n` (1-based), cleaned.
     fn line(&mut self, n: usize, text: &str);
 
@@ -54,18 +54,18 @@ pub trait LineFormat {
 }
 
 /// The longest line tried as two joined lines (two rows of any of the table formats fit).
-pub const MAX_JOINED: usize = 320;
+pub(super) const MAX_JOINED: usize = 320;
 
 /// How many halves of lines one input may have read while looking for joined lines (a try
 /// reads the halves at every split point of a line): past this, no more lines are tried, so an
 /// input of many unreadable lines costs at most this many short reads more.
-pub const MAX_JOINED_READS: usize = 40_000;
+pub(super) const MAX_JOINED_READS: usize = 40_000;
 
 /// Where `text`, a line that does not read whole, splits into two lines that both read by
 /// `reads` (the first such point): the two halves, the second cleaned as a line is (it may
 /// start with mail quote marks). Never splits inside a number (between two digits or at its
 /// decimal point), so no number is made up; `None` when no split reads.
-pub fn split_joined(text: &str, reads: impl Fn(&str) -> bool) -> Option<(&str, String)> {
+pub(super) fn split_joined(text: &str, reads: impl Fn(&str) -> bool) -> Option<(&str, String)> {
     if text.len() > MAX_JOINED {
         return None;
     }
@@ -116,7 +116,7 @@ fn name_like(word: &str) -> bool {
 const MAX_SPLITS: usize = 4;
 
 /// Reads `reader` with `format`; `path` names the input in errors.
-pub fn read_lines<R: BufRead, F: LineFormat>(
+pub(super) fn read_lines<R: BufRead, F: LineFormat>(
     reader: R,
     path: &str,
     mut format: F,
@@ -168,7 +168,7 @@ pub fn read_lines<R: BufRead, F: LineFormat>(
 
 /// What a reader must account for by the end of the input.
 #[derive(Debug, Default)]
-pub struct LineBook {
+pub(super) struct LineBook {
     first_unrecognised: Option<(usize, String)>,
     /// The last line not recognised before the first row: if it is right above that row and
     /// shaped like one, it is that table's first row, damaged (noted when the row comes).
@@ -187,7 +187,7 @@ const MAX_REPAIR_NOTES: usize = 20;
 
 impl LineBook {
     /// A row was read from line `n`.
-    pub fn row(&mut self, n: usize) {
+    pub(super) fn row(&mut self, n: usize) {
         if self.last_row.is_none()
             && let Some((m, text)) = self.last_unrecognised.take()
             && m < n
@@ -204,19 +204,19 @@ impl LineBook {
     }
 
     /// The line of the last row read.
-    pub fn last_row(&self) -> Option<usize> {
+    pub(super) fn last_row(&self) -> Option<usize> {
         self.last_row
     }
 
     /// Row-shaped line `n` could not be read, for reason `why`: it is left out, and noted.
     /// (A row that is only partly there, as a name with no numbers, is one too.)
-    pub fn unreadable(&mut self, n: usize, text: &str, why: &str) {
+    pub(super) fn unreadable(&mut self, n: usize, text: &str, why: &str) {
         self.unread.row(n, text, why);
     }
 
     /// Damaged line `n` was still read: `how` says what it was read as (`the column header
     /// and the rule under it, joined`). Noted with the line.
-    pub fn repaired(&mut self, n: usize, how: &str) {
+    pub(super) fn repaired(&mut self, n: usize, how: &str) {
         if self.repairs.len() < MAX_REPAIR_NOTES {
             self.repairs.push(Note {
                 line: Some(n),
@@ -234,7 +234,7 @@ impl LineBook {
     }
 
     /// Line `n` is not of the format: the first such line is named if nothing is found.
-    pub fn unrecognised(&mut self, n: usize, text: &str) {
+    pub(super) fn unrecognised(&mut self, n: usize, text: &str) {
         if self.last_row.is_none() {
             self.last_unrecognised = Some((n, text.chars().take(200).collect()));
         }
@@ -245,24 +245,24 @@ impl LineBook {
 
     /// Whether the input ended inside the line of the last row read: then that is noted, and
     /// the caller marks the row's table partial.
-    pub fn last_row_cut(&self, cut: Option<usize>, notes: &mut Vec<Note>) -> bool {
+    pub(super) fn last_row_cut(&self, cut: Option<usize>, notes: &mut Vec<Note>) -> bool {
         unread::row_was_cut(cut, self.last_row, notes)
     }
 
     /// The notes of the rows that could not be read and of the lines repaired, onto `notes`.
-    pub fn note_unread(&mut self, cut: Option<usize>, notes: &mut Vec<Note>) {
+    pub(super) fn note_unread(&mut self, cut: Option<usize>, notes: &mut Vec<Note>) {
         std::mem::take(&mut self.unread).finish(cut, notes);
         notes.append(&mut self.repairs);
     }
 
     /// The first line not recognised: its number and its start.
-    pub fn first_unrecognised(self) -> Option<(usize, String)> {
+    pub(super) fn first_unrecognised(self) -> Option<(usize, String)> {
         self.first_unrecognised
     }
 
     /// The error for an input of `path` in which nothing of the format was found: the first
     /// line not recognised, and what was `expected`.
-    pub fn nothing_found(self, path: &str, expected: &str) -> Error {
+    pub(super) fn nothing_found(self, path: &str, expected: &str) -> Error {
         Error::nothing_found(path, self.first_unrecognised, expected)
     }
 }
@@ -294,7 +294,7 @@ fn damage_char(c: char) -> Option<&'static str> {
 /// although one or two characters of it are damaged ([`damage_char`]). Returns what it is and
 /// what was wrong, for the note; `None` for an intact line or any other line. A rule has at
 /// least ten dashes, so no short line of text reads as one.
-pub fn damaged_rule(text: &str) -> Option<String> {
+pub(super) fn damaged_rule(text: &str) -> Option<String> {
     let t = text.trim_ascii();
     let mut why = None;
     let mut strays = 0;
@@ -325,7 +325,7 @@ pub fn damaged_rule(text: &str) -> Option<String> {
 /// Where `text` is a rule (ten dashes or more) joined with another line before or after it,
 /// their newline lost: the byte offset where the second line starts. `None` for a whole rule
 /// and for any other line.
-pub fn rule_joined(text: &str) -> Option<usize> {
+pub(super) fn rule_joined(text: &str) -> Option<usize> {
     const RULE: usize = 10;
     if damaged_rule(text).is_some() {
         return None; // one rule, damaged
@@ -365,7 +365,7 @@ pub fn rule_joined(text: &str) -> Option<usize> {
 /// `text` without the characters that damaged it ([`damage_char`]), and what they were; `None`
 /// when it has none. For lines whose words are known (headers, labels): never for numbers,
 /// where a character taken out may have replaced a digit.
-pub fn without_damage(text: &str) -> Option<(String, &'static str)> {
+pub(super) fn without_damage(text: &str) -> Option<(String, &'static str)> {
     let why = text.chars().find_map(damage_char)?;
     Some((
         text.chars().filter(|&c| damage_char(c).is_none()).collect(),

@@ -12,11 +12,11 @@ use crate::error::Error;
 
 /// The longest line a text format may have. Real report and trace lines are at most a few
 /// hundred bytes; a longer "line" is binary data or the wrong file.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// Reads cleaned lines from `R` without allocating per line (except for lines that need
 /// repair: invalid UTF-8 or escape sequences).
-pub struct Lines<R> {
+pub(crate) struct Lines<R> {
     reader: R,
     buf: Vec<u8>,
     line_no: usize,
@@ -27,7 +27,7 @@ pub struct Lines<R> {
 
 impl<R: BufRead> Lines<R> {
     /// Lines of `reader`; `path` names the input in errors.
-    pub fn new(reader: R, path: &str) -> Self {
+    pub(crate) fn new(reader: R, path: &str) -> Self {
         Self {
             reader,
             buf: Vec::with_capacity(256),
@@ -39,7 +39,7 @@ impl<R: BufRead> Lines<R> {
 
     /// The next line, cleaned, with its 1-based number; `None` at the end of the input. A line
     /// longer than [`MAX_LINE`] is an error naming it.
-    pub fn next_line(&mut self) -> Result<Option<(usize, Cow<'_, str>)>, Error> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<(usize, Cow<'_, str>)>, Error> {
         self.buf.clear();
         if !self.read_raw_line()? {
             return Ok(None);
@@ -57,7 +57,7 @@ impl<R: BufRead> Lines<R> {
 
     /// The number of the last line when the input ended inside it (no newline after it): the
     /// input may have been cut off there. Meaningful once [`Lines::next_line`] returned `None`.
-    pub fn cut_line(&self) -> Option<usize> {
+    pub(crate) fn cut_line(&self) -> Option<usize> {
         (self.unterminated && self.line_no > 0).then_some(self.line_no)
     }
 
@@ -109,7 +109,7 @@ impl<R: BufRead> Lines<R> {
 
 /// An author's mark that rows were cut out here: `...`, `.....`, `…`, `[..]`, `[...]`, `[…]`,
 /// `<snip>`, `[snip]`, `(snip)`, `<...>`, `-- snip --`.
-pub fn elision(line: &str) -> bool {
+pub(crate) fn elision(line: &str) -> bool {
     let t = line.trim_ascii();
     let inner = t
         .strip_prefix(['[', '<', '('])
@@ -126,7 +126,7 @@ pub fn elision(line: &str) -> bool {
 /// Removes ANSI escape sequences and e-mail quote markers (`> `, `>> `, `> > `), and turns
 /// non-breaking spaces (web pages, rich-text mail) into plain ones, so parsers can split on
 /// ASCII whitespace.
-pub fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
+pub(crate) fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
     let text = if memchr::memchr(0x1b, text.as_bytes()).is_some() {
         Cow::Owned(strip_ansi(&text))
     } else {
@@ -146,7 +146,7 @@ pub fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
 }
 
 /// The line without leading e-mail quote markers.
-pub fn unquote(mut line: &str) -> &str {
+pub(crate) fn unquote(mut line: &str) -> &str {
     let first = line.bytes().find(|&b| b != b' ' && b != b'\t');
     if first != Some(b'>') {
         return line;
@@ -162,7 +162,7 @@ pub fn unquote(mut line: &str) -> &str {
 
 /// The line without a `^C` that a terminal echoed in front of it (after leading blanks); the
 /// line itself, indentation kept, when there is none.
-pub fn strip_ctrl_c(line: &str) -> &str {
+pub(crate) fn strip_ctrl_c(line: &str) -> &str {
     match line.trim_start().strip_prefix("^C") {
         Some(rest) => rest,
         None => line,

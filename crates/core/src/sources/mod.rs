@@ -1,13 +1,13 @@
 //! File sources: each input format is one module that reads a file (streaming) into a
 //! [`Profile`]. This module picks the format (auto-detected from the first bytes, or forced
-//! with `--format`); [`input`] opens files, standard input and pipes.
+//! with `--format`); `input` opens files, standard input and pipes.
 
 pub(crate) mod bcc_kvmexit;
 pub(crate) mod bhyve_dtrace;
-pub mod capture;
+pub(crate) mod capture;
 mod checks;
 pub(crate) mod counter_table;
-pub mod fio_json;
+pub(crate) mod fio_json;
 pub(crate) mod input;
 pub(crate) mod kernel_log;
 pub(crate) mod kvm_stat;
@@ -15,14 +15,14 @@ mod line_reader;
 pub use line_reader::REPAIR_NOTE;
 pub(crate) mod lines;
 pub(crate) mod numbers;
-pub mod perf_data;
+pub(crate) mod perf_data;
 pub(crate) mod perf_kvm_stat;
 pub(crate) mod perf_prof;
 pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
 pub(crate) mod qmp_stats;
 mod refusal;
-pub mod trace_text;
+pub(crate) mod trace_text;
 pub(crate) mod unread;
 pub(crate) mod virsh_domstats;
 mod wrapped;
@@ -34,6 +34,11 @@ use crate::error::{Error, Result};
 use crate::profile::Profile;
 
 pub use input::{CONFIG_CAP, display_name, read_capped};
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use fio_json::read as read_fio_json;
+pub use perf_data::userspace_exit::name as userspace_exit_name;
+pub use trace_text::looks_like as looks_like_trace_text;
 
 /// The input formats virtlens reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! turned into integer nanoseconds without going through floating point.
 
 /// A plain unsigned integer (`67007`).
-pub fn count(text: &str) -> Option<u64> {
+pub(crate) fn count(text: &str) -> Option<u64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -10,24 +10,24 @@ pub fn count(text: &str) -> Option<u64> {
 }
 
 /// A percentage with its `%` sign (`98.17%`), as a number of percent.
-pub fn percent(text: &str) -> Option<f64> {
+pub(crate) fn percent(text: &str) -> Option<f64> {
     let number = text.strip_suffix('%')?;
     decimal_scaled(number, 2).map(|hundredths| hundredths as f64 / 100.0)
 }
 
 /// A duration printed in microseconds (`0.59us`, `8360.34us`) as integer nanoseconds.
-pub fn micros_as_ns(text: &str) -> Option<u64> {
+pub(crate) fn micros_as_ns(text: &str) -> Option<u64> {
     decimal_scaled(text.strip_suffix("us")?, 3)
 }
 
 /// A duration printed in plain nanoseconds (`889612544`).
-pub fn nanos(text: &str) -> Option<u64> {
+pub(crate) fn nanos(text: &str) -> Option<u64> {
     decimal_scaled(text, 0)
 }
 
 /// A non-negative decimal number multiplied by 10^`scale` and rounded half up to an integer,
 /// using integer arithmetic only (`"0.59"`, scale 3 → 590).
-pub fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
+pub(crate) fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
     let mut value: u64 = 0;
     let mut digits = 0usize;
     let mut frac_digits: Option<u32> = None;

@@ -9,11 +9,11 @@
 use crate::profile::Note;
 
 /// Unreadable rows noted one by one before the rest are only counted.
-pub const MAX_ROW_NOTES: usize = 20;
+pub(crate) const MAX_ROW_NOTES: usize = 20;
 
 /// Collects the rows that could not be read: (line, why, excerpt).
 #[derive(Debug, Default)]
-pub struct Unread {
+pub(crate) struct Unread {
     rows: Vec<(usize, String, String)>,
     more: u64,
     first_more: Option<usize>,
@@ -21,7 +21,7 @@ pub struct Unread {
 
 impl Unread {
     /// Row-shaped line `line` could not be read, for reason `why`.
-    pub fn row(&mut self, line: usize, text: &str, why: &str) {
+    pub(crate) fn row(&mut self, line: usize, text: &str, why: &str) {
         if self.rows.len() < MAX_ROW_NOTES {
             self.rows.push((line, why.to_string(), excerpt(text)));
         } else {
@@ -32,7 +32,7 @@ impl Unread {
 
     /// The notes onto `notes`; a row on line `cut` (where the input ends without a newline)
     /// is said to be cut off.
-    pub fn finish(self, cut: Option<usize>, notes: &mut Vec<Note>) {
+    pub(crate) fn finish(self, cut: Option<usize>, notes: &mut Vec<Note>) {
         for (line, why, text) in self.rows {
             let message = if cut == Some(line) {
                 format!(
@@ -61,7 +61,11 @@ impl Unread {
 
 /// When the input ended inside line `cut` and that line gave the last row (`last_row`): notes
 /// it ([`cut_row`]) and says so, so the caller marks its table partial.
-pub fn row_was_cut(cut: Option<usize>, last_row: Option<usize>, notes: &mut Vec<Note>) -> bool {
+pub(crate) fn row_was_cut(
+    cut: Option<usize>,
+    last_row: Option<usize>,
+    notes: &mut Vec<Note>,
+) -> bool {
     match cut {
         Some(line) if last_row == Some(line) => {
             notes.push(cut_row(line));
@@ -72,7 +76,7 @@ pub fn row_was_cut(cut: Option<usize>, last_row: Option<usize>, notes: &mut Vec<
 }
 
 /// The note for a row taken from the last line of an input that has no newline after it.
-pub fn cut_row(line: usize) -> Note {
+pub(crate) fn cut_row(line: usize) -> Note {
     Note {
         line: Some(line),
         message: "the input ends inside this line (no newline after it): if it was cut off, the \
@@ -83,7 +87,7 @@ pub fn cut_row(line: usize) -> Note {
 
 /// What makes a line unreadable before its cells are looked at: a NUL byte, or bytes that
 /// were not UTF-8 (replaced by U+FFFD when the line was read).
-pub fn damage(text: &str) -> Option<&'static str> {
+pub(crate) fn damage(text: &str) -> Option<&'static str> {
     if text.contains('\0') {
         Some("a NUL byte in it")
     } else if text.contains('\u{fffd}') {
@@ -94,7 +98,7 @@ pub fn damage(text: &str) -> Option<&'static str> {
 }
 
 /// Why `cell` is not a count.
-pub fn not_a_count(cell: &str) -> String {
+pub(crate) fn not_a_count(cell: &str) -> String {
     if !cell.is_empty() && cell.bytes().all(|b| b.is_ascii_digit()) {
         format!("the count `{cell}` is larger than 2^64−1")
     } else {
@@ -103,7 +107,7 @@ pub fn not_a_count(cell: &str) -> String {
 }
 
 /// The start of a line for a note (at most 100 characters).
-pub fn excerpt(t: &str) -> String {
+pub(crate) fn excerpt(t: &str) -> String {
     let t = t.trim_ascii();
     let mut s: String = t.chars().take(100).collect();
     if s.len() < t.len() {

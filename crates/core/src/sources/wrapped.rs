@@ -8,7 +8,7 @@ use std::io::{self, Read};
 
 /// What an input is wrapped in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wrapping {
+pub(super) enum Wrapping {
     Gzip,
     Zstd,
     Xz,
@@ -22,7 +22,7 @@ pub enum Wrapping {
 
 impl Wrapping {
     /// How the wrapping is named in notes and errors.
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Wrapping::Gzip => "gzip",
             Wrapping::Zstd => "zstd",
@@ -35,7 +35,7 @@ impl Wrapping {
 }
 
 /// The wrapping an input starting with `head` is in, by its magic bytes.
-pub fn wrapping(head: &[u8]) -> Option<Wrapping> {
+pub(super) fn wrapping(head: &[u8]) -> Option<Wrapping> {
     Some(match head {
         [0x1f, 0x8b, ..] => Wrapping::Gzip,
         [0x28, 0xb5, 0x2f, 0xfd, ..] => Wrapping::Zstd,
@@ -48,7 +48,7 @@ pub fn wrapping(head: &[u8]) -> Option<Wrapping> {
 }
 
 /// The contents of `source` (which starts with the wrapping's magic bytes) unwrapped.
-pub fn unwrap<'a, R: Read + 'a>(w: Wrapping, source: R) -> io::Result<Box<dyn Read + 'a>> {
+pub(super) fn unwrap<'a, R: Read + 'a>(w: Wrapping, source: R) -> io::Result<Box<dyn Read + 'a>> {
     Ok(match w {
         Wrapping::Gzip => Box::new(flate2::read::MultiGzDecoder::new(source)),
         Wrapping::Zstd => Box::new(

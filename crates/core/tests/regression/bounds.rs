@@ -3,7 +3,7 @@
 //! cap, end as bounded tables whose totals are exact, with a note saying what was folded.
 //! (Time and memory are measured in `bench/distinct_keys.py`, not asserted here.)
 
-use virtlens_core::profile::fold::TABLE_CAP;
+use virtlens_core::profile::TABLE_CAP;
 use virtlens_core::profile::{Profile, TableKind};
 use virtlens_core::sources::{self, Format};
 

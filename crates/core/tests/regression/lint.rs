@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 use virtlens_core::config::{self, Format, GuestFamily, ReadOptions, VmConfig};
-use virtlens_core::facts::{HostFacts, Vendor};
 use virtlens_core::lint::{self, LintReport, Options};
+use virtlens_core::{HostFacts, Vendor};
 use virtlens_testkit::testdata;
 
 fn read(bytes: &[u8]) -> Result<Vec<VmConfig>, String> {

@@ -339,7 +339,7 @@ fn label_lines_name_the_inputs_of_compare() {
         read(before.as_bytes(), "run.txt", Format::PerfKvmStat),
         read(after.as_bytes(), "run.txt", Format::PerfKvmStat),
     ];
-    let c = compare::build(&profiles, &Decoder::builtin());
+    let c = compare(&profiles, &Decoder::builtin());
     let names: Vec<&str> = c.inputs.iter().map(|i| i.name.as_str()).collect();
     assert_eq!(names, ["run: Before", "run: after applying the patch"]);
 }

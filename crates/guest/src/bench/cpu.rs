@@ -10,7 +10,7 @@ use super::Probe;
 use crate::schema::{Better, Check, Measure};
 
 /// Board size of the benchmark.
-pub const N: u32 = 12;
+pub(crate) const N: u32 = 12;
 
 /// The number of solutions for boards 1..=14 (OEIS A000170).
 pub const SOLUTIONS: [u64; 15] = [
@@ -37,14 +37,14 @@ pub fn queens(n: u32) -> u64 {
 }
 
 /// Times solves of the N-queens board.
-pub struct Search {
+pub(super) struct Search {
     /// Solves per sample.
     reps: u32,
     got: u64,
 }
 
 impl Search {
-    pub fn new(quick: bool) -> Self {
+    pub(super) fn new(quick: bool) -> Self {
         Search {
             reps: if quick { 2 } else { 8 },
             got: 0,

@@ -26,7 +26,7 @@ fn run_json(program: &str, args: &[String]) -> Result<Value, String> {
 }
 
 /// Whether `program` can be run.
-pub fn installed(program: &str) -> bool {
+pub(super) fn installed(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
         .output()
@@ -34,7 +34,7 @@ pub fn installed(program: &str) -> bool {
 }
 
 /// fio, with the user's job arguments.
-pub struct Fio {
+pub(super) struct Fio {
     args: Vec<String>,
     names: Vec<(String, &'static str, &'static str, Better)>,
 }
@@ -68,7 +68,7 @@ pub fn fio_figures(doc: &Value) -> Vec<(String, f64)> {
 
 impl Fio {
     /// Runs fio once to learn which jobs and directions it reports.
-    pub fn new(args: &str) -> Result<(Self, Vec<f64>), String> {
+    pub(super) fn new(args: &str) -> Result<(Self, Vec<f64>), String> {
         let mut args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
         args.push("--output-format=json".into());
         let first = fio_figures(&run_json("fio", &args)?);
@@ -129,12 +129,12 @@ pub fn iperf3_figures(doc: &Value) -> Option<(f64, Option<f64>)> {
 }
 
 /// iperf3 against a server.
-pub struct Iperf3 {
+pub(super) struct Iperf3 {
     args: Vec<String>,
 }
 
 impl Iperf3 {
-    pub fn new(host: &str, quick: bool) -> Self {
+    pub(super) fn new(host: &str, quick: bool) -> Self {
         let secs = if quick { "2" } else { "5" };
         Iperf3 {
             args: ["-c", host, "-J", "-t", secs].map(str::to_string).to_vec(),

@@ -17,7 +17,7 @@ use crate::sys::{Mapping, Obtained, Pages};
 const PAGE_WORDS: usize = 4096 / 8;
 
 /// The random page-chase.
-pub struct Tlb {
+pub(super) struct Tlb {
     map: Mapping,
     pages: Pages,
     hops: u64,
@@ -27,7 +27,7 @@ pub struct Tlb {
 
 impl Tlb {
     /// Builds the cycle in a `mb` MiB buffer of `pages` pages.
-    pub fn new(pages: Pages, quick: bool, seed: u64) -> Result<Self, String> {
+    pub(super) fn new(pages: Pages, quick: bool, seed: u64) -> Result<Self, String> {
         let mb = 64;
         let mut map =
             Mapping::new(mb << 20, pages).map_err(|e| format!("mmap of {mb} MiB: {e}"))?;
@@ -95,14 +95,14 @@ impl Probe for Tlb {
 }
 
 /// Copy bandwidth.
-pub struct Bandwidth {
+pub(super) struct Bandwidth {
     src: Vec<u64>,
     dst: Vec<u64>,
     copies: u32,
 }
 
 impl Bandwidth {
-    pub fn new(quick: bool) -> Self {
+    pub(super) fn new(quick: bool) -> Self {
         let words = (if quick { 16 } else { 64 } << 20) / 8;
         Bandwidth {
             src: (0..words as u64).collect(),

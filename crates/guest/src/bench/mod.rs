@@ -13,9 +13,9 @@ mod memory;
 mod timing;
 mod wakeup;
 
-pub use cpu::{N as QUEENS_N, SOLUTIONS as QUEENS_SOLUTIONS, queens};
+pub use cpu::{SOLUTIONS as QUEENS_SOLUTIONS, queens};
 pub use external::{fio_figures, iperf3_figures};
-pub use timing::TRAPPING_CLOCKSOURCES;
+pub(crate) use timing::TRAPPING_CLOCKSOURCES;
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -25,7 +25,7 @@ use crate::stats::Spread;
 use crate::sys::Pages;
 
 /// A source of samples for one or more measures.
-pub trait Probe {
+pub(crate) trait Probe {
     /// The measures this probe fills, with their details and no samples yet.
     fn measures(&self) -> Vec<Measure>;
     /// One sample of each measure, in the order of [`Probe::measures`].
@@ -51,7 +51,7 @@ pub struct Options {
 }
 
 /// Progress: `done` of `total` samples, now at `label`.
-pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
+pub(crate) type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
 
 struct Slot {
     probe: Box<dyn Probe>,
@@ -125,7 +125,7 @@ fn probes(opts: &Options, cpus: usize, skipped: &mut Vec<Skipped>) -> Vec<Slot> 
 }
 
 /// Runs the suite.
-pub fn run(opts: &Options, progress: Progress<'_>) -> BenchReport {
+pub(crate) fn run(opts: &Options, progress: Progress<'_>) -> BenchReport {
     let start = Instant::now();
     let fp = fingerprint::probe();
     let runs = opts.runs.max(1);

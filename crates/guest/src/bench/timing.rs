@@ -11,15 +11,15 @@ use crate::{procfs, sys};
 
 /// Clocksources whose reads cannot use the vDSO: each read is a system call, and in a VM
 /// acpi_pm and hpet reads are port or MMIO accesses to an emulated device (a VM exit each).
-pub const TRAPPING_CLOCKSOURCES: [&str; 3] = ["acpi_pm", "hpet", "jiffies"];
+pub(crate) const TRAPPING_CLOCKSOURCES: [&str; 3] = ["acpi_pm", "hpet", "jiffies"];
 
 /// Clock-read cost.
-pub struct ClockRead {
+pub(super) struct ClockRead {
     reads: u32,
 }
 
 impl ClockRead {
-    pub fn new(quick: bool) -> Self {
+    pub(super) fn new(quick: bool) -> Self {
         ClockRead {
             reads: if quick { 20_000 } else { 200_000 },
         }
@@ -54,12 +54,12 @@ impl Probe for ClockRead {
 }
 
 /// System-call cost.
-pub struct Syscall {
+pub(super) struct Syscall {
     calls: u32,
 }
 
 impl Syscall {
-    pub fn new(quick: bool) -> Self {
+    pub(super) fn new(quick: bool) -> Self {
         Syscall {
             calls: if quick { 20_000 } else { 200_000 },
         }

@@ -16,14 +16,14 @@ const PING: u32 = 1;
 const STOP: u32 = 2;
 
 /// The ping-pong.
-pub struct Wakeup {
+pub(super) struct Wakeup {
     round_trips: u32,
     cpus: (usize, usize),
 }
 
 impl Wakeup {
     /// An error with one CPU (no other CPU to wake).
-    pub fn new(quick: bool, online: usize) -> Result<Self, String> {
+    pub(super) fn new(quick: bool, online: usize) -> Result<Self, String> {
         if online < 2 {
             return Err("one CPU: there is no other CPU to wake".into());
         }

@@ -7,7 +7,7 @@
 //! per-task latency, CPU time, context switches, the steal time the kernel accounted and the
 //! workers' run-queue wait (schedstat).
 
-pub mod task;
+pub(crate) mod task;
 
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
@@ -74,7 +74,7 @@ struct WorkerResult {
 }
 
 /// Runs the load; `Err` says what in the options or the machine stopped it.
-pub fn run(opts: &LoadOptions) -> Result<LoadReport, String> {
+pub(crate) fn run(opts: &LoadOptions) -> Result<LoadReport, String> {
     opts.check()?;
     let work = task::Work {
         iterations: opts.iterations,

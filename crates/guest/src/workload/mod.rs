@@ -54,7 +54,7 @@ impl Kind {
 
 /// What a workload is asked to do.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     pub kind: Kind,
     pub duration: Duration,
     /// Threads (compute, spin-lock; default: one per online CPU).
@@ -93,7 +93,7 @@ impl Deadline {
 }
 
 /// Runs the workload, printing the start line to `out` once its loop runs.
-pub fn run(o: &Options, out: &mut dyn Write) -> Result<Done, String> {
+pub(crate) fn run(o: &Options, out: &mut dyn Write) -> Result<Done, String> {
     if o.threads == 0 || o.block == 0 {
         return Err("--threads and --block must be at least 1".into());
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 /// One `struct bpf_insn`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Insn {
+pub(crate) struct Insn {
     pub code: u8,
     pub dst: u8,
     pub src: u8,
@@ -18,7 +18,7 @@ pub struct Insn {
 
 impl Insn {
     /// The 8 bytes the kernel reads, little-endian.
-    pub fn bytes(&self) -> [u8; 8] {
+    pub(crate) fn bytes(&self) -> [u8; 8] {
         let mut b = [0u8; 8];
         b[0] = self.code;
         b[1] = (self.dst & 0x0f) | (self.src << 4);
@@ -30,22 +30,22 @@ impl Insn {
 
 /// A register, r0..r10 (r10 is the read-only frame pointer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reg(pub u8);
+pub(crate) struct Reg(pub u8);
 
-pub const R0: Reg = Reg(0);
-pub const R1: Reg = Reg(1);
-pub const R2: Reg = Reg(2);
-pub const R3: Reg = Reg(3);
-pub const R4: Reg = Reg(4);
-pub const R6: Reg = Reg(6);
-pub const R7: Reg = Reg(7);
-pub const R8: Reg = Reg(8);
-pub const R9: Reg = Reg(9);
-pub const FP: Reg = Reg(10);
+pub(crate) const R0: Reg = Reg(0);
+pub(crate) const R1: Reg = Reg(1);
+pub(crate) const R2: Reg = Reg(2);
+pub(crate) const R3: Reg = Reg(3);
+pub(crate) const R4: Reg = Reg(4);
+pub(crate) const R6: Reg = Reg(6);
+pub(crate) const R7: Reg = Reg(7);
+pub(crate) const R8: Reg = Reg(8);
+pub(crate) const R9: Reg = Reg(9);
+pub(crate) const FP: Reg = Reg(10);
 
 /// Access sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Size {
+pub(crate) enum Size {
     B,
     H,
     W,
@@ -54,7 +54,7 @@ pub enum Size {
 
 impl Size {
     /// The size of a field of `bytes` bytes, if a load can read it whole.
-    pub fn of_bytes(bytes: usize) -> Option<Size> {
+    pub(crate) fn of_bytes(bytes: usize) -> Option<Size> {
         match bytes {
             1 => Some(Size::B),
             2 => Some(Size::H),
@@ -76,7 +76,7 @@ impl Size {
 
 /// 64-bit ALU operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Alu {
+pub(crate) enum Alu {
     Add = 0x00,
     Sub = 0x10,
     And = 0x50,
@@ -87,14 +87,14 @@ pub enum Alu {
 
 /// Conditional jumps (64-bit compares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cond {
+pub(crate) enum Cond {
     Eq = 0x10,
     Ne = 0x50,
 }
 
 /// The helpers the programs call (`enum bpf_func_id`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Helper {
+pub(crate) enum Helper {
     MapLookupElem = 1,
     MapUpdateElem = 2,
     KtimeGetNs = 5,
@@ -119,11 +119,11 @@ const PSEUDO_MAP_FD: u8 = 1;
 
 /// A jump target, placed later with [`Asm::label`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Label(usize);
+pub(crate) struct Label(usize);
 
 /// A program being written; see the module doc.
 #[derive(Debug, Default)]
-pub struct Asm {
+pub(crate) struct Asm {
     insns: Vec<Insn>,
     labels: Vec<Option<usize>>,
     /// Jump instruction index → the label it goes to.
@@ -131,7 +131,7 @@ pub struct Asm {
 }
 
 impl Asm {
-    pub fn new() -> Asm {
+    pub(crate) fn new() -> Asm {
         Asm::default()
     }
 
@@ -146,61 +146,61 @@ impl Asm {
     }
 
     /// A new label, not yet placed.
-    pub fn new_label(&mut self) -> Label {
+    pub(crate) fn new_label(&mut self) -> Label {
         self.labels.push(None);
         Label(self.labels.len() - 1)
     }
 
     /// Places `l` at the next instruction.
-    pub fn label(&mut self, l: Label) {
+    pub(crate) fn label(&mut self, l: Label) {
         if let Some(slot) = self.labels.get_mut(l.0) {
             *slot = Some(self.insns.len());
         }
     }
 
     /// `dst op= imm` (64-bit).
-    pub fn alu_imm(&mut self, op: Alu, dst: Reg, imm: i32) {
+    pub(crate) fn alu_imm(&mut self, op: Alu, dst: Reg, imm: i32) {
         self.push(CLASS_ALU64 | op as u8, dst, Reg(0), 0, imm);
     }
 
     /// `dst op= src` (64-bit).
-    pub fn alu_reg(&mut self, op: Alu, dst: Reg, src: Reg) {
+    pub(crate) fn alu_reg(&mut self, op: Alu, dst: Reg, src: Reg) {
         self.push(CLASS_ALU64 | op as u8 | SRC_X, dst, src, 0, 0);
     }
 
     /// `dst = imm` (sign-extended to 64 bits).
-    pub fn mov_imm(&mut self, dst: Reg, imm: i32) {
+    pub(crate) fn mov_imm(&mut self, dst: Reg, imm: i32) {
         self.alu_imm(Alu::Mov, dst, imm);
     }
 
     /// `dst = src`.
-    pub fn mov(&mut self, dst: Reg, src: Reg) {
+    pub(crate) fn mov(&mut self, dst: Reg, src: Reg) {
         self.alu_reg(Alu::Mov, dst, src);
     }
 
     /// `dst = *(size *)(src + off)`, zero-extended.
-    pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) {
+    pub(crate) fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) {
         self.push(CLASS_LDX | MODE_MEM | size.bits(), dst, src, off, 0);
     }
 
     /// `*(size *)(dst + off) = src`.
-    pub fn store(&mut self, size: Size, dst: Reg, off: i16, src: Reg) {
+    pub(crate) fn store(&mut self, size: Size, dst: Reg, off: i16, src: Reg) {
         self.push(CLASS_STX | MODE_MEM | size.bits(), dst, src, off, 0);
     }
 
     /// `*(size *)(dst + off) = imm`.
-    pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) {
+    pub(crate) fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) {
         self.push(CLASS_ST | MODE_MEM | size.bits(), dst, Reg(0), off, imm);
     }
 
     /// `lock *(u64 *)(dst + off) += src` (BPF_ATOMIC | BPF_ADD; the same encoding as the
     /// older BPF_XADD, so it loads on kernels from before 5.12 too).
-    pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) {
+    pub(crate) fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) {
         self.push(CLASS_STX | MODE_ATOMIC | Size::DW.bits(), dst, src, off, 0);
     }
 
     /// `dst = map` (the two-slot `ld_imm64` with a map fd the kernel turns into the map).
-    pub fn load_map_fd(&mut self, dst: Reg, fd: i32) {
+    pub(crate) fn load_map_fd(&mut self, dst: Reg, fd: i32) {
         self.push(
             CLASS_LD | MODE_IMM | Size::DW.bits(),
             dst,
@@ -212,30 +212,30 @@ impl Asm {
     }
 
     /// `if dst <cond> imm goto target`.
-    pub fn jump_imm(&mut self, cond: Cond, dst: Reg, imm: i32, target: Label) {
+    pub(crate) fn jump_imm(&mut self, cond: Cond, dst: Reg, imm: i32, target: Label) {
         self.fixups.insert(self.insns.len(), target);
         self.push(CLASS_JMP | cond as u8, dst, Reg(0), 0, imm);
     }
 
     /// `goto target`.
-    pub fn jump(&mut self, target: Label) {
+    pub(crate) fn jump(&mut self, target: Label) {
         self.fixups.insert(self.insns.len(), target);
         self.push(CLASS_JMP | JMP_JA, Reg(0), Reg(0), 0, 0);
     }
 
     /// Calls a helper; arguments in r1..r5, the result in r0, r1..r5 clobbered.
-    pub fn call(&mut self, helper: Helper) {
+    pub(crate) fn call(&mut self, helper: Helper) {
         self.push(CLASS_JMP | JMP_CALL, Reg(0), Reg(0), 0, helper as i32);
     }
 
     /// `return r0`.
-    pub fn exit(&mut self) {
+    pub(crate) fn exit(&mut self) {
         self.push(CLASS_JMP | JMP_EXIT, Reg(0), Reg(0), 0, 0);
     }
 
     /// The finished instructions, every jump resolved; an error names a label never placed
     /// or a jump too far for its 16-bit offset.
-    pub fn finish(mut self) -> Result<Vec<Insn>, String> {
+    pub(crate) fn finish(mut self) -> Result<Vec<Insn>, String> {
         for (&at, &target) in &self.fixups {
             let to = self
                 .labels

@@ -27,17 +27,17 @@ const LRU_HASH: u32 = 9;
 
 /// Log2 buckets of a latency histogram: bucket `b` holds durations in `[2^b, 2^(b+1))` ns
 /// (bucket 0 also 0 ns).
-pub const HIST_BUCKETS: usize = 64;
+pub(crate) const HIST_BUCKETS: usize = 64;
 /// Bytes of a histogram value: the buckets and the sum of ns.
-pub const HIST_VALUE: usize = (HIST_BUCKETS + 1) * 8;
+pub(crate) const HIST_VALUE: usize = (HIST_BUCKETS + 1) * 8;
 /// Offset of the sum in a histogram value.
-pub const HIST_SUM_OFFSET: i16 = (HIST_BUCKETS * 8) as i16;
+pub(crate) const HIST_SUM_OFFSET: i16 = (HIST_BUCKETS * 8) as i16;
 /// Bytes of a [`Key`].
-pub const KEY_LEN: usize = 24;
+pub(crate) const KEY_LEN: usize = 24;
 /// Slots of the overflow array: one per event and one for dropped latency samples.
-pub const OVERFLOW_SLOTS: u32 = 16;
+pub(crate) const OVERFLOW_SLOTS: u32 = 16;
 /// The overflow slot counting latency samples dropped while `hists` was full.
-pub const HIST_FULL_SLOT: u32 = OVERFLOW_SLOTS - 1;
+pub(crate) const HIST_FULL_SLOT: u32 = OVERFLOW_SLOTS - 1;
 
 /// How many entries each bounded map holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ impl Hist {
 
 /// Every map of one aggregation.
 #[derive(Debug)]
-pub struct Maps {
+pub(crate) struct Maps {
     pub counts: Map,
     pub hists: Map,
     pub starts: Map,
@@ -130,7 +130,7 @@ pub struct Maps {
 
 impl Maps {
     /// Creates the maps; `tag` starts their names (`vl<pid>_`), so a leftover is recognisable.
-    pub fn create(limits: Limits, tag: &str) -> io::Result<Maps> {
+    pub(crate) fn create(limits: Limits, tag: &str) -> io::Result<Maps> {
         let cpus = possible_cpus()?;
         let name = |n: &str| format!("{tag}{n}");
         let zero = Map::create(ARRAY, 4, HIST_VALUE as u32, 1, 1, &name("zero"))?;
@@ -160,7 +160,7 @@ impl Maps {
     }
 
     /// Every count, summed over CPUs.
-    pub fn counts(&self) -> io::Result<Vec<(Key, u64)>> {
+    pub(crate) fn counts(&self) -> io::Result<Vec<(Key, u64)>> {
         let mut out = Vec::new();
         let mut value = vec![0u8; self.counts.value_len()];
         for k in keys(&self.counts)? {
@@ -173,7 +173,7 @@ impl Maps {
     }
 
     /// Every latency histogram.
-    pub fn hists(&self) -> io::Result<Vec<(Key, Hist)>> {
+    pub(crate) fn hists(&self) -> io::Result<Vec<(Key, Hist)>> {
         let mut out = Vec::new();
         let mut value = vec![0u8; self.hists.value_len()];
         for k in keys(&self.hists)? {
@@ -190,7 +190,7 @@ impl Maps {
     }
 
     /// The overflow slots, summed over CPUs.
-    pub fn overflow(&self) -> io::Result<Vec<u64>> {
+    pub(crate) fn overflow(&self) -> io::Result<Vec<u64>> {
         let mut value = vec![0u8; self.overflow.value_len()];
         let mut out = Vec::with_capacity(OVERFLOW_SLOTS as usize);
         for slot in 0..OVERFLOW_SLOTS {
@@ -206,7 +206,7 @@ impl Maps {
 
     /// Deletes the count and histogram keys of processes `gone` says are gone; returns how
     /// many keys went.
-    pub fn prune(&self, gone: &dyn Fn(u32) -> bool) -> io::Result<usize> {
+    pub(crate) fn prune(&self, gone: &dyn Fn(u32) -> bool) -> io::Result<usize> {
         let mut n = 0;
         for map in [&self.counts, &self.hists] {
             for k in keys(map)? {
@@ -234,7 +234,7 @@ fn keys(map: &Map) -> io::Result<Vec<[u8; KEY_LEN]>> {
 
 /// The number of possible CPUs, as the kernel sizes per-CPU values
 /// (`/sys/devices/system/cpu/possible`: `0-3`, `0,2-5`).
-pub fn possible_cpus() -> io::Result<usize> {
+pub(crate) fn possible_cpus() -> io::Result<usize> {
     let path = "/sys/devices/system/cpu/possible";
     let text = std::fs::read_to_string(path)?;
     parse_cpu_list(text.trim()).ok_or_else(|| {

@@ -1,8 +1,8 @@
 //! In-kernel aggregation of KVM events with eBPF, built at run time: no compiler, no object
-//! file. For each kvm tracepoint this kernel has and the aggregation uses ([`plan`]), a
-//! program is generated from the tracepoint's `format` file ([`program`], encoded by
-//! [`insn`]) that counts the event per (VM process, thread, event, sub, detail) in a per-CPU
-//! hash map and keeps log2 latency histograms per thread ([`maps`]). virtlens reads the maps
+//! file. For each kvm tracepoint this kernel has and the aggregation uses (`plan`), a
+//! program is generated from the tracepoint's `format` file (`program`, encoded by
+//! `insn`) that counts the event per (VM process, thread, event, sub, detail) in a per-CPU
+//! hash map and keeps log2 latency histograms per thread (`maps`). virtlens reads the maps
 //! every interval ([`Aggregation::read`]); nothing per event reaches user space.
 //!
 //! Programs are attached through perf events of the tracepoints; nothing is pinned, so the
@@ -15,9 +15,9 @@
 //! the caller falls back to the tracefs capture.
 
 pub(crate) mod insn;
-pub mod live;
+pub(crate) mod live;
 pub(crate) mod maps;
-pub mod plan;
+pub(crate) mod plan;
 pub(crate) mod profile;
 pub(crate) mod program;
 pub(crate) mod snapshot;
@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 use std::time::Instant;
 
-use virtlens_core::decode::trace_format;
+use virtlens_core::decode::parse_event_format;
 
 pub use maps::{Hist, Key, Limits};
 pub use plan::Pair;
@@ -84,7 +84,7 @@ impl Aggregation {
             let Ok(text) = tracefs::read(&path) else {
                 continue;
             };
-            match trace_format::parse("kvm", &text) {
+            match parse_event_format("kvm", &text) {
                 Ok(f) => plans.extend(plan::plan(&f, &mut notes)),
                 Err(e) => notes.push(format!("kvm:{name} is left out: {e}")),
             }

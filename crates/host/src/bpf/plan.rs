@@ -14,15 +14,15 @@
 //! - [`Pair::Halt`]: the `ns` field of `kvm_vcpu_wakeup` (time polled or waited in a halt),
 //!   keyed by `waited`.
 
-use virtlens_core::decode::trace_format::EventFormat;
-use virtlens_core::events::tracepoints;
+use virtlens_core::decode::EventFormat;
+use virtlens_core::events::AGGREGATED;
 
 use super::insn::Size;
 
 /// The events the aggregation knows, by their fixed index (the `event` of a map key).
-pub const EVENTS: [&str; 11] = tracepoints::AGGREGATED;
+pub(crate) const EVENTS: [&str; 11] = AGGREGATED;
 
-/// The index of `name` in [`EVENTS`].
+/// The index of `name` in `EVENTS`.
 pub fn event_index(name: &str) -> Option<u32> {
     EVENTS.iter().position(|e| *e == name).map(|i| i as u32)
 }
@@ -54,7 +54,7 @@ impl Pair {
 
 /// A payload field a program loads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldRef {
+pub(crate) struct FieldRef {
     pub offset: i16,
     pub size: Size,
 }
@@ -62,14 +62,14 @@ pub struct FieldRef {
 /// The count an event keeps: by `sub` (direction, ISA, type) and `detail` (reason, port,
 /// address, MSR, number); a missing field counts as 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Count {
+pub(crate) struct Count {
     pub sub: Option<FieldRef>,
     pub detail: Option<FieldRef>,
 }
 
 /// The program of one event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub event: String,
     pub index: u32,
     /// The tracepoint id (`ID:` of its format).
@@ -85,7 +85,7 @@ pub struct Plan {
 
 /// The plan for the event of format `f`, or `None` if the aggregation does not use it; the
 /// notes say what this kernel's format lacks.
-pub fn plan(f: &EventFormat, notes: &mut Vec<String>) -> Option<Plan> {
+pub(crate) fn plan(f: &EventFormat, notes: &mut Vec<String>) -> Option<Plan> {
     let index = event_index(&f.name)?;
     let mut field = |name: &str| -> Option<FieldRef> {
         let found = f.field(name).and_then(|fl| {
@@ -148,10 +148,10 @@ pub fn plan(f: &EventFormat, notes: &mut Vec<String>) -> Option<Plan> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use virtlens_core::decode::trace_format;
+    use virtlens_core::decode::parse_event_format;
 
     fn format(text: &str) -> EventFormat {
-        trace_format::parse("kvm", text).unwrap()
+        parse_event_format("kvm", text).unwrap()
     }
 
     const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\

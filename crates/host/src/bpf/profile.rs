@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_core::decode::{Isa, exit_reason};
+use virtlens_core::decode::{Isa, display_exit_key};
 use virtlens_core::profile::{Access, Key, Note, Profile, Row, Table, TableKind, TimeStats};
-use virtlens_core::sources::perf_data::userspace_exit;
+use virtlens_core::sources::userspace_exit_name;
 
 use super::maps::Hist;
 use super::plan::{EVENTS, Pair};
@@ -17,7 +17,7 @@ use super::snapshot::Snapshot;
 use crate::capture::identity::Identities;
 
 /// The profile's `origin.format`.
-pub const FORMAT: &str = "virtlens-bpf";
+pub(crate) const FORMAT: &str = "virtlens-bpf";
 
 /// One accumulating row: count, and the durations measured for it.
 #[derive(Default)]
@@ -31,7 +31,7 @@ type Slot = (TableKind, Key, Option<u32>, Option<u32>);
 
 /// The profile of `delta`, an interval of `duration_ns`; `origin_isa` decodes exit codes
 /// whose event did not say its ISA.
-pub fn profile(
+pub(crate) fn profile(
     delta: &Snapshot,
     duration_ns: u64,
     ids: &mut Identities,
@@ -208,7 +208,7 @@ fn timed_slot(pair: Pair, detail: u64, isa: Option<Isa>) -> Option<(TableKind, K
 
 fn userspace_key(reason: u64, errno: u32) -> Key {
     let mut buf = String::new();
-    let name = userspace_exit::name(reason as u32, i64::from(errno as i32), &mut buf);
+    let name = userspace_exit_name(reason as u32, i64::from(errno as i32), &mut buf);
     Key::Event {
         name: name.to_string(),
     }
@@ -221,7 +221,7 @@ fn exit_key(isa_field: u32, code: u64, host: Option<Isa>) -> Key {
         2 => Some(Isa::Svm),
         _ => host,
     };
-    let name = exit_reason::display_key(isa, code);
+    let name = display_exit_key(isa, code);
     Key::Exit {
         name,
         code: Some(code),

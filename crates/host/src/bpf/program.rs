@@ -34,7 +34,7 @@ const EEXIST: i32 = -17;
 
 /// The fds of the maps a program refers to.
 #[derive(Debug, Clone, Copy)]
-pub struct MapFds {
+pub(crate) struct MapFds {
     pub counts: i32,
     pub hists: i32,
     pub starts: i32,
@@ -43,7 +43,7 @@ pub struct MapFds {
 }
 
 /// The program for `plan`.
-pub fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> {
+pub(crate) fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> {
     let mut a = Asm::new();
     a.mov(R6, R1);
     a.call(Helper::GetCurrentPidTgid);

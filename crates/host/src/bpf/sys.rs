@@ -31,7 +31,7 @@ const BPF_ENABLE_STATS: libc::c_long = 32;
 
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
 /// `BPF_OBJ_NAME_LEN`: names are at most 15 bytes and a NUL.
-pub const NAME_LEN: usize = 16;
+pub(super) const NAME_LEN: usize = 16;
 
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
@@ -96,7 +96,7 @@ fn owned(rc: libc::c_long) -> io::Result<OwnedFd> {
 
 /// A BPF map this process made, with the sizes the kernel uses for its elements.
 #[derive(Debug)]
-pub struct Map {
+pub(crate) struct Map {
     fd: OwnedFd,
     key_size: usize,
     /// Bytes of one value as the kernel copies it out (per-CPU: every possible CPU's).
@@ -106,7 +106,7 @@ pub struct Map {
 impl Map {
     /// Creates a map (`map_type` of `enum bpf_map_type`); `cpus` is the number of possible
     /// CPUs for per-CPU map types, else 1.
-    pub fn create(
+    pub(crate) fn create(
         map_type: u32,
         key_size: u32,
         value_size: u32,
@@ -134,12 +134,12 @@ impl Map {
     }
 
     /// The map's fd, for `ld_imm64` in a program.
-    pub fn raw_fd(&self) -> RawFd {
+    pub(crate) fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
     /// Bytes of a value as [`Map::lookup`] returns it.
-    pub fn value_len(&self) -> usize {
+    pub(crate) fn value_len(&self) -> usize {
         self.value_len
     }
 
@@ -169,7 +169,7 @@ impl Map {
     }
 
     /// Reads the value of `key` into `value`; `false` when there is no such key.
-    pub fn lookup(&self, key: &[u8], value: &mut [u8]) -> io::Result<bool> {
+    pub(crate) fn lookup(&self, key: &[u8], value: &mut [u8]) -> io::Result<bool> {
         self.check(key, Some(value.len()))?;
         // The kernel reads key_size bytes at key and writes value_len bytes at value: both
         // lengths were checked above.
@@ -182,7 +182,7 @@ impl Map {
     }
 
     /// Deletes `key`; `false` when it was not there.
-    pub fn delete(&self, key: &[u8]) -> io::Result<bool> {
+    pub(crate) fn delete(&self, key: &[u8]) -> io::Result<bool> {
         self.check(key, None)?;
         let mut a = self.elem_attr(key, 0, 0);
         match bpf(BPF_MAP_DELETE_ELEM, &mut a) {
@@ -193,7 +193,7 @@ impl Map {
     }
 
     /// The key after `key` (the first with `None`) into `next`; `false` at the end.
-    pub fn next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<bool> {
+    pub(crate) fn next_key(&self, key: Option<&[u8]>, next: &mut [u8]) -> io::Result<bool> {
         self.check(next, None)?;
         if let Some(k) = key {
             self.check(k, None)?;
@@ -211,7 +211,7 @@ impl Map {
 }
 
 /// Loads a tracepoint program. On failure with `log` given, the verifier's words are in it.
-pub fn load_tracepoint_program(
+pub(super) fn load_tracepoint_program(
     insns: &[Insn],
     license: &std::ffi::CStr,
     name: &str,
@@ -238,14 +238,14 @@ pub fn load_tracepoint_program(
 
 /// Which kind of object [`objects`] lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectKind {
+pub(super) enum ObjectKind {
     Program,
     Map,
 }
 
 /// Every loaded program or map as `(id, name)`, walking the kernel's ids (needs
 /// CAP_SYS_ADMIN). Objects that go away meanwhile are skipped.
-pub fn objects(kind: ObjectKind) -> io::Result<Vec<(u32, String)>> {
+pub(super) fn objects(kind: ObjectKind) -> io::Result<Vec<(u32, String)>> {
     let (next_cmd, fd_cmd, name_off) = match kind {
         ObjectKind::Program => (BPF_PROG_GET_NEXT_ID, BPF_PROG_GET_FD_BY_ID, 64),
         ObjectKind::Map => (BPF_MAP_GET_NEXT_ID, BPF_MAP_GET_FD_BY_ID, 24),
@@ -290,7 +290,7 @@ fn info_of(fd: BorrowedFd<'_>) -> io::Result<[u8; 256]> {
 
 /// How long program `prog` has run and how often (`run_time_ns`, `run_cnt` of its
 /// `bpf_prog_info`); both stay 0 unless `kernel.bpf_stats_enabled` is 1.
-pub fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+pub(super) fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
     let info = info_of(prog)?;
     let at = |off: usize| {
         let mut b = [0u8; 8];
@@ -302,7 +302,7 @@ pub fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
 
 /// Has the kernel count every BPF program's run time while the returned fd is open
 /// (`BPF_ENABLE_STATS`, Linux 5.8; closing the fd, by any exit, turns it off again).
-pub fn enable_run_time_stats() -> io::Result<OwnedFd> {
+pub(super) fn enable_run_time_stats() -> io::Result<OwnedFd> {
     let mut a = Attr::new();
     a.u32_at(0, 0); // BPF_STATS_RUN_TIME
     owned(bpf(BPF_ENABLE_STATS, &mut a)?)
@@ -310,7 +310,7 @@ pub fn enable_run_time_stats() -> io::Result<OwnedFd> {
 
 /// Opens the tracepoint with id `id` (its `events/SYS/NAME/id`) as a perf event on CPU 0,
 /// which is what a BPF program attaches to; the program then runs on every CPU.
-pub fn open_tracepoint(id: u64) -> io::Result<OwnedFd> {
+pub(super) fn open_tracepoint(id: u64) -> io::Result<OwnedFd> {
     let mut a = Attr::new();
     a.u32_at(0, PERF_TYPE_TRACEPOINT);
     a.u32_at(4, a.0.len() as u32);
@@ -334,7 +334,7 @@ pub fn open_tracepoint(id: u64) -> io::Result<OwnedFd> {
 }
 
 /// Attaches program `prog` to the perf event `event` and enables it.
-pub fn attach_and_enable(event: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> io::Result<()> {
+pub(super) fn attach_and_enable(event: BorrowedFd<'_>, prog: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: both fds are open (borrowed for the call); SET_BPF takes the program fd as its
     // integer argument and ENABLE takes none. Neither reads or writes our memory.
     let rc = unsafe {

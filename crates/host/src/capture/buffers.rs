@@ -3,15 +3,15 @@
 //! value is refused outside [`MIN_KB`]..=[`MAX_KB`], and when the total would be more than
 //! half of the memory available now; what it takes is said at start.
 
-use virtlens_core::render::format;
+use virtlens_core::render::bytes;
 
 use super::error::CaptureError;
 
 /// The smallest per-CPU buffer (a few pages; the kernel rounds smaller sizes up anyway).
-pub const MIN_KB: u32 = 64;
+pub(crate) const MIN_KB: u32 = 64;
 /// The largest per-CPU buffer: 1 GiB (a CPU filling more than that before the reader, which
 /// reads every 25 ms, empties it is not a buffer-size problem).
-pub const MAX_KB: u32 = 1 << 20;
+pub(crate) const MAX_KB: u32 = 1 << 20;
 
 /// The ring buffers a capture asks the kernel for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -37,7 +37,7 @@ impl BufferPlan {
                  smaller --buffer-kb",
                 self.per_cpu_kb,
                 self.describe(),
-                format::bytes(avail)
+                bytes(avail)
             ))),
             _ => Ok(self),
         }
@@ -61,9 +61,9 @@ impl BufferPlan {
     pub fn describe(&self) -> String {
         format!(
             "ring buffers of {} per CPU × {} CPUs = {} of kernel memory",
-            format::bytes(u64::from(self.per_cpu_kb) * 1024),
+            bytes(u64::from(self.per_cpu_kb) * 1024),
             self.cpus,
-            format::bytes(self.total_bytes)
+            bytes(self.total_bytes)
         )
     }
 }

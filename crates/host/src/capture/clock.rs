@@ -7,7 +7,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// CLOCK_MONOTONIC now, in ns.
-pub fn monotonic_ns() -> Option<u64> {
+pub(crate) fn monotonic_ns() -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -23,7 +23,7 @@ pub fn monotonic_ns() -> Option<u64> {
 }
 
 /// Unix time minus CLOCK_MONOTONIC, in ns (add it to a `mono` event time for Unix time).
-pub fn realtime_offset_ns() -> i64 {
+pub(crate) fn realtime_offset_ns() -> i64 {
     let mono = monotonic_ns().unwrap_or(0);
     let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)

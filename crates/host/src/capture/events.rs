@@ -6,18 +6,21 @@
 
 use std::path::Path;
 
-use virtlens_core::decode::trace_format::{self, EventFormat};
+use virtlens_core::decode::{EventFormat, parse_event_format};
 
 use super::error::CaptureError;
 
 /// The events captured when `--events` is not given.
-pub const DEFAULT: &str = "kvm";
+pub(crate) const DEFAULT: &str = "kvm";
 /// More threads than this and the kernel filter gets too long: filter in userspace instead.
-pub const MAX_FILTER_THREADS: usize = 256;
+pub(crate) const MAX_FILTER_THREADS: usize = 256;
 
 /// `(system, name)` of each event `spec` selects among `available` (the text of
 /// `available_events`, `system:name` per line), in the kernel's order.
-pub fn select(available: &str, spec: &[String]) -> Result<Vec<(String, String)>, CaptureError> {
+pub(crate) fn select(
+    available: &str,
+    spec: &[String],
+) -> Result<Vec<(String, String)>, CaptureError> {
     let all: Vec<(&str, &str)> = available
         .lines()
         .filter_map(|l| l.trim().split_once(':'))
@@ -89,13 +92,16 @@ fn glob(pattern: &str, text: &str) -> bool {
 
 /// The formats of `events`, read from `events_dir/SYSTEM/NAME/format`; events whose format
 /// cannot be read or parsed are left out with a note.
-pub fn formats(events_dir: &Path, events: &[(String, String)]) -> (Vec<EventFormat>, Vec<String>) {
+pub(crate) fn formats(
+    events_dir: &Path,
+    events: &[(String, String)],
+) -> (Vec<EventFormat>, Vec<String>) {
     let mut out = Vec::with_capacity(events.len());
     let mut notes = Vec::new();
     for (system, name) in events {
         let path = events_dir.join(system).join(name).join("format");
         match super::tracefs::read(&path) {
-            Ok(text) => match trace_format::parse(system, &text) {
+            Ok(text) => match parse_event_format(system, &text) {
                 Ok(f) => out.push(f),
                 Err(e) => notes.push(format!("{system}:{name} is left out: {e}")),
             },
@@ -109,7 +115,7 @@ pub fn formats(events_dir: &Path, events: &[(String, String)]) -> (Vec<EventForm
 }
 
 /// The filter keeping only events of threads `tids`: `common_pid == 1 || common_pid == 2`.
-pub fn pid_filter(tids: &[u32]) -> String {
+pub(crate) fn pid_filter(tids: &[u32]) -> String {
     tids.iter()
         .map(|t| format!("common_pid == {t}"))
         .collect::<Vec<_>>()

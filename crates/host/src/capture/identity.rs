@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use virtlens_core::sources::capture::decoder::ThreadInfo;
+use virtlens_core::capture::ThreadInfo;
 
 use crate::discovery::{self, Vmm, vcpus};
 
@@ -17,7 +17,7 @@ struct VmmName {
 
 /// Thread and VMM identities seen by one capture.
 #[derive(Debug, Default)]
-pub struct Identities {
+pub(crate) struct Identities {
     threads: HashMap<u32, ThreadInfo>,
     vmms: HashMap<u32, Option<VmmName>>,
     /// The last thread looked up, since events come in runs from one thread.
@@ -26,7 +26,7 @@ pub struct Identities {
 
 impl Identities {
     /// Identities already known from a scan of the host's VMMs.
-    pub fn from_scan(vmms: &[Vmm]) -> Self {
+    pub(crate) fn from_scan(vmms: &[Vmm]) -> Self {
         let mut ids = Identities::default();
         for v in vmms {
             ids.add_vmm(v);
@@ -51,7 +51,7 @@ impl Identities {
 
     /// Resolves thread `tid` if it is new.
     #[inline]
-    pub fn see(&mut self, tid: u32) {
+    pub(crate) fn see(&mut self, tid: u32) {
         if self.last == Some(tid) {
             return;
         }
@@ -93,12 +93,12 @@ impl Identities {
 
     /// What is known of thread `tid`.
     #[inline]
-    pub fn get(&self, tid: u32) -> Option<&ThreadInfo> {
+    pub(crate) fn get(&self, tid: u32) -> Option<&ThreadInfo> {
         self.threads.get(&tid)
     }
 
     /// The names of the VMMs whose threads were seen (or were known at the start).
-    pub fn vm_names(&self) -> BTreeMap<u32, String> {
+    pub(crate) fn vm_names(&self) -> BTreeMap<u32, String> {
         self.vmms
             .iter()
             .filter_map(|(pid, v)| Some((*pid, v.as_ref()?.name.clone())))
@@ -106,7 +106,7 @@ impl Identities {
     }
 
     /// The names of the VMMs among `pids`.
-    pub fn names_of(&self, pids: impl Iterator<Item = u32>) -> BTreeMap<u32, String> {
+    pub(crate) fn names_of(&self, pids: impl Iterator<Item = u32>) -> BTreeMap<u32, String> {
         let all = self.vm_names();
         pids.filter_map(|p| Some((p, all.get(&p)?.clone())))
             .collect()

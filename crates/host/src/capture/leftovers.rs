@@ -22,7 +22,7 @@ use super::tracefs::{Tracefs, euid};
 
 /// What a registration points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A spool folder: `.virtlens-spool-…`.
     Spool,
     /// An unfinished capture file: `.NAME.virtlens-part-…`.
@@ -71,9 +71,9 @@ impl Kind {
 }
 
 /// The name of every spool folder starts so.
-pub const SPOOL_PREFIX: &str = ".virtlens-spool-";
+pub(crate) const SPOOL_PREFIX: &str = ".virtlens-spool-";
 /// The name of every unfinished capture file contains this.
-pub const PART_MARK: &str = ".virtlens-part-";
+pub(crate) const PART_MARK: &str = ".virtlens-part-";
 
 /// A process, by pid and start time (clock ticks after boot, `/proc/PID/stat` field 22).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,13 +133,13 @@ fn start_time(pid: u32) -> Option<u64> {
 /// A registered spool or unfinished file; the link goes when this is dropped (after the
 /// thing itself was removed or renamed into place).
 #[derive(Debug)]
-pub struct Registration {
+pub(crate) struct Registration {
     link: PathBuf,
 }
 
 impl Registration {
     /// Registers `target` (absolute, or made so) as a `kind` of this process.
-    pub fn new(kind: Kind, target: &Path) -> Result<Registration, CaptureError> {
+    pub(crate) fn new(kind: Kind, target: &Path) -> Result<Registration, CaptureError> {
         static N: AtomicU32 = AtomicU32::new(0);
         let target = absolute(target);
         let me = Owner::me();
@@ -163,8 +163,9 @@ impl Registration {
         }))
     }
 
-    /// The link.
-    pub fn link(&self) -> &Path {
+    /// The link (the unit tests check where it points).
+    #[cfg(test)]
+    pub(crate) fn link(&self) -> &Path {
         &self.link
     }
 }
@@ -190,7 +191,7 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Where registrations go, in order of preference.
-pub fn runtime_dirs() -> Vec<PathBuf> {
+pub(crate) fn runtime_dirs() -> Vec<PathBuf> {
     let uid = euid();
     let mut dirs = Vec::new();
     if uid == Some(0) {
@@ -236,7 +237,7 @@ pub fn sweep() -> Vec<String> {
 }
 
 /// The files part of [`sweep`]: registered spools and unfinished capture files.
-pub fn sweep_files() -> Vec<String> {
+pub(crate) fn sweep_files() -> Vec<String> {
     let mut notes = Vec::new();
     for dir in runtime_dirs() {
         if own_dir_exists(&dir) {

@@ -7,12 +7,12 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use virtlens_core::decode::ring_buffer::{Missed, PageLayout};
+use virtlens_core::decode::{Missed, PageLayout};
 
 use super::error::CaptureError;
 
 /// Where pages of one CPU come from (a spool file, or pages held in memory).
-pub trait PageSource {
+pub(crate) trait PageSource {
     /// Fills `buf` with the next page; false at the end.
     fn next_page(&mut self, buf: &mut Vec<u8>) -> Result<bool, CaptureError>;
 }
@@ -31,7 +31,7 @@ impl PageSource for std::collections::VecDeque<Vec<u8>> {
 
 /// What the merge met besides events.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MergeStats {
+pub(crate) struct MergeStats {
     pub pages: u64,
     pub events: u64,
     /// Pages that said events were lost before them, and the lost events they counted.
@@ -96,7 +96,7 @@ impl<S: PageSource> Cursor<S> {
 }
 
 /// Calls `f(ts, cpu, payload)` for every event of `sources` (`(cpu, source)`), in time order.
-pub fn merge<S: PageSource>(
+pub(crate) fn merge<S: PageSource>(
     sources: Vec<(u32, S)>,
     layout: &PageLayout,
     mut f: impl FnMut(u64, u32, &[u8]),
@@ -149,7 +149,7 @@ pub fn merge<S: PageSource>(
 mod tests {
     use std::collections::VecDeque;
 
-    use virtlens_core::decode::ring_buffer::build::PageBuilder;
+    use virtlens_core::decode::PageBuilder;
 
     use super::*;
 

@@ -1,20 +1,20 @@
 //! Live capture of KVM events through a tracefs instance of virtlens's own
 //! (`instances/virtlens-<pid>`), never the global buffer or another tool's instance.
 //!
-//! - [`tracefs`]: the instance and its cleanup on every path; stale instances of dead
+//! - `tracefs`: the instance and its cleanup on every path; stale instances of dead
 //!   virtlens processes are removed at start.
-//! - [`events`]: the tracepoints that exist here, their `format` files, `common_pid` filters.
-//! - [`pipes`], [`session`]: per-CPU `trace_pipe_raw` pages (decoded by
+//! - `events`: the tracepoints that exist here, their `format` files, `common_pid` filters.
+//! - `pipes`, `session`: per-CPU `trace_pipe_raw` pages (decoded by
 //!   `virtlens_core::decode::ring_buffer`), lost-event accounting from the `stats` files.
-//! - [`identity`]: thread → VMM process, name and vCPU, resolved while the threads live.
-//! - [`spool`], [`merge`], [`record`]: recording, then the events in time order into the
-//!   profile and the capture file ([`parquet_out`]).
-//! - [`vm_stats`]: KVM binary statistics of the watched VMs (pidfd_getfd + KVM_GET_STATS_FD).
-//! - [`live`], [`top_view`], [`tty`]: `virtlens top`.
-//! - [`output`]: the capture file checked before the capture, written to a temporary file
-//!   and renamed into place; [`buffers`]: the ring buffers' kernel memory, bounded.
-//! - [`signals`]: every catchable terminating signal only sets a flag; the loop stops and
-//!   cleans up. [`leftovers`]: what a killed capture leaves is found and removed by the next
+//! - `identity`: thread → VMM process, name and vCPU, resolved while the threads live.
+//! - `spool`, `merge`, `record`: recording, then the events in time order into the
+//!   profile and the capture file (`parquet_out`).
+//! - `vm_stats`: KVM binary statistics of the watched VMs (pidfd_getfd + KVM_GET_STATS_FD).
+//! - `live`, [`top_view`], `tty`: `virtlens top`.
+//! - `output`: the capture file checked before the capture, written to a temporary file
+//!   and renamed into place; `buffers`: the ring buffers' kernel memory, bounded.
+//! - `signals`: every catchable terminating signal only sets a flag; the loop stops and
+//!   cleans up. `leftovers`: what a killed capture leaves is found and removed by the next
 //!   run of any command.
 //!
 //! Needs root and tracefs; [`CaptureError`] says exactly what is missing.
@@ -24,7 +24,7 @@ pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod identity;
-pub mod leftovers;
+pub(crate) mod leftovers;
 pub(crate) mod live;
 pub(crate) mod merge;
 pub(crate) mod output;
@@ -36,7 +36,7 @@ pub(crate) mod session;
 pub(crate) mod signals;
 pub(crate) mod spool;
 mod summary_text;
-pub mod top_view;
+pub(crate) mod top_view;
 pub(crate) mod tracefs;
 pub(crate) mod tty;
 pub(crate) mod vm_stats;
@@ -55,6 +55,10 @@ pub use record::{
 };
 pub use signals::StopSignals;
 pub use tty::RawTerminal;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use leftovers::sweep as sweep_leftovers;
+pub use top_view::build as top_view;
 
 /// What can be checked before anything is set up: root, tracefs, the ring buffers' size.
 /// (`record` does it before it checks and creates its output, so a user who cannot capture
@@ -77,7 +81,7 @@ pub struct CaptureOptions {
     pub pid: Option<u32>,
     /// Only the VM with this name (exact, else a unique part of it).
     pub vm: Option<String>,
-    /// Ring-buffer size per CPU, in KiB ([`buffers::MIN_KB`]..=[`buffers::MAX_KB`]).
+    /// Ring-buffer size per CPU, in KiB (`buffers::MIN_KB`..=`buffers::MAX_KB`).
     pub buffer_kb: u32,
     /// Where tracefs is (default: /sys/kernel/tracing, then /sys/kernel/debug/tracing).
     pub tracefs: Option<PathBuf>,

@@ -28,9 +28,9 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, Type};
-use virtlens_core::decode::trace_format::EventFormat;
-use virtlens_core::sources::capture::decoder::Hit;
-use virtlens_core::sources::capture::fields::{self, Value, ValueKind};
+use virtlens_core::capture::Hit;
+use virtlens_core::capture::{Value, ValueKind, value, value_kind};
+use virtlens_core::decode::EventFormat;
 
 use super::error::CaptureError;
 
@@ -57,7 +57,7 @@ struct FieldColumn {
 }
 
 /// The raw-event writer; see the module doc.
-pub struct RawWriter {
+pub(crate) struct RawWriter {
     path: PathBuf,
     writer: SerializedFileWriter<BufWriter<File>>,
     /// For each format index: (field index, column index) of its fields.
@@ -79,7 +79,7 @@ pub struct RawWriter {
 impl RawWriter {
     /// A writer to `file` (named `path` in messages) for events of `formats`, with columns
     /// for the fields of those whose `seen` count is not zero.
-    pub fn create(
+    pub(crate) fn create(
         file: File,
         path: &Path,
         formats: &[EventFormat],
@@ -131,12 +131,12 @@ impl RawWriter {
     }
 
     /// The names of the field columns, in order.
-    pub fn field_columns(&self) -> Vec<&str> {
+    pub(crate) fn field_columns(&self) -> Vec<&str> {
         self.fields.iter().map(|f| f.name.as_str()).collect()
     }
 
     /// Adds one event, of VM `vm_name` when known.
-    pub fn push(
+    pub(crate) fn push(
         &mut self,
         formats: &[EventFormat],
         hit: &Hit<'_>,
@@ -181,7 +181,7 @@ impl RawWriter {
             let (Some(field), Some(col)) = (format.fields.get(fi), self.fields.get_mut(ci)) else {
                 continue;
             };
-            let Some(v) = fields::value(field, payload) else {
+            let Some(v) = value(field, payload) else {
                 continue;
             };
             let stored = match (&mut col.values, v) {
@@ -215,7 +215,7 @@ impl RawWriter {
     }
 
     /// Rows written so far.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         self.rows
     }
 
@@ -285,7 +285,7 @@ impl RawWriter {
     }
 
     /// Writes the rest, the key/value metadata, and the footer.
-    pub fn finish(mut self, metadata: Vec<(String, String)>) -> Result<u64, CaptureError> {
+    pub(crate) fn finish(mut self, metadata: Vec<(String, String)>) -> Result<u64, CaptureError> {
         self.flush()?;
         for (k, v) in metadata {
             self.writer.append_key_value_metadata(KeyValue::new(k, v));
@@ -340,7 +340,7 @@ fn plan(formats: &[EventFormat], seen: &[u64]) -> (Vec<Vec<(usize, usize)>>, Vec
             if field.name.starts_with("common_") {
                 continue;
             }
-            let Some(kind) = fields::kind(field) else {
+            let Some(kind) = value_kind(field) else {
                 continue;
             };
             let base = if FIXED.contains(&field.name.as_str()) {
@@ -455,13 +455,13 @@ fn schema(fields: &[FieldColumn]) -> parquet::errors::Result<Type> {
 
 #[cfg(test)]
 mod tests {
-    use virtlens_core::decode::trace_format;
+    use virtlens_core::decode::parse_event_format;
 
     use super::*;
 
     #[test]
     fn columns_are_the_union_of_fields_that_occurred() {
-        let f = |text: &str| trace_format::parse("kvm", text).unwrap_or_else(|e| panic!("{e}"));
+        let f = |text: &str| parse_event_format("kvm", text).unwrap_or_else(|e| panic!("{e}"));
         let a = f(
             "name: a\nID: 1\nformat:\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\
                    \tfield:u32 port;\toffset:8;\tsize:4;\tsigned:0;\n\

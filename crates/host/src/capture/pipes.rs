@@ -19,7 +19,7 @@ struct Pipe {
 
 /// Every CPU's pipe of one instance.
 #[derive(Debug)]
-pub struct Pipes {
+pub(crate) struct Pipes {
     dir: PathBuf,
     pipes: Vec<Pipe>,
     page_size: usize,
@@ -29,7 +29,7 @@ pub struct Pipes {
 impl Pipes {
     /// Opens the pipe of every CPU listed under `instance/per_cpu`; `page_size` is the size
     /// of one ring-buffer page (one read).
-    pub fn open(instance: &Path, page_size: usize) -> Result<Pipes, CaptureError> {
+    pub(crate) fn open(instance: &Path, page_size: usize) -> Result<Pipes, CaptureError> {
         let dir = instance.join("per_cpu");
         let entries = std::fs::read_dir(&dir)
             .map_err(|e| CaptureError::io("listing the per-CPU buffers", &dir, e))?;
@@ -67,17 +67,17 @@ impl Pipes {
     }
 
     /// How many CPUs are read.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.pipes.len()
     }
 
     /// The CPU number of pipe `i`.
-    pub fn cpu(&self, i: usize) -> u32 {
+    pub(crate) fn cpu(&self, i: usize) -> u32 {
         self.pipes.get(i).map_or(0, |p| p.cpu)
     }
 
     /// The next page of pipe `i`, or `None` when its buffer is empty now.
-    pub fn read_page(&mut self, i: usize) -> Result<Option<&[u8]>, CaptureError> {
+    pub(crate) fn read_page(&mut self, i: usize) -> Result<Option<&[u8]>, CaptureError> {
         let Some(pipe) = self.pipes.get_mut(i) else {
             return Ok(None);
         };
@@ -97,7 +97,7 @@ impl Pipes {
     }
 
     /// Events lost so far, per CPU (only CPUs that lost any), from the `stats` files.
-    pub fn lost(&self) -> BTreeMap<u32, u64> {
+    pub(crate) fn lost(&self) -> BTreeMap<u32, u64> {
         self.pipes
             .iter()
             .filter_map(|p| {
@@ -111,7 +111,7 @@ impl Pipes {
 }
 
 /// Lost events in a `stats` file: overwritten (`overrun`, `commit overrun`) plus dropped.
-pub fn lost_in_stats(text: &str) -> u64 {
+pub(crate) fn lost_in_stats(text: &str) -> u64 {
     text.lines()
         .filter_map(|l| l.split_once(':'))
         .filter(|(k, _)| matches!(k.trim(), "overrun" | "commit overrun" | "dropped events"))

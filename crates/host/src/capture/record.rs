@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use virtlens_core::capture::{CAPTURE_KEY, CaptureMeta, PROFILE_KEY};
+use virtlens_core::capture::{Hit, ProfileFeed};
 use virtlens_core::profile::{Note, Profile, SchedSamples, Window};
-use virtlens_core::sources::capture::decoder::{Hit, ProfileFeed};
-use virtlens_core::sources::capture::{self as capture_file, CaptureMeta};
 
 use super::CaptureOptions;
 use super::buffers::BufferPlan;
@@ -102,11 +102,11 @@ pub fn record_to_file(
     let meta = meta(&session, &stopped, &profile, writer.rows());
     let metadata = vec![
         (
-            capture_file::PROFILE_KEY.to_string(),
+            PROFILE_KEY.to_string(),
             serde_json::to_string(&profile).map_err(|e| CaptureError::Decode(e.to_string()))?,
         ),
         (
-            capture_file::CAPTURE_KEY.to_string(),
+            CAPTURE_KEY.to_string(),
             serde_json::to_string(&meta).map_err(|e| CaptureError::Decode(e.to_string()))?,
         ),
     ];
@@ -214,7 +214,10 @@ pub(crate) fn profile_of<S: PageSource>(
     lost: (u64, &BTreeMap<u32, u64>),
     mut writer: Option<&mut RawWriter>,
 ) -> Result<Profile, CaptureError> {
-    let mut feed = ProfileFeed::new(crate::facts::origin(capture_file::FORMAT), &session.table);
+    let mut feed = ProfileFeed::new(
+        crate::facts::origin(virtlens_core::capture::FORMAT),
+        &session.table,
+    );
     let vm_names: HashMap<u32, String> = session.identities.vm_names().into_iter().collect();
     let mut write_error = None;
     let mut kept_pids = BTreeSet::new();
@@ -328,7 +331,7 @@ pub(crate) fn profile_of<S: PageSource>(
 /// The capture's description for the file's metadata.
 fn meta(session: &Session, stopped: &Stopped, profile: &Profile, rows: u64) -> CaptureMeta {
     CaptureMeta {
-        schema: capture_file::SCHEMA.to_string(),
+        schema: virtlens_core::capture::SCHEMA.to_string(),
         clock: session.clock.clone(),
         realtime_offset_ns: session.realtime_offset_ns,
         start_ns: session.span.map(|s| s.0),

@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use virtlens_core::decode::ring_buffer::PageLayout;
-use virtlens_core::sources::capture::decoder::EventTable;
+use virtlens_core::capture::EventTable;
+use virtlens_core::decode::PageLayout;
 
 use super::CaptureOptions;
 use super::buffers::BufferPlan;
@@ -23,13 +23,13 @@ use super::vm_stats::{Snapshots, StatsSet};
 use crate::discovery::{self, Vmm};
 
 /// Where [`Session::poll`] hands each page: `(pipe index, page)`.
-pub type PageSink<'a> = dyn FnMut(usize, &[u8]) -> Result<(), CaptureError> + 'a;
+pub(crate) type PageSink<'a> = dyn FnMut(usize, &[u8]) -> Result<(), CaptureError> + 'a;
 
 /// Pages read from one CPU before moving to the next (so no CPU starves the others).
 const PAGES_PER_ROUND: usize = 256;
 
 /// A running capture; see the module doc.
-pub struct Session {
+pub(crate) struct Session {
     pub notes: Vec<String>,
     pub layout: PageLayout,
     pub table: EventTable,
@@ -59,7 +59,7 @@ pub struct Session {
 
 /// What [`Session::stop`] found.
 #[derive(Debug, Clone, Default)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     pub duration_ns: u64,
     pub lost: u64,
     pub lost_by_cpu: BTreeMap<u32, u64>,
@@ -67,7 +67,7 @@ pub struct Stopped {
 
 impl Session {
     /// Sets everything up and turns tracing on.
-    pub fn start(opts: &CaptureOptions) -> Result<Session, CaptureError> {
+    pub(crate) fn start(opts: &CaptureOptions) -> Result<Session, CaptureError> {
         let tfs = Tracefs::locate(opts.tracefs.as_deref())?;
         let buffers = BufferPlan::for_host(opts.buffer_kb)?;
         let mut notes = leftovers::sweep_files();
@@ -182,27 +182,27 @@ impl Session {
     }
 
     /// The name of the tracefs instance (`virtlens-<pid>`).
-    pub fn instance_name(&self) -> Option<&str> {
+    pub(crate) fn instance_name(&self) -> Option<&str> {
         self.instance.as_ref().map(Instance::name)
     }
 
     /// The CPU of each pipe, by pipe index.
-    pub fn cpus(&self) -> &[u32] {
+    pub(crate) fn cpus(&self) -> &[u32] {
         &self.cpus
     }
 
     /// How long tracing has been on.
-    pub fn elapsed_ns(&self) -> u64 {
+    pub(crate) fn elapsed_ns(&self) -> u64 {
         self.started.elapsed().as_nanos() as u64
     }
 
     /// Events lost so far.
-    pub fn lost(&self) -> u64 {
+    pub(crate) fn lost(&self) -> u64 {
         self.pipes.as_ref().map_or(0, |p| p.lost().values().sum())
     }
 
     /// Sets (or extends) the kernel filter to the selected VMMs' current threads.
-    pub fn refresh_filter(&mut self) {
+    pub(crate) fn refresh_filter(&mut self) {
         let Some(pids) = &self.selected else {
             return;
         };
@@ -265,7 +265,7 @@ impl Session {
     /// Reads what the kernel has now, handing each page (trimmed to its used bytes) to
     /// `sink(pipe index, page)`. Returns how many pages were read, and whether a CPU had
     /// more than one round's worth (so the caller should not sleep before the next).
-    pub fn poll(&mut self, sink: &mut PageSink<'_>) -> Result<(usize, bool), CaptureError> {
+    pub(crate) fn poll(&mut self, sink: &mut PageSink<'_>) -> Result<(usize, bool), CaptureError> {
         let Some(pipes) = self.pipes.as_mut() else {
             return Ok((0, false));
         };
@@ -305,7 +305,7 @@ impl Session {
 
     /// Turns tracing off, drains the buffers into `sink`, counts the lost events, and takes
     /// the instance down.
-    pub fn stop(&mut self, sink: &mut PageSink<'_>) -> Result<Stopped, CaptureError> {
+    pub(crate) fn stop(&mut self, sink: &mut PageSink<'_>) -> Result<Stopped, CaptureError> {
         let duration_ns = self.elapsed_ns();
         if let Some(inst) = &self.instance {
             inst.write("tracing_on", "0")?;

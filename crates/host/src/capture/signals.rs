@@ -32,7 +32,7 @@ use signal_hook::SigId;
 
 /// The signals that stop a capture cleanly, besides the real-time ones (SIGRTMIN..=SIGRTMAX,
 /// which also end a process by default).
-pub const STOP_SIGNALS: [i32; 14] = [
+pub(crate) const STOP_SIGNALS: [i32; 14] = [
     SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU,
     SIGXFSZ, SIGIO, SIGPWR, SIGSTKFLT,
 ];
@@ -49,7 +49,7 @@ pub struct StopSignals {
 }
 
 impl StopSignals {
-    /// Installs the handlers of [`STOP_SIGNALS`] and the real-time signals.
+    /// Installs the handlers of `STOP_SIGNALS` and the real-time signals.
     pub fn install() -> std::io::Result<StopSignals> {
         let flag = Arc::new(AtomicBool::new(false));
         let which = Arc::new(AtomicUsize::new(0));
@@ -115,14 +115,14 @@ fn ignored(sig: i32) -> bool {
 }
 
 /// Every signal handled: [`STOP_SIGNALS`] and SIGRTMIN..=SIGRTMAX.
-pub fn all() -> Vec<i32> {
+pub(crate) fn all() -> Vec<i32> {
     let mut v = STOP_SIGNALS.to_vec();
     v.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
     v
 }
 
 /// `SIGQUIT`, `SIGRTMIN+3`, …
-pub fn name(sig: i32) -> String {
+pub(crate) fn name(sig: i32) -> String {
     match sig {
         SIGPWR => return "SIGPWR".into(),
         SIGSTKFLT => return "SIGSTKFLT".into(),

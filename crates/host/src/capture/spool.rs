@@ -16,7 +16,7 @@ use super::merge::PageSource;
 
 /// The spool being written.
 #[derive(Debug)]
-pub struct Spool {
+pub(crate) struct Spool {
     dir: PathBuf,
     files: Vec<BufWriter<File>>,
     bytes: u64,
@@ -27,7 +27,7 @@ pub struct Spool {
 impl Spool {
     /// A spool for `cpus` CPUs in a hidden folder in `parent`, registered before it is
     /// created.
-    pub fn create(parent: &Path, cpus: usize) -> Result<Spool, CaptureError> {
+    pub(crate) fn create(parent: &Path, cpus: usize) -> Result<Spool, CaptureError> {
         let dir = parent.join(format!("{SPOOL_PREFIX}{}-{}", std::process::id(), unique()));
         let registration = Registration::new(Kind::Spool, &dir)?;
         let mut spool = Spool {
@@ -52,7 +52,7 @@ impl Spool {
     }
 
     /// Appends a page of pipe `i`.
-    pub fn write(&mut self, i: usize, page: &[u8]) -> Result<(), CaptureError> {
+    pub(crate) fn write(&mut self, i: usize, page: &[u8]) -> Result<(), CaptureError> {
         let path = self.path(i);
         let Some(f) = self.files.get_mut(i) else {
             return Ok(());
@@ -66,7 +66,7 @@ impl Spool {
     }
 
     /// Flushes the files and opens them for reading, pipe by pipe.
-    pub fn into_readers(mut self) -> Result<(SpoolDir, Vec<SpoolReader>), CaptureError> {
+    pub(crate) fn into_readers(mut self) -> Result<(SpoolDir, Vec<SpoolReader>), CaptureError> {
         let mut readers = Vec::with_capacity(self.files.len());
         for (i, f) in std::mem::take(&mut self.files).into_iter().enumerate() {
             let path = self.path(i);
@@ -98,7 +98,7 @@ impl Drop for Spool {
 
 /// The spool folder while it is read; removed on drop.
 #[derive(Debug)]
-pub struct SpoolDir {
+pub(crate) struct SpoolDir {
     dir: PathBuf,
     _registration: Option<Registration>,
 }
@@ -111,7 +111,7 @@ impl Drop for SpoolDir {
 
 /// The pages of one CPU, in the order they were read.
 #[derive(Debug)]
-pub struct SpoolReader {
+pub(crate) struct SpoolReader {
     file: BufReader<File>,
     path: PathBuf,
 }

@@ -1,7 +1,7 @@
 //! How `record -o FILE` says what it wrote: one line with the events, the time, the losses and
 //! the file, the buffers, the notes, and the command that reads it; as JSON, the summary.
 
-use virtlens_core::render::{Export, Style, format, json};
+use virtlens_core::render::{Export, Style, count, json};
 
 use super::record::RecordSummary;
 
@@ -18,11 +18,11 @@ impl Export for RecordSummary {
             .unwrap_or_default();
         let mut text = format!(
             "recorded {} events in {:.2} s ({} lost{stopped}) to {} ({} bytes, {} event columns)\n",
-            format::count(self.events),
+            count(self.events),
             self.duration_ns as f64 / 1e9,
-            format::count(self.lost),
+            count(self.lost),
             self.path,
-            format::count(self.bytes),
+            count(self.bytes),
             self.columns.len()
         );
         text.push_str(&format!("{}\n", self.buffers.describe()));

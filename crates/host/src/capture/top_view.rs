@@ -6,16 +6,16 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_core::analysis::sched::summarize;
+use virtlens_core::analysis::summarize_sched as summarize;
 use virtlens_core::decode::Decoder;
-use virtlens_core::events::tracepoints;
+use virtlens_core::events::TABLED;
 use virtlens_core::profile::{Key, TableKind};
-use virtlens_core::render::top_text::{SCHEMA, TopCounter, TopRow, TopView, TopVm};
+use virtlens_core::render::{TOP_SCHEMA as SCHEMA, TopCounter, TopRow, TopView, TopVm};
 
 use super::live::Interval;
 
 /// Events that have a table of their own, so their rows in `events` would count them twice.
-const IN_TABLES: [&str; 8] = tracepoints::TABLED;
+const IN_TABLES: [&str; 8] = TABLED;
 
 #[derive(Default)]
 struct Acc {

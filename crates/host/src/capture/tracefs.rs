@@ -14,21 +14,21 @@ use super::error::CaptureError;
 /// Where tracefs is mounted on current and older systems.
 const MOUNTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 /// The prefix of every instance virtlens creates.
-pub const PREFIX: &str = "virtlens-";
+pub(crate) const PREFIX: &str = "virtlens-";
 
 /// Instances this process created, to name the next one.
 static CREATED: AtomicU32 = AtomicU32::new(0);
 
 /// A mounted tracefs that this process may use.
 #[derive(Debug, Clone)]
-pub struct Tracefs {
+pub(crate) struct Tracefs {
     root: PathBuf,
 }
 
 impl Tracefs {
     /// The tracefs to use (`explicit`, else the usual mount points), after checking that this
     /// process is root and that tracefs supports instances.
-    pub fn locate(explicit: Option<&Path>) -> Result<Tracefs, CaptureError> {
+    pub(crate) fn locate(explicit: Option<&Path>) -> Result<Tracefs, CaptureError> {
         Self::locate_as(explicit, euid())
     }
 
@@ -48,12 +48,12 @@ impl Tracefs {
             .ok_or(CaptureError::NoTracefs)
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// Removes `virtlens-*` instances whose process is gone; says what it removed or could not.
-    pub fn remove_stale(&self) -> Vec<String> {
+    pub(crate) fn remove_stale(&self) -> Vec<String> {
         stale_instances(&self.root.join("instances"))
             .into_iter()
             .map(|(path, owner)| {
@@ -97,7 +97,7 @@ fn stale_instances(instances: &Path) -> Vec<(PathBuf, InstanceOwner)> {
 /// For a process that may not remove tracefs instances (not root): the stale ones it can see
 /// (a tracefs mounted with `gid=` for a tracing group), each with how to remove it — they keep
 /// tracing, and cost every exit, until someone does. Nothing when it can see none.
-pub fn stale_instance_warnings() -> Vec<String> {
+pub(crate) fn stale_instance_warnings() -> Vec<String> {
     MOUNTS
         .iter()
         .flat_map(|m| warn_stale(&Path::new(m).join("instances")))
@@ -129,7 +129,7 @@ pub(crate) fn remove_instance(path: &Path) -> std::io::Result<()> {
 
 /// Reads a tracefs file whole. Some of them (`events/header_page`) answer only the first
 /// read of a file, so it is read with one buffer large enough for all of it.
-pub fn read(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 1 << 16];
@@ -151,7 +151,7 @@ pub fn read(path: &Path) -> std::io::Result<String> {
 
 /// The owner of an instance, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InstanceOwner {
+pub(crate) struct InstanceOwner {
     pub pid: u32,
     /// The owner's start time (`/proc/PID/stat` field 22), in names since it was added.
     pub start: Option<u64>,
@@ -160,7 +160,7 @@ pub struct InstanceOwner {
 impl InstanceOwner {
     /// Whether the owner still runs: the same pid with the same start time (or, for a name
     /// without one, any process of that pid).
-    pub fn alive(self) -> bool {
+    pub(crate) fn alive(self) -> bool {
         match self.start {
             Some(start) => super::leftovers::Owner {
                 pid: self.pid,
@@ -174,7 +174,7 @@ impl InstanceOwner {
 
 /// The owner in an instance name: `virtlens-<pid>-s<start>[-<n>]`, or an older virtlens's
 /// `virtlens-<pid>[-<n>]`.
-pub fn instance_owner(name: &str) -> Option<InstanceOwner> {
+pub(crate) fn instance_owner(name: &str) -> Option<InstanceOwner> {
     let mut parts = name.strip_prefix(PREFIX)?.split('-');
     let pid = parts.next()?.parse().ok()?;
     let mut start = None;
@@ -204,7 +204,7 @@ pub(crate) fn euid() -> Option<u32> {
 
 /// The capture's own tracefs instance; see the module doc.
 #[derive(Debug)]
-pub struct Instance {
+pub(crate) struct Instance {
     dir: PathBuf,
     name: String,
     /// `enable` files set to 1, in order.
@@ -219,7 +219,7 @@ pub struct Instance {
 impl Instance {
     /// Creates `instances/virtlens-<pid>-s<start time>` (`…-<n>` for a second one in this
     /// process) with tracing off: the name says who owns it, whatever pids are reused later.
-    pub fn create(tfs: &Tracefs) -> Result<Instance, CaptureError> {
+    pub(crate) fn create(tfs: &Tracefs) -> Result<Instance, CaptureError> {
         let me = super::leftovers::Owner::me();
         let n = CREATED.fetch_add(1, Ordering::Relaxed);
         let name = if n == 0 {
@@ -246,36 +246,36 @@ impl Instance {
         Ok(inst)
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.dir
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Writes `value` to the instance's file `rel`.
-    pub fn write(&self, rel: &str, value: &str) -> Result<(), CaptureError> {
+    pub(crate) fn write(&self, rel: &str, value: &str) -> Result<(), CaptureError> {
         let path = self.dir.join(rel);
         std::fs::write(&path, value)
             .map_err(|e| CaptureError::io(format!("writing `{}`", value.trim()), path, e))
     }
 
     /// Reads the instance's file `rel`.
-    pub fn read(&self, rel: &str) -> Result<String, CaptureError> {
+    pub(crate) fn read(&self, rel: &str) -> Result<String, CaptureError> {
         let path = self.dir.join(rel);
         read(&path).map_err(|e| CaptureError::io("reading", path, e))
     }
 
     /// Enables event `system:name` in this instance.
-    pub fn enable(&mut self, system: &str, name: &str) -> Result<(), CaptureError> {
+    pub(crate) fn enable(&mut self, system: &str, name: &str) -> Result<(), CaptureError> {
         let rel = format!("events/{system}/{name}/enable");
         self.enabled.push(self.dir.join(&rel));
         self.write(&rel, "1")
     }
 
     /// Sets the filter of event `system:name` (an empty filter clears it).
-    pub fn set_filter(
+    pub(crate) fn set_filter(
         &mut self,
         system: &str,
         name: &str,
@@ -291,7 +291,7 @@ impl Instance {
 
     /// Takes the instance down, reporting the first thing that failed (everything is tried).
     /// Files of the instance (per-CPU pipes) must be closed first.
-    pub fn close(mut self) -> Result<(), CaptureError> {
+    pub(crate) fn close(mut self) -> Result<(), CaptureError> {
         self.teardown()
     }
 

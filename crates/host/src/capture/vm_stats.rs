@@ -16,7 +16,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 
-use virtlens_core::decode::kvm_stats::{Layout, StatType, StatUnit};
+use virtlens_core::decode::{StatType, StatUnit, StatsLayout as Layout};
 use virtlens_core::profile::{Key, Row, Table, TableKind, Window};
 
 use crate::discovery::{Vmm, kvm_fds};
@@ -69,14 +69,14 @@ struct Source {
 }
 
 /// The statistics fds of a set of VMs.
-pub struct StatsSet {
+pub(crate) struct StatsSet {
     sources: Vec<Source>,
     /// What could not be opened, and why.
     pub notes: Vec<String>,
 }
 
 /// The values of every source at one moment.
-pub struct Snapshots(Vec<Option<Snapshot>>);
+pub(crate) struct Snapshots(Vec<Option<Snapshot>>);
 
 /// The vCPU named by a stats id `kvm-<pid>/vcpu-<n>` (`None` for a VM's `kvm-<pid>`).
 fn vcpu_of_id(id: &str) -> Option<u32> {
@@ -85,7 +85,7 @@ fn vcpu_of_id(id: &str) -> Option<u32> {
 
 impl StatsSet {
     /// Opens the statistics of every VM and vCPU of `vmms`.
-    pub fn open(vmms: &[&Vmm]) -> StatsSet {
+    pub(crate) fn open(vmms: &[&Vmm]) -> StatsSet {
         let mut set = StatsSet {
             sources: Vec::new(),
             notes: Vec::new(),
@@ -171,12 +171,12 @@ impl StatsSet {
     }
 
     /// Whether any statistics could be opened.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.sources.is_empty()
     }
 
     /// Every source's values now (`None` where a read failed: the VM is gone).
-    pub fn snapshot(&self) -> Snapshots {
+    pub(crate) fn snapshot(&self) -> Snapshots {
         Snapshots(
             self.sources
                 .iter()
@@ -186,7 +186,12 @@ impl StatsSet {
     }
 
     /// The counters that moved between `before` and `after`, over `window_ns`.
-    pub fn table(&self, before: &Snapshots, after: &Snapshots, window_ns: u64) -> Option<Table> {
+    pub(crate) fn table(
+        &self,
+        before: &Snapshots,
+        after: &Snapshots,
+        window_ns: u64,
+    ) -> Option<Table> {
         let mut t = Table::new(TableKind::KvmStats);
         t.overlapping = true;
         t.label = Some("KVM binary statistics (KVM_GET_STATS_FD), increments".into());

@@ -36,14 +36,14 @@ impl KvmFds {
 
 /// What a KVM fd is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FdKind {
+pub(crate) enum FdKind {
     Vm,
     Vcpu(u32),
     Stats,
 }
 
 /// What an fd link names, if it is a KVM fd.
-pub fn classify(link: &str) -> Option<FdKind> {
+pub(crate) fn classify(link: &str) -> Option<FdKind> {
     match link.strip_prefix("anon_inode:")? {
         "kvm-vm" => Some(FdKind::Vm),
         "kvm-vm-stats" => Some(FdKind::Stats),
@@ -58,7 +58,7 @@ pub fn classify(link: &str) -> Option<FdKind> {
 
 /// The KVM fds of the process whose `/proc` directory is `proc_pid`; an error when its fd
 /// table cannot be read (not root, or the process is gone).
-pub fn kvm_fds(proc_pid: &Path) -> io::Result<KvmFds> {
+pub(crate) fn kvm_fds(proc_pid: &Path) -> io::Result<KvmFds> {
     let mut out = KvmFds::default();
     for entry in std::fs::read_dir(proc_pid.join("fd"))? {
         let Ok(entry) = entry else { continue };
@@ -86,7 +86,7 @@ pub fn kvm_fds(proc_pid: &Path) -> io::Result<KvmFds> {
 }
 
 /// A copy of fd `fd` of process `pid`, through a pidfd.
-pub fn take_fd(pid: u32, fd: u32) -> io::Result<OwnedFd> {
+pub(crate) fn take_fd(pid: u32, fd: u32) -> io::Result<OwnedFd> {
     let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
     let fd = libc::c_int::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is passed.

@@ -1,7 +1,7 @@
 //! Finding the VMs on this host: every process that holds a KVM VM fd (`anon_inode:kvm-vm`,
 //! seen as root) or whose program is a known VMM (QEMU, Firecracker, cloud-hypervisor,
-//! crosvm, kvmtool) is a [`Vmm`], named by [`names`], with its threads and the vCPU each one
-//! runs when its name says ([`vcpus`]), and its KVM fds ([`kvm_fds`]) for binary statistics.
+//! crosvm, kvmtool) is a [`Vmm`], named by `names`, with its threads and the vCPU each one
+//! runs when its name says (`vcpus`), and its KVM fds (`kvm_fds`) for binary statistics.
 //! Reading `/proc` only; a process that vanishes while it is looked at is skipped.
 
 pub(crate) mod kvm_fds;

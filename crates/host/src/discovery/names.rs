@@ -61,7 +61,7 @@ pub enum NameSource {
 
 /// The name given by `-name guest=NAME,…`, `-name NAME,…` or `--name …` (QEMU escapes a
 /// comma in a name as `,,`).
-pub fn qemu_name(args: &[String]) -> Option<String> {
+pub(crate) fn qemu_name(args: &[String]) -> Option<String> {
     let value = option_value(args, &["-name", "--name"])?;
     let mut parts = Vec::new();
     let mut cur = String::new();
@@ -92,7 +92,7 @@ pub fn qemu_name(args: &[String]) -> Option<String> {
 }
 
 /// Firecracker's `--id ID` (also `--id=ID`).
-pub fn firecracker_id(args: &[String]) -> Option<String> {
+pub(crate) fn firecracker_id(args: &[String]) -> Option<String> {
     option_value(args, &["--id"]).filter(|v| !v.is_empty())
 }
 
@@ -112,7 +112,7 @@ fn option_value(args: &[String], opts: &[&str]) -> Option<String> {
 }
 
 /// The process title: `argv[0]`'s file name, else `comm`.
-pub fn process_title(args: &[String], comm: &str) -> String {
+pub(crate) fn process_title(args: &[String], comm: &str) -> String {
     args.first()
         .and_then(|a| Path::new(a).file_name())
         .map(|n| n.to_string_lossy().into_owned())
@@ -121,7 +121,7 @@ pub fn process_title(args: &[String], comm: &str) -> String {
 }
 
 /// The libvirt domain whose pid file (in `dir`, e.g. `/run/libvirt/qemu`) holds `pid`.
-pub fn libvirt_domain(dir: &Path, pid: u32) -> Option<String> {
+pub(crate) fn libvirt_domain(dir: &Path, pid: u32) -> Option<String> {
     std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
         let path = e.path();
         let name = path
@@ -135,7 +135,7 @@ pub fn libvirt_domain(dir: &Path, pid: u32) -> Option<String> {
 }
 
 /// The name of a VM and where it came from.
-pub fn name_of(
+pub(crate) fn name_of(
     kind: VmmKind,
     args: &[String],
     comm: &str,

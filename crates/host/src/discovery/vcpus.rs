@@ -3,7 +3,7 @@
 //! `vcpu3`, crosvm `crosvm_vcpu3`, kvmtool `kvm-vcpu-3`. Other names say nothing.
 
 /// The vCPU a thread called `comm` runs, when its name says.
-pub fn vcpu_of_thread(comm: &str) -> Option<u32> {
+pub(crate) fn vcpu_of_thread(comm: &str) -> Option<u32> {
     let comm = comm.trim();
     if let Some(rest) = comm.strip_prefix("CPU ") {
         let (n, accel) = rest.split_once('/')?;

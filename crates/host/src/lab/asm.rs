@@ -25,14 +25,14 @@ use crate::microvm::Error;
 use crate::microvm::layout::{CODE_ADDR, DONE_PORT};
 
 /// A program being assembled for one mode.
-pub struct Prog {
+pub(crate) struct Prog {
     pub a: CodeAssembler,
     pub mode: Mode,
 }
 
 impl Prog {
     /// An empty program for `mode`.
-    pub fn new(mode: Mode) -> Result<Prog, Error> {
+    pub(crate) fn new(mode: Mode) -> Result<Prog, Error> {
         Ok(Prog {
             a: CodeAssembler::new(mode.bitness())?,
             mode,
@@ -41,7 +41,7 @@ impl Prog {
 
     /// Points the memory pointer at guest-physical `gpa`; unsupported where the mode cannot
     /// address it.
-    pub fn point_at(&mut self, gpa: u64) -> Result<(), Error> {
+    pub(crate) fn point_at(&mut self, gpa: u64) -> Result<(), Error> {
         match self.mode {
             Mode::Real => {
                 let segment = u16::try_from(gpa >> 4).map_err(|_| {
@@ -68,12 +68,12 @@ impl Prog {
     }
 
     /// A byte at the pointer plus `offset`.
-    pub fn byte(&self, offset: i32) -> AsmMemoryOperand {
+    pub(crate) fn byte(&self, offset: i32) -> AsmMemoryOperand {
         self.ptr(offset, byte_ptr)
     }
 
     /// A dword at the pointer plus `offset`.
-    pub fn dword(&self, offset: i32) -> AsmMemoryOperand {
+    pub(crate) fn dword(&self, offset: i32) -> AsmMemoryOperand {
         self.ptr(offset, dword_ptr)
     }
 }
@@ -83,10 +83,10 @@ fn u32_addr(gpa: u64) -> Result<u32, Error> {
 }
 
 /// A body or set-up step.
-pub type Emit<'a> = &'a dyn Fn(&mut Prog) -> Result<(), Error>;
+pub(super) type Emit<'a> = &'a dyn Fn(&mut Prog) -> Result<(), Error>;
 
 /// The loop program of `mode`: `setup` once, then `body` rdi times, then the done write.
-pub fn looped(mode: Mode, setup: Emit<'_>, body: Emit<'_>) -> Result<Vec<u8>, Error> {
+pub(super) fn looped(mode: Mode, setup: Emit<'_>, body: Emit<'_>) -> Result<Vec<u8>, Error> {
     let mut p = Prog::new(mode)?;
     let mut top = p.a.create_label();
     let mut done = p.a.create_label();

@@ -20,7 +20,7 @@ use virtlens_core::measure::{Mode, Status};
 use super::devices::LabDevices;
 use crate::kvm_stats::{Snapshot, StatsFd};
 use crate::microvm::{Access, Error, MicroVm, RunStats, VmConfig};
-use virtlens_core::decode::kvm_stats::StatType;
+use virtlens_core::decode::StatType;
 
 /// Loop count of the probe run.
 const PROBE_OPS: u64 = 32;
@@ -30,7 +30,7 @@ const MAX_OPS: u64 = 50_000_000;
 
 /// One thing to measure.
 #[derive(Debug, Clone)]
-pub struct Item {
+pub(crate) struct Item {
     pub name: String,
     pub mode: Mode,
     pub what: String,
@@ -71,7 +71,7 @@ pub struct Plan {
 
 /// What the runs of one item gave.
 #[derive(Debug, Clone)]
-pub struct Measured {
+pub(super) struct Measured {
     pub name: String,
     pub mode: Mode,
     pub what: String,
@@ -116,7 +116,7 @@ impl Measured {
     }
 
     /// Each statistic that moved, per operation.
-    pub fn stats_per_op(&self) -> BTreeMap<String, f64> {
+    pub(super) fn stats_per_op(&self) -> BTreeMap<String, f64> {
         let n = self.total_ops.max(1) as f64;
         self.stats
             .iter()
@@ -126,7 +126,7 @@ impl Measured {
     }
 
     /// Returns to userspace per operation.
-    pub fn userspace_exits_per_op(&self) -> Option<f64> {
+    pub(super) fn userspace_exits_per_op(&self) -> Option<f64> {
         (self.total_ops > 0).then(|| self.userspace_exits as f64 / self.total_ops as f64)
     }
 }
@@ -407,7 +407,7 @@ fn record(m: &mut Measured, round: usize, ops: u64, run: Run) {
 /// Measures `items` (one group, usually one mode, with its baseline among them): probe and
 /// calibrate each, then `plan.rounds` interleaved rounds. `tick` is called once per item
 /// prepared and once per run, with the item's name.
-pub fn measure(
+pub(super) fn measure(
     items: &[Item],
     plan: &Plan,
     tick: &mut dyn FnMut(&str),
@@ -458,7 +458,11 @@ pub fn measure(
 /// Runs `item` again and again until `until`, after one probe run that checks it works here,
 /// calling `started` once the loop runs; returns the operations made. For watching a trap with
 /// other tools (`lab --replay`): nothing is measured.
-pub fn replay(item: &Item, until: Instant, started: &mut dyn FnMut()) -> Result<u64, String> {
+pub(super) fn replay(
+    item: &Item,
+    until: Instant,
+    started: &mut dyn FnMut(),
+) -> Result<u64, String> {
     let plan = Plan {
         rounds: 1,
         ops: None,

@@ -15,30 +15,30 @@ use crate::microvm::{Error, HC_MAP_GPA_RANGE, VmConfig};
 use iced_x86::code_asm::{al, dword_ptr, dx, eax, ebx, ecx, edx, esi, rcx};
 
 /// A port no device claims: its accesses go to the VMM.
-pub const USER_PORT: u16 = 0x510;
+pub(crate) const USER_PORT: u16 = 0x510;
 /// A port with an ioeventfd.
-pub const IOEVENTFD_PORT: u16 = 0x600;
+pub(crate) const IOEVENTFD_PORT: u16 = 0x600;
 /// Unbacked guest-physical memory: accesses go to the VMM.
-pub const USER_MMIO: u64 = 0xd_0000;
+pub(crate) const USER_MMIO: u64 = 0xd_0000;
 /// An MMIO address with an ioeventfd.
-pub const IOEVENTFD_MMIO: u64 = 0xd_1000;
+pub(crate) const IOEVENTFD_MMIO: u64 = 0xd_1000;
 /// A coalesced-MMIO zone (one page).
-pub const COALESCED_MMIO: u64 = 0xd_2000;
+pub(crate) const COALESCED_MMIO: u64 = 0xd_2000;
 /// An MSR KVM does not know: with KVM_CAP_X86_USER_SPACE_MSR it goes to the VMM.
-pub const USER_MSR: u32 = 0x1234;
+pub(crate) const USER_MSR: u32 = 0x1234;
 /// IA32_SYSENTER_CS: handled in the kernel.
-pub const KERNEL_MSR: u32 = 0x174;
+pub(crate) const KERNEL_MSR: u32 = 0x174;
 /// A hypercall number KVM does not implement (answered -KVM_ENOSYS in the kernel).
-pub const UNKNOWN_HYPERCALL: u32 = 0xffff;
+pub(crate) const UNKNOWN_HYPERCALL: u32 = 0xffff;
 /// A port whose ioeventfd is also an irqfd (an MSI of the lab's vector): a write to it
 /// raises an interrupt entirely in the kernel.
-pub const IRQFD_PORT: u16 = 0x530;
+pub(crate) const IRQFD_PORT: u16 = 0x530;
 /// Where the interrupt tests' handler counts the interrupts it took.
 const IRQ_COUNT: u64 = DATA_PAGE + 0x40;
 
 /// One exit test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
+pub(crate) enum Exit {
     NopLoop,
     Rdtsc,
     RamStore,
@@ -69,7 +69,7 @@ pub enum Exit {
 
 impl Exit {
     /// Every test, the baseline first.
-    pub const ALL: [Exit; 26] = [
+    pub(crate) const ALL: [Exit; 26] = [
         Exit::NopLoop,
         Exit::Rdtsc,
         Exit::RamStore,
@@ -99,7 +99,7 @@ impl Exit {
     ];
 
     /// The test's name in output.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Exit::NopLoop => "nop_loop",
             Exit::Rdtsc => "rdtsc",
@@ -131,12 +131,12 @@ impl Exit {
     }
 
     /// The test named `name`.
-    pub fn from_name(name: &str) -> Option<Exit> {
+    pub(crate) fn from_name(name: &str) -> Option<Exit> {
         Exit::ALL.into_iter().find(|e| e.name() == name)
     }
 
     /// One operation, and who handles it.
-    pub fn what(self) -> &'static str {
+    pub(crate) fn what(self) -> &'static str {
         match self {
             Exit::NopLoop => "nop: the loop itself (baseline, gross ns per iteration)",
             Exit::Rdtsc => "rdtsc: no exit where the TSC is not intercepted",
@@ -195,7 +195,7 @@ impl Exit {
     }
 
     /// Why the test cannot run in `mode`, when it cannot.
-    pub fn unsupported(self, mode: Mode) -> Option<&'static str> {
+    pub(crate) fn unsupported(self, mode: Mode) -> Option<&'static str> {
         if matches!(self, Exit::IrqInjectUser | Exit::IrqInjectIrqfd) && mode != Mode::Long64 {
             return Some("the lab's interrupt handler is a 64-bit ring-0 IDT gate");
         }
@@ -359,7 +359,7 @@ impl Exit {
     }
 
     /// The bench item of this test in `mode` (`amd`: use VMMCALL, the AMD encoding).
-    pub fn item(self, mode: Mode, amd: bool) -> Item {
+    pub(crate) fn item(self, mode: Mode, amd: bool) -> Item {
         let program = looped(mode, &|p| self.setup(p, amd), &|p| self.body(p, amd));
         let ioeventfds = match self {
             Exit::IoeventfdPio => vec![IoEventAddress::Pio(u64::from(IOEVENTFD_PORT))],
@@ -384,7 +384,7 @@ impl Exit {
     }
 
     /// A remark on what the number means in `mode`, when it needs one.
-    pub fn note(self, mode: Mode) -> Option<&'static str> {
+    pub(crate) fn note(self, mode: Mode) -> Option<&'static str> {
         match (self, mode.is_user()) {
             (Exit::VmcallKernel, true) => {
                 Some("at CPL3 KVM refuses the hypercall (-KVM_EPERM): the cost of the refusal")
@@ -408,7 +408,7 @@ impl Exit {
 }
 
 /// How a program that could not be assembled shows in results.
-pub fn program_error(e: Error) -> (Status, String) {
+pub(crate) fn program_error(e: Error) -> (Status, String) {
     match e {
         Error::Unsupported(why) => (Status::Unsupported, why),
         other => (Status::Failed, other.to_string()),
@@ -416,6 +416,6 @@ pub fn program_error(e: Error) -> (Status, String) {
 }
 
 /// The items of every test in `mode`.
-pub fn items(mode: Mode, amd: bool) -> Vec<Item> {
+pub(crate) fn items(mode: Mode, amd: bool) -> Vec<Item> {
     Exit::ALL.into_iter().map(|e| e.item(mode, amd)).collect()
 }

@@ -12,8 +12,8 @@ use std::sync::{Arc, Barrier, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use virtlens_core::model::checked::CrowdRun;
-use virtlens_guest::procfs::{CpuTicks, SchedStat, procs_running};
+use virtlens_core::model::CrowdRun;
+use virtlens_guest::{CpuTicks, SchedStat, procs_running};
 
 use super::Tick;
 use super::kernels::{Ending, Kernel, assemble};

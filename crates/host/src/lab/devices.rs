@@ -19,21 +19,21 @@ use std::time::Instant;
 use crate::microvm::Devices;
 
 /// The ACPI PM timer port (QEMU's PIIX4/ICH9 PM base 0x600 + 8).
-pub const PM_TIMER_PORT: u16 = 0x608;
+pub(crate) const PM_TIMER_PORT: u16 = 0x608;
 /// COM1.
-pub const UART_BASE: u16 = 0x3f8;
+pub(crate) const UART_BASE: u16 = 0x3f8;
 /// The HPET's MMIO base.
-pub const HPET_BASE: u64 = 0xfed0_0000;
+pub(crate) const HPET_BASE: u64 = 0xfed0_0000;
 /// The xAPIC page.
-pub const APIC_BASE: u64 = 0xfee0_0000;
+pub(crate) const APIC_BASE: u64 = 0xfee0_0000;
 /// What an MSR read that reached userspace returns.
-pub const USER_MSR_VALUE: u64 = 0x1234;
+pub(crate) const USER_MSR_VALUE: u64 = 0x1234;
 /// The byte every other read returns.
-pub const OTHER_READ: u8 = 0x5a;
+pub(crate) const OTHER_READ: u8 = 0x5a;
 /// A write here asks the VMM to inject [`IRQ_VECTOR`].
-pub const IRQ_PORT: u16 = 0x520;
+pub(crate) const IRQ_PORT: u16 = 0x520;
 /// The vector the lab's interrupt tests use (the IO path's).
-pub const IRQ_VECTOR: u8 = super::io_path::guest::VECTOR;
+pub(crate) const IRQ_VECTOR: u8 = super::io_path::guest::VECTOR;
 
 const HPET_LEN: u64 = 0x400;
 const APIC_LEN: u64 = 0x1000;
@@ -42,7 +42,7 @@ const HPET_PERIOD_FS: u64 = 10_000_000;
 
 /// The lab's device models. HLT never ends a run (guests end by writing the done port).
 #[derive(Debug)]
-pub struct LabDevices {
+pub(crate) struct LabDevices {
     start: Instant,
     hpet: BTreeMap<u64, u64>,
     apic: BTreeMap<u64, u32>,
@@ -90,7 +90,7 @@ impl LabDevices {
     }
 
     /// The PM timer's 24-bit count now.
-    pub fn pm_timer(&self) -> u32 {
+    pub(crate) fn pm_timer(&self) -> u32 {
         ((u128::from(self.ns()) * 3_579_545 / 1_000_000_000) & 0xff_ffff) as u32
     }
 

@@ -7,14 +7,14 @@
 use std::io;
 use std::ptr::NonNull;
 
-use virtlens_guest::sys::Mapping;
+use virtlens_guest::Mapping;
 
 use super::kernels::{Ending, Kernel, assemble};
 use crate::microvm::Error;
 
 /// Executable code, unmapped on drop.
 #[derive(Debug)]
-pub struct Code {
+pub(super) struct Code {
     ptr: NonNull<u8>,
     len: usize,
 }
@@ -82,15 +82,15 @@ fn code(kernel: Kernel) -> Result<Code, Error> {
 
 /// The queens kernel, native.
 #[derive(Debug)]
-pub struct NativeQueens(Code);
+pub(super) struct NativeQueens(Code);
 
 impl NativeQueens {
-    pub fn new() -> Result<Self, Error> {
+    pub(super) fn new() -> Result<Self, Error> {
         Ok(NativeQueens(code(Kernel::Queens)?))
     }
 
     /// `reps` counts of `n` (≤ 14) queens; returns the sum of the counts.
-    pub fn run(&self, reps: u64, n: u64) -> u64 {
+    pub(super) fn run(&self, reps: u64, n: u64) -> u64 {
         // SAFETY: the queens kernel is a SysV function that touches no memory but its stack
         // (recursion depth n ≤ 14, a few hundred bytes).
         unsafe { self.0.call(reps, 0, n.min(14)) }
@@ -99,7 +99,7 @@ impl NativeQueens {
 
 /// The chase kernel, native, over its own buffer.
 #[derive(Debug)]
-pub struct NativeChase {
+pub(super) struct NativeChase {
     code: Code,
     map: Mapping,
     words: usize,
@@ -107,7 +107,7 @@ pub struct NativeChase {
 
 impl NativeChase {
     /// Takes the buffer; every entry must be an index inside it.
-    pub fn new(mut map: Mapping) -> Result<Self, Error> {
+    pub(super) fn new(mut map: Mapping) -> Result<Self, Error> {
         let words = map.words();
         let n = words.len();
         if let Some(bad) = words.iter().position(|&w| w as usize >= n) {
@@ -123,12 +123,12 @@ impl NativeChase {
     }
 
     /// The buffer's address (for /proc/self/smaps).
-    pub fn addr(&self) -> usize {
+    pub(super) fn addr(&self) -> usize {
         self.map.addr()
     }
 
     /// `hops` loads from index `start`; returns the last index (None when `start` is outside).
-    pub fn run(&mut self, hops: u64, start: u64) -> Option<u64> {
+    pub(super) fn run(&mut self, hops: u64, start: u64) -> Option<u64> {
         if start as usize >= self.words {
             return None;
         }

@@ -21,14 +21,14 @@ use crate::microvm::layout::DONE_PORT;
 
 /// Which kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
+pub(super) enum Kernel {
     Queens,
     Chase,
 }
 
 /// How the kernel ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(super) enum Ending {
     /// `ret`: called as a function natively.
     Return,
     /// `out DONE_PORT, al`: the end of a guest run.
@@ -127,7 +127,7 @@ fn chase(a: &mut CodeAssembler, ending: Ending) -> Result<(), Error> {
 
 /// The kernel's machine code, for code placed at `origin` (every branch is relative, so the
 /// bytes also run anywhere else).
-pub fn assemble(kernel: Kernel, ending: Ending, origin: u64) -> Result<Vec<u8>, Error> {
+pub(super) fn assemble(kernel: Kernel, ending: Ending, origin: u64) -> Result<Vec<u8>, Error> {
     let mut a = CodeAssembler::new(64)?;
     match kernel {
         Kernel::Queens => queens(&mut a, ending)?,
@@ -137,7 +137,7 @@ pub fn assemble(kernel: Kernel, ending: Ending, origin: u64) -> Result<Vec<u8>, 
 }
 
 /// The answer [`Kernel::Chase`] must give: the index after `hops` loads from `start`.
-pub fn chase_answer(words: &[u64], start: u64, hops: u64) -> u64 {
+pub(super) fn chase_answer(words: &[u64], start: u64, hops: u64) -> u64 {
     let mut i = start;
     for _ in 0..hops {
         i = words.get(i as usize).copied().unwrap_or(0);
@@ -147,7 +147,7 @@ pub fn chase_answer(words: &[u64], start: u64, hops: u64) -> u64 {
 
 /// A random cycle through `words`, one hop per 4 KiB page at a varying cache line (the same
 /// layout as the guest suite's TLB probe); returns the start index.
-pub fn page_cycle(words: &mut [u64], seed: u64) -> u64 {
+pub(super) fn page_cycle(words: &mut [u64], seed: u64) -> u64 {
     const PAGE: usize = 512;
     let n = words.len() / PAGE;
     if n == 0 {

@@ -1,11 +1,11 @@
 //! The lab: micro-VMs on /dev/kvm that measure what each kind of exit costs on this host
 //! (`virtlens exitcost`: [`run_exitcost`]) and replay the classic traps against their fixes
-//! (`virtlens lab`: [`run_lab`], which adds the scenarios of [`scenarios`]).
+//! (`virtlens lab`: [`run_lab`], which adds the scenarios of `scenarios`).
 //!
-//! Each exit test ([`catalog`]) and scenario variant is a loop of one guest operation in its
+//! Each exit test (`catalog`) and scenario variant is a loop of one guest operation in its
 //! own micro-VM. Per mode, every item is probed once (a hang caught by the watchdog or a
 //! missing capability makes it `unsupported`), its loop count is calibrated to a target run
-//! time, and then all items run round-robin, round after round ([`mod@bench`]); each figure is
+//! time, and then all items run round-robin, round after round (`bench`); each figure is
 //! the median over rounds of (item − nop loop of the same round), so it is the operation's
 //! own cost. The backend is labelled from the loaded modules and measured: whether ring-0
 //! guest code is emulated (`insn_emulation` per guest instruction of a nop loop ≈ 1); so is
@@ -17,27 +17,32 @@
 mod asm;
 mod bench;
 pub(crate) mod catalog;
-pub mod crowd;
+pub(crate) mod crowd;
 pub(crate) mod devices;
-pub mod io_path;
+pub(crate) mod io_path;
 #[allow(unsafe_code)]
 mod jit;
 mod kernels;
 mod profile;
 mod results;
-pub mod scenarios;
-pub mod stretch;
+pub(crate) mod scenarios;
+pub(crate) mod stretch;
 
 use std::time::{Duration, Instant};
 
-use virtlens_core::facts::{Backend, HostFacts};
 use virtlens_core::measure::{
     BackendLabel, EXITCOST_SCHEMA, ExitCostReport, LAB_SCHEMA, LabReport, Mode, Recording, Status,
-    TestResult, date, headline,
+    TestResult, headline, utc_date,
 };
+use virtlens_core::{Backend, HostFacts};
 
 pub use bench::Plan;
 pub use profile::FORMAT as PROFILE_FORMAT;
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use crowd::{Busy, run as run_crowd};
+pub use scenarios::{replay, variant_profile};
+pub use stretch::run as run_stretch;
 
 /// The default time budget of `exitcost` and `lab` (a full run takes 10 to 60 s).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(300);
@@ -213,7 +218,7 @@ struct Outcome {
     host: HostLabel,
     tests: Vec<TestResult>,
     scenarios: Vec<virtlens_core::measure::ScenarioResult>,
-    io_path: Option<virtlens_core::measure::io_path::IoPathReport>,
+    io_path: Option<virtlens_core::measure::IoPathReport>,
     recorded: Recording,
     notes: Vec<String>,
 }
@@ -312,7 +317,7 @@ fn run(opts: &Options, progress: &mut dyn FnMut(Tick<'_>)) -> Outcome {
         io_path::rounds::report(rows, &backend)
     });
     let recorded = Recording {
-        date: date::utc(
+        date: utc_date(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),

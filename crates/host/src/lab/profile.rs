@@ -25,7 +25,7 @@ fn row(key: Key, count: u64) -> Row {
 }
 
 /// The profile of everything `m`'s measured runs did.
-pub fn profile(m: &Measured, host: &HostLabel) -> Profile {
+pub(super) fn profile(m: &Measured, host: &HostLabel) -> Profile {
     let mut origin = Origin::new(FORMAT, None);
     origin.backend = Some(host.backend.clone());
     origin.cpu.clone_from(&host.facts.cpu_model);

@@ -3,9 +3,9 @@
 //! differences, the run-to-run spread of the gross times, statistics per operation, and the
 //! `unresolved` label where the clock (of step `clock_ns`) cannot show the figure.
 
-use virtlens_core::measure::resolution::{self, label_test, label_variant};
-use virtlens_core::measure::summary::{Summary, paired_differences};
-use virtlens_core::measure::{ScenarioResult, Status, TestResult, VariantResult, headline};
+use virtlens_core::measure::{ScenarioResult, Status, TestResult, VariantResult, ratio};
+use virtlens_core::measure::{Summary, paired_differences};
+use virtlens_core::measure::{label_test, label_variant, per_op};
 
 use super::HostLabel;
 use super::bench::Measured;
@@ -33,7 +33,7 @@ fn summaries(m: &Measured, base: Option<&Measured>) -> (Option<Summary>, Option<
 }
 
 /// The test result of `m` against the nop loop `base`, timed with a clock of step `clock_ns`.
-pub fn test_result(m: &Measured, base: Option<&Measured>, clock_ns: f64) -> TestResult {
+pub(super) fn test_result(m: &Measured, base: Option<&Measured>, clock_ns: f64) -> TestResult {
     let mut t = TestResult::not_measured(&m.name, m.mode, &m.what, m.status, String::new());
     t.reason = m.reason.clone();
     t.baseline = m.baseline;
@@ -53,7 +53,7 @@ pub fn test_result(m: &Measured, base: Option<&Measured>, clock_ns: f64) -> Test
     t.runs = gross.map_or(0, |s| s.n);
     t.stats_per_op = m.stats_per_op();
     t.userspace_exits_per_op = m.userspace_exits_per_op();
-    t.resolution_ns = resolution::per_op(clock_ns, m.ops_per_run, !m.baseline);
+    t.resolution_ns = per_op(clock_ns, m.ops_per_run, !m.baseline);
     if net.is_none() && base.is_some() {
         t.reason = Some("the nop-loop baseline of this mode was not measured".into());
     }
@@ -101,13 +101,13 @@ fn variant_result(
     r.exits_per_op = Some(r.stats_per_op.get("exits").copied().unwrap_or(0.0));
     r.userspace_exits_per_op = m.userspace_exits_per_op();
     r.profile = Some(profile(m, host));
-    r.resolution_ns = resolution::per_op(clock_ns, m.ops_per_run, true);
+    r.resolution_ns = per_op(clock_ns, m.ops_per_run, true);
     label_variant(&mut r);
     r
 }
 
 /// The scenario results, from the measured items of their variants and the nop loop.
-pub fn scenario_results(
+pub(super) fn scenario_results(
     mode: virtlens_core::measure::Mode,
     scenarios: &[Scenario],
     measured: &[Measured],
@@ -134,7 +134,7 @@ pub fn scenario_results(
                 .ns_per_op
                 .zip(fixed.ns_per_op)
                 .filter(|_| resolved)
-                .and_then(|(t, f)| headline::ratio(t, f));
+                .and_then(|(t, f)| ratio(t, f));
             ScenarioResult {
                 name: s.name.to_string(),
                 title: s.title.to_string(),

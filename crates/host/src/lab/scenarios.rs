@@ -26,17 +26,17 @@ use crate::microvm::layout::{DATA_PAGE, DEFAULT_MEMORY};
 use crate::microvm::{Error, VmConfig};
 
 /// The modes the scenarios run in.
-pub const MODES: [Mode; 2] = [Mode::Long64, Mode::User64];
+pub(crate) const MODES: [Mode; 2] = [Mode::Long64, Mode::User64];
 /// The port of the virtio-style queue notification.
-pub const NOTIFY_PORT: u16 = 0xc050;
+pub(crate) const NOTIFY_PORT: u16 = 0xc050;
 /// Bytes the buffered console collects before one flush.
-pub const CONSOLE_BUFFER: u32 = 64;
+pub(crate) const CONSOLE_BUFFER: u32 = 64;
 
 type EmitFn = fn(&mut Prog) -> Result<(), Error>;
 
 /// One way of doing a scenario's logical operation.
 #[derive(Debug, Clone, Copy)]
-pub struct Variant {
+pub(crate) struct Variant {
     pub name: &'static str,
     pub what: &'static str,
     irqchip: bool,
@@ -50,7 +50,7 @@ pub struct Variant {
 
 /// A trap and its fix.
 #[derive(Debug, Clone)]
-pub struct Scenario {
+pub(crate) struct Scenario {
     pub name: &'static str,
     pub title: &'static str,
     pub op: &'static str,
@@ -61,7 +61,7 @@ pub struct Scenario {
 
 impl Scenario {
     /// Every variant, trap first, then fixed, then the others.
-    pub fn variants(&self) -> Vec<Variant> {
+    pub(crate) fn variants(&self) -> Vec<Variant> {
         let mut v = vec![self.trap, self.fixed];
         v.extend(self.also.iter().copied());
         v
@@ -69,7 +69,7 @@ impl Scenario {
 }
 
 /// The name of a variant's bench item.
-pub fn item_name(scenario: &str, variant: &str) -> String {
+pub(crate) fn item_name(scenario: &str, variant: &str) -> String {
     format!("{scenario}/{variant}")
 }
 
@@ -88,7 +88,7 @@ fn tsc_page() -> Vec<u8> {
 }
 
 /// Every scenario.
-pub fn all() -> Vec<Scenario> {
+pub(crate) fn all() -> Vec<Scenario> {
     vec![
         Scenario {
             name: "clock_read",
@@ -294,7 +294,7 @@ fn notify_body(p: &mut Prog) -> Result<(), Error> {
 }
 
 /// The bench item of one variant in `mode` (a 64-bit mode).
-pub fn item(scenario: &Scenario, v: &Variant, mode: Mode) -> Item {
+pub(crate) fn item(scenario: &Scenario, v: &Variant, mode: Mode) -> Item {
     let program = looped(mode, &|p| (v.setup)(p), &|p| (v.body)(p));
     Item {
         name: item_name(scenario.name, v.name),
@@ -327,7 +327,7 @@ pub fn item(scenario: &Scenario, v: &Variant, mode: Mode) -> Item {
 }
 
 /// Every variant's item in `mode`.
-pub fn items(mode: Mode) -> Vec<Item> {
+pub(crate) fn items(mode: Mode) -> Vec<Item> {
     all()
         .iter()
         .flat_map(|s| s.variants().into_iter().map(move |v| item(s, &v, mode)))

@@ -9,14 +9,14 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use virtlens_core::facts::Backend;
-use virtlens_guest::fingerprint;
-use virtlens_guest::procfs;
+use virtlens_core::Backend;
+use virtlens_guest::anon_huge_kb;
+use virtlens_guest::probe_fingerprint;
 use virtlens_guest::schema::{
     BENCH_SCHEMA, BenchReport, Better, Check, Measure, Recorded, Skipped,
 };
 use virtlens_guest::stats::Spread;
-use virtlens_guest::sys::{Mapping, Pages};
+use virtlens_guest::{Mapping, Pages};
 
 use super::Tick;
 use super::jit::{NativeChase, NativeQueens};
@@ -189,7 +189,7 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
             Mapping::new(BUF_MB << 20, pages).map_err(|e| Error::Memory(e.to_string()))?;
         map.words().copy_from_slice(&words);
         let chase = NativeChase::new(map)?;
-        let got = match (pages, procfs::anon_huge_kb(chase.addr())) {
+        let got = match (pages, anon_huge_kb(chase.addr())) {
             (Pages::Small, _) => "4K".to_string(),
             (Pages::Huge, Some(kb)) if kb >= (BUF_MB as u64) << 10 => {
                 "2M (transparent huge pages)".into()
@@ -205,7 +205,7 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
         (Pages::Huge, "lab.tlb.random_2m", "2M guest pages"),
     ] {
         let vm = vm_for(Kernel::Chase, Mode::User64, Some((&bytes, pages)))?;
-        let thp = procfs::anon_huge_kb(vm.host_addr());
+        let thp = anon_huge_kb(vm.host_addr());
         details.push((1, name, pages_text(guest, thp)));
         items.push(Item::new(
             1,
@@ -233,7 +233,7 @@ pub fn run(runs: usize, progress: &mut dyn FnMut(Tick<'_>)) -> Result<Vec<BenchR
             item.samples.push(ns);
         }
     }
-    let fp = fingerprint::probe();
+    let fp = probe_fingerprint();
     let ring0 = if emulated_ring0 {
         "micro-VM ring 0 (emulated)"
     } else {

@@ -17,17 +17,15 @@ use iced_x86::code_asm::{CodeAssembler, al, dx, ecx};
 use super::error::Error;
 
 /// Where real-mode programs are loaded and start.
-pub const CODE_ADDR: u64 = 0x8000;
-/// The initial stack pointer.
-pub const STACK_TOP: u64 = 0x7000;
+pub(crate) const CODE_ADDR: u64 = 0x8000;
 /// The guest-physical address of the exception stubs.
-pub const STUB_BASE: u64 = 0x500;
+pub(crate) const STUB_BASE: u64 = 0x500;
 /// The size of one exception stub slot.
-pub const STUB_STRIDE: u64 = 16;
+pub(crate) const STUB_STRIDE: u64 = 16;
 /// The port the exception stubs write their vector number to.
-pub const EXCEPTION_PORT: u16 = 0x502;
+pub(crate) const EXCEPTION_PORT: u16 = 0x502;
 /// The smallest guest memory a real-mode program needs (code at 0x8000 and room for it).
-pub const MIN_MEMORY: usize = 0x10000;
+pub(crate) const MIN_MEMORY: usize = 0x10000;
 
 fn asm_err(e: iced_x86::IcedError) -> Error {
     Error::Assemble(e.to_string())
@@ -54,7 +52,7 @@ pub fn pio_loop(port: u16, count: u32) -> Result<Vec<u8>, Error> {
 }
 
 /// The interrupt vector table and the 256 exception stubs, as `(guest address, bytes)` pieces.
-pub fn exception_handlers() -> Result<Vec<(u64, Vec<u8>)>, Error> {
+pub(crate) fn exception_handlers() -> Result<Vec<(u64, Vec<u8>)>, Error> {
     let mut ivt = Vec::with_capacity(256 * 4);
     let mut stubs = Vec::with_capacity(256 * STUB_STRIDE as usize);
     for vector in 0..=255u8 {
@@ -84,7 +82,7 @@ pub fn exception_handlers() -> Result<Vec<(u64, Vec<u8>)>, Error> {
 }
 
 /// Whether a guest `rip` lies inside the exception stubs.
-pub fn in_stubs(rip: u64) -> bool {
+pub(crate) fn in_stubs(rip: u64) -> bool {
     (STUB_BASE..STUB_BASE + 256 * STUB_STRIDE).contains(&rip)
 }
 

@@ -19,48 +19,48 @@
 /// Where programs are loaded and start.
 pub const CODE_ADDR: u64 = 0x8000;
 /// The largest program.
-pub const CODE_MAX: usize = 0x8000;
+pub(crate) const CODE_MAX: usize = 0x8000;
 /// The initial (ring-0) stack pointer.
-pub const STACK_TOP: u64 = 0x7000;
+pub(crate) const STACK_TOP: u64 = 0x7000;
 /// The initial stack pointer of ring-3 guests.
-pub const USER_STACK_TOP: u64 = 0x1_c000;
+pub(crate) const USER_STACK_TOP: u64 = 0x1_c000;
 /// A page of RAM free for guest programs' data.
-pub const DATA_PAGE: u64 = 0x5000;
+pub(crate) const DATA_PAGE: u64 = 0x5000;
 /// The GDT.
-pub const GDT_ADDR: u64 = 0x1800;
+pub(crate) const GDT_ADDR: u64 = 0x1800;
 /// The IDT (protected and long mode).
-pub const IDT_ADDR: u64 = 0x2000;
+pub(crate) const IDT_ADDR: u64 = 0x2000;
 /// The 32/64-bit exception stubs.
-pub const STUBS32_ADDR: u64 = 0x3000;
+pub(crate) const STUBS32_ADDR: u64 = 0x3000;
 /// The size of one 32/64-bit exception stub slot.
-pub const STUB32_STRIDE: u64 = 32;
+pub(crate) const STUB32_STRIDE: u64 = 32;
 /// The 64-bit TSS.
-pub const TSS_ADDR: u64 = 0x1_0000;
+pub(crate) const TSS_ADDR: u64 = 0x1_0000;
 /// The TSS's fixed part; the I/O bitmap follows it.
-pub const TSS_BASE_LEN: u64 = 0x68;
+pub(crate) const TSS_BASE_LEN: u64 = 0x68;
 /// The I/O bitmap: one bit per port, 65536 ports.
-pub const IO_BITMAP_LEN: u64 = 0x2000;
+pub(crate) const IO_BITMAP_LEN: u64 = 0x2000;
 /// The TSS limit: fixed part, bitmap, and the bitmap's terminating 0xff byte.
-pub const TSS_LIMIT: u64 = TSS_BASE_LEN + IO_BITMAP_LEN;
+pub(crate) const TSS_LIMIT: u64 = TSS_BASE_LEN + IO_BITMAP_LEN;
 /// The PML4; the PDPT and the 4 page directories follow it page by page.
-pub const PML4_ADDR: u64 = 0x2_0000;
+pub(crate) const PML4_ADDR: u64 = 0x2_0000;
 /// The default guest RAM (512 KiB: everything above is MMIO).
-pub const DEFAULT_MEMORY: usize = 0x8_0000;
+pub(crate) const DEFAULT_MEMORY: usize = 0x8_0000;
 /// The port every lab program writes to when it is done.
 pub const DONE_PORT: u16 = 0x501;
 
 /// GDT selectors.
-pub mod sel {
+pub(crate) mod sel {
     /// 64-bit code, ring 0.
-    pub const CODE64: u16 = 0x08;
+    pub(crate) const CODE64: u16 = 0x08;
     /// Flat data, ring 0.
-    pub const DATA: u16 = 0x10;
+    pub(crate) const DATA: u16 = 0x10;
     /// 32-bit code, ring 0.
-    pub const CODE32: u16 = 0x18;
+    pub(crate) const CODE32: u16 = 0x18;
     /// 64-bit code, ring 3 (RPL 3).
-    pub const USER_CODE64: u16 = 0x2b;
+    pub(crate) const USER_CODE64: u16 = 0x2b;
     /// Flat data, ring 3 (RPL 3).
-    pub const USER_DATA: u16 = 0x33;
+    pub(crate) const USER_DATA: u16 = 0x33;
     /// The TSS (two GDT slots in long mode).
-    pub const TSS: u16 = 0x38;
+    pub(crate) const TSS: u16 = 0x38;
 }

@@ -1,5 +1,5 @@
 //! The micro-VM the lab (`virtlens lab` / `exitcost`) is built on. A [`MicroVm`] is one KVM
-//! VM with one vCPU and a block of RAM at guest-physical 0 ([`layout`]), running tiny guest
+//! VM with one vCPU and a block of RAM at guest-physical 0 (`layout`), running tiny guest
 //! programs assembled at run time (iced-x86) in real mode, 32-bit protected mode, 64-bit long
 //! mode ring 0 or 64-bit ring 3 ([`Mode`]; the GDT, IDT, TSS with its I/O bitmap and page
 //! tables come from `tables`). Exits are answered by a [`Devices`] model and counted
@@ -24,8 +24,8 @@
 //! `sys`.
 
 mod error;
-pub mod guest;
-pub mod layout;
+pub(crate) mod guest;
+pub(crate) mod layout;
 mod run;
 #[allow(unsafe_code)]
 mod sys;
@@ -38,3 +38,7 @@ pub use run::{Access, Devices, RunStats, Zeros};
 pub(crate) use sys::{RamWord, borrow_fd, thread_cpu_ns, wait_readable};
 pub use virtlens_core::measure::Mode;
 pub use vm::{HC_MAP_GPA_RANGE, MicroVm, VmConfig};
+
+// What other crates use of this area (docs/development.md, "Public API").
+pub use guest::pio_loop;
+pub use layout::{CODE_ADDR, DONE_PORT};

@@ -14,14 +14,14 @@ use kvm_ioctls::VmFd;
 /// Anonymous, private, zero-filled memory that backs the guest's RAM. Unmapped on drop; the
 /// owner must drop the VM that uses it first (see `MicroVm`'s field order).
 #[derive(Debug)]
-pub struct GuestMemory {
+pub(super) struct GuestMemory {
     ptr: NonNull<u8>,
     len: usize,
 }
 
 impl GuestMemory {
     /// Maps `len` bytes (a non-zero multiple of the page size).
-    pub fn new(len: usize) -> io::Result<Self> {
+    pub(super) fn new(len: usize) -> io::Result<Self> {
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing touches
         // no existing memory; the result is checked before use.
         let addr = unsafe {
@@ -43,17 +43,17 @@ impl GuestMemory {
     }
 
     /// The size in bytes.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
     /// The host address the guest's RAM starts at (to find it in /proc/self/smaps).
-    pub fn host_addr(&self) -> usize {
+    pub(super) fn host_addr(&self) -> usize {
         self.ptr.as_ptr() as usize
     }
 
     /// Asks for transparent huge pages to back the guest's RAM (before it is touched).
-    pub fn advise_huge(&self) -> io::Result<()> {
+    pub(super) fn advise_huge(&self) -> io::Result<()> {
         // SAFETY: the range is exactly this live mapping; madvise changes no contents.
         let rc = unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_HUGEPAGE) };
         if rc == 0 {
@@ -64,7 +64,7 @@ impl GuestMemory {
     }
 
     /// The guest's RAM, read-only.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(super) fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` is a live mapping of `len` readable bytes owned by `self`. The guest only
         // writes to it while `MicroVm::run` holds `&mut` of the VM (and so of `self`), so no
         // shared borrow overlaps a guest write.
@@ -72,14 +72,14 @@ impl GuestMemory {
     }
 
     /// The guest's RAM, writable.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(super) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as in `as_slice`; `&mut self` makes this the only host-side borrow, and the
         // vCPU is not running while it exists.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
     /// Makes this memory the guest-physical range `gpa..gpa + len` in memory slot `slot`.
-    pub fn register(&self, vm: &VmFd, slot: u32, gpa: u64) -> Result<(), kvm_ioctls::Error> {
+    pub(super) fn register(&self, vm: &VmFd, slot: u32, gpa: u64) -> Result<(), kvm_ioctls::Error> {
         let region = kvm_userspace_memory_region {
             slot,
             flags: 0,
@@ -106,11 +106,11 @@ impl Drop for GuestMemory {
 
 /// A thread the watchdog can interrupt (a `pthread_t`).
 #[derive(Debug, Clone, Copy)]
-pub struct ThreadHandle(libc::pthread_t);
+pub(super) struct ThreadHandle(libc::pthread_t);
 
 impl ThreadHandle {
     /// The calling thread.
-    pub fn current() -> Self {
+    pub(super) fn current() -> Self {
         // SAFETY: pthread_self has no preconditions and cannot fail.
         Self(unsafe { libc::pthread_self() })
     }
@@ -118,7 +118,7 @@ impl ThreadHandle {
     /// Sends `signal` to the thread. The thread must still be alive: the watchdog only kicks
     /// the vCPU thread while that thread is inside `MicroVm::run`, which joins the watchdog
     /// before returning.
-    pub fn kick(self, signal: libc::c_int) -> io::Result<()> {
+    pub(super) fn kick(self, signal: libc::c_int) -> io::Result<()> {
         // SAFETY: the handle names a live thread (see above), and `signal` has a handler
         // installed by `kick_signal`, so delivery cannot terminate the process.
         let rc = unsafe { libc::pthread_kill(self.0, signal) };
@@ -134,7 +134,7 @@ extern "C" fn on_kick(_: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_v
 
 /// The real-time signal used to interrupt `KVM_RUN` (SIGRTMIN), with a do-nothing handler
 /// installed once per process *without* `SA_RESTART`, so a blocked `KVM_RUN` returns `EINTR`.
-pub fn kick_signal() -> Result<libc::c_int, String> {
+pub(super) fn kick_signal() -> Result<libc::c_int, String> {
     static SIGNAL: OnceLock<Result<libc::c_int, String>> = OnceLock::new();
     SIGNAL
         .get_or_init(|| {
@@ -147,7 +147,7 @@ pub fn kick_signal() -> Result<libc::c_int, String> {
 }
 
 /// The suberror and data words of a KVM_EXIT_INTERNAL_ERROR exit.
-pub fn internal_error(run: &kvm_run) -> (u32, Vec<u64>) {
+pub(super) fn internal_error(run: &kvm_run) -> (u32, Vec<u64>) {
     // SAFETY: only called right after KVM_RUN returned KVM_EXIT_INTERNAL_ERROR, for which the
     // kernel fills the `internal` member of the exit union.
     let internal = unsafe { run.__bindgen_anon_1.internal };
@@ -156,7 +156,7 @@ pub fn internal_error(run: &kvm_run) -> (u32, Vec<u64>) {
 }
 
 /// The fd of a KVM object (VM or vCPU), borrowed for as long as the object.
-pub fn borrow_fd<T: std::os::fd::AsRawFd>(owner: &T) -> std::os::fd::BorrowedFd<'_> {
+pub(crate) fn borrow_fd<T: std::os::fd::AsRawFd>(owner: &T) -> std::os::fd::BorrowedFd<'_> {
     // SAFETY: `owner` owns the open fd and cannot close it while it is borrowed here: the
     // returned borrow lives no longer than `&owner`.
     unsafe { std::os::fd::BorrowedFd::borrow_raw(owner.as_raw_fd()) }
@@ -165,7 +165,7 @@ pub fn borrow_fd<T: std::os::fd::AsRawFd>(owner: &T) -> std::os::fd::BorrowedFd<
 /// A 32-bit word of guest RAM that a host thread reads and writes while the vCPU runs (the
 /// IO path's ring indices), always atomically.
 #[derive(Debug, Clone, Copy)]
-pub struct RamWord(NonNull<std::sync::atomic::AtomicU32>);
+pub(crate) struct RamWord(NonNull<std::sync::atomic::AtomicU32>);
 
 // SAFETY: a `RamWord` points into a `GuestMemory` mapping, is only made by `GuestMemory::word`
 // and only used by threads scoped inside the function that owns the VM (and so the mapping),
@@ -182,12 +182,12 @@ impl RamWord {
     }
 
     /// The word's value.
-    pub fn load(&self) -> u32 {
+    pub(crate) fn load(&self) -> u32 {
         self.cell().load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Sets the word.
-    pub fn store(&self, v: u32) {
+    pub(crate) fn store(&self, v: u32) {
         self.cell().store(v, std::sync::atomic::Ordering::Release);
     }
 }
@@ -195,7 +195,7 @@ impl RamWord {
 impl GuestMemory {
     /// The word at byte `offset` (4-byte aligned, inside the mapping); the caller keeps the
     /// memory alive for as long as the word is used.
-    pub fn word(&self, offset: usize) -> Option<RamWord> {
+    pub(super) fn word(&self, offset: usize) -> Option<RamWord> {
         if !offset.is_multiple_of(4) || offset.checked_add(4)? > self.len {
             return None;
         }
@@ -207,7 +207,10 @@ impl GuestMemory {
 
 /// KVM_INTERRUPT: queues `vector` for injection into a vCPU that has no in-kernel local APIC
 /// (the VMM plays the interrupt controller). `_IOW(KVMIO, 0x86, struct kvm_interrupt)`.
-pub fn inject_interrupt(vcpu: &kvm_ioctls::VcpuFd, vector: u32) -> Result<(), kvm_ioctls::Error> {
+pub(super) fn inject_interrupt(
+    vcpu: &kvm_ioctls::VcpuFd,
+    vector: u32,
+) -> Result<(), kvm_ioctls::Error> {
     use std::os::fd::AsRawFd;
     const KVM_INTERRUPT: libc::c_ulong = 0x4004_ae86;
     let irq = kvm_bindings::kvm_interrupt { irq: vector };
@@ -222,7 +225,7 @@ pub fn inject_interrupt(vcpu: &kvm_ioctls::VcpuFd, vector: u32) -> Result<(), kv
 }
 
 /// Waits up to `timeout_ms` for `fd` to become readable; `false` on timeout.
-pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
+pub(crate) fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
@@ -246,7 +249,7 @@ pub fn wait_readable(fd: std::os::fd::BorrowedFd<'_>, timeout_ms: i32) -> io::Re
 }
 
 /// CPU time the calling thread has used, in nanoseconds.
-pub fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -101,7 +101,7 @@ impl Desc {
 }
 
 /// Vectors for which the CPU pushes an error code.
-pub fn has_error_code(vector: u8) -> bool {
+pub(super) fn has_error_code(vector: u8) -> bool {
     matches!(vector, 8 | 10..=14 | 17 | 21 | 29 | 30)
 }
 
@@ -136,7 +136,7 @@ fn stubs(bitness: u32) -> Result<Vec<u8>, Error> {
 }
 
 /// Whether `rip` lies inside the 32/64-bit stubs.
-pub fn in_stubs32(rip: u64) -> bool {
+pub(super) fn in_stubs32(rip: u64) -> bool {
     (STUBS32_ADDR..STUBS32_ADDR + 256 * STUB32_STRIDE).contains(&rip)
 }
 
@@ -205,7 +205,7 @@ fn page_tables() -> Vec<u8> {
 
 /// The `(guest address, bytes)` pieces a `mode` guest needs besides its program (real mode
 /// needs only the 16-bit IVT and stubs, which `guest` provides).
-pub fn pieces(mode: Mode) -> Result<Vec<(u64, Vec<u8>)>, Error> {
+pub(super) fn pieces(mode: Mode) -> Result<Vec<(u64, Vec<u8>)>, Error> {
     match mode {
         Mode::Real => super::guest::exception_handlers(),
         Mode::Prot32 => Ok(vec![
@@ -225,7 +225,7 @@ pub fn pieces(mode: Mode) -> Result<Vec<(u64, Vec<u8>)>, Error> {
 }
 
 /// Sets the segment, control and table registers of `mode` in `s`.
-pub fn set_sregs(s: &mut kvm_sregs, mode: Mode) {
+pub(super) fn set_sregs(s: &mut kvm_sregs, mode: Mode) {
     let (code, data, code_sel, data_sel) = match mode {
         Mode::Real => {
             for seg in [

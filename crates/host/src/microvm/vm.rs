@@ -200,7 +200,7 @@ impl MicroVm {
 
     /// Loads `code` (assembled for `mode` at [`CODE_ADDR`]) with the tables and exception
     /// stubs of `mode`, and points the vCPU at it: general registers zero, rflags 2 (no
-    /// interrupts, IOPL 0), the stack at [`STACK_TOP`] ([`USER_STACK_TOP`] in ring 3).
+    /// interrupts, IOPL 0), the stack at `STACK_TOP` (`USER_STACK_TOP` in ring 3).
     pub fn load(&mut self, mode: Mode, code: &[u8]) -> Result<(), Error> {
         if code.len() > CODE_MAX {
             return Err(Error::Memory(format!(

@@ -14,7 +14,7 @@ use super::sys::ThreadHandle;
 
 /// State shared by the vCPU thread and the watchdog thread.
 #[derive(Debug)]
-pub struct Watchdog {
+pub(super) struct Watchdog {
     limit: Duration,
     start: Instant,
     /// The token of the `KVM_RUN` in progress (ns since `start`, plus 1), or 0.
@@ -28,7 +28,7 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// A watchdog for the calling thread: each `KVM_RUN` may take at most `limit`.
-    pub fn for_current_thread(limit: Duration, signal: libc::c_int) -> Self {
+    pub(super) fn for_current_thread(limit: Duration, signal: libc::c_int) -> Self {
         Self {
             limit: limit.max(Duration::from_millis(1)),
             start: Instant::now(),
@@ -41,7 +41,7 @@ impl Watchdog {
     }
 
     /// The per-`KVM_RUN` limit.
-    pub fn limit(&self) -> Duration {
+    pub(super) fn limit(&self) -> Duration {
         self.limit
     }
 
@@ -52,24 +52,24 @@ impl Watchdog {
     }
 
     /// Called right before `KVM_RUN`; returns the token of this run.
-    pub fn arm(&self) -> u64 {
+    pub(super) fn arm(&self) -> u64 {
         let token = self.now_token();
         self.armed.store(token, Ordering::SeqCst);
         token
     }
 
     /// Called right after `KVM_RUN` returned.
-    pub fn disarm(&self) {
+    pub(super) fn disarm(&self) {
         self.armed.store(0, Ordering::SeqCst);
     }
 
     /// Whether the watchdog interrupted the run of `token`.
-    pub fn fired_for(&self, token: u64) -> bool {
+    pub(super) fn fired_for(&self, token: u64) -> bool {
         self.fired.load(Ordering::SeqCst) == token
     }
 
     /// The watchdog thread's body: returns once [`Watchdog::stop`] was called.
-    pub fn watch(&self) {
+    pub(super) fn watch(&self) {
         let tick = (self.limit / 10).clamp(Duration::from_millis(1), Duration::from_millis(50));
         let limit_ns = u64::try_from(self.limit.as_nanos()).unwrap_or(u64::MAX);
         while !self.stop.load(Ordering::SeqCst) {
@@ -84,7 +84,7 @@ impl Watchdog {
     }
 
     /// Asks the watchdog thread to return.
-    pub fn stop(&self, thread: &Thread) {
+    pub(super) fn stop(&self, thread: &Thread) {
         self.stop.store(true, Ordering::SeqCst);
         thread.unpark();
     }
@@ -92,7 +92,7 @@ impl Watchdog {
 
 /// Stops the watchdog thread when dropped, so that every way out of a run (`?` included)
 /// lets the scoped thread be joined.
-pub struct StopOnDrop<'a> {
+pub(super) struct StopOnDrop<'a> {
     pub watchdog: &'a Watchdog,
     pub thread: Thread,
 }

@@ -24,9 +24,9 @@ use crate::bpf::Pair;
 use crate::bpf::maps::Hist;
 
 /// The OpenMetrics content type.
-pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The classic text format's content type.
-pub const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Histogram bounds: 2^k ns for k in this range (256 ns .. about 17 s), then +Inf.
 const BOUNDS_LOG2_NS: std::ops::RangeInclusive<u32> = 8..=34;

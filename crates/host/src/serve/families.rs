@@ -5,14 +5,14 @@
 use super::state::Family;
 
 /// Name, help, key label names (key, name, access) and the time metric of a family.
-pub struct FamilyText {
+pub(crate) struct FamilyText {
     pub name: &'static str,
     pub help: &'static str,
     pub labels: (&'static str, Option<&'static str>, Option<&'static str>),
     pub time: Option<(&'static str, &'static str)>,
 }
 
-pub fn text(f: Family) -> FamilyText {
+pub(crate) fn text(f: Family) -> FamilyText {
     let (name, help, labels, time) = match f {
         Family::Exit => (
             "virtlens_exits",

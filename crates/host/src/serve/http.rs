@@ -47,7 +47,7 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The most a connection buffers (request line and headers): hyper's minimum. A scrape's
 /// headers are a few hundred bytes.
-pub const MAX_BUF: usize = 8 * 1024;
+pub(crate) const MAX_BUF: usize = 8 * 1024;
 
 /// The longest wait after an accept error (out of file descriptors, of memory) before trying
 /// again; the wait doubles from 10 ms up to this.

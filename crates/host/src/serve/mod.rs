@@ -1,18 +1,18 @@
 //! `virtlens serve`: a read-only Prometheus exporter. Every interval it reads the in-kernel
 //! aggregation (or, where BPF is unavailable, the tracefs capture: `bpf::source`), the VMs alive
-//! now (`discovery`), their vCPUs' scheduler times ([`ready`]) and KVM statistics, runs the
-//! diagnosis on a sliding window ([`window`]), folds it all into the bounded [`state`], and
-//! encodes it once ([`exposition`]); the HTTP workers ([`http`]) answer scrapes from that
+//! now (`discovery`), their vCPUs' scheduler times (`ready`) and KVM statistics, runs the
+//! diagnosis on a sliding window (`window`), folds it all into the bounded `state`, and
+//! encodes it once (`exposition`); the HTTP workers (`http`) answer scrapes from that
 //! text. It changes nothing on the host beyond its own tracing, and undoes that on every
 //! exit: the BPF objects die with the process, the tracefs instance is taken down (or removed
 //! by the next run after a SIGKILL).
 
-pub mod exposition;
+pub(crate) mod exposition;
 pub(crate) mod families;
-pub mod http;
-pub mod qmp;
+pub(crate) mod http;
+pub(crate) mod qmp;
 pub(crate) mod ready;
-pub mod state;
+pub(crate) mod state;
 pub(crate) mod window;
 
 use std::collections::BTreeMap;

@@ -102,7 +102,7 @@ impl Qmp {
 
 /// Adds the integer statistics of a `query-stats` answer to `out` (histograms and booleans
 /// are left out).
-pub fn sum_stats(answer: &Value, out: &mut BTreeMap<String, u64>) {
+pub(crate) fn sum_stats(answer: &Value, out: &mut BTreeMap<String, u64>) {
     for result in answer.as_array().into_iter().flatten() {
         for s in result["stats"].as_array().into_iter().flatten() {
             if let (Some(name), Some(v)) = (s["name"].as_str(), s["value"].as_u64()) {
@@ -115,7 +115,7 @@ pub fn sum_stats(answer: &Value, out: &mut BTreeMap<String, u64>) {
 
 /// The names of the statistics a `query-stats-schemas` answer says are cumulative counters
 /// without a unit (not times, instants, peaks or histograms).
-pub fn counters(schemas: &Value) -> std::collections::BTreeSet<String> {
+pub(crate) fn counters(schemas: &Value) -> std::collections::BTreeSet<String> {
     schemas
         .as_array()
         .into_iter()
@@ -127,7 +127,7 @@ pub fn counters(schemas: &Value) -> std::collections::BTreeSet<String> {
 }
 
 /// The process holding the listening end of unix socket `path`, if this process can see it.
-pub fn socket_owner(path: &Path) -> Option<u32> {
+pub(crate) fn socket_owner(path: &Path) -> Option<u32> {
     let table = std::fs::read_to_string("/proc/net/unix").ok()?;
     let want = path.to_str()?;
     // `Num RefCount Protocol Flags Type St Inode Path`; a listening socket has flag 00010000.

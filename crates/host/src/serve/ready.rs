@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_guest::procfs::SchedStat;
+use virtlens_guest::SchedStat;
 
 use crate::discovery::Vmm;
 
 /// The schedstat of every vCPU thread (named by its VMM) of `vmms`, by (pid, vcpu).
-pub fn sample(vmms: &[Vmm]) -> BTreeMap<(u32, u32), SchedStat> {
+pub(crate) fn sample(vmms: &[Vmm]) -> BTreeMap<(u32, u32), SchedStat> {
     let mut out = BTreeMap::new();
     for v in vmms {
         for t in v.vcpu_threads() {
@@ -25,7 +25,7 @@ pub fn sample(vmms: &[Vmm]) -> BTreeMap<(u32, u32), SchedStat> {
 
 /// The share of `wall_ns` a thread spent waiting between two samples (`None` when the
 /// thread's counters went back: it is another thread now).
-pub fn ready_ratio(before: &SchedStat, after: &SchedStat, wall_ns: u64) -> Option<f64> {
+pub(crate) fn ready_ratio(before: &SchedStat, after: &SchedStat, wall_ns: u64) -> Option<f64> {
     (wall_ns > 0 && after.wait_ns >= before.wait_ns)
         .then(|| (after.since(before).wait_ns as f64 / wall_ns as f64).clamp(0.0, 1.0))
 }

@@ -22,7 +22,7 @@ use crate::bpf::maps::{HIST_BUCKETS, Hist};
 use crate::discovery::Vmm;
 
 /// Intervals without an increment after which a series gives its place up.
-pub const EVICT_AFTER: u32 = 600;
+pub(crate) const EVICT_AFTER: u32 = 600;
 
 /// A family of per-key counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -11,13 +11,13 @@ use virtlens_core::profile::{Profile, Row, Table, TableKind, Window as TableWind
 
 /// The recent intervals.
 #[derive(Debug)]
-pub struct Window {
+pub(crate) struct Window {
     span: Duration,
     intervals: VecDeque<(Instant, u64, Profile)>,
 }
 
 impl Window {
-    pub fn new(span: Duration) -> Window {
+    pub(crate) fn new(span: Duration) -> Window {
         Window {
             span,
             intervals: VecDeque::new(),
@@ -25,7 +25,7 @@ impl Window {
     }
 
     /// Adds an interval of `duration_ns` ending `now`, and forgets those older than the span.
-    pub fn push(&mut self, now: Instant, duration_ns: u64, profile: Profile) {
+    pub(crate) fn push(&mut self, now: Instant, duration_ns: u64, profile: Profile) {
         self.intervals.push_back((now, duration_ns, profile));
         while let Some((t, _, _)) = self.intervals.front() {
             if now.duration_since(*t) > self.span && self.intervals.len() > 1 {
@@ -37,7 +37,7 @@ impl Window {
     }
 
     /// VM `pid`'s rows over the window, as one profile.
-    pub fn profile_of(&self, pid: u32) -> Option<Profile> {
+    pub(crate) fn profile_of(&self, pid: u32) -> Option<Profile> {
         let (_, _, last) = self.intervals.back()?;
         let duration_ns: u64 = self.intervals.iter().map(|(_, d, _)| d).sum();
         let mut tables: BTreeMap<TableKind, BTreeMap<(String, Option<u32>), Row>> = BTreeMap::new();
@@ -79,7 +79,7 @@ impl Window {
 }
 
 /// The findings of VM `pid` over the window: (id, severity).
-pub fn findings(
+pub(crate) fn findings(
     window: &Window,
     pid: u32,
     decoder: &Decoder,

@@ -29,7 +29,7 @@ fn steal_note(
 }
 
 /// The likely causes of the stretch of measure `name` in the last layer that has it.
-pub fn causes(
+pub(crate) fn causes(
     name: &str,
     layers: &[Layer],
     values: &[Option<Value>],
@@ -189,7 +189,7 @@ pub fn causes(
 }
 
 /// What a reader must know before the table.
-pub fn notes(layers: &[Layer]) -> Vec<String> {
+pub(crate) fn notes(layers: &[Layer]) -> Vec<String> {
     let mut out = Vec::new();
     for l in layers {
         if l.fingerprint.as_ref().is_some_and(is_tcg) {

@@ -47,7 +47,7 @@ pub struct Stretch {
 }
 
 /// The factor of value `b` against `a` for a measure whose good direction is `better`.
-pub fn factor(a: f64, b: f64, better: Better) -> f64 {
+pub(crate) fn factor(a: f64, b: f64, better: Better) -> f64 {
     match better {
         Better::Lower => b / a,
         Better::Higher => a / b,
@@ -55,7 +55,7 @@ pub fn factor(a: f64, b: f64, better: Better) -> f64 {
 }
 
 /// Layer `b` against layer `a` (named `base`).
-pub fn stretch(a: &Value, b: &Value, base: &str) -> Stretch {
+pub(crate) fn stretch(a: &Value, b: &Value, base: &str) -> Stretch {
     let f = factor(a.value, b.value, a.better);
     let bounds = a.spread.zip(b.spread).map(|(sa, sb)| {
         let ((alo, ahi), (blo, bhi)) = (sa.band(), sb.band());

@@ -94,7 +94,7 @@ fn invalid(path: &str, message: String) -> Error {
 }
 
 /// The layers of a figures document.
-pub fn layers(path: &str, doc: Json) -> Result<Vec<Layer>> {
+pub(crate) fn layers(path: &str, doc: Json) -> Result<Vec<Layer>> {
     let doc: Doc = serde_json::from_value(doc).map_err(|e| Error::Parse {
         path: path.to_string(),
         line: e.line(),
@@ -186,7 +186,7 @@ pub fn layers(path: &str, doc: Json) -> Result<Vec<Layer>> {
 }
 
 /// Parses `"-4.14%"` / `"+17 %"` / `"4.08x"`: (number, is a factor, decimals given).
-pub fn parse_says(says: &str) -> Option<(f64, bool, usize)> {
+pub(crate) fn parse_says(says: &str) -> Option<(f64, bool, usize)> {
     let t = says.trim().replace('\u{2212}', "-");
     let (num, is_factor) = if let Some(n) = t.strip_suffix('%') {
         (n.trim(), false)
@@ -204,7 +204,7 @@ pub fn parse_says(says: &str) -> Option<(f64, bool, usize)> {
 }
 
 /// Recomputes `s` from the layers of the file it came from.
-pub fn check_stated(s: &Stated, layers: &[Layer]) -> StatedCheck {
+pub(crate) fn check_stated(s: &Stated, layers: &[Layer]) -> StatedCheck {
     let parsed = parse_says(&s.says);
     let find = |name: &str| {
         layers

@@ -19,12 +19,13 @@ use serde::Serialize;
 use virtlens_guest::schema::{Better, Fingerprint};
 use virtlens_guest::stats::Spread;
 
-pub use compare::{Stretch, Verdict, stretch};
-pub use figures::{StatedCheck, check_stated};
+pub use compare::Verdict;
+pub(crate) use compare::{Stretch, stretch};
+pub(crate) use figures::{StatedCheck, check_stated};
 pub use input::{Layer, read_layers};
 
 /// The schema of `virtlens stretch --json`.
-pub const STRETCH_SCHEMA: &str = "virtlens.stretch/1";
+pub(crate) const STRETCH_SCHEMA: &str = "virtlens.stretch/1";
 
 /// One measure of one layer, as the analysis sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -42,7 +42,7 @@ const WRAPPERS: [&str; 27] = [
 
 /// One command that runs QEMU: the emulator word and its arguments.
 #[derive(Debug, Clone)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     pub binary: Token,
     pub args: Vec<Token>,
     /// The line the command starts on.
@@ -56,7 +56,7 @@ fn base(word: &str) -> &str {
 /// The commands that run QEMU: the command word (after keywords like `then` and wrappers like
 /// `exec`, `sudo`, `taskset …`) is a QEMU emulator. A command whose word is an unknown
 /// expansion (`$QEMU` set elsewhere) counts when it passes QEMU options.
-pub fn invocations(commands: &[Command]) -> Vec<Invocation> {
+pub(crate) fn invocations(commands: &[Command]) -> Vec<Invocation> {
     let mut out = Vec::new();
     for c in commands {
         let mut i = 0;
@@ -99,7 +99,7 @@ pub fn invocations(commands: &[Command]) -> Vec<Invocation> {
 }
 
 /// Options only QEMU takes (a line of them is a QEMU argument list).
-pub fn is_qemu_option(o: &str) -> bool {
+pub(crate) fn is_qemu_option(o: &str) -> bool {
     matches!(
         o,
         "-cpu"

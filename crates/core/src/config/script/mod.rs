@@ -8,7 +8,7 @@
 
 mod invocation;
 
-pub use invocation::{invocations, is_qemu_option};
+pub(crate) use invocation::{invocations, is_qemu_option};
 
 use std::collections::HashMap;
 
@@ -16,14 +16,14 @@ use super::shell::{self, Param, ParamOp, Part, SplitError, Word};
 
 /// A value the script does not determine: the expansion as written and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unknown {
+pub(crate) struct Unknown {
     pub written: String,
     pub why: String,
 }
 
 /// One word after expansion, with the line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     pub text: String,
     pub line: usize,
     /// Expansions in `text` (kept as written) whose values are unknown.
@@ -32,7 +32,7 @@ pub struct Token {
 
 impl Token {
     /// A token with a known value.
-    pub fn known(text: impl Into<String>, line: usize) -> Token {
+    pub(crate) fn known(text: impl Into<String>, line: usize) -> Token {
         Token {
             text: text.into(),
             line,
@@ -41,12 +41,12 @@ impl Token {
     }
 
     /// True when `part` (a piece of this token's text) holds an unknown expansion.
-    pub fn has_unknown_in(&self, part: &str) -> bool {
+    pub(crate) fn has_unknown_in(&self, part: &str) -> bool {
         self.unknown.iter().any(|u| part.contains(&u.written))
     }
 
     /// The unknown expansions in `part`, for a caveat.
-    pub fn unknown_in(&self, part: &str) -> Vec<&Unknown> {
+    pub(crate) fn unknown_in(&self, part: &str) -> Vec<&Unknown> {
         self.unknown
             .iter()
             .filter(|u| part.contains(&u.written))
@@ -77,7 +77,7 @@ enum Var {
 
 /// A command after expansion.
 #[derive(Debug, Clone)]
-pub struct Command {
+pub(crate) struct Command {
     pub words: Vec<Token>,
     /// The line the command starts on.
     pub line: usize,
@@ -93,7 +93,7 @@ struct Env {
 
 /// The longest value a variable may take. A launch script's values are at most a few KiB; a
 /// script that doubles a variable (`A=$A$A`) 22 times took 2.1 GB (repro A2).
-pub const MAX_VALUE: usize = 1 << 20;
+pub(crate) const MAX_VALUE: usize = 1 << 20;
 
 /// What a piece of a value costs besides its text (its bookkeeping), so that a value made of
 /// millions of one-byte pieces counts for what it takes.
@@ -128,7 +128,7 @@ fn assignment(w: &Word) -> Option<(String, bool)> {
 
 /// The script's commands with assignments applied and words expanded; an error when a variable
 /// grows past [`MAX_VALUE`].
-pub fn expand(commands: &[Vec<Word>]) -> Result<Vec<Command>, SplitError> {
+pub(crate) fn expand(commands: &[Vec<Word>]) -> Result<Vec<Command>, SplitError> {
     let mut env = Env::default();
     let mut out = Vec::new();
     for cmd in commands {

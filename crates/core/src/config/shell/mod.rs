@@ -11,14 +11,14 @@ mod expansion;
 
 /// One word of a command and the 1-based line it starts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Word {
+pub(crate) struct Word {
     pub parts: Vec<Part>,
     pub line: usize,
 }
 
 /// A piece of a word as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     /// Text with its quotes removed: never expanded or split.
     Lit(String),
     /// A parameter expansion (`$X`, `${X:-word}`, `"$@"`).
@@ -31,7 +31,7 @@ pub enum Part {
 
 /// `${name[index] op word}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Param {
+pub(crate) struct Param {
     /// `X`, `1`, `@`, `*`, `#`.
     pub name: String,
     /// `@`, `*` or an element number for `${A[…]}`.
@@ -45,7 +45,7 @@ pub struct Param {
 
 /// What a parameter expansion does beyond substituting the value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParamOp {
+pub(crate) enum ParamOp {
     Plain,
     /// `${X:-w}` (`colon`: also when empty) / `${X-w}`.
     Default {
@@ -68,7 +68,7 @@ pub enum ParamOp {
 
 /// Why a script could not be split: the line and what was expected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitError {
+pub(crate) struct SplitError {
     pub line: usize,
     pub message: String,
 }
@@ -357,7 +357,7 @@ pub(super) fn quoted_empty(w: &mut Word) {
 }
 
 /// The text of a word's literal parts (expansions as written).
-pub fn literal(w: &Word) -> String {
+pub(crate) fn literal(w: &Word) -> String {
     w.parts
         .iter()
         .map(|p| match p {
@@ -370,7 +370,7 @@ pub fn literal(w: &Word) -> String {
 }
 
 /// The commands of `text`, each as its words.
-pub fn split(text: &str) -> Result<Vec<Vec<Word>>, SplitError> {
+pub(crate) fn split(text: &str) -> Result<Vec<Vec<Word>>, SplitError> {
     let mut lx = Lexer {
         chars: text.chars().collect(),
         pos: 0,
@@ -427,7 +427,7 @@ fn end(commands: &mut Vec<Vec<Word>>, command: &mut Vec<Word>) {
 
 /// True when `word` names a QEMU system emulator: `qemu-system-x86_64`, `qemu-kvm`, or
 /// Debian/Proxmox's `kvm` wrapper, with or without a directory.
-pub fn is_qemu_binary(word: &str) -> bool {
+pub(crate) fn is_qemu_binary(word: &str) -> bool {
     let base = word.rsplit('/').next().unwrap_or(word);
     base.starts_with("qemu-system-") || base == "qemu-kvm" || base == "kvm"
 }

@@ -148,7 +148,7 @@ fn counter_class(name: &str, tracepoints: bool) -> Option<ExitClass> {
 /// An exit part from counters: the debugfs `exits` counter (or, on a tracepoint-only screen,
 /// `kvm_exit`) is the whole, the exit counters are its rows. They overlap nothing else, but do
 /// not add up to the whole: the rest are exits no counter names.
-pub fn exit_part(tables: &[&Table], counters: &Counters) -> Option<Part> {
+pub(crate) fn exit_part(tables: &[&Table], counters: &Counters) -> Option<Part> {
     let (whole_name, tracepoints) = if counters.get("exits").is_some_and(|c| c.total > 0) {
         ("exits", false)
     } else if counters.get("kvm_exit").is_some_and(|c| c.total > 0) {

@@ -66,12 +66,12 @@ pub struct Guest {
 }
 
 /// Hyper-V synthetic MSRs (0x40000000–0x400001ff).
-pub fn is_hyperv_msr(index: u64) -> bool {
+pub(crate) fn is_hyperv_msr(index: u64) -> bool {
     (0x4000_0000..=0x4000_01ff).contains(&index)
 }
 
 /// KVM paravirtual MSRs (0x4b564d00–0x4b564dff) and the old kvmclock pair (0x11, 0x12).
-pub fn is_kvm_msr(index: u64) -> bool {
+pub(crate) fn is_kvm_msr(index: u64) -> bool {
     (0x4b56_4d00..=0x4b56_4dff).contains(&index) || matches!(index, 0x11 | 0x12)
 }
 
@@ -84,7 +84,7 @@ const LINUX_EVENTS: [&str; 4] = [
 ];
 
 /// The guest of one input.
-pub struct Signs<'a> {
+pub(crate) struct Signs<'a> {
     pub exits: Option<&'a Part>,
     pub ports: Option<&'a Part>,
     pub msrs: Option<&'a Part>,
@@ -93,7 +93,11 @@ pub struct Signs<'a> {
 }
 
 /// The guest: `--guest`, else the configuration's OS id, else what the profile shows.
-pub fn resolve(given: Option<GuestFamily>, config: Option<&VmConfig>, s: &Signs<'_>) -> Guest {
+pub(crate) fn resolve(
+    given: Option<GuestFamily>,
+    config: Option<&VmConfig>,
+    s: &Signs<'_>,
+) -> Guest {
     let from_config = config.map(|c| &c.guest);
     let windows = from_config.and_then(|g| g.windows);
     let guest = |family, basis, strength, signs| Guest {

@@ -9,7 +9,7 @@ use crate::profile::{Table, TableKind};
 /// events (IRQ windows, nested runs) by design. Fewer, and still set at the end, it stuck.
 /// Three, not two: a reboot clears and sets a sticky reason once (APIC_ID_MODIFIED, PIT_REINJ
 /// when the VMM resets the PIT), and a second reset can happen in a long trace.
-pub const TOGGLE_CLEARS: u64 = 3;
+pub(crate) const TOGGLE_CLEARS: u64 = 3;
 
 /// How one reason behaved over the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl InhibitSeen {
 }
 
 /// The reasons of `tables`' `apicv_inhibit` rows, most sets first.
-pub fn gather(tables: &[&Table]) -> Vec<InhibitSeen> {
+pub(crate) fn gather(tables: &[&Table]) -> Vec<InhibitSeen> {
     let mut out: Vec<InhibitSeen> = Vec::new();
     for t in tables.iter().filter(|t| t.kind == TableKind::ApicvInhibit) {
         for r in &t.rows {

@@ -77,10 +77,10 @@ pub struct IoView {
 }
 
 /// Below this many interrupts or halts per IO, completions are not delivered by interrupt.
-pub const POLLED: f64 = 0.01;
+pub(crate) const POLLED: f64 = 0.01;
 
 /// Rows of a part, as the selectors return them.
-pub type Rows<'a> = Vec<(&'a Part, Vec<&'a Item>)>;
+pub(crate) type Rows<'a> = Vec<(&'a Part, Vec<&'a Item>)>;
 
 fn writes(r: &Item) -> bool {
     !matches!(r.key.access(), Some(Access::Read | Access::In))
@@ -101,7 +101,7 @@ fn pick(part: Option<&Part>, pred: impl Fn(&Item) -> bool) -> Option<(&Part, Vec
 /// Queue notifications: port writes to PCI IO BARs (0xc000 and up, where firmware puts them)
 /// or to ports named virtio; MMIO writes to the PCI hole that are no platform device's (LAPIC,
 /// IOAPIC, HPET), or to addresses named virtio/nvme.
-pub fn notify_rows(ev: &EvidenceSet) -> Rows<'_> {
+pub(crate) fn notify_rows(ev: &EvidenceSet) -> Rows<'_> {
     let port = |r: &Item| {
         writes(r)
             && (r.code().is_some_and(|p| (0xc000..=0xffff).contains(&p)) || named(r, &["virtio"]))
@@ -123,7 +123,7 @@ pub fn notify_rows(ev: &EvidenceSet) -> Rows<'_> {
 
 /// EOIs that exit: the xAPIC EOI register, the x2APIC (0x80b) and Hyper-V (0x40000070) EOI
 /// MSRs, EOI-induced exits.
-pub fn eoi_rows(ev: &EvidenceSet) -> Rows<'_> {
+pub(crate) fn eoi_rows(ev: &EvidenceSet) -> Rows<'_> {
     let page = |r: &Item| {
         writes(r)
             && r.code()
@@ -143,7 +143,7 @@ pub fn eoi_rows(ev: &EvidenceSet) -> Rows<'_> {
 
 /// IPIs: writes to the interrupt command register (xAPIC +0x300, x2APIC 0x830, Hyper-V
 /// 0x40000071).
-pub fn ipi_rows(ev: &EvidenceSet) -> Rows<'_> {
+pub(crate) fn ipi_rows(ev: &EvidenceSet) -> Rows<'_> {
     let page = |r: &Item| {
         writes(r)
             && r.code()
@@ -157,14 +157,14 @@ pub fn ipi_rows(ev: &EvidenceSet) -> Rows<'_> {
 }
 
 /// Interrupt-window exits (VMX INTERRUPT_WINDOW, SVM `vintr`, TPR/CR8, kvm_stat's counters).
-pub fn window_rows(ev: &EvidenceSet) -> Rows<'_> {
+pub(crate) fn window_rows(ev: &EvidenceSet) -> Rows<'_> {
     pick(ev.exits.as_ref(), |r| r.is(&WINDOW))
         .into_iter()
         .collect()
 }
 
 /// Host interrupts while a vCPU ran.
-pub fn external_rows(ev: &EvidenceSet) -> Rows<'_> {
+pub(crate) fn external_rows(ev: &EvidenceSet) -> Rows<'_> {
     pick(ev.exits.as_ref(), |r| {
         r.is(&["EXTERNAL_INTERRUPT", "interrupt", "irq_exits"])
     })
@@ -173,7 +173,7 @@ pub fn external_rows(ev: &EvidenceSet) -> Rows<'_> {
 }
 
 /// Halt exits.
-pub fn halt_rows(ev: &EvidenceSet) -> Rows<'_> {
+pub(crate) fn halt_rows(ev: &EvidenceSet) -> Rows<'_> {
     pick(ev.exits.as_ref(), |r| r.class == Some(ExitClass::Idle))
         .into_iter()
         .collect()

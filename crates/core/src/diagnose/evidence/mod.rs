@@ -14,7 +14,7 @@ pub(crate) mod guest;
 pub(crate) mod host;
 pub(crate) mod hostlog;
 pub(crate) mod hv;
-pub mod inhibits;
+pub(crate) mod inhibits;
 pub(crate) mod io;
 pub(crate) mod rate;
 pub(crate) mod rows;
@@ -30,11 +30,14 @@ use crate::facts::HostFacts;
 use crate::profile::{Key, Profile, Table, TableKind};
 
 use super::model::Fact;
-pub use counters::Counters;
-pub use guest::{Guest, GuestBasis, Strength, is_hyperv_msr};
-pub use host::{ConfigInfo, Host, VendorBasis};
-pub use rate::{Rate, VcpuBasis, WindowBasis};
-pub use rows::{Item, Part, known_exit, ratio, sat_sum};
+pub(crate) use counters::Counters;
+pub(crate) use guest::{Guest, is_hyperv_msr};
+pub use guest::{GuestBasis, Strength};
+pub use host::VendorBasis;
+pub(crate) use host::{ConfigInfo, Host};
+pub(crate) use rate::Rate;
+pub use rate::{VcpuBasis, WindowBasis};
+pub(crate) use rows::{Item, Part, known_exit, ratio, sat_sum};
 
 /// One diagnosed input: a file, or one labelled table set of a file.
 #[derive(Debug, Clone, Serialize)]
@@ -305,7 +308,7 @@ impl EvidenceSet {
 }
 
 /// Splits profiles into inputs as `compare` does (see [`crate::analysis::inputs`]).
-pub fn split(profiles: &[Profile]) -> Vec<(Input, &Profile, Vec<&Table>)> {
+pub(crate) fn split(profiles: &[Profile]) -> Vec<(Input, &Profile, Vec<&Table>)> {
     crate::analysis::inputs::split(profiles)
         .into_iter()
         .map(|i| {

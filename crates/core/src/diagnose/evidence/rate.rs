@@ -17,11 +17,11 @@ use super::rows::{Part, rate};
 /// the vCPUs' wall time: then the guest's own run time, which the table does not show, is at
 /// most a small part of what it covers (an idle guest), and the shares it gives are upper
 /// bounds of the true ones.
-pub const HALTED_MOSTLY: f64 = 0.8;
+pub(crate) const HALTED_MOSTLY: f64 = 0.8;
 
 /// A window the input shows is a time base only over at least this many exits: a rate from a
 /// handful of events a few microseconds apart (a pasted trace excerpt) is noise.
-pub const MIN_RATE_EVENTS: u64 = 100;
+pub(crate) const MIN_RATE_EVENTS: u64 = 100;
 
 /// Where the window came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

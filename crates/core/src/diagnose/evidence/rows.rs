@@ -197,12 +197,12 @@ impl Part {
 }
 
 /// The sum of `it`, saturating (counts read from text can be anything up to `u64::MAX`).
-pub fn sat_sum(it: impl Iterator<Item = u64>) -> u64 {
+pub(crate) fn sat_sum(it: impl Iterator<Item = u64>) -> u64 {
     it.fold(0, u64::saturating_add)
 }
 
 /// `part / whole`, 0 when `whole` is 0.
-pub fn ratio(part: u64, whole: u64) -> f64 {
+pub(crate) fn ratio(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -211,7 +211,7 @@ pub fn ratio(part: u64, whole: u64) -> f64 {
 }
 
 /// Events per second of `count` over `window_ns`.
-pub fn rate(count: u64, window_ns: Option<u64>) -> Option<f64> {
+pub(crate) fn rate(count: u64, window_ns: Option<u64>) -> Option<f64> {
     window_ns
         .filter(|&w| w > 0)
         .map(|w| count as f64 / (w as f64 / 1e9))
@@ -219,7 +219,7 @@ pub fn rate(count: u64, window_ns: Option<u64>) -> Option<f64> {
 
 /// The rows of every table of `kind` (rate tables aside), merged by key; `None` when there are
 /// no such rows.
-pub fn part(
+pub(crate) fn part(
     kind: TableKind,
     tables: &[&Table],
     isa: Option<Isa>,
@@ -292,7 +292,7 @@ pub fn part(
 }
 
 /// The printed per-second rates of the input's rate tables (kvm_stat's `CurAvg/s`), by key.
-pub fn printed_rates(tables: &[&Table]) -> BTreeMap<Key, f64> {
+pub(crate) fn printed_rates(tables: &[&Table]) -> BTreeMap<Key, f64> {
     let mut out = BTreeMap::new();
     for t in tables.iter().filter(|t| t.per_second) {
         for r in &t.rows {
@@ -303,7 +303,7 @@ pub fn printed_rates(tables: &[&Table]) -> BTreeMap<Key, f64> {
 }
 
 /// Whether `key` is a canonical exit name of some ISA (not one virtlens could not decode).
-pub fn known_exit(key: &Key, isa: Option<Isa>) -> bool {
+pub(crate) fn known_exit(key: &Key, isa: Option<Isa>) -> bool {
     match key {
         Key::Exit { name, code } => {
             let by_code = code

@@ -8,7 +8,7 @@ use crate::analysis::sched::{SchedSummary, summarize};
 use crate::profile::{Profile, Table};
 
 /// The scheduler evidence of the input made of `tables` of `profile`.
-pub fn of(profile: &Profile, tables: &[&Table]) -> Option<SchedSummary> {
+pub(crate) fn of(profile: &Profile, tables: &[&Table]) -> Option<SchedSummary> {
     let samples = profile.sched.as_ref().filter(|s| !s.is_empty())?;
     let first = match (profile.tables.first(), tables.first()) {
         (None, _) => true,

@@ -79,11 +79,11 @@ rules! {
 }
 
 /// Versions that fix the SynIC trap: hv-avic in QEMU 6.2; KVM's AutoEOI-only inhibit (≈5.14).
-pub const QEMU_AVIC: Version = Version(6, 2);
-pub const KERNEL_AEOI: Version = Version(5, 14);
+pub(crate) const QEMU_AVIC: Version = Version(6, 2);
+pub(crate) const KERNEL_AEOI: Version = Version(5, 14);
 
 /// Exits KVM needs to inject interrupts only while APIC virtualization is off or inhibited.
-pub const WINDOW: [&str; 6] = [
+pub(crate) const WINDOW: [&str; 6] = [
     "INTERRUPT_WINDOW",
     "TPR_BELOW_THRESHOLD",
     "vintr",
@@ -95,9 +95,9 @@ pub const WINDOW: [&str; 6] = [
 /// Window exits at least this share of the exits (idle apart) say APIC virtualization is
 /// inactive whatever they cost: one in twenty exits is routine, not the odd interrupt a PIC or an
 /// NMI needs a window for.
-pub const WINDOW_SHARE: f64 = 0.05;
+pub(crate) const WINDOW_SHARE: f64 = 0.05;
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     access(ctx);
     inhibited(ctx);
     eoi(ctx);

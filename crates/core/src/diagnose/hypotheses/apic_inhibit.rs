@@ -8,7 +8,7 @@ use crate::diagnose::model::Fact;
 
 /// Reasons KVM sets and clears by design: waiting for an interrupt window (AVIC), and a
 /// debugger blocking interrupts. Nothing to remove.
-pub fn benign(r: Inhibit) -> bool {
+pub(crate) fn benign(r: Inhibit) -> bool {
     matches!(r, Inhibit::Irqwin | Inhibit::Blockirq)
 }
 
@@ -19,7 +19,7 @@ fn all_benign(s: &InhibitSeen) -> bool {
 
 /// The reason to act on: the first that is not benign, a sticky one before others (the list
 /// is most sets first).
-pub fn lead(inhibits: &[InhibitSeen]) -> Option<&InhibitSeen> {
+pub(crate) fn lead(inhibits: &[InhibitSeen]) -> Option<&InhibitSeen> {
     let causes = || inhibits.iter().filter(|s| !all_benign(s));
     causes()
         .find(|s| s.seen() == Seen::Sticky)
@@ -27,12 +27,12 @@ pub fn lead(inhibits: &[InhibitSeen]) -> Option<&InhibitSeen> {
 }
 
 /// Only benign reasons were traced (and at least one).
-pub fn toggling_only(inhibits: &[InhibitSeen]) -> bool {
+pub(crate) fn toggling_only(inhibits: &[InhibitSeen]) -> bool {
     !inhibits.is_empty() && inhibits.iter().all(all_benign)
 }
 
 /// One fact per reason: its sets and clears, how it behaved, and how long it stayed set.
-pub fn facts(inhibits: &[InhibitSeen]) -> Vec<Fact> {
+pub(crate) fn facts(inhibits: &[InhibitSeen]) -> Vec<Fact> {
     inhibits
         .iter()
         .map(|s| {

@@ -11,12 +11,12 @@ use crate::profile::Access;
 
 /// IPIs per second per vCPU: from 2,000/s worth a look, 10,000/s medium, 25,000/s high (the
 /// IPI-heavy cloud-gaming load of the KVM Forum 2021 talk sent 35,000/s for the whole VM).
-pub const IPI_RATE: [f64; 3] = [2_000.0, 10_000.0, 25_000.0];
+pub(crate) const IPI_RATE: [f64; 3] = [2_000.0, 10_000.0, 25_000.0];
 
 /// An IPI costs the sender's ICR exit (~1.5 µs) and the receiver's kick or wake-up (~3 µs).
-pub const IPI_NS: u64 = 4_500;
+pub(crate) const IPI_NS: u64 = 4_500;
 
-pub const IPI_STORM_THRESHOLDS: &[Threshold] = &[
+pub(crate) const IPI_STORM_THRESHOLDS: &[Threshold] = &[
     Threshold {
         name: "IPIs per vCPU, low",
         value: IPI_RATE[0],
@@ -35,7 +35,7 @@ pub const IPI_STORM_THRESHOLDS: &[Threshold] = &[
 ];
 
 /// IPIs are graded by cost and rate per vCPU; a count alone (no rate) says nothing of a storm.
-pub fn ipi_grading(without_rate: Severity) -> Grading {
+pub(crate) fn ipi_grading(without_rate: Severity) -> Grading {
     Grading::Rate {
         thresholds: IPI_RATE,
         per_vcpu: true,
@@ -44,7 +44,7 @@ pub fn ipi_grading(without_rate: Severity) -> Grading {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     if let Some(m) = &ev.msrs {
         let rows = ctx.free_rows(m.coded(|r, i| {

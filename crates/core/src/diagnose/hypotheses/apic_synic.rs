@@ -21,7 +21,7 @@ fn apic_msr(index: u64) -> bool {
     matches!(index, 0x4000_0070..=0x4000_0072 | 0x830 | 0x80b)
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     if !ev.windows() || ev.flag(HvFlag::Synic) == Some(false) {
         return;

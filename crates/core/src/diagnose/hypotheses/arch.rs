@@ -13,7 +13,7 @@ use crate::diagnose::model::Severity;
 
 /// The share of the exit handling (idle apart) a kind of exit must take to be a cause: the
 /// same bar as an x86 exit kind that dominates ([`super::hypercall::DOMINANT`]).
-pub const DOMINANT: f64 = super::hypercall::DOMINANT;
+pub(crate) const DOMINANT: f64 = super::hypercall::DOMINANT;
 
 const SHARE: &[Threshold] = &[Threshold {
     name: "share of exit handling",
@@ -45,7 +45,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     if ctx.ev.isa().is_none_or(|isa| isa.is_x86()) {
         return;
     }

@@ -15,7 +15,7 @@ use super::super::model::{Cost, CpuBasis, ShareOf};
 /// KVM environment": EPT_MISCONFIG 6.5 µs, IO_INSTRUCTION 6.6–7.9 µs, MSR_WRITE 1.5–1.7 µs,
 /// EXTERNAL_INTERRUPT 2.1–4.0 µs, APIC_WRITE 1.4 µs, VMCALL 5.3–5.8 µs, EPT_VIOLATION 4–10 µs,
 /// CPUID 1.4–2.4 µs, EXCEPTION_NMI 8–12 µs). Idle has no cost: halted time is the guest waiting.
-pub fn typical_ns(class: Option<ExitClass>) -> u64 {
+pub(crate) fn typical_ns(class: Option<ExitClass>) -> u64 {
     match class {
         Some(ExitClass::Io | ExitClass::Mmio) => 6_500,
         Some(ExitClass::Msr) => 1_600,
@@ -32,7 +32,7 @@ pub fn typical_ns(class: Option<ExitClass>) -> u64 {
 }
 
 /// The class a breakdown table's rows stand for.
-pub fn table_class(kind: &TableKind) -> Option<ExitClass> {
+pub(crate) fn table_class(kind: &TableKind) -> Option<ExitClass> {
     match kind {
         TableKind::Ioport => Some(ExitClass::Io),
         TableKind::Mmio => Some(ExitClass::Mmio),
@@ -70,7 +70,7 @@ fn handled_ns(ev: &EvidenceSet, rows: &[&Item]) -> Option<u64> {
 }
 
 /// The cost of `rows` of `part`.
-pub fn of(ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Cost {
+pub(crate) fn of(ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Cost {
     let exits = sat_sum(rows.iter().map(|r| r.count));
     let time_ns = handled_ns(ev, rows);
     let class = |r: &Item| r.class.or_else(|| table_class(&r.table));
@@ -132,7 +132,12 @@ pub fn of(ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Cost {
 
 /// The cost of events no exit row counts (tracepoint counters, halt/wake cycles): `events`
 /// at `per_second` (when known), each costing `each_ns`.
-pub fn of_rate(ev: &EvidenceSet, events: u64, per_second: Option<f64>, each_ns: u64) -> Cost {
+pub(crate) fn of_rate(
+    ev: &EvidenceSet,
+    events: u64,
+    per_second: Option<f64>,
+    each_ns: u64,
+) -> Cost {
     let rate = &ev.rate;
     let spent = events.saturating_mul(each_ns);
     let cpu_share = match (per_second, rate.cpu_basis, rate.vcpu_seconds) {

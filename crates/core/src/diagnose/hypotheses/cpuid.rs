@@ -16,6 +16,6 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     dominating(ctx, CpuidRule::Storm.into(), &["CPUID", "cpuid"]);
 }

@@ -8,7 +8,7 @@ use super::{Ctx, Grading, Hint, Hypothesis, cost, rules};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
 /// Emulating one instruction (decode, execute, write back) costs a few microseconds.
-pub const EMULATE_NS: u64 = 3_000;
+pub(crate) const EMULATE_NS: u64 = 3_000;
 
 rules! {
     /// The rules of `emulation.*`.
@@ -28,7 +28,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let fact = |table: &str, key: &str, n: u64, note: &str| {
         let mut f = Fact::said(table, key, note);

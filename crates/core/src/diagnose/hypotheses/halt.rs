@@ -10,31 +10,31 @@ use crate::diagnose::model::{Confidence, Fact, Severity};
 
 /// A halt shorter than this on average is churn: KVM's default halt-polling window on x86 is
 /// 200 µs, so halts of that order are what polling would absorb.
-pub const CHURN_MEAN_NS: f64 = 500_000.0;
+pub(crate) const CHURN_MEAN_NS: f64 = 500_000.0;
 
 /// Wake-ups per second per vCPU: from 1,000/s worth a look, 5,000/s medium, 20,000/s high.
-pub const CHURN_RATE: [f64; 3] = [1_000.0, 5_000.0, 20_000.0];
+pub(crate) const CHURN_RATE: [f64; 3] = [1_000.0, 5_000.0, 20_000.0];
 
 /// What a halt/wake cycle costs the host beyond the halted time: the HLT exit, scheduling the
 /// vCPU thread out and in, the waking IPI and the entry — a few microseconds each ("a trip
 /// through the scheduler, normally on the order of a few micro-seconds", the KVM halt-polling
 /// documentation).
-pub const CHURN_NS: u64 = 8_000;
+pub(crate) const CHURN_NS: u64 = 8_000;
 
 /// A halt this short on average did not block: the vCPU was runnable again at once (an
 /// interrupt pending that the guest cannot take, a wake-up before it slept) — halt polling,
 /// which shortens the sleep, cannot help.
-pub const NO_BLOCK_NS: f64 = 5_000.0;
+pub(crate) const NO_BLOCK_NS: f64 = 5_000.0;
 
 /// The share of the churn's cost polling removes: the halts shorter than its window (most of
 /// them, by [`CHURN_MEAN_NS`]) no longer schedule out, but the halt exits themselves stay.
-pub const CHURN_REMOVES: f64 = 0.6;
+pub(crate) const CHURN_REMOVES: f64 = 0.6;
 
 /// When polling already absorbs most wake-ups, tuning it further removes little more.
-pub const POLLED_REMOVES: f64 = 0.2;
+pub(crate) const POLLED_REMOVES: f64 = 0.2;
 
 /// Halt polling absorbs the churn when this share of halts end in a successful poll.
-pub const POLL_WORKS: f64 = 0.5;
+pub(crate) const POLL_WORKS: f64 = 0.5;
 
 rules! {
     /// The rules of `halt.*`.
@@ -80,7 +80,7 @@ rules! {
 }
 
 /// `halt.churn`: short halts at a high rate.
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;

@@ -15,11 +15,11 @@ use crate::profile::{Key, Row};
 /// The sleep `split_lock_warn` takes before letting a trapped thread go on, while
 /// `kernel.split_lock_mitigate` is 1 (the default): `msleep_interruptible(10)` in
 /// arch/x86/kernel/cpu/bus_lock.c ("misery factor #1").
-pub const MISERY_SLEEP_S: f64 = 0.010;
+pub(crate) const MISERY_SLEEP_S: f64 = 0.010;
 
 /// Bus-lock exits per second per vCPU at which the traps behind them, at
 /// [`MISERY_SLEEP_S`] each, would take 1%, 10% and 50% of the vCPU's time.
-pub const LOCK_RATE: [f64; 3] = [
+pub(crate) const LOCK_RATE: [f64; 3] = [
     0.01 / MISERY_SLEEP_S,
     0.1 / MISERY_SLEEP_S,
     0.5 / MISERY_SLEEP_S,
@@ -28,15 +28,15 @@ pub const LOCK_RATE: [f64; 3] = [
 /// VM threads that trapped, from which the split locks are the guest's common code rather
 /// than a one-off: more than one (the kernel reports each thread once, so each is another
 /// vCPU, or another VM).
-pub const SEVERAL_THREADS: usize = 2;
+pub(crate) const SEVERAL_THREADS: usize = 2;
 
 /// Lines of one MSR from one vCPU beyond which the guest is not probing it once at boot
 /// (a guest's driver probes each MSR once per vCPU) but touching it again and again.
-pub const MSR_REPEATS: u64 = 3;
+pub(crate) const MSR_REPEATS: u64 = 3;
 
 /// Seconds a vCPU thread's stall must last to be high: the kernel's own default for calling
 /// a task hung (`kernel.hung_task_timeout_secs` = 120).
-pub const LONG_STALL_S: u64 = 120;
+pub(crate) const LONG_STALL_S: u64 = 120;
 
 const LOCK_THRESHOLDS: &[Threshold] = &[
     Threshold {
@@ -120,7 +120,7 @@ const BUS_LOCK_EXITS: &[&str] = &[
 /// them, so these rows may hold the traps without being only them.
 const EXCEPTION_EXITS: &[&str] = &["EXCEPTION_NMI"];
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let Some(log) = &ctx.ev.host_log else {
         return;
     };

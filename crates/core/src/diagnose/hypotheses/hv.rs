@@ -95,7 +95,7 @@ fn fact(subject: &str, r: &Reading) -> Fact {
     f
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let Some(hv) = &ctx.ev.hv else {
         return;
     };

@@ -8,9 +8,9 @@ use crate::diagnose::model::Severity;
 use crate::diagnose::rules::RuleId;
 
 /// The share of the exit handling hypercalls (or CPUID, `cpuid`) must take to be a cause.
-pub const DOMINANT: f64 = 0.2;
+pub(crate) const DOMINANT: f64 = 0.2;
 
-pub const SHARE: &[Threshold] = &[Threshold {
+pub(crate) const SHARE: &[Threshold] = &[Threshold {
     name: "share of exit handling",
     value: DOMINANT,
     unit: "share",
@@ -28,7 +28,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     dominating(
         ctx,
         HypercallRule::Storm.into(),
@@ -45,7 +45,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
 
 /// `id` when the exits `names` lead the exit handling: calls a guest makes normally (with
 /// paravirtual features, or at boot) are a cause only when they do.
-pub fn dominating(ctx: &mut Ctx<'_>, id: RuleId, names: &[&str]) {
+pub(crate) fn dominating(ctx: &mut Ctx<'_>, id: RuleId, names: &[&str]) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;

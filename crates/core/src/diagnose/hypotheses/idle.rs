@@ -8,8 +8,8 @@ use crate::diagnose::model::Severity;
 
 /// Idle is worth a word when it is most of the handled time (timed), or, by count, when at
 /// least a third of exits are halts (untimed).
-pub const IDLE_TIME: f64 = 0.5;
-pub const IDLE_COUNT: f64 = 0.3;
+pub(crate) const IDLE_TIME: f64 = 0.5;
+pub(crate) const IDLE_COUNT: f64 = 0.3;
 
 rules! {
     /// The rules of `idle.*`.
@@ -35,7 +35,7 @@ rules! {
 }
 
 /// `idle.hlt`: the guest waiting, reported apart.
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;

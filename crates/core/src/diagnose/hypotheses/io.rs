@@ -66,14 +66,14 @@ const PCI_IO_FIRST: u64 = 0x1000;
 
 /// Legacy virtio-pci's QUEUE_NOTIFY register is at offset 16 of the device's IO BAR, whose size
 /// (32 or 64 bytes, more with MSI-X) keeps it aligned: the port's low five bits are 0x10.
-pub fn is_virtio_notify(port: u64, access: Option<Access>, name: Option<&str>) -> bool {
+pub(crate) fn is_virtio_notify(port: u64, access: Option<Access>, name: Option<&str>) -> bool {
     if name.is_some_and(|n| n.to_ascii_lowercase().contains("virtio")) {
         return access != Some(Access::In);
     }
     (PCI_IO_FIRST..=0xffff).contains(&port) && port & 0x1f == 0x10 && access != Some(Access::In)
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     match &ctx.ev.ports {
         Some(p) => keyed(ctx, p),
         None => aggregate(ctx),

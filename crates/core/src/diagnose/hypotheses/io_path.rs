@@ -21,25 +21,25 @@ use crate::diagnose::model::{Confidence, Cost, Fact, Severity};
 
 /// Interrupt-delivery exits per IO from which they are a finding whatever they cost: one IO in
 /// four pays one — no longer the odd interrupt of a device the guest barely uses.
-pub const DELIVERY_PER_IO: f64 = 0.25;
+pub(crate) const DELIVERY_PER_IO: f64 = 0.25;
 /// Notifications per IO from which every other IO or more kicks the device (queue depth ≤ 2,
 /// or no notification suppression at all).
-pub const NOTIFY_PER_IO: f64 = 0.5;
-pub use crate::diagnose::evidence::io::POLLED;
+pub(crate) const NOTIFY_PER_IO: f64 = 0.5;
+pub(crate) use crate::diagnose::evidence::io::POLLED;
 
-pub const DELIVERY_EXITS_THRESHOLDS: &[Threshold] = &[Threshold {
+pub(crate) const DELIVERY_EXITS_THRESHOLDS: &[Threshold] = &[Threshold {
     name: "interrupt-delivery exits per IO, for low whatever they cost",
     value: DELIVERY_PER_IO,
     unit: "per IO",
 }];
 
-pub const NOTIFY_EXITS_THRESHOLDS: &[Threshold] = &[Threshold {
+pub(crate) const NOTIFY_EXITS_THRESHOLDS: &[Threshold] = &[Threshold {
     name: "notifications per IO, for low whatever they cost",
     value: NOTIFY_PER_IO,
     unit: "per IO",
 }];
 
-pub const POLLING_THRESHOLDS: &[Threshold] = &[Threshold {
+pub(crate) const POLLING_THRESHOLDS: &[Threshold] = &[Threshold {
     name: "interrupts and halts per IO below which completions are polled",
     value: POLLED,
     unit: "per IO",
@@ -102,7 +102,7 @@ fn per_io(key: &str, v: f64, note: &str) -> Fact {
     Fact::said("io", key, note).per_io(Some(v))
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(io) = &ev.io else {
         return;

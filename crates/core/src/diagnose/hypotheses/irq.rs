@@ -10,16 +10,16 @@ use crate::diagnose::model::Severity;
 
 /// From half of the exit handling up, host interrupts are worth a look (low); below, context
 /// at info. A healthy interrupt-heavy guest spends about half its exit time here.
-pub const DOMINANT: f64 = 0.5;
+pub(crate) const DOMINANT: f64 = 0.5;
 
 /// Without a rate: host interrupts at least this share of the exits of a guest that is not
 /// mostly idle — a vCPU kicked out mostly by the host — are worth a look.
-pub const MOSTLY: f64 = 0.75;
+pub(crate) const MOSTLY: f64 = 0.75;
 
 /// Host interrupts per second per vCPU: a host tick is at most 1,000/s per CPU; above 2,000/s
 /// device interrupts or IPIs land on the vCPUs' CPUs — a problem of the host's placement, not
 /// the floor (low from 2,000/s, medium from 5,000/s, high from 20,000/s).
-pub const HOST_IRQ_RATE: [f64; 3] = [2_000.0, 5_000.0, 20_000.0];
+pub(crate) const HOST_IRQ_RATE: [f64; 3] = [2_000.0, 5_000.0, 20_000.0];
 
 rules! {
     /// The rules of `irq.*`.
@@ -70,7 +70,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;

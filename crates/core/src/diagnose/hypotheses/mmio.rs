@@ -25,7 +25,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     if let Some(m) = &ev.mmio {
         let mut rows: Vec<&Item> = ctx.free_rows(m.rows.iter().collect());

@@ -20,17 +20,17 @@ const FAULTS: [&str; 6] = [
 ];
 
 /// A storm: one fault is ≥ 90% of all exits...
-pub const STORM_SHARE: f64 = 0.9;
+pub(crate) const STORM_SHARE: f64 = 0.9;
 /// ...at ≥ 100,000/s: a fault every 10 µs, more than a guest faulting in fresh memory sustains
 /// (the public storms ran at 330k/s and 526k/s).
-pub const STORM_RATE: f64 = 100_000.0;
+pub(crate) const STORM_RATE: f64 = 100_000.0;
 /// Fewer exits than this are too short a capture to call a storm certain.
-pub const STORM_SURE: u64 = 1_000;
+pub(crate) const STORM_SURE: u64 = 1_000;
 
 /// Intercepted guest page faults per second per vCPU: a guest with EPT/NPT takes its own
 /// faults without exits, so thousands per second mean shadow paging, an intercept, or a fault
 /// that does not resolve: from 1,000/s worth a look, 10,000/s medium, 50,000/s high.
-pub const GUEST_PF_RATE: [f64; 3] = [1_000.0, 10_000.0, 50_000.0];
+pub(crate) const GUEST_PF_RATE: [f64; 3] = [1_000.0, 10_000.0, 50_000.0];
 
 rules! {
     /// The rules of `mmu.*`.
@@ -93,7 +93,7 @@ rules! {
 }
 
 /// `mmu.fault-storm`; runs before the other families so its rows stay its own.
-pub fn storm(ctx: &mut Ctx<'_>) {
+pub(crate) fn storm(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits() else {
         return;
@@ -122,7 +122,7 @@ pub fn storm(ctx: &mut Ctx<'_>) {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     ept(ctx);
     guest_faults(ctx);
 }
@@ -166,7 +166,7 @@ fn ept(ctx: &mut Ctx<'_>) {
 /// What is left of a fault row once MMIO accesses are taken out counts as memory being faulted
 /// in only from this share of the row on: less is a remainder (a page or two touched for the
 /// first time, MMIO accesses the MMIO table missed at its window's edges).
-pub const MIN_FAULT_SHARE: f64 = 0.1;
+pub(crate) const MIN_FAULT_SHARE: f64 = 0.1;
 
 /// Whether the row counts emulated MMIO accesses among its faults: SVM reports an MMIO access as
 /// a nested page fault (`npf`, and the `kvm_page_fault` tracepoint fires for it); VMX has an exit

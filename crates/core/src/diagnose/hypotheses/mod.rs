@@ -42,31 +42,31 @@ use super::evidence::{EvidenceSet, Item, Part};
 use super::model::{Confidence, Cost, Fact, Measure, ModelEffect, Severity};
 use super::rules::Family;
 pub(crate) use super::rules::rules;
-pub use super::rules::{RuleId, Threshold};
+pub(crate) use super::rules::{RuleId, Threshold};
 use crate::profile::{Key, TableKind};
-pub use apic::ApicRule;
-pub use arch::ArchRule;
-pub use cpuid::CpuidRule;
-pub use emulation::EmulationRule;
-pub use halt::HaltRule;
-pub use hostlog::HostlogRule;
-pub use hv::HvRule;
-pub use hypercall::HypercallRule;
-pub use idle::IdleRule;
-pub use io::IoRule;
-pub use irq::IrqRule;
-pub use mmio::MmioRule;
-pub use mmu::MmuRule;
-pub use msr::MsrRule;
-pub use nested::NestedRule;
-pub use sched::SchedRule;
-pub use spin::SpinRule;
-pub use timer::TimerRule;
-pub use unknown::UnknownRule;
+pub(crate) use apic::ApicRule;
+pub(crate) use arch::ArchRule;
+pub(crate) use cpuid::CpuidRule;
+pub(crate) use emulation::EmulationRule;
+pub(crate) use halt::HaltRule;
+pub(crate) use hostlog::HostlogRule;
+pub(crate) use hv::HvRule;
+pub(crate) use hypercall::HypercallRule;
+pub(crate) use idle::IdleRule;
+pub(crate) use io::IoRule;
+pub(crate) use irq::IrqRule;
+pub(crate) use mmio::MmioRule;
+pub(crate) use mmu::MmuRule;
+pub(crate) use msr::MsrRule;
+pub(crate) use nested::NestedRule;
+pub(crate) use sched::SchedRule;
+pub(crate) use spin::SpinRule;
+pub(crate) use timer::TimerRule;
+pub(crate) use unknown::UnknownRule;
 
 /// How a hypothesis's severity is read (see `rank`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Grading {
+pub(crate) enum Grading {
     /// From its absolute cost (share of vCPU time), or its share of exit handling when no
     /// absolute cost can be known; never above `max`.
     Cost { max: Severity },
@@ -99,7 +99,7 @@ pub enum Grading {
 
 /// A condition a rule established that the words need (which variant of a cause applies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hint {
+pub(crate) enum Hint {
     /// The reading rests on exit reasons or counters only (no ports, addresses or MSRs).
     Aggregate,
     /// The configuration has hv-time on.
@@ -169,7 +169,7 @@ pub enum Hint {
 
 /// A proposed cause.
 #[derive(Debug, Clone)]
-pub struct Hypothesis {
+pub(crate) struct Hypothesis {
     pub id: RuleId,
     pub confidence: Confidence,
     /// The rows for it; those with `explains` make up the cost.
@@ -191,13 +191,18 @@ pub struct Hypothesis {
 
 impl Hypothesis {
     /// A confirmed hypothesis explaining `rows` of `part`, graded by cost up to `max`.
-    pub fn new(id: impl Into<RuleId>, ev: &EvidenceSet, part: &Part, rows: &[&Item]) -> Hypothesis {
+    pub(crate) fn new(
+        id: impl Into<RuleId>,
+        ev: &EvidenceSet,
+        part: &Part,
+        rows: &[&Item],
+    ) -> Hypothesis {
         let facts = rows.iter().map(|r| part.fact(r)).collect();
         Hypothesis::with_cost(id, cost::of(ev, part, rows), facts)
     }
 
     /// A hypothesis whose cost is given (counters, not exit rows).
-    pub fn with_cost(id: impl Into<RuleId>, cost: Cost, evidence: Vec<Fact>) -> Hypothesis {
+    pub(crate) fn with_cost(id: impl Into<RuleId>, cost: Cost, evidence: Vec<Fact>) -> Hypothesis {
         Hypothesis {
             id: id.into(),
             confidence: Confidence::Confirmed,
@@ -215,37 +220,32 @@ impl Hypothesis {
         }
     }
 
-    pub fn confidence(mut self, c: Confidence) -> Self {
+    pub(crate) fn confidence(mut self, c: Confidence) -> Self {
         self.confidence = c;
         self
     }
 
-    pub fn grading(mut self, g: Grading) -> Self {
+    pub(crate) fn grading(mut self, g: Grading) -> Self {
         self.grading = g;
         self
     }
 
     /// Graded by cost, at most `max`.
-    pub fn max(self, max: Severity) -> Self {
+    pub(crate) fn max(self, max: Severity) -> Self {
         self.grading(Grading::Cost { max })
     }
 
-    pub fn support(mut self, facts: impl IntoIterator<Item = Fact>) -> Self {
+    pub(crate) fn support(mut self, facts: impl IntoIterator<Item = Fact>) -> Self {
         self.evidence.extend(facts.into_iter().map(Fact::context));
         self
     }
 
-    pub fn against(mut self, facts: impl IntoIterator<Item = Fact>) -> Self {
-        self.against.extend(facts);
-        self
-    }
-
-    pub fn rival(mut self, id: impl Into<RuleId>, c: Confidence) -> Self {
+    pub(crate) fn rival(mut self, id: impl Into<RuleId>, c: Confidence) -> Self {
         self.rivals.push((id.into(), c));
         self
     }
 
-    pub fn hint(mut self, h: Hint) -> Self {
+    pub(crate) fn hint(mut self, h: Hint) -> Self {
         if !self.hints.contains(&h) {
             self.hints.push(h);
         }
@@ -253,30 +253,30 @@ impl Hypothesis {
     }
 
     /// Adds `h` when `cond`.
-    pub fn hint_if(self, cond: bool, h: Hint) -> Self {
+    pub(crate) fn hint_if(self, cond: bool, h: Hint) -> Self {
         if cond { self.hint(h) } else { self }
     }
 
     /// Sets the severity floor when `cond`.
-    pub fn floor_if(mut self, cond: bool, floor: Severity) -> Self {
+    pub(crate) fn floor_if(mut self, cond: bool, floor: Severity) -> Self {
         if cond {
             self.floor = self.floor.max(floor);
         }
         self
     }
 
-    pub fn removes(mut self, share: f64) -> Self {
+    pub(crate) fn removes(mut self, share: f64) -> Self {
         self.removes = share;
         self
     }
 
-    pub fn has(&self, h: Hint) -> bool {
+    pub(crate) fn has(&self, h: Hint) -> bool {
         self.hints.contains(&h)
     }
 }
 
 /// What every rule reads: the evidence, and which rows earlier rules explained.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub ev: &'a EvidenceSet,
     claimed: BTreeSet<(TableKind, Key)>,
     /// What earlier families found.
@@ -284,7 +284,7 @@ pub struct Ctx<'a> {
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(ev: &'a EvidenceSet) -> Ctx<'a> {
+    pub(crate) fn new(ev: &'a EvidenceSet) -> Ctx<'a> {
         Ctx {
             ev,
             claimed: BTreeSet::new(),
@@ -293,23 +293,23 @@ impl<'a> Ctx<'a> {
     }
 
     /// Whether an earlier hypothesis already explained `row`.
-    pub fn free(&self, row: &Item) -> bool {
+    pub(crate) fn free(&self, row: &Item) -> bool {
         !self.claimed.contains(&(row.table.clone(), row.key.clone()))
     }
 
     /// The rows no earlier hypothesis explained.
-    pub fn free_rows<'p>(&self, rows: Vec<&'p Item>) -> Vec<&'p Item> {
+    pub(crate) fn free_rows<'p>(&self, rows: Vec<&'p Item>) -> Vec<&'p Item> {
         rows.into_iter().filter(|r| self.free(r)).collect()
     }
 
     /// Whether a hypothesis `id` was found.
-    pub fn has(&self, id: impl Into<RuleId>) -> bool {
+    pub(crate) fn has(&self, id: impl Into<RuleId>) -> bool {
         let id = id.into();
         self.found.iter().any(|h| h.id == id)
     }
 
     /// Records `h`, claiming the rows it explains.
-    pub fn push(&mut self, h: Hypothesis) {
+    pub(crate) fn push(&mut self, h: Hypothesis) {
         for f in h.evidence.iter().filter(|f| f.explains) {
             if let Some(id) = &f.id {
                 self.claimed.insert(id.clone());
@@ -319,19 +319,19 @@ impl<'a> Ctx<'a> {
     }
 
     /// The exit part, when the input has one.
-    pub fn exits(&self) -> Option<&'a Part> {
+    pub(crate) fn exits(&self) -> Option<&'a Part> {
         self.ev.exits.as_ref()
     }
 }
 
 /// A family's check: reads `ctx.ev`, pushes what it finds.
-pub type Check = fn(&mut Ctx<'_>);
+pub(crate) type Check = fn(&mut Ctx<'_>);
 
 /// The families' checks in the order they run: each later one leaves alone the rows earlier
 /// ones explained, so a specific reading (a port, an address, an MSR) claims its rows before
 /// the generic ones (emulated port IO, NPFs, halts) see them. Families first run in the order
 /// of [`Family::ALL`] (a test checks it); some have a second, later step.
-pub const STEPS: &[(Family, Check)] = &[
+pub(crate) const STEPS: &[(Family, Check)] = &[
     (Family::Unknown, unknown::check),
     (Family::Arch, arch::check),
     (Family::Emulation, emulation::check),
@@ -360,7 +360,7 @@ pub const STEPS: &[(Family, Check)] = &[
 ];
 
 /// Every family's checks, in [`STEPS`] order.
-pub fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
+pub(crate) fn run(ev: &EvidenceSet) -> Vec<Hypothesis> {
     let mut ctx = Ctx::new(ev);
     // On arm64 and RISC-V the x86 families would read their exits under x86's names and causes.
     let x86 = ev.isa().is_none_or(|isa| isa.is_x86());

@@ -13,7 +13,7 @@ use crate::diagnose::evidence::{Item, is_hyperv_msr};
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
 /// An MSR row is named on its own from this share of the MSR accesses up.
-pub const HOT_MSR_SHARE: f64 = 0.03;
+pub(crate) const HOT_MSR_SHARE: f64 = 0.03;
 
 rules! {
     /// The rules of `msr.*`.
@@ -37,7 +37,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     aggregate(ctx);
     hot(ctx);
 }

@@ -11,16 +11,16 @@ use crate::config::Version;
 use crate::diagnose::model::{Confidence, Fact, Severity};
 
 /// VMX instructions an L1 hypervisor executes.
-pub const VMX: [&str; 13] = [
+pub(crate) const VMX: [&str; 13] = [
     "VMREAD", "VMWRITE", "VMRESUME", "VMLAUNCH", "VMPTRLD", "VMPTRST", "VMCLEAR", "VMXON",
     "VMXOFF", "INVEPT", "INVVPID", "VMFUNC", "VMOFF",
 ];
 /// SVM instructions an L1 hypervisor executes (vmmcall is a plain hypercall).
-pub const SVM: [&str; 7] = [
+pub(crate) const SVM: [&str; 7] = [
     "vmrun", "vmload", "vmsave", "stgi", "clgi", "invlpga", "skinit",
 ];
 /// Events and counters of nested operation.
-pub const EVENTS: [&str; 7] = [
+pub(crate) const EVENTS: [&str; 7] = [
     "kvm_nested_vmexit",
     "kvm_nested_vmexit_inject",
     "kvm_nested_vmenter",
@@ -32,10 +32,10 @@ pub const EVENTS: [&str; 7] = [
 
 /// Nested SVM became migratable and far more robust with the 5.8 rework (nested state
 /// save/restore, KVM commit cc440cdad5b7); older hosts are a likely cause of trouble.
-pub const NESTED_SVM_KERNEL: Version = Version(5, 8);
+pub(crate) const NESTED_SVM_KERNEL: Version = Version(5, 8);
 
 /// An L1 exit is followed by an L1 → L2 entry: about two exits' worth of work each.
-pub const L1_EXIT_NS: u64 = 3_000;
+pub(crate) const L1_EXIT_NS: u64 = 3_000;
 
 rules! {
     /// The rules of `nested.*`.
@@ -59,7 +59,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     rsm(ctx);
     l1(ctx);
 }

@@ -30,23 +30,23 @@ pub const READY: [f64; 3] = [0.05, 0.10, 0.20];
 /// Mean wait per dispatch that makes a finding low, then medium, whatever its ready share:
 /// the 60 µs and 100 µs alarm levels a Hyper-V monitoring product sets on CPU Wait Time Per
 /// Dispatch (a wake-up waiting that long delays every interrupt the vCPU handles).
-pub const DISPATCH_WAIT_NS: [f64; 2] = [60_000.0, 100_000.0];
+pub(crate) const DISPATCH_WAIT_NS: [f64; 2] = [60_000.0, 100_000.0];
 
 /// A vCPU's mean wait per dispatch counts from this many dispatches on.
-pub const MIN_DISPATCHES: u64 = 1_000;
+pub(crate) const MIN_DISPATCHES: u64 = 1_000;
 
 /// Fewer state readings, or a shorter window, and the finding is low at most: one burst would
 /// decide it.
-pub const MIN_READINGS: u64 = 10;
-pub const MIN_WINDOW_NS: u64 = 1_000_000_000;
+pub(crate) const MIN_READINGS: u64 = 10;
+pub(crate) const MIN_WINDOW_NS: u64 = 1_000_000_000;
 
 /// Runnable vCPU threads per host CPU above which the vCPUs alone over-commit the host, and
 /// the share of intervals that must be above it (sustained, not a burst).
-pub const OVER_ONE: f64 = 1.0;
-pub const SUSTAINED: f64 = 0.5;
+pub(crate) const OVER_ONE: f64 = 1.0;
+pub(crate) const SUSTAINED: f64 = 0.5;
 
 /// Other host load, in CPUs, worth naming beside the vCPUs.
-pub const OTHER_LOAD_CPUS: f64 = 0.5;
+pub(crate) const OTHER_LOAD_CPUS: f64 = 0.5;
 
 /// vCPU rows a finding lists (the most waiting first).
 const MAX_ROWS: usize = 16;
@@ -125,7 +125,7 @@ rules! {
 }
 
 /// `sched.overcommit` or `sched.vcpu-ready`, and `sched.host-steal`.
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let Some(s) = ctx.ev.sched.as_ref() else {
         return;
     };
@@ -141,7 +141,7 @@ pub fn check(ctx: &mut Ctx<'_>) {
 }
 
 /// Whether the vCPU threads alone outnumber the host's CPUs, sustained.
-pub fn overcommitted(s: &SchedSummary) -> bool {
+pub(crate) fn overcommitted(s: &SchedSummary) -> bool {
     s.runnable_per_cpu.is_some_and(|r| r > OVER_ONE)
         && s.intervals_over_one.is_some_and(|x| x >= SUSTAINED)
 }

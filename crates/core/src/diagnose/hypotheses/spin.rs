@@ -12,10 +12,10 @@ const PAUSE: [&str; 2] = ["PAUSE_INSTRUCTION", "pause"];
 const INTERRUPT: [&str; 2] = ["EXTERNAL_INTERRUPT", "interrupt"];
 
 /// Fewer exits than this say too little about what a vCPU does.
-pub const HANG_MIN_EXITS: u64 = 50;
+pub(crate) const HANG_MIN_EXITS: u64 = 50;
 /// Pause exits must be at least this share of the exits to say the vCPU may spin: a handful
 /// among a host's interrupts (10 in 100,000) is a lock that was briefly contended.
-pub const HANG_PAUSE_SHARE: f64 = 0.01;
+pub(crate) const HANG_PAUSE_SHARE: f64 = 0.01;
 
 rules! {
     /// The rules of `spin.*`.
@@ -58,10 +58,10 @@ rules! {
 
 /// A paravirtual spinlock waiter spins (PAUSE), then halts; the unlocker kicks it with a
 /// hypercall: with at least one kick for every three halts, the halts are lock waits.
-pub const KICKS_PER_WAIT: f64 = 0.3;
+pub(crate) const KICKS_PER_WAIT: f64 = 0.3;
 
 /// The hang signature (runs early so its rows stay its own).
-pub fn hang(ctx: &mut Ctx<'_>) {
+pub(crate) fn hang(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     let Some(ex) = ctx.exits().filter(|p| !p.from_counters) else {
         return;
@@ -88,7 +88,7 @@ pub fn hang(ctx: &mut Ctx<'_>) {
 }
 
 /// Pause-loop exits as a cost: lock-holder preemption, or lock waits of paravirtual spinlocks.
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     pv_wait(ctx);
     pause(ctx);
 }

@@ -18,7 +18,7 @@ use crate::profile::Access;
 /// from 100/s worth a look, 500/s medium, 2,000/s high — the rate of a 1 kHz Windows RTC tick
 /// (index and data access per tick), behind the public reports of idle Windows VMs burning
 /// 30–50% of a host CPU.
-pub const DEVICE_RATE: [f64; 3] = [100.0, 500.0, 2_000.0];
+pub(crate) const DEVICE_RATE: [f64; 3] = [100.0, 500.0, 2_000.0];
 
 const DEVICE: &[Threshold] = &[
     Threshold {
@@ -99,7 +99,7 @@ rules! {
 }
 
 /// How a timer device's exits are graded: by cost, and by their VM-wide rate.
-pub fn device_grading() -> Grading {
+pub(crate) fn device_grading() -> Grading {
     Grading::Rate {
         thresholds: DEVICE_RATE,
         per_vcpu: false,
@@ -108,7 +108,7 @@ pub fn device_grading() -> Grading {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     let ev = ctx.ev;
     if let Some(p) = &ev.ports {
         // acpi_idle's C-state entry reads P_LVLx then the PM timer: `io` reads both together.
@@ -168,7 +168,7 @@ fn rtc_pit(ctx: &mut Ctx<'_>, p: &Part) {
 }
 
 /// The ACPI C-state control ports (P_LVL2/P_LVL3 at PMBASE+0x14/0x15).
-pub fn is_cstate_port(port: u64) -> bool {
+pub(crate) fn is_cstate_port(port: u64) -> bool {
     matches!(port, 0x614 | 0x615 | 0xb014 | 0xb015)
 }
 
@@ -209,7 +209,7 @@ fn platform(id: TimerRule, ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesi
 
 /// `timer.acpi-pm-port` from port rows; on a Linux (or unknown) guest the PM timer is also read
 /// by acpi_idle's dummy wait, a competitor the clocksource tells apart.
-pub fn acpi_pm(ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesis {
+pub(crate) fn acpi_pm(ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesis {
     let h = platform(TimerRule::AcpiPmPort, ctx, p, rows);
     if ctx.ev.windows() {
         h
@@ -219,7 +219,7 @@ pub fn acpi_pm(ctx: &Ctx<'_>, p: &Part, rows: &[&Item]) -> Hypothesis {
 }
 
 /// `timer.hpet-mmio` from HPET address rows.
-pub fn hpet(ctx: &Ctx<'_>, m: &Part, rows: &[&Item]) -> Hypothesis {
+pub(crate) fn hpet(ctx: &Ctx<'_>, m: &Part, rows: &[&Item]) -> Hypothesis {
     platform(TimerRule::HpetMmio, ctx, m, rows)
 }
 

@@ -15,16 +15,16 @@ use crate::profile::Access;
 /// of times a second; a periodic 1 kHz tick (`nohz=off`, HZ=1000) is 1,000/s — worth a look;
 /// 4,000/s is a timer-heavy guest (medium); 10,000/s is a storm (high). Without a vCPU count
 /// the whole input's rate stands for one vCPU (an upper bound).
-pub const REARM_RATE: [f64; 3] = [1_000.0, 4_000.0, 10_000.0];
+pub(crate) const REARM_RATE: [f64; 3] = [1_000.0, 4_000.0, 10_000.0];
 
 /// A tick costs about two exits: the re-arm (MSR write, ~1.6 µs) and the timer interrupt or
 /// preemption-timer exit that delivers it (~3 µs): the KVM Forum 2021 table means.
-pub const TICK_NS: u64 = 4_600;
+pub(crate) const TICK_NS: u64 = 4_600;
 
 /// The tick counters must agree within this factor to be one tick each.
-pub const TICK_MATCH: f64 = 2.0;
+pub(crate) const TICK_MATCH: f64 = 2.0;
 
-pub const THRESHOLDS: &[Threshold] = &[
+pub(crate) const THRESHOLDS: &[Threshold] = &[
     Threshold {
         name: "re-arms per vCPU, low",
         value: REARM_RATE[0],
@@ -49,7 +49,7 @@ pub const THRESHOLDS: &[Threshold] = &[
 
 /// How re-arms and ticks are graded: by cost and by their rate per vCPU; without a rate, at
 /// most medium (a count alone cannot tell a storm from a long capture).
-pub fn rearm_grading() -> Grading {
+pub(crate) fn rearm_grading() -> Grading {
     Grading::Rate {
         thresholds: REARM_RATE,
         per_vcpu: true,
@@ -58,7 +58,7 @@ pub fn rearm_grading() -> Grading {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     deadline(ctx);
     storm(ctx);
 }

@@ -27,7 +27,7 @@ rules! {
     }
 }
 
-pub fn check(ctx: &mut Ctx<'_>) {
+pub(crate) fn check(ctx: &mut Ctx<'_>) {
     triple(ctx);
     let ev = ctx.ev;
     let Some(ex) = ctx.exits().filter(|p| !p.from_counters) else {

@@ -8,7 +8,7 @@ use crate::config::HvFlag;
 use crate::diagnose::hypotheses::ApicRule;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::{Fix, ForGuest};
-pub fn describe(id: ApicRule) -> Description {
+pub(super) fn describe(id: ApicRule) -> Description {
     match id {
         ApicRule::ApicvInhibitedSynic => Description {
             title: "SynIC's AutoEOI keeps APICv off: IPIs and EOIs exit through MSR writes",
@@ -93,7 +93,7 @@ pub fn describe(id: ApicRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: ApicRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: ApicRule) -> Words {
     match id {
         ApicRule::ApicvInhibitedSynic => synic(w),
         ApicRule::HvApicMsrs => hv_msrs(w),

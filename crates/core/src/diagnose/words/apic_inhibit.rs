@@ -39,7 +39,7 @@ fn seen(s: &InhibitSeen) -> String {
 }
 
 /// Cause and fixes for `s`, the reason that leads.
-pub fn reason(w: &W<'_>, s: &InhibitSeen) -> (String, Vec<Fix>) {
+pub(super) fn reason(w: &W<'_>, s: &InhibitSeen) -> (String, Vec<Fix>) {
     let how = seen(s);
     match s.reason() {
         Some(r) => {
@@ -372,7 +372,7 @@ fn generic_inhibited(w: &W<'_>) -> Words {
 }
 
 /// `apic.apicv-inhibit-toggling`: only benign reasons toggled.
-pub fn toggling(w: &W<'_>) -> Words {
+pub(super) fn toggling(w: &W<'_>) -> Words {
     let parts: Vec<String> =
         w.ev.inhibits
             .iter()

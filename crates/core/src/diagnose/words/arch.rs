@@ -8,7 +8,7 @@ use crate::decode::Isa;
 use crate::diagnose::hypotheses::{ArchRule, Hint};
 use crate::diagnose::model::ForGuest;
 
-pub fn describe(id: ArchRule) -> Description {
+pub(super) fn describe(id: ArchRule) -> Description {
     match id {
         ArchRule::GuestAbort => Description {
             title: "guest aborts lead the exit handling: emulated MMIO or stage-2 faults",
@@ -32,7 +32,7 @@ pub fn describe(id: ArchRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: ArchRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: ArchRule) -> Words {
     let riscv = w.ev.isa() == Some(Isa::Riscv);
     match id {
         ArchRule::GuestAbort => abort(w, riscv),

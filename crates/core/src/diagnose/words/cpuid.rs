@@ -5,7 +5,7 @@ use super::sources::*;
 use super::{Description, W, Words};
 use crate::diagnose::hypotheses::CpuidRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: CpuidRule) -> Description {
+pub(super) fn describe(id: CpuidRule) -> Description {
     match id {
         CpuidRule::Storm => Description {
             title: "CPUID leads the exit handling",
@@ -16,7 +16,7 @@ pub fn describe(id: CpuidRule) -> Description {
     }
 }
 
-pub fn write(_w: &W<'_>, id: CpuidRule) -> Words {
+pub(super) fn write(_w: &W<'_>, id: CpuidRule) -> Words {
     match id {
         CpuidRule::Storm => Words {
             cause: "Every CPUID instruction exits. A guest running it in a hot loop — timing code that \

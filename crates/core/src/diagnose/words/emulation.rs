@@ -7,7 +7,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::EmulationRule;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: EmulationRule) -> Description {
+pub(super) fn describe(id: EmulationRule) -> Description {
     match id {
         EmulationRule::Failed => Description {
             title: "KVM could not emulate a guest instruction: the guest gets an exception or stops",
@@ -27,7 +27,7 @@ pub fn describe(id: EmulationRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: EmulationRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: EmulationRule) -> Words {
     match id {
         EmulationRule::Failed => Words {
             cause: format!(

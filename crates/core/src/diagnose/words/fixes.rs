@@ -7,10 +7,10 @@ use crate::diagnose::model::{Fix, ForGuest};
 use crate::lint::fix;
 
 /// A fix under construction.
-pub struct F(Fix);
+pub(super) struct F(Fix);
 
 impl F {
-    pub fn new(guest: ForGuest, summary: &str) -> F {
+    pub(super) fn new(guest: ForGuest, summary: &str) -> F {
         F(Fix {
             guest,
             summary: summary.to_string(),
@@ -22,39 +22,44 @@ impl F {
         })
     }
 
-    pub fn qemu(mut self, s: &str) -> F {
+    pub(super) fn qemu(mut self, s: &str) -> F {
         self.0.qemu = Some(s.to_string());
         self
     }
 
-    pub fn libvirt(mut self, s: &str) -> F {
+    pub(super) fn libvirt(mut self, s: &str) -> F {
         self.0.libvirt = Some(s.to_string());
         self
     }
 
-    pub fn host(mut self, s: &str) -> F {
+    pub(super) fn host(mut self, s: &str) -> F {
         self.0.host = Some(s.to_string());
         self
     }
 
-    pub fn guest(mut self, s: &str) -> F {
+    pub(super) fn guest(mut self, s: &str) -> F {
         self.0.in_guest = Some(s.to_string());
         self
     }
 
-    pub fn advice(mut self, tags: &[&'static str]) -> F {
+    pub(super) fn advice(mut self, tags: &[&'static str]) -> F {
         self.0.advice.extend_from_slice(tags);
         self
     }
 
-    pub fn done(self) -> Fix {
+    pub(super) fn done(self) -> Fix {
         self.0
     }
 }
 
 /// A Windows fix turning on `flags` (those the configuration lacks, all of them without a
 /// configuration), as QEMU flags and libvirt XML.
-pub fn hv_fix(ev: &EvidenceSet, summary: &str, flags: &[HvFlag], advice: &[&'static str]) -> Fix {
+pub(super) fn hv_fix(
+    ev: &EvidenceSet,
+    summary: &str,
+    flags: &[HvFlag],
+    advice: &[&'static str],
+) -> Fix {
     let missing: Vec<HvFlag> = flags
         .iter()
         .copied()

@@ -32,7 +32,7 @@ fn no_block() -> Words {
     }
 }
 use crate::diagnose::hypotheses::HaltRule;
-pub fn describe(id: HaltRule) -> Description {
+pub(super) fn describe(id: HaltRule) -> Description {
     match id {
         HaltRule::Churn => Description {
             title: "halt/wake churn: the vCPUs halt and are woken again thousands of times a second",
@@ -44,7 +44,7 @@ pub fn describe(id: HaltRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: HaltRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: HaltRule) -> Words {
     match id {
         HaltRule::Churn => churn(w),
     }

@@ -7,7 +7,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::HostlogRule;
 use crate::diagnose::model::ForGuest;
 
-pub fn describe(id: HostlogRule) -> Description {
+pub(super) fn describe(id: HostlogRule) -> Description {
     match id {
         HostlogRule::SplitLock => Description {
             title: "the guest takes split-lock traps on the host",
@@ -43,7 +43,7 @@ pub fn describe(id: HostlogRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: HostlogRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: HostlogRule) -> Words {
     let joined = w.ev.host_log.as_ref().is_some_and(|l| l.joined);
     let from = if joined {
         "The kernel log given with this input"

@@ -11,7 +11,7 @@ use crate::counters::words;
 use crate::diagnose::hypotheses::HvRule;
 use crate::diagnose::model::ForGuest;
 
-pub fn describe(id: HvRule) -> Description {
+pub(super) fn describe(id: HvRule) -> Description {
     let (meaning, sources): (&'static str, &'static [crate::diagnose::model::Source]) = match id {
         HvRule::HypervisorTime => (
             "The VPs' `% Hypervisor Run Time` is a large share of their run time: intercepts (interrupts, \
@@ -44,7 +44,7 @@ pub fn describe(id: HvRule) -> Description {
     }
 }
 
-pub fn write(_: &W<'_>, id: HvRule) -> Words {
+pub(super) fn write(_: &W<'_>, id: HvRule) -> Words {
     let prose = words::of(id);
     let fixes = match id {
         HvRule::Overcommit => overcommit::fixes(),

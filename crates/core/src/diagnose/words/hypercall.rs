@@ -5,7 +5,7 @@ use super::sources::*;
 use super::{Description, W, Words};
 use crate::diagnose::hypotheses::HypercallRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: HypercallRule) -> Description {
+pub(super) fn describe(id: HypercallRule) -> Description {
     match id {
         HypercallRule::Storm => Description {
             title: "hypercalls lead the exit handling",
@@ -16,7 +16,7 @@ pub fn describe(id: HypercallRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: HypercallRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: HypercallRule) -> Words {
     match id {
         HypercallRule::Storm => Words {
             cause: w.by_guest(|g| match g {

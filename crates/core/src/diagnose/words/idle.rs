@@ -6,7 +6,7 @@ use super::{Description, W, Words};
 use crate::decode::Isa;
 use crate::diagnose::hypotheses::IdleRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: IdleRule) -> Description {
+pub(super) fn describe(id: IdleRule) -> Description {
     match id {
         IdleRule::Hlt => Description {
             title: "the guest is mostly idle: halts dominate",
@@ -18,7 +18,7 @@ pub fn describe(id: IdleRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: IdleRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: IdleRule) -> Words {
     let halt = match w.ev.isa() {
         Some(Isa::Arm64) => "WFI (WFx exits)",
         Some(Isa::Riscv) => "WFI",

@@ -8,7 +8,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::IoRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: IoRule) -> Description {
+pub(super) fn describe(id: IoRule) -> Description {
     match id {
         IoRule::SerialPioStorm => Description {
             title: "the guest talks to the emulated 8250 serial port byte by byte",
@@ -40,7 +40,7 @@ pub fn describe(id: IoRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: IoRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: IoRule) -> Words {
     match id {
         IoRule::SerialPioStorm => Words {
             cause: "The 8250 UART is emulated in QEMU: every byte written to THR and every poll of the line \

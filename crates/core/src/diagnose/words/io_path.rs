@@ -12,7 +12,7 @@ use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::model::{Fix, ForGuest};
 
 /// The catalogue prose of `io.notify-exits`.
-pub const NOTIFY_EXITS: Description = Description {
+pub(super) const NOTIFY_EXITS: Description = Description {
     title: "queue notifications exit on the IO path: doorbell writes cost exits per IO",
     meaning: "A queue notification (virtio kick, NVMe doorbell) is a write that exits. Drivers batch \
                       requests per notification and devices suppress notifications while they are busy \
@@ -27,7 +27,7 @@ pub const NOTIFY_EXITS: Description = Description {
 };
 
 /// The catalogue prose of `io.polling`.
-pub const POLLING: Description = Description {
+pub(super) const POLLING: Description = Description {
     title: "completions are polled: no interrupt delivery on the IO path, a spinning vCPU instead",
     meaning: "IO goes on while no interrupt is delivered and the guest never halts: the driver polls \
                       its completion queues (NVMe poll queues with io_uring IOPOLL, virtio-blk poll queues, \
@@ -42,7 +42,7 @@ pub const POLLING: Description = Description {
 };
 
 /// The catalogue prose of `irq.delivery-exits`.
-pub const DELIVERY_EXITS: Description = Description {
+pub(super) const DELIVERY_EXITS: Description = Description {
     title: "interrupt delivery exits on the IO path: EOIs and interrupt windows cost exits per IO",
     meaning: "Each completion interrupt costs exits when APIC virtualization is not in effect: one to \
                       inject it into a vCPU that runs with interrupts off (an interrupt window) or to kick it, \
@@ -52,7 +52,7 @@ pub const DELIVERY_EXITS: Description = Description {
 };
 
 /// The words of `io.polling`.
-pub fn polling() -> Words {
+pub(super) fn polling() -> Words {
     Words {
                 cause: "Completions arrive without interrupts and the guest does not halt between them: it polls. \
                         No injection, no EOI, no interrupt window is paid per IO; the vCPU spins instead, which at \
@@ -75,7 +75,7 @@ pub fn polling() -> Words {
             }
 }
 
-pub fn delivery(w: &W<'_>) -> Words {
+pub(super) fn delivery(w: &W<'_>) -> Words {
     let why = if w.has(Hint::UserspaceIrqchip) {
         "The local APIC is emulated in the VMM (no in-kernel irqchip: QEMU's kernel_irqchip=off, or a VMM \
          that injects with KVM_INTERRUPT): every EOI and every halt return to the VMM, and an interrupt that \
@@ -156,7 +156,7 @@ fn poll_fix() -> Fix {
     .done()
 }
 
-pub fn notify(w: &W<'_>) -> Words {
+pub(super) fn notify(w: &W<'_>) -> Words {
     let to_vmm = if w.has(Hint::Userspace) {
         " Here they return to the VMM: the device has no ioeventfd, so the VMM's main loop (QEMU's) takes \
          each one."

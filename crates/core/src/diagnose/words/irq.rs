@@ -8,7 +8,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::IrqRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: IrqRule) -> Description {
+pub(super) fn describe(id: IrqRule) -> Description {
     match id {
         IrqRule::HostInterrupts => Description {
             title: "host interrupts hit the vCPUs' CPUs above a host tick's rate",
@@ -28,7 +28,7 @@ pub fn describe(id: IrqRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: IrqRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: IrqRule) -> Words {
     match id {
         IrqRule::HostInterrupts => Words {
             title: w.has(Hint::Aggregate).then(|| {

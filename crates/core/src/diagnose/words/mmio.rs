@@ -6,7 +6,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::MmioRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: MmioRule) -> Description {
+pub(super) fn describe(id: MmioRule) -> Description {
     match id {
         MmioRule::EmulatedDevice => Description {
             title: "the guest hammers an emulated MMIO device: every access is an exit",
@@ -18,7 +18,7 @@ pub fn describe(id: MmioRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: MmioRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: MmioRule) -> Words {
     match id {
         MmioRule::EmulatedDevice => mmio(w),
     }

@@ -7,7 +7,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::MmuRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: MmuRule) -> Description {
+pub(super) fn describe(id: MmuRule) -> Description {
     match id {
         MmuRule::FaultStorm => Description {
             title: "a storm of one fault: the guest keeps faulting and makes no progress",
@@ -31,7 +31,7 @@ pub fn describe(id: MmuRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: MmuRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: MmuRule) -> Words {
     match id {
         MmuRule::FaultStorm => Words {
             cause: format!(

@@ -23,7 +23,7 @@ mod mmio;
 mod mmu;
 mod msr;
 mod nested;
-pub mod overcommit;
+pub(crate) mod overcommit;
 mod sched;
 pub(crate) mod sources;
 mod spin;
@@ -41,7 +41,7 @@ use super::rules::{Family, RuleId};
 
 /// The catalogue prose of one hypothesis id.
 #[derive(Debug, Clone, Copy)]
-pub struct Description {
+pub(crate) struct Description {
     pub title: &'static str,
     /// What the finding means, in a few sentences.
     pub meaning: &'static str,
@@ -50,7 +50,7 @@ pub struct Description {
 
 /// The words of one finding.
 #[derive(Debug, Clone, Default)]
-pub struct Words {
+pub(crate) struct Words {
     /// A title naming this finding's rows (default: the catalogue title).
     pub title: Option<String>,
     pub cause: String,
@@ -62,19 +62,19 @@ pub struct Words {
 }
 
 /// What the words of one hypothesis may look at.
-pub struct W<'a> {
+pub(crate) struct W<'a> {
     pub h: &'a Hypothesis,
     pub ev: &'a EvidenceSet,
 }
 
 impl W<'_> {
-    pub fn has(&self, hint: Hint) -> bool {
+    pub(crate) fn has(&self, hint: Hint) -> bool {
         self.h.has(hint)
     }
 
     /// The guests to write for, first the likeliest: one when the guest is stated or strongly
     /// inferred, both (labelled) when it is weakly inferred or unknown.
-    pub fn guests(&self) -> Vec<ForGuest> {
+    pub(crate) fn guests(&self) -> Vec<ForGuest> {
         let g = &self.ev.guest;
         match (g.family, g.strength >= Strength::Strong) {
             (GuestFamily::Windows, true) => vec![ForGuest::Windows],
@@ -88,7 +88,7 @@ impl W<'_> {
     }
 
     /// The text for each guest to write for, labelled when there are several.
-    pub fn by_guest(&self, text: impl Fn(ForGuest) -> String) -> String {
+    pub(crate) fn by_guest(&self, text: impl Fn(ForGuest) -> String) -> String {
         let guests = self.guests();
         if guests.len() == 1 {
             return text(guests[0]);
@@ -101,18 +101,18 @@ impl W<'_> {
     }
 
     /// The fixes for each guest to write for, in the same order.
-    pub fn fixes_by_guest(&self, fix: impl Fn(ForGuest) -> Vec<Fix>) -> Vec<Fix> {
+    pub(crate) fn fixes_by_guest(&self, fix: impl Fn(ForGuest) -> Vec<Fix>) -> Vec<Fix> {
         self.guests().into_iter().flat_map(fix).collect()
     }
 
     /// Whether the words are for one guest only.
-    pub fn only(&self, g: ForGuest) -> bool {
+    pub(crate) fn only(&self, g: ForGuest) -> bool {
         self.guests() == [g]
     }
 }
 
 /// "If the guest is Windows", "If the guest is Linux".
-pub fn label(g: ForGuest) -> &'static str {
+pub(crate) fn label(g: ForGuest) -> &'static str {
     match g {
         ForGuest::Windows => "If the guest is Windows",
         ForGuest::Linux => "If the guest is Linux",
@@ -121,7 +121,7 @@ pub fn label(g: ForGuest) -> &'static str {
 }
 
 /// The catalogue prose of `id`.
-pub fn describe(id: RuleId) -> Description {
+pub(crate) fn describe(id: RuleId) -> Description {
     match id {
         RuleId::Unknown(r) => unknown::describe(r),
         RuleId::Arch(r) => arch::describe(r),
@@ -146,7 +146,7 @@ pub fn describe(id: RuleId) -> Description {
 }
 
 /// The words of `h` on `ev`.
-pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
+pub(crate) fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
     let w = W { h, ev };
     let mut words = match h.id {
         RuleId::Unknown(r) => unknown::write(&w, r),
@@ -179,7 +179,7 @@ pub fn write(h: &Hypothesis, ev: &EvidenceSet) -> Words {
 }
 
 /// What speaks for a rival of a finding, in a phrase.
-pub fn rival_why(id: RuleId) -> &'static str {
+pub(crate) fn rival_why(id: RuleId) -> &'static str {
     match id {
         RuleId::Timer(TimerRule::AcpiPmPort) => {
             "a guest reading its clock from the ACPI PM timer (Windows without hv-time; Linux on clocksource acpi_pm)"
@@ -227,7 +227,7 @@ pub fn rival_why(id: RuleId) -> &'static str {
 }
 
 /// The capture or command that names the rows behind `id`'s exits.
-pub fn check_for(id: RuleId) -> &'static str {
+pub(crate) fn check_for(id: RuleId) -> &'static str {
     const ADDRESSES: &str = "record the addresses: `perf kvm stat record -a sleep 10`, then `perf \
          kvm stat report --event=mmio` (the HPET is 0xfed00000–0xfed003ff), or `virtlens record`";
     const DELIVERY: &str = "check `cat /sys/module/kvm_intel/parameters/enable_apicv` (or \

@@ -5,7 +5,7 @@ use super::sources::*;
 use super::{Description, W, Words};
 use crate::diagnose::hypotheses::MsrRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: MsrRule) -> Description {
+pub(super) fn describe(id: MsrRule) -> Description {
     match id {
         MsrRule::HypervSynthetic => Description {
             title: "Hyper-V synthetic MSRs are accessed often enough to matter",
@@ -22,7 +22,7 @@ pub fn describe(id: MsrRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: MsrRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: MsrRule) -> Words {
     match id {
         MsrRule::HypervSynthetic => Words {
             cause: "Hyper-V synthetic MSRs (0x400000xx) that no more specific finding explains: the guest uses \

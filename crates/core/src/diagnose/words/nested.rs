@@ -8,7 +8,7 @@ use crate::config::HvFlag;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::NestedRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: NestedRule) -> Description {
+pub(super) fn describe(id: NestedRule) -> Description {
     match id {
         NestedRule::L1Hypervisor => Description {
             title: "the guest is itself a hypervisor: its VMX/SVM instructions exit to the host",
@@ -33,7 +33,7 @@ pub fn describe(id: NestedRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: NestedRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: NestedRule) -> Words {
     match id {
         NestedRule::L1Hypervisor => l1(w),
         NestedRule::RsmGp => Words {

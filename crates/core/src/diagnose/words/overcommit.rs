@@ -10,7 +10,7 @@ use crate::config::HvFlag;
 use crate::diagnose::model::{Fix, ForGuest};
 
 /// What ready time is, in every hypervisor's words.
-pub const READY_MEANS: &str = "Ready time is the time a vCPU was runnable but not running: it had \
+pub(crate) const READY_MEANS: &str = "Ready time is the time a vCPU was runnable but not running: it had \
      work and waited for a host CPU. VMware reports it as %RDY, Hyper-V as CPU Wait Time Per \
      Dispatch, and on KVM it is the vCPU thread's run-queue wait in the host scheduler \
      (schedstat). The guest sees it as steal time, or as time that ran slow.";
@@ -20,15 +20,16 @@ pub const FEWER_VCPUS: &str = "give the VMs fewer vCPUs (right-size them to what
      runnable vCPUs fit the host's CPUs";
 pub const PIN: &str = "pin the vCPUs of the VMs that matter to CPUs of their own, and keep other \
      VMs and host work off those CPUs";
-pub const WEIGHTS: &str = "give the VMs that matter a larger CPU weight, so they win the CPUs when \
+pub(crate) const WEIGHTS: &str = "give the VMs that matter a larger CPU weight, so they win the CPUs when \
      all are busy (it moves the wait to the others, it does not remove it)";
-pub const MOVE: &str = "move busy VMs to a host with idle CPUs (live migration), or add CPUs";
+pub(crate) const MOVE: &str =
+    "move busy VMs to a host with idle CPUs (live migration), or add CPUs";
 
 /// A vCPU pinning in libvirt XML (one `vcpupin` per vCPU; the emulator threads elsewhere).
-pub const PIN_XML: &str = "<cputune><vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/><emulatorpin cpuset='0-1'/></cputune>";
+pub(crate) const PIN_XML: &str = "<cputune><vcpupin vcpu='0' cpuset='2'/><vcpupin vcpu='1' cpuset='3'/><emulatorpin cpuset='0-1'/></cputune>";
 
 /// The host-side fixes of over-commit, in the order to try them.
-pub fn fixes() -> Vec<Fix> {
+pub(crate) fn fixes() -> Vec<Fix> {
     vec![
         F::new(ForGuest::Any, FEWER_VCPUS)
             .qemu("-smp N with N the vCPUs the guest uses")
@@ -60,7 +61,7 @@ pub fn fixes() -> Vec<Fix> {
 
 /// The guest's side: a vCPU that spins on a lock whose holder was preempted burns its slice;
 /// paravirtual spinlocks make it yield to the hypervisor instead (per guest).
-pub fn spin_fixes(w: &W<'_>) -> Vec<Fix> {
+pub(crate) fn spin_fixes(w: &W<'_>) -> Vec<Fix> {
     w.fixes_by_guest(|g| match g {
         ForGuest::Windows => vec![hv_fix(
             w.ev,

@@ -10,7 +10,7 @@ use super::{Description, W, Words};
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::SchedRule;
 use crate::diagnose::model::{Fix, ForGuest};
-pub fn describe(id: SchedRule) -> Description {
+pub(super) fn describe(id: SchedRule) -> Description {
     match id {
         SchedRule::Overcommit => Description {
             title: "vCPUs wait for a host CPU: more vCPUs are runnable than the host has CPUs",
@@ -52,7 +52,7 @@ pub fn describe(id: SchedRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: SchedRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: SchedRule) -> Words {
     match id {
         SchedRule::Overcommit => overcommit_words(w),
         SchedRule::VcpuReady => ready_words(w),

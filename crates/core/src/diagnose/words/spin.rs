@@ -7,7 +7,7 @@ use super::sources::*;
 use super::{Description, W, Words};
 use crate::diagnose::hypotheses::SpinRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: SpinRule) -> Description {
+pub(super) fn describe(id: SpinRule) -> Description {
     match id {
         SpinRule::HungVcpu => Description {
             title: "the vCPU only runs guest code: nothing but host interrupts and pause-loop exits",
@@ -34,7 +34,7 @@ pub fn describe(id: SpinRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: SpinRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: SpinRule) -> Words {
     match id {
         SpinRule::HungVcpu => Words {
             cause: "The guest exits only because host interrupts arrive and because pause-loop exiting fires \

@@ -12,7 +12,7 @@ use crate::diagnose::model::{Fix, ForGuest};
 /// The enlightenments Windows' timer and clock need (hv-stimer requires synic, vpindex, time).
 const TIMER_SET: [HvFlag; 4] = [HvFlag::Vpindex, HvFlag::Synic, HvFlag::Stimer, HvFlag::Time];
 use crate::diagnose::hypotheses::{IoRule, RuleId, TimerRule};
-pub fn describe(id: TimerRule) -> Description {
+pub(super) fn describe(id: TimerRule) -> Description {
     match id {
         TimerRule::AcpiPmPort => Description {
             title: "clock reads go to the emulated ACPI PM timer: every read is an exit to QEMU",
@@ -74,7 +74,7 @@ pub fn describe(id: TimerRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: TimerRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: TimerRule) -> Words {
     match id {
         TimerRule::AcpiPmPort => acpi_pm(w),
         TimerRule::RtcPort => rtc(w),

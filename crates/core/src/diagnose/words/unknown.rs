@@ -7,7 +7,7 @@ use crate::decode::Isa;
 use crate::diagnose::hypotheses::Hint;
 use crate::diagnose::hypotheses::UnknownRule;
 use crate::diagnose::model::ForGuest;
-pub fn describe(id: UnknownRule) -> Description {
+pub(super) fn describe(id: UnknownRule) -> Description {
     match id {
         UnknownRule::ExitCodes => Description {
             title: "exits virtlens cannot name",
@@ -24,7 +24,7 @@ pub fn describe(id: UnknownRule) -> Description {
     }
 }
 
-pub fn write(w: &W<'_>, id: UnknownRule) -> Words {
+pub(super) fn write(w: &W<'_>, id: UnknownRule) -> Words {
     match id {
         UnknownRule::ExitCodes => unknown(w),
         UnknownRule::TripleFault => Words {

@@ -22,7 +22,7 @@ const LABEL_CHARS: usize = 34;
 
 /// How values map to bar lengths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
+pub(super) enum Scale {
     /// From zero.
     Linear,
     /// Decades; for values spread over orders of magnitude (a trap 1000× its fix).
@@ -31,7 +31,7 @@ pub enum Scale {
 
 /// One bar before layout.
 #[derive(Debug, Clone)]
-pub struct Bar {
+pub(super) struct Bar {
     /// Index into the chart's series.
     pub series: usize,
     pub value: f64,
@@ -41,14 +41,14 @@ pub struct Bar {
 
 /// A labelled group of bars (one key, one scenario, one input).
 #[derive(Debug, Clone)]
-pub struct Group {
+pub(super) struct Group {
     pub label: String,
     pub bars: Vec<Bar>,
 }
 
 /// A chart before layout.
 #[derive(Debug, Clone)]
-pub struct Chart {
+pub(super) struct Chart {
     /// Unique in the page (`report-1-time`).
     pub id: String,
     pub title: String,
@@ -69,7 +69,7 @@ pub struct Chart {
 
 /// A chart laid out, ready for the template.
 #[derive(Debug, Clone, Serialize)]
-pub struct Figure {
+pub(super) struct Figure {
     pub id: String,
     pub title: String,
     pub desc: String,
@@ -91,7 +91,7 @@ pub struct Figure {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SeriesView {
+pub(super) struct SeriesView {
     pub index: usize,
     pub name: String,
     /// Legend position (top left of the swatch).
@@ -100,7 +100,7 @@ pub struct SeriesView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct GroupView {
+pub(super) struct GroupView {
     pub label: String,
     pub full_label: String,
     pub label_y: f64,
@@ -108,7 +108,7 @@ pub struct GroupView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct BarView {
+pub(super) struct BarView {
     pub series: usize,
     pub series_name: String,
     pub y: f64,
@@ -119,13 +119,13 @@ pub struct BarView {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Tick {
+pub(super) struct Tick {
     pub x: f64,
     pub label: String,
 }
 
 /// Lays `c` out.
-pub fn layout(c: Chart) -> Figure {
+pub(super) fn layout(c: Chart) -> Figure {
     let longest = c
         .groups
         .iter()

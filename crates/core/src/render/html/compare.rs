@@ -12,7 +12,7 @@ use crate::render::format;
 /// Keys drawn per chart; the rest are in the table.
 const CHART_ROWS: usize = 12;
 
-pub fn page(c: &Comparison) -> Page {
+pub(super) fn page(c: &Comparison) -> Page {
     let names: Vec<String> = c.inputs.iter().map(input_name).collect();
     let same = c.inputs.windows(2).all(|w| w[0].backend == w[1].backend);
     let measured = if same {

@@ -12,7 +12,7 @@ use crate::render::counters_text::{
 };
 use crate::render::format;
 
-pub fn page(r: &Report) -> Page {
+pub(super) fn page(r: &Report) -> Page {
     let names: Vec<&str> = r.inputs.iter().map(|a| a.input.as_str()).collect();
     let mut page = Page::new(
         "virtlens counters",

@@ -10,7 +10,7 @@ use crate::diagnose::{Diagnosis, Fact, Finding, ForGuest, InputReport, Role};
 use crate::render::diagnose_numbers as num;
 use crate::render::{diagnose_text, format};
 
-pub fn page(d: &Diagnosis) -> Page {
+pub(super) fn page(d: &Diagnosis) -> Page {
     let names: Vec<String> = d.inputs.iter().map(|i| i.input.name.clone()).collect();
     let measured: Vec<String> = d
         .inputs

@@ -11,7 +11,7 @@ use crate::render::format::per_io;
 use crate::render::io_path_text::{HEADER, row};
 
 /// The section of a lab run that measured the IO path.
-pub fn section(r: &IoPathReport, b: &BackendLabel, measured: &str) -> Section {
+pub(super) fn section(r: &IoPathReport, b: &BackendLabel, measured: &str) -> Section {
     let mut s = Section::new("io-path", "The IO path: interrupts or polling, per IO");
     s.intro.push(format!(
         "A micro-VM driver submits requests through a ring and notifies the device; completions \

@@ -12,7 +12,7 @@ use crate::render::Style;
 use crate::render::format::duration;
 use crate::render::lab_text::{self, mode_kind, ns, times};
 
-pub fn lab(r: &LabReport, offline: Option<&str>) -> Page {
+pub(super) fn lab(r: &LabReport, offline: Option<&str>) -> Page {
     let mut page = header(
         "virtlens lab",
         &r.backend,
@@ -65,7 +65,7 @@ pub fn lab(r: &LabReport, offline: Option<&str>) -> Page {
     page
 }
 
-pub fn exitcost(r: &ExitCostReport) -> Page {
+pub(super) fn exitcost(r: &ExitCostReport) -> Page {
     let mut page = header(
         "virtlens exitcost",
         &r.backend,

@@ -7,7 +7,7 @@ use super::page::{Block, DataTable, FindingView, FixView, Page, Section, SourceV
 use crate::lint::{Finding, LintReport};
 use crate::render::lint_text::{counts, effective, host};
 
-pub fn page(r: &LintReport) -> Page {
+pub(super) fn page(r: &LintReport) -> Page {
     let mut page = Page::new(
         "virtlens lint",
         format!("{} · {}", r.input, r.format.name()),

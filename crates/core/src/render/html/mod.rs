@@ -30,42 +30,42 @@ pub enum Error {
 }
 
 /// The `report` page.
-pub fn report(r: &Report) -> Result<String, Error> {
+pub(crate) fn report(r: &Report) -> Result<String, Error> {
     page::render(&report::page(r))
 }
 
 /// The `compare` page.
-pub fn compare(c: &Comparison) -> Result<String, Error> {
+pub(crate) fn compare(c: &Comparison) -> Result<String, Error> {
     page::render(&compare::page(c))
 }
 
 /// The `counters` page.
-pub fn counters(r: &crate::counters::Report) -> Result<String, Error> {
+pub(crate) fn counters(r: &crate::counters::Report) -> Result<String, Error> {
     page::render(&counters::page(r))
 }
 
 /// The `lint` page.
-pub fn lint(r: &crate::lint::LintReport) -> Result<String, Error> {
+pub(crate) fn lint(r: &crate::lint::LintReport) -> Result<String, Error> {
     page::render(&lint::page(r))
 }
 
 /// The `diagnose` page.
-pub fn diagnose(d: &Diagnosis) -> Result<String, Error> {
+pub(crate) fn diagnose(d: &Diagnosis) -> Result<String, Error> {
     page::render(&diagnose::page(d))
 }
 
 /// The `lab` page; `offline` says why the bundled recording is shown instead of a measurement.
-pub fn lab(r: &LabReport, offline: Option<&str>) -> Result<String, Error> {
+pub(crate) fn lab(r: &LabReport, offline: Option<&str>) -> Result<String, Error> {
     page::render(&lab::lab(r, offline))
 }
 
 /// The `exitcost` page.
-pub fn exitcost(r: &ExitCostReport) -> Result<String, Error> {
+pub(crate) fn exitcost(r: &ExitCostReport) -> Result<String, Error> {
     page::render(&lab::exitcost(r))
 }
 
 /// The `stretch` page.
-pub fn stretch(r: &StretchReport) -> Result<String, Error> {
+pub(crate) fn stretch(r: &StretchReport) -> Result<String, Error> {
     page::render(&stretch::page(r))
 }
 

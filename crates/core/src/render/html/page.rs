@@ -10,7 +10,7 @@ use super::chart::Figure;
 
 /// A whole page.
 #[derive(Debug, Clone, Serialize)]
-pub struct Page {
+pub(super) struct Page {
     /// `virtlens compare`, …: the `<title>` and the heading.
     pub title: String,
     /// What the page is about, in one line (the inputs, the host).
@@ -26,7 +26,7 @@ pub struct Page {
 }
 
 impl Page {
-    pub fn new(title: &str, subtitle: String, measured: String) -> Page {
+    pub(super) fn new(title: &str, subtitle: String, measured: String) -> Page {
         Page {
             title: title.to_string(),
             subtitle,
@@ -41,7 +41,7 @@ impl Page {
 
 /// One section, with its own entry in the page's contents.
 #[derive(Debug, Clone, Serialize)]
-pub struct Section {
+pub(super) struct Section {
     /// The element id (a link target).
     pub id: String,
     pub heading: String,
@@ -50,7 +50,7 @@ pub struct Section {
 }
 
 impl Section {
-    pub fn new(id: impl Into<String>, heading: impl Into<String>) -> Section {
+    pub(super) fn new(id: impl Into<String>, heading: impl Into<String>) -> Section {
         Section {
             id: id.into(),
             heading: heading.into(),
@@ -63,7 +63,7 @@ impl Section {
 /// What a section holds.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Block {
+pub(super) enum Block {
     Chart(Box<Figure>),
     Table(DataTable),
     Finding(Box<FindingView>),
@@ -72,7 +72,7 @@ pub enum Block {
 
 /// A table of formatted cells; `numeric[i]` right-aligns column `i`.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct DataTable {
+pub(super) struct DataTable {
     pub caption: String,
     pub head: Vec<String>,
     pub numeric: Vec<bool>,
@@ -81,7 +81,7 @@ pub struct DataTable {
 
 impl DataTable {
     /// A table with `head` columns, the first text and the rest numbers.
-    pub fn new(caption: impl Into<String>, head: &[&str]) -> DataTable {
+    pub(super) fn new(caption: impl Into<String>, head: &[&str]) -> DataTable {
         DataTable {
             caption: caption.into(),
             head: head.iter().map(|h| h.to_string()).collect(),
@@ -93,7 +93,7 @@ impl DataTable {
 
 /// One diagnosis finding, formatted.
 #[derive(Debug, Clone, Serialize)]
-pub struct FindingView {
+pub(super) struct FindingView {
     /// The element id (`finding-1-timer.acpi-pm-port`).
     pub anchor: String,
     /// The stable finding id (`timer.acpi-pm-port`).
@@ -116,14 +116,14 @@ pub struct FindingView {
 
 /// One fix with its snippets.
 #[derive(Debug, Clone, Serialize)]
-pub struct FixView {
+pub(super) struct FixView {
     pub summary: String,
     /// `(label, language, code)`: QEMU flags, libvirt XML, host and guest changes.
     pub snippets: Vec<(String, String, String)>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct SourceView {
+pub(super) struct SourceView {
     pub text: String,
     pub url: Option<String>,
 }
@@ -131,7 +131,7 @@ pub struct SourceView {
 impl SourceView {
     /// A source line, linked when it holds an address (`title, https://…` or the address
     /// alone).
-    pub fn of_text(s: &str) -> SourceView {
+    pub(super) fn of_text(s: &str) -> SourceView {
         let url = s
             .split_whitespace()
             .find(|w| w.starts_with("https://") || w.starts_with("http://"))
@@ -149,7 +149,7 @@ const BLOCKS: &str = include_str!("templates/blocks.html");
 const CSS: &str = include_str!("templates/style.css");
 
 /// The page as one self-contained HTML document.
-pub fn render(page: &Page) -> Result<String, Error> {
+pub(super) fn render(page: &Page) -> Result<String, Error> {
     let mut env = Environment::new();
     env.set_auto_escape_callback(|_| AutoEscape::Html);
     let template = |e: minijinja::Error| Error::Template(format!("{e:#}"));

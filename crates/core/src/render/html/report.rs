@@ -14,7 +14,7 @@ const CHART_ROWS: usize = 15;
 /// Keys whose latency distribution is drawn.
 const LATENCY_ROWS: usize = 3;
 
-pub fn page(r: &Report) -> Page {
+pub(super) fn page(r: &Report) -> Page {
     let inputs: Vec<&str> = dedup(r.tables.iter().map(|t| t.input.as_str()));
     let backends: Vec<Option<&str>> = r.tables.iter().map(|t| t.backend.as_deref()).collect();
     let mut page = Page::new(

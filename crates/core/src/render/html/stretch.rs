@@ -10,7 +10,7 @@ use crate::analysis::stretch::StretchReport;
 use crate::render::Style;
 use crate::render::stretch_text::{stated_line, value_cell, verdict};
 
-pub fn page(r: &StretchReport) -> Page {
+pub(super) fn page(r: &StretchReport) -> Page {
     let names: Vec<String> = r
         .layers
         .iter()

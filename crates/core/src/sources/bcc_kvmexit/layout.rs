@@ -12,7 +12,7 @@
 
 /// What a run counts, from its `Display …` line or its command line.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Context {
+pub(super) struct Context {
     /// The text after `for` in the `Display …` line (`all threads`, `PID 42 VCPU 0`, …).
     pub text: Option<String>,
     pub pid: Option<u32>,
@@ -26,7 +26,7 @@ pub struct Context {
 
 /// A kvmexit command line (after an optional shell prompt, `sudo` or `python3`): its text from
 /// the program on, and the context its arguments give.
-pub fn command(t: &str) -> Option<(String, Context)> {
+pub(super) fn command(t: &str) -> Option<(String, Context)> {
     let toks: Vec<&str> = t.split_ascii_whitespace().collect();
     let at = toks.iter().position(|w| {
         let prog = w.rsplit('/').next().unwrap_or(w);
@@ -82,7 +82,7 @@ fn ids(text: &str) -> Vec<u32> {
 }
 
 /// The `Display kvm exit reasons and statistics for …` line.
-pub fn display(t: &str) -> Option<Context> {
+pub(super) fn display(t: &str) -> Option<Context> {
     let rest = t
         .trim()
         .strip_prefix("Display kvm exit reasons and statistics for ")?;
@@ -118,7 +118,7 @@ pub fn display(t: &str) -> Option<Context> {
 
 /// Which id columns come before the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
+pub(super) enum Layout {
     /// `PID TID KVM_EXIT_REASON COUNT` (all threads).
     PidTid,
     /// `TID KVM_EXIT_REASON COUNT` (`-p -a`) or `TIDS KVM_EXIT_REASON COUNT` (`-T`).
@@ -140,7 +140,7 @@ impl Layout {
 }
 
 /// The column header of any mode.
-pub fn header(t: &str) -> Option<Layout> {
+pub(super) fn header(t: &str) -> Option<Layout> {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
     match words.as_slice() {
         ["PID", "TID", "KVM_EXIT_REASON", "COUNT"] => Some(Layout::PidTid),
@@ -160,7 +160,7 @@ pub fn header(t: &str) -> Option<Layout> {
 
 /// Where a header that has more text after it on its line ends (after `COUNT` or, for the
 /// aarch64 port, `AVG_TIME`); `None` for a header alone and for any other line.
-pub fn header_end(t: &str) -> Option<usize> {
+pub(super) fn header_end(t: &str) -> Option<usize> {
     ["AVG_TIME", "COUNT"].iter().find_map(|last| {
         let end = t.find(last)? + last.len();
         (header(&t[..end]).is_some() && !t[end..].trim_ascii().is_empty()).then_some(end)
@@ -169,7 +169,7 @@ pub fn header_end(t: &str) -> Option<usize> {
 
 /// One row as printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawRow {
+pub(super) struct RawRow {
     pub pid: Option<u32>,
     pub tid: Option<u32>,
     pub reason: String,
@@ -182,7 +182,7 @@ pub struct RawRow {
 
 /// Reads a row of `layout`: the count last, the ids first, and the reason between them (the
 /// longest word there, so a stray character pasted into the row does not take its place).
-pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
+pub(super) fn row(t: &str, layout: Layout) -> Option<RawRow> {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
     let (words, mean_ns) = match layout {
         Layout::TgidTidComm => {
@@ -239,7 +239,7 @@ pub fn row(t: &str, layout: Layout) -> Option<RawRow> {
 
 /// Why a line that has a row's shape (an exit reason or a number in it, about as many words as
 /// `layout` has columns) cannot be read as a row of `layout`; `None` when it is not row-shaped.
-pub fn damage(t: &str, layout: Layout) -> Option<String> {
+pub(super) fn damage(t: &str, layout: Layout) -> Option<String> {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
     // A count or id with a typo in it still has a digit.
     let numeric = |w: &&str| w.bytes().any(|b| b.is_ascii_digit());
@@ -306,7 +306,7 @@ fn is_reason(w: &str) -> bool {
 }
 
 /// The layout that a row without a header above it most likely has, from its word count.
-pub fn guess_layout(t: &str) -> Option<Layout> {
+pub(super) fn guess_layout(t: &str) -> Option<Layout> {
     let layout = match t.split_ascii_whitespace().count() {
         4 => Layout::PidTid,
         3 => Layout::Tid,

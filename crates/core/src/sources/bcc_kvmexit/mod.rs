@@ -25,11 +25,11 @@ use layout::Layout;
 use table::Run;
 
 /// The name of this format (`--format bcc-kvmexit`, `origin.format`).
-pub const FORMAT: &str = "bcc-kvmexit";
+pub(crate) const FORMAT: &str = "bcc-kvmexit";
 
 /// Whether `head` (the first bytes of an input) looks like kvmexit output: its column header
 /// or its `Display kvm exit reasons and statistics for …` line.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let mut bare_rows = 0;
     String::from_utf8_lossy(head)
         .lines()
@@ -49,7 +49,7 @@ fn bare_row(t: &str) -> bool {
 }
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

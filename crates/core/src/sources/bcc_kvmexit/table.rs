@@ -22,7 +22,7 @@ type Tally = (u64, Option<u64>);
 
 /// A run being read: where it starts, its command line, what it counts, and its counts.
 #[derive(Debug, Default)]
-pub struct Run {
+pub(super) struct Run {
     pub line: usize,
     pub label: Option<String>,
     /// From the command line.
@@ -43,7 +43,7 @@ pub struct Run {
 
 impl Run {
     /// A run starting at `line`.
-    pub fn new(line: usize) -> Self {
+    pub(super) fn new(line: usize) -> Self {
         Self {
             line,
             ..Self::default()
@@ -51,12 +51,12 @@ impl Run {
     }
 
     /// Whether any row was read.
-    pub fn has_rows(&self) -> bool {
+    pub(super) fn has_rows(&self) -> bool {
         !self.counts.is_empty()
     }
 
     /// Adds the row read on `line`.
-    pub fn add(&mut self, line: usize, raw: RawRow) {
+    pub(super) fn add(&mut self, line: usize, raw: RawRow) {
         if !raw.strays.is_empty() {
             self.notes.push(Note {
                 line: Some(line),
@@ -100,7 +100,7 @@ impl Run {
     }
 
     /// The run's table; remarks go to `notes`.
-    pub fn table(self, notes: &mut Vec<Note>) -> Table {
+    pub(super) fn table(self, notes: &mut Vec<Note>) -> Table {
         let ctx = self.context();
         notes.extend(self.notes);
         let mut table = Table::new(TableKind::Vmexit);

@@ -23,14 +23,14 @@ use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use rows::{Line, Row, Section};
 
 /// The name of this format (`--format bhyve-dtrace`, `origin.format`).
-pub const FORMAT: &str = "bhyve-dtrace";
+pub(crate) const FORMAT: &str = "bhyve-dtrace";
 
 /// The event table of `vm_run()`'s `VM_EXITCODE_BOGUS` reasons (returns to the VMM).
 const BOGUS_TABLE: &str = "vm_run_bogus";
 
 /// Whether `head` looks like the summary: its `=== Exit summary, one second ending at` banner
 /// or its `SVM code  Count` header on a line of its own.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     String::from_utf8_lossy(head)
         .lines()
         .map(crate::sources::lines::unquote)
@@ -38,7 +38,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every summary of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

@@ -17,7 +17,7 @@ use crate::sources::numbers;
 
 /// The part of a summary a line opens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Section {
+pub(super) enum Section {
     Exits,
     Ioio,
     Npf,
@@ -26,7 +26,7 @@ pub enum Section {
 
 /// What a line of the summary is.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Line<'a> {
+pub(super) enum Line<'a> {
     /// `=== Exit summary, one second ending at … ===`: a new second; the stamp.
     Banner(&'a str),
     /// A section's title or column header: the rows that follow belong to it.
@@ -40,7 +40,7 @@ pub enum Line<'a> {
 const BANNER: &str = "=== Exit summary, one second ending at ";
 
 /// Classifies a trimmed line that is not a row.
-pub fn line(t: &str) -> Option<Line<'_>> {
+pub(super) fn line(t: &str) -> Option<Line<'_>> {
     if let Some(rest) = t.strip_prefix(BANNER) {
         return Some(Line::Banner(rest.trim_end_matches('=').trim()));
     }
@@ -60,7 +60,7 @@ pub fn line(t: &str) -> Option<Line<'_>> {
 }
 
 /// Where a banner that has more text after its closing `===` on its line ends.
-pub fn banner_end(t: &str) -> Option<usize> {
+pub(super) fn banner_end(t: &str) -> Option<usize> {
     let start = t.find(BANNER)?;
     let after = start + BANNER.len();
     let close = t[after..].find("===")? + after;
@@ -69,7 +69,7 @@ pub fn banner_end(t: &str) -> Option<usize> {
 }
 
 /// Whether `t` is the banner or the exit-code header (what detection looks for).
-pub fn signature(t: &str) -> bool {
+pub(super) fn signature(t: &str) -> bool {
     matches!(
         line(t.trim()),
         Some(Line::Banner(_) | Line::Opens(Section::Exits))
@@ -78,7 +78,7 @@ pub fn signature(t: &str) -> bool {
 
 /// A row read from a section.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Row {
+pub(super) enum Row {
     Exit {
         code: u64,
         count: u64,
@@ -100,7 +100,7 @@ pub enum Row {
 }
 
 impl Row {
-    pub fn count(&self) -> u64 {
+    pub(super) fn count(&self) -> u64 {
         match self {
             Row::Exit { count, .. }
             | Row::Port { count, .. }
@@ -135,7 +135,7 @@ fn columns<'a>(t: &'a str, n: usize, layout: &str) -> Result<Vec<&'a str>, Strin
 }
 
 /// The row of section `s` on trimmed line `t`, or why it cannot be read.
-pub fn row(s: Section, t: &str) -> Result<Row, String> {
+pub(super) fn row(s: Section, t: &str) -> Result<Row, String> {
     match s {
         Section::Exits => {
             let w = columns(t, 2, "SVM code, count")?;

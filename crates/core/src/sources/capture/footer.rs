@@ -12,7 +12,7 @@
 //! input is an error naming the byte, never a panic.
 
 /// The Parquet magic, at both ends of the file.
-pub const MAGIC: &[u8; 4] = b"PAR1";
+pub(crate) const MAGIC: &[u8; 4] = b"PAR1";
 /// How deep structs and lists may nest before the footer is called damaged.
 const MAX_DEPTH: usize = 32;
 

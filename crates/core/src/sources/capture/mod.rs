@@ -7,9 +7,9 @@
 //! are for other tools. The decoding shared with the live recorder (payloads into events
 //! into a profile, field values for the columns) is in [`decoder`] and [`fields`].
 
-pub mod decoder;
-pub mod fields;
-pub mod footer;
+pub(crate) mod decoder;
+pub(crate) mod fields;
+pub(crate) mod footer;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Seek, SeekFrom};
@@ -57,12 +57,12 @@ pub struct CaptureMeta {
 
 /// Whether `head` (the first bytes of an input) looks like this format: any Parquet file;
 /// one without a virtlens profile is refused with a message saying so.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     head.starts_with(footer::MAGIC)
 }
 
 /// Reads the profile stored in a capture; `path` names it in errors.
-pub fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
     let fail = |message: String| Error::Input {
         path: path.to_string(),
         message,

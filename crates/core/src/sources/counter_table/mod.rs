@@ -34,7 +34,7 @@ use crate::sources::perfmon_csv::path;
 use rows::{counter_like, counter_row, is_number_token, split_cells, tile, unread_row};
 
 /// The name of this format (`--format counter-table`, `origin.format`).
-pub const FORMAT: &str = "counter-table";
+pub(crate) const FORMAT: &str = "counter-table";
 
 /// The most lines a pasted table is read to (they are short; this bounds memory).
 const MAX_LINES: usize = 100_000;
@@ -42,7 +42,7 @@ const MAX_LINES: usize = 100_000;
 /// Whether `head` looks like a pasted counter table: a counter path with a value, or an
 /// object line followed by at least two counter rows named like counters (`% …`, `…/sec`,
 /// `… Cost`, `… Per Dispatch`).
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut rows = 0;
     let mut object = false;
@@ -166,7 +166,7 @@ struct Cell {
 }
 
 /// Reads a pasted counter table; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
     let mut lines = Lines::new(reader, name);
     let mut cells: Vec<Cell> = Vec::new();
     let mut host: Option<String> = None;

@@ -2,13 +2,13 @@
 //! cells, rows joined on one line, and a row that has a row's shape but cannot be read.
 
 /// Whether `name` is named like a counter (`% …`, `…/sec`, `… Cost`, `… Per Dispatch`).
-pub fn counter_like(name: &str) -> bool {
+pub(super) fn counter_like(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n.starts_with('%') || n.contains("/sec") || n.ends_with(" cost") || n.ends_with("per dispatch")
 }
 
 /// Whether `t` is a number as tables print them (`9,214,942`, `21.465`, `21,5%`, `-1`).
-pub fn is_number_token(t: &str) -> bool {
+pub(super) fn is_number_token(t: &str) -> bool {
     let t = t.trim_end_matches('%');
     !t.is_empty()
         && t.bytes()
@@ -19,7 +19,7 @@ pub fn is_number_token(t: &str) -> bool {
 }
 
 /// A counter row: a name, then one or more number tokens.
-pub fn counter_row(l: &str) -> Option<(&str, Vec<&str>)> {
+pub(super) fn counter_row(l: &str) -> Option<(&str, Vec<&str>)> {
     if l.starts_with('\\') {
         return None;
     }
@@ -45,7 +45,7 @@ pub fn counter_row(l: &str) -> Option<(&str, Vec<&str>)> {
 }
 
 /// The cells of a line: split by tabs or by two or more spaces.
-pub fn split_cells(l: &str) -> Vec<&str> {
+pub(super) fn split_cells(l: &str) -> Vec<&str> {
     l.split('\t')
         .flat_map(|p| p.split("  "))
         .map(str::trim)
@@ -55,7 +55,7 @@ pub fn split_cells(l: &str) -> Vec<&str> {
 
 /// The counter rows of line `l` when it holds whole rows one after the other (a name named like
 /// a counter, then `width` numbers, again and again), as two rows whose line break was lost do.
-pub fn tile(l: &str, width: usize) -> Option<Vec<(&str, Vec<&str>)>> {
+pub(super) fn tile(l: &str, width: usize) -> Option<Vec<(&str, Vec<&str>)>> {
     // A value glued to the next row's name (`20.216Total Intercepts/sec`) is two cells.
     let cells: Vec<&str> = split_cells(l)
         .into_iter()
@@ -91,7 +91,7 @@ pub fn tile(l: &str, width: usize) -> Option<Vec<(&str, Vec<&str>)>> {
 /// cannot be read (`None` when it is not row-shaped: then it starts a new block). A row is
 /// indented deeper than the object line (`deeper`) or named like a counter; reading it as an
 /// object line would file every row after it under the wrong object and instances.
-pub fn unread_row(l: &str, deeper: bool) -> Option<String> {
+pub(super) fn unread_row(l: &str, deeper: bool) -> Option<String> {
     let cells = split_cells(l);
     let (name, values) = cells.split_first()?;
     if !(deeper || counter_like(name)) {

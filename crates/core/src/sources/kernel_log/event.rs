@@ -6,7 +6,7 @@
 
 /// What kind of thread a message names, by its `comm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Class {
+pub(super) enum Class {
     /// A vCPU thread that says its index: QEMU's `CPU n/KVM` (named threads, as libvirt
     /// and Proxmox start it), VirtualBox's `EMT-n`.
     Vcpu(u32),
@@ -18,19 +18,19 @@ pub enum Class {
 
 /// A thread as a message names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Thread {
+pub(super) struct Thread {
     pub comm: String,
     pub tid: Option<u32>,
 }
 
 impl Thread {
-    pub fn class(&self) -> Class {
+    pub(super) fn class(&self) -> Class {
         classify(&self.comm)
     }
 }
 
 /// The class of a thread named `comm`.
-pub fn classify(comm: &str) -> Class {
+pub(super) fn classify(comm: &str) -> Class {
     if let Some(n) = comm
         .strip_prefix("CPU ")
         .and_then(|r| r.strip_suffix("/KVM"))
@@ -49,7 +49,7 @@ pub fn classify(comm: &str) -> Class {
 
 /// The kinds of lockup the kernel reports of a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stall {
+pub(super) enum Stall {
     /// `BUG: soft lockup - CPU#N stuck for Ss! [comm:tid]` (kernel/watchdog.c).
     SoftLockup,
     /// `INFO: task comm:tid blocked for more than S seconds.` (kernel/hung_task.c).
@@ -58,7 +58,7 @@ pub enum Stall {
 
 /// One recognised message.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub(super) enum Event {
     /// A split-lock (`#AC`) or bus-lock (`#DB`) trap of a thread.
     Lock {
         bus: bool,
@@ -93,14 +93,14 @@ pub enum Event {
 
 /// What a `callbacks suppressed` line dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Suppressed {
+pub(super) enum Suppressed {
     Lock,
     Msr,
 }
 
 /// The event of message `body`: `None` when it is not KVM-relevant, `Some(Err(why))` when it
 /// has the start of one but not the rest.
-pub fn event(body: &str) -> Option<Result<Event, &'static str>> {
+pub(super) fn event(body: &str) -> Option<Result<Event, &'static str>> {
     lock(body)
         .or_else(|| super::msr::msr(body))
         .or_else(|| soft_lockup(body))
@@ -267,7 +267,7 @@ fn suppressed(body: &str) -> Option<Result<Event, &'static str>> {
 }
 
 /// KVM's module warnings: (what the message holds, its id). The words say what each means.
-pub const KVM_MESSAGES: &[(&str, &str)] = &[
+pub(super) const KVM_MESSAGES: &[(&str, &str)] = &[
     ("emulating exchange as write", "kvm_xchg_emulated_as_write"),
     ("disabled by bios", "kvm_disabled_by_bios"),
     ("not enabled (by bios)", "kvm_disabled_by_bios"),

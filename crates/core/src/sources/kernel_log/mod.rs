@@ -27,14 +27,14 @@ use event::{Class, Event, Stall, Suppressed, Thread};
 use prefix::Stamp;
 
 /// The name of this format (`--format kernel-log`, `origin.format`).
-pub const FORMAT: &str = "kernel-log";
+pub(crate) const FORMAT: &str = "kernel-log";
 
 /// How many lines after an RCU stall's first line its `Comm:` line may come.
 const RCU_REPORT_LINES: usize = 60;
 
 /// Whether `head` looks like a kernel log: a KVM-relevant kernel message (behind a kernel-log
 /// prefix or none), or mostly lines with a kernel-log prefix (`dmesg`'s stamp, `kernel:`).
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut lines = 0usize;
     let mut prefixed = 0usize;
@@ -62,7 +62,7 @@ fn strong(e: &Event) -> bool {
 }
 
 /// Reads the log of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

@@ -9,7 +9,7 @@ use super::event::{Event, hex};
 /// `unhandled wrmsr: 0xI data 0xD`, `ignored rdmsr/wrmsr: …`, `Unhandled RDMSR(0xI)`,
 /// `Unhandled WRMSR(0xI) = 0xD` (6.x), or a perfctr spelling; a module prefix (`kvm_amd: `)
 /// may come first.
-pub fn msr(body: &str) -> Option<Result<Event, &'static str>> {
+pub(super) fn msr(body: &str) -> Option<Result<Event, &'static str>> {
     let lower = body.to_ascii_lowercase();
     let at = lower.find("rdmsr").or_else(|| lower.find("wrmsr"))?;
     let start = lower.find("kvm [").or_else(|| lower.find("kvm: "))?;
@@ -47,7 +47,7 @@ pub fn msr(body: &str) -> Option<Result<Event, &'static str>> {
 
 /// Whether `body` is the head of an MSR line cut after its guest rIP (`kvm [PID]: vcpuN,
 /// guest rIP: 0x…`), its MSR wrapped onto the next line.
-pub fn wrapped_msr(body: &str) -> bool {
+pub(super) fn wrapped_msr(body: &str) -> bool {
     let Some((head, rip)) = body.rsplit_once(" guest rIP: ") else {
         return false;
     };
@@ -60,7 +60,7 @@ pub fn wrapped_msr(body: &str) -> bool {
 }
 
 /// Whether `body` is the rest of a wrapped MSR line (`unhandled rdmsr: 0x…`).
-pub fn continues_msr(body: &str) -> bool {
+pub(super) fn continues_msr(body: &str) -> bool {
     let lower = body.to_ascii_lowercase();
     ["unhandled ", "ignored "]
         .iter()

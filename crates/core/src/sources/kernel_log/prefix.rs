@@ -7,7 +7,7 @@
 
 /// When a line was logged, as far as its prefix says.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Stamp {
+pub(super) enum Stamp {
     /// Seconds since boot (`dmesg`, `journalctl -o short-monotonic`).
     Boot(f64),
     /// Seconds into the year of a wall-clock stamp (`dmesg -T`, syslog, journalctl): enough
@@ -17,7 +17,7 @@ pub enum Stamp {
 
 /// A line split into its prefix's stamp (when it had one) and the kernel's message.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Split<'a> {
+pub(super) struct Split<'a> {
     pub stamp: Option<Stamp>,
     /// Whether a kernel-log prefix was found.
     pub prefixed: bool,
@@ -32,7 +32,7 @@ const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 const BEFORE: [u32; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
 
 /// Splits `line` into its stamp and message.
-pub fn split(line: &str) -> Split<'_> {
+pub(super) fn split(line: &str) -> Split<'_> {
     let t = line.trim_start();
     let mut stamp = None;
     let mut prefixed = false;

@@ -9,7 +9,7 @@ use crate::profile::Note;
 
 /// A screen or listing being read.
 #[derive(Debug)]
-pub struct Board {
+pub(super) struct Board {
     pub run: Run,
     header: Option<Header>,
     base_indent: Option<usize>,
@@ -23,7 +23,7 @@ pub struct Board {
 
 impl Board {
     /// A screen starting with `title` (or with a bare header when `None`) at `line`.
-    pub fn screen(title: Option<Title>, line: usize) -> Self {
+    pub(super) fn screen(title: Option<Title>, line: usize) -> Self {
         let mut run = Run::new(RunKind::Screen, line);
         let mut guest = None;
         if let Some(t) = title {
@@ -37,7 +37,7 @@ impl Board {
     }
 
     /// A `-1` listing starting at `line`.
-    pub fn batch(line: usize) -> Self {
+    pub(super) fn batch(line: usize) -> Self {
         let mut run = Run::new(RunKind::Batch, line);
         run.rate_meaning = "change over the 1 s before printing (events per second)";
         Self::with(run, None)
@@ -57,7 +57,7 @@ impl Board {
 
     /// A board for the next block of the same kind, pasted without its title and header
     /// (`line` is its first row): the columns, scope and pid of this one.
-    pub fn again(&self, line: usize) -> Self {
+    pub(super) fn again(&self, line: usize) -> Self {
         let mut b = match self.run.kind {
             RunKind::Batch => Self::batch(line),
             _ => Self::screen(None, line),
@@ -71,27 +71,27 @@ impl Board {
     }
 
     /// Whether a top-level row named `name` was read.
-    pub fn has_counter(&self, name: &str) -> bool {
+    pub(super) fn has_counter(&self, name: &str) -> bool {
         self.run.counters.iter().any(|c| c.name == name && !c.child)
     }
 
     /// The columns rows are read in (a `-1` listing's, until a header says otherwise).
-    pub fn columns(&self) -> Columns {
+    pub(super) fn columns(&self) -> Columns {
         self.header.map_or(Columns::TotalRate, |h| h.columns)
     }
 
     /// Whether a column header was read.
-    pub fn has_header(&self) -> bool {
+    pub(super) fn has_header(&self) -> bool {
         self.header.is_some()
     }
 
     /// Whether any row was read.
-    pub fn has_rows(&self) -> bool {
+    pub(super) fn has_rows(&self) -> bool {
         !self.run.counters.is_empty() || self.run.printed_total.is_some()
     }
 
     /// Takes the column header.
-    pub fn set_header(&mut self, h: Header) {
+    pub(super) fn set_header(&mut self, h: Header) {
         self.run.by_guest = h.by_guest;
         self.run.rate_meaning = match h.columns {
             Columns::TotalPercentRate => "CurAvg/s: events per second over the last refresh",
@@ -102,7 +102,7 @@ impl Board {
     }
 
     /// Reads line `n` (`raw` as printed, `t` trimmed); false when it is not part of a board.
-    pub fn line(&mut self, n: usize, raw: &str, t: &str, notes: &mut Vec<Note>) -> bool {
+    pub(super) fn line(&mut self, n: usize, raw: &str, t: &str, notes: &mut Vec<Note>) -> bool {
         if let Some(f) = screen::filter(t) {
             self.filter = Some(f.to_string());
             return true;
@@ -185,7 +185,7 @@ impl Board {
     /// Rows with a total and no rate, where other rows have both, taken out of the run (marked
     /// partial): a row cut short keeps a count that may be cut too, and no number is guessed.
     /// When no row has a rate (the first refresh of a 2012 screen), they are all kept.
-    pub fn take_cut_rows(&mut self) -> Vec<(usize, String)> {
+    pub(super) fn take_cut_rows(&mut self) -> Vec<(usize, String)> {
         if self.blank_rate.is_empty() || self.run.counters.iter().all(|c| c.rate.is_none()) {
             return Vec::new();
         }
@@ -198,7 +198,7 @@ impl Board {
     }
 
     /// The run, with the filter folded into its scope.
-    pub fn finish(mut self) -> Run {
+    pub(super) fn finish(mut self) -> Run {
         if let Some(f) = self.filter.take() {
             let base = self.run.scope.take().unwrap_or_else(|| "summary".into());
             self.run.scope = Some(format!("{base}, fields matching `{f}`"));

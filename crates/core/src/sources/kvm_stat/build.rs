@@ -23,7 +23,7 @@ use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
 
 /// What printed the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunKind {
+pub(super) enum RunKind {
     Screen,
     Batch,
     Log,
@@ -31,7 +31,7 @@ pub enum RunKind {
 
 impl RunKind {
     /// The word used to label unlabelled runs of a file that holds several.
-    pub fn word(self) -> &'static str {
+    pub(super) fn word(self) -> &'static str {
         match self {
             RunKind::Screen => "screen",
             RunKind::Batch => "kvm_stat -1",
@@ -42,7 +42,7 @@ impl RunKind {
 
 /// One counter of a run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Counter {
+pub(super) struct Counter {
     /// The name to show: `halt_exits`, `kvm_userspace_exit(IO)`, `instruction_diag_44`.
     pub name: String,
     /// The exit reason, when the counter is a child of `kvm_exit`.
@@ -58,7 +58,7 @@ pub struct Counter {
 
 /// Everything read from one run.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(super) struct Run {
     pub kind: RunKind,
     pub line: usize,
     pub label: Option<String>,
@@ -78,7 +78,7 @@ pub struct Run {
 
 impl Run {
     /// An empty run starting at `line`.
-    pub fn new(kind: RunKind, line: usize) -> Self {
+    pub(super) fn new(kind: RunKind, line: usize) -> Self {
         Self {
             kind,
             line,
@@ -97,7 +97,7 @@ impl Run {
 }
 
 /// The tables of `run`; remarks go to `notes`.
-pub fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
+pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
     let isa = exit_reason::guess_isa(run.counters.iter().filter_map(|c| c.exit.as_deref()));
     let mut exits = new_table(run, TableKind::Vmexit, run.scope.clone());
     exits.isa = isa;

@@ -5,7 +5,7 @@
 
 /// Nanoseconds since 1970-01-01 00:00:00 of `date` (`YYYY-MM-DD`) and `time`
 /// (`HH:MM:SS[.frac]`, up to 9 fraction digits).
-pub fn datetime(date: &str, time: &str) -> Option<i64> {
+pub(crate) fn datetime(date: &str, time: &str) -> Option<i64> {
     let mut d = date.split('-');
     let year: i64 = digits(d.next()?, 4)?;
     let month: u32 = digits(d.next()?, 2)?;

@@ -17,14 +17,14 @@ use crate::profile::{Note, Window};
 
 /// One interval's line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
+pub(super) struct Sample {
     /// The timestamp as printed, and in nanoseconds.
     pub stamp: Option<(String, i64)>,
     pub values: Vec<i64>,
 }
 
 /// The fields of a `-c` banner.
-pub fn csv_banner(t: &str) -> Option<Vec<String>> {
+pub(super) fn csv_banner(t: &str) -> Option<Vec<String>> {
     let rest = t.trim().strip_prefix("timestamp,")?;
     let fields: Vec<String> = rest.split(',').map(|f| f.trim().to_string()).collect();
     fields
@@ -35,7 +35,7 @@ pub fn csv_banner(t: &str) -> Option<Vec<String>> {
 }
 
 /// A `-c` data line.
-pub fn csv_data(t: &str) -> Option<Sample> {
+pub(super) fn csv_data(t: &str) -> Option<Sample> {
     let mut cells = t.trim().trim_end_matches(',').split(',');
     let stamp = cells.next()?.trim();
     let (date, time) = stamp.split_once(' ')?;
@@ -50,7 +50,7 @@ pub fn csv_data(t: &str) -> Option<Sample> {
 }
 
 /// The fields of a `-l` banner: every word a field name, at least one a known KVM counter.
-pub fn plain_banner(t: &str) -> Option<Vec<String>> {
+pub(super) fn plain_banner(t: &str) -> Option<Vec<String>> {
     let fields: Vec<String> = t.split_ascii_whitespace().map(str::to_string).collect();
     let ok = !fields.is_empty()
         && fields.iter().all(|f| is_field(f))
@@ -59,7 +59,7 @@ pub fn plain_banner(t: &str) -> Option<Vec<String>> {
 }
 
 /// A `-l` data line: optional date and time, then integers.
-pub fn plain_data(t: &str) -> Option<Sample> {
+pub(super) fn plain_data(t: &str) -> Option<Sample> {
     let toks: Vec<&str> = t.split_ascii_whitespace().collect();
     let (stamp, rest) = match toks.as_slice() {
         [date, time, rest @ ..] if date.len() == 10 && date.contains('-') => {
@@ -76,7 +76,7 @@ pub fn plain_data(t: &str) -> Option<Sample> {
 }
 
 /// Why a line under a log's banner, with numbers in it, is not one of its data lines.
-pub fn damage(t: &str, csv: bool, fields: usize) -> Option<String> {
+pub(super) fn damage(t: &str, csv: bool, fields: usize) -> Option<String> {
     if !t.bytes().any(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -107,7 +107,7 @@ pub fn damage(t: &str, csv: bool, fields: usize) -> Option<String> {
 
 /// A log being summed.
 #[derive(Debug)]
-pub struct Log {
+pub(super) struct Log {
     pub csv: bool,
     pub fields: Vec<String>,
     sums: Vec<i64>,
@@ -131,7 +131,7 @@ pub struct Log {
 
 impl Log {
     /// A log whose banner at `line` names `fields`.
-    pub fn new(csv: bool, fields: Vec<String>, line: usize, delay_s: Option<f64>) -> Self {
+    pub(super) fn new(csv: bool, fields: Vec<String>, line: usize, delay_s: Option<f64>) -> Self {
         Self {
             csv,
             sums: vec![0; fields.len()],
@@ -154,7 +154,7 @@ impl Log {
 
     /// Adds the interval read on `line`; one whose values do not match the banner is counted
     /// as skipped.
-    pub fn add(&mut self, line: usize, s: Sample) {
+    pub(super) fn add(&mut self, line: usize, s: Sample) {
         if s.values.len() != self.fields.len() {
             self.partial = true;
             self.mismatches += 1;
@@ -183,7 +183,7 @@ impl Log {
     }
 
     /// The run: counts summed over the intervals, with their window.
-    pub fn finish(self, notes: &mut Vec<Note>) -> Run {
+    pub(super) fn finish(self, notes: &mut Vec<Note>) -> Run {
         let mut run = Run::new(RunKind::Log, self.line);
         run.partial = self.partial;
         run.label = self.label;

@@ -43,12 +43,12 @@ use log::Log;
 use screen::Columns;
 
 /// The name of this format (`--format kvm-stat`, `origin.format`).
-pub const FORMAT: &str = "kvm-stat";
+pub(crate) const FORMAT: &str = "kvm-stat";
 
 /// Whether `head` (the first bytes of an input) looks like kvm_stat output: a screen title or
 /// column header, a `-c` banner, a `-l` banner followed by a matching line of numbers, or two
 /// `-1` rows of known counters in a row.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut banner: Option<usize> = None;
     let mut batch_rows = 0;
@@ -84,7 +84,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

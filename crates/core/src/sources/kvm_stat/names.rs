@@ -5,7 +5,7 @@
 /// Whether `t` can be a kvm_stat field: a debugfs file name (`halt_exits`), a tracepoint
 /// (`kvm_exit`) or a filtered child (`kvm_exit(HLT)`, `kvm_userspace_exit(IRQ_WINDOW_OPEN)`).
 /// Old `-l` banners cut names to 9 characters, so an unbalanced `kvm_exit(` passes too.
-pub fn is_field(t: &str) -> bool {
+pub(super) fn is_field(t: &str) -> bool {
     t.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
         && t.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'(' | b')'))
@@ -13,7 +13,7 @@ pub fn is_field(t: &str) -> bool {
 
 /// Splits a child field into its parent tracepoint and the value it is filtered on:
 /// `kvm_exit(HLT)` → (`kvm_exit`, `HLT`).
-pub fn split_child(name: &str) -> Option<(&str, &str)> {
+pub(super) fn split_child(name: &str) -> Option<(&str, &str)> {
     let (parent, rest) = name.split_once('(')?;
     let child = rest.strip_suffix(')')?;
     let ok = !parent.is_empty() && !child.is_empty() && !child.contains(['(', ')']);
@@ -21,7 +21,7 @@ pub fn split_child(name: &str) -> Option<(&str, &str)> {
 }
 
 /// The tracepoint whose children are VM-exit reasons.
-pub const EXIT_PARENT: &str = "kvm_exit";
+pub(super) const EXIT_PARENT: &str = "kvm_exit";
 
 /// KVM's debugfs / binary-stats counters that kvm_stat shows (x86, arm64, s390, ppc), as far as
 /// they do not start with one of [`PREFIXES`].
@@ -80,7 +80,7 @@ const PREFIXES: &[&str] = &[
 ];
 
 /// Whether `name` is a counter or tracepoint that kvm_stat is known to show.
-pub fn is_known(name: &str) -> bool {
+pub(super) fn is_known(name: &str) -> bool {
     let base = split_child(name).map_or(name, |(parent, _)| parent);
     COUNTERS.contains(&base) || PREFIXES.iter().any(|p| base.starts_with(p))
 }

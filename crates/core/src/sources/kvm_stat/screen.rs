@@ -17,7 +17,7 @@
 
 /// A screen title.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Title {
+pub(super) struct Title {
     /// `summary`, `pid 4242 (win10)`, or `None` for the bare 2012 title.
     pub scope: Option<String>,
     pub pid: Option<u32>,
@@ -27,7 +27,7 @@ pub struct Title {
 }
 
 /// Recognises `kvm statistics[ - summary| - pid N (name)]`.
-pub fn title(t: &str) -> Option<Title> {
+pub(super) fn title(t: &str) -> Option<Title> {
     let rest = t.strip_prefix("kvm statistics")?;
     if !(rest.is_empty() || rest.starts_with([' ', '\t', '-'])) {
         return None;
@@ -61,7 +61,7 @@ pub fn title(t: &str) -> Option<Title> {
 
 /// What the columns after the name hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Columns {
+pub(super) enum Columns {
     /// `Total Current` (old screens) or `total delta` (`-1`): a count and a rate.
     TotalRate,
     /// `Total %Total CurAvg/s`.
@@ -70,7 +70,7 @@ pub enum Columns {
 
 /// A column header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(super) struct Header {
     pub columns: Columns,
     /// `Guest Name` instead of `Event`: one row per VM (kvm_stat's `b` key, debugfs only).
     pub by_guest: bool,
@@ -79,7 +79,7 @@ pub struct Header {
 }
 
 /// Recognises the column header of any era.
-pub fn header(raw: &str) -> Option<Header> {
+pub(super) fn header(raw: &str) -> Option<Header> {
     let t = raw.trim_start();
     let indent = raw.len() - t.len();
     let toks: Vec<&str> = t.split_ascii_whitespace().collect();
@@ -107,7 +107,7 @@ pub fn header(raw: &str) -> Option<Header> {
 
 /// One row as printed.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RowText {
+pub(super) struct RowText {
     pub name: String,
     /// Tokens between the name and the numbers that belong to neither (pasted junk).
     pub strays: Vec<String>,
@@ -138,7 +138,7 @@ fn num(t: &str) -> Option<Num> {
 
 /// Reads a row: numbers from the right (as many as `columns` holds), the name left of them.
 /// `by_guest` rows keep every word of the name (guest names may have spaces).
-pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
+pub(super) fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
     let t = raw.trim_start();
     let indent = raw.len() - t.len();
     let toks: Vec<&str> = t.split_ascii_whitespace().collect();
@@ -219,7 +219,7 @@ pub fn row(raw: &str, columns: Columns, by_guest: bool) -> Option<RowText> {
 
 /// Why a line with a row's shape (a counter name, then numbers) cannot be read as a row;
 /// `None` when it is not row-shaped (no number after a word, or only numbers).
-pub fn damage(raw: &str) -> Option<String> {
+pub(super) fn damage(raw: &str) -> Option<String> {
     let toks: Vec<&str> = raw.split_ascii_whitespace().collect();
     let numeric = |w: &str| {
         w.bytes()
@@ -263,7 +263,7 @@ pub fn damage(raw: &str) -> Option<String> {
 
 /// Why `t`, inside a screen or listing, is a row cut short: a counter's name alone, without
 /// its numbers (a known counter's, or any name on the line right after a row, `after_row`).
-pub fn cut_row(t: &str, after_row: bool) -> Option<&'static str> {
+pub(super) fn cut_row(t: &str, after_row: bool) -> Option<&'static str> {
     let mut toks = t.split_ascii_whitespace();
     let name = toks.next()?;
     let named = after_row || super::names::is_known(name);
@@ -272,7 +272,7 @@ pub fn cut_row(t: &str, after_row: bool) -> Option<&'static str> {
 }
 
 /// A status line of the TUI, and what it means for the screen.
-pub fn status(t: &str) -> Option<&'static str> {
+pub(super) fn status(t: &str) -> Option<&'static str> {
     let s = t.trim();
     if s.starts_with("Collecting data") {
         Some("kvm_stat was still collecting data: this screen has no counts yet")
@@ -288,7 +288,7 @@ pub fn status(t: &str) -> Option<&'static str> {
 }
 
 /// The regex of a `regex filter: …` line.
-pub fn filter(t: &str) -> Option<&str> {
+pub(super) fn filter(t: &str) -> Option<&str> {
     t.trim().strip_prefix("regex filter:").map(str::trim)
 }
 

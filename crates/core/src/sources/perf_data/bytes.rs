@@ -4,7 +4,7 @@
 
 /// The byte order of a perf.data file (or of its embedded tracing data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endian {
+pub(crate) enum Endian {
     Little,
     Big,
 }
@@ -12,7 +12,7 @@ pub enum Endian {
 impl Endian {
     /// The `u16` at `at`.
     #[inline]
-    pub fn u16(self, buf: &[u8], at: usize) -> Option<u16> {
+    pub(crate) fn u16(self, buf: &[u8], at: usize) -> Option<u16> {
         let b: [u8; 2] = buf.get(at..at.checked_add(2)?)?.try_into().ok()?;
         Some(match self {
             Endian::Little => u16::from_le_bytes(b),
@@ -22,7 +22,7 @@ impl Endian {
 
     /// The `u32` at `at`.
     #[inline]
-    pub fn u32(self, buf: &[u8], at: usize) -> Option<u32> {
+    pub(crate) fn u32(self, buf: &[u8], at: usize) -> Option<u32> {
         let b: [u8; 4] = buf.get(at..at.checked_add(4)?)?.try_into().ok()?;
         Some(match self {
             Endian::Little => u32::from_le_bytes(b),
@@ -32,7 +32,7 @@ impl Endian {
 
     /// The `u64` at `at`.
     #[inline]
-    pub fn u64(self, buf: &[u8], at: usize) -> Option<u64> {
+    pub(crate) fn u64(self, buf: &[u8], at: usize) -> Option<u64> {
         let b: [u8; 8] = buf.get(at..at.checked_add(8)?)?.try_into().ok()?;
         Some(match self {
             Endian::Little => u64::from_le_bytes(b),
@@ -42,7 +42,7 @@ impl Endian {
 
     /// An unsigned integer of `size` (1, 2, 4 or 8) bytes at `at`, widened to `u64`.
     #[inline]
-    pub fn uint(self, buf: &[u8], at: usize, size: usize) -> Option<u64> {
+    pub(crate) fn uint(self, buf: &[u8], at: usize, size: usize) -> Option<u64> {
         match size {
             1 => buf.get(at).map(|&b| u64::from(b)),
             2 => self.u16(buf, at).map(u64::from),
@@ -55,7 +55,7 @@ impl Endian {
 
 /// A forward reader over a byte slice that reports what it expected when it runs out.
 #[derive(Debug, Clone)]
-pub struct Cursor<'a> {
+pub(crate) struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
     endian: Endian,
@@ -65,7 +65,7 @@ pub struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     /// A cursor over `buf`, which starts at file offset `base` (named in messages).
-    pub fn new(buf: &'a [u8], endian: Endian, base: u64) -> Self {
+    pub(crate) fn new(buf: &'a [u8], endian: Endian, base: u64) -> Self {
         Self {
             buf,
             pos: 0,
@@ -75,16 +75,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// The file offset of the next byte.
-    pub fn at(&self) -> u64 {
+    pub(crate) fn at(&self) -> u64 {
         self.base.saturating_add(self.pos as u64)
     }
 
     /// Bytes left.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.buf.len().saturating_sub(self.pos)
     }
 
-    pub fn set_endian(&mut self, endian: Endian) {
+    pub(crate) fn set_endian(&mut self, endian: Endian) {
         self.endian = endian;
     }
 
@@ -97,7 +97,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next `n` bytes.
-    pub fn bytes(&mut self, n: u64, what: &str) -> Result<&'a [u8], String> {
+    pub(crate) fn bytes(&mut self, n: u64, what: &str) -> Result<&'a [u8], String> {
         let end = usize::try_from(n)
             .ok()
             .and_then(|n| self.pos.checked_add(n))
@@ -108,22 +108,22 @@ impl<'a> Cursor<'a> {
         Ok(out)
     }
 
-    pub fn u8(&mut self, what: &str) -> Result<u8, String> {
+    pub(crate) fn u8(&mut self, what: &str) -> Result<u8, String> {
         Ok(self.bytes(1, what)?[0])
     }
 
-    pub fn u32(&mut self, what: &str) -> Result<u32, String> {
+    pub(crate) fn u32(&mut self, what: &str) -> Result<u32, String> {
         let b = self.bytes(4, what)?;
         self.endian.u32(b, 0).ok_or_else(|| self.short(4, what))
     }
 
-    pub fn u64(&mut self, what: &str) -> Result<u64, String> {
+    pub(crate) fn u64(&mut self, what: &str) -> Result<u64, String> {
         let b = self.bytes(8, what)?;
         self.endian.u64(b, 0).ok_or_else(|| self.short(8, what))
     }
 
     /// A NUL-terminated string (the NUL is consumed, not returned).
-    pub fn cstr(&mut self, what: &str) -> Result<&'a str, String> {
+    pub(crate) fn cstr(&mut self, what: &str) -> Result<&'a str, String> {
         let rest = self.buf.get(self.pos..).unwrap_or_default();
         let len = rest.iter().position(|&b| b == 0).ok_or_else(|| {
             format!(
@@ -139,7 +139,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// The text of a NUL-padded string field (up to the first NUL), lossily decoded.
-pub fn padded_str(bytes: &[u8]) -> String {
+pub(crate) fn padded_str(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

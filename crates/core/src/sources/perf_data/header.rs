@@ -18,13 +18,13 @@ use linux_perf_data::linux_perf_event_reader::PerfEventAttr;
 use super::bytes::{Cursor, Endian, padded_str};
 
 /// The size of `struct perf_file_header` (magic, sizes, three sections, feature bitmap).
-pub const HEADER_SIZE: usize = 104;
+pub(super) const HEADER_SIZE: usize = 104;
 /// The size of the smallest `perf_event_attr` (PERF_ATTR_SIZE_VER0).
 const ATTR_SIZE_VER0: u64 = 64;
 
 /// An (offset, size) pair of the file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Section {
+pub(super) struct Section {
     pub offset: u64,
     pub size: u64,
 }
@@ -37,7 +37,7 @@ impl Section {
 
 /// The file header.
 #[derive(Debug, Clone)]
-pub struct FileHeader {
+pub(super) struct FileHeader {
     pub endian: Endian,
     /// The size of one attribute entry (`perf_event_attr` + its ids section).
     pub attr_size: u64,
@@ -48,7 +48,7 @@ pub struct FileHeader {
 
 /// One event of the recording.
 #[derive(Debug, Clone)]
-pub struct Attr {
+pub(super) struct Attr {
     pub attr: PerfEventAttr,
     /// The sample ids perf gave this event (one per CPU or thread it was opened on).
     pub ids: Vec<u64>,
@@ -58,7 +58,7 @@ pub struct Attr {
 
 /// Everything before and after the records.
 #[derive(Debug, Clone)]
-pub struct Meta {
+pub(super) struct Meta {
     pub header: FileHeader,
     pub attrs: Vec<Attr>,
     /// The tracing-data feature section, raw.
@@ -77,12 +77,12 @@ pub struct Meta {
 }
 
 /// Whether `head` starts with a perf.data magic (either byte order).
-pub fn is_magic(head: &[u8]) -> bool {
+pub(super) fn is_magic(head: &[u8]) -> bool {
     head.starts_with(b"PERFILE2") || head.starts_with(b"2ELIFREP")
 }
 
 /// Parses the 104-byte header of a file of `file_len` bytes.
-pub fn parse_header(head: &[u8], file_len: u64) -> Result<FileHeader, String> {
+pub(super) fn parse_header(head: &[u8], file_len: u64) -> Result<FileHeader, String> {
     let endian = match head.get(..8) {
         Some(b"PERFILE2") => Endian::Little,
         Some(b"2ELIFREP") => Endian::Big,
@@ -170,7 +170,7 @@ fn read_at<R: Read + Seek>(r: &mut R, at: Section, what: &str) -> Result<Vec<u8>
 
 /// Reads the attributes and the feature sections. Hard errors are those that make the
 /// records unreadable; lost or damaged feature sections become warnings.
-pub fn read_meta<R: Read + Seek>(
+pub(super) fn read_meta<R: Read + Seek>(
     r: &mut R,
     header: FileHeader,
     file_len: u64,

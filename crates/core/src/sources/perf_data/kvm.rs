@@ -15,7 +15,7 @@ use crate::events::{EventKind, MmioAccess, Reason};
 
 /// Where a scalar field sits in the payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldRef {
+pub(crate) struct FieldRef {
     offset: usize,
     size: usize,
     signed: bool,
@@ -32,13 +32,13 @@ impl FieldRef {
 
     /// The value, zero-extended.
     #[inline]
-    pub fn get(self, e: Endian, payload: &[u8]) -> Option<u64> {
+    pub(crate) fn get(self, e: Endian, payload: &[u8]) -> Option<u64> {
         e.uint(payload, self.offset, self.size)
     }
 
     /// The value, sign-extended when the format says the field is signed.
     #[inline]
-    pub fn get_i64(self, e: Endian, payload: &[u8]) -> Option<i64> {
+    pub(crate) fn get_i64(self, e: Endian, payload: &[u8]) -> Option<i64> {
         let v = self.get(e, payload)?;
         let bits = self.size * 8;
         Some(if self.signed && bits < 64 {
@@ -52,7 +52,7 @@ impl FieldRef {
 
 /// How one tracepoint's payload is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decoder {
+pub(crate) enum Decoder {
     Exit {
         reason: FieldRef,
         isa: Option<FieldRef>,
@@ -102,7 +102,7 @@ pub enum Decoder {
 
 impl Decoder {
     /// The decoder for `format`; with a note when a kvm event lacks the fields it needs.
-    pub fn for_format(format: &EventFormat) -> (Decoder, Option<String>) {
+    pub(crate) fn for_format(format: &EventFormat) -> (Decoder, Option<String>) {
         if format.system != "kvm" {
             return (Decoder::Other, None);
         }
@@ -176,7 +176,7 @@ impl Decoder {
     // Hot: once per record; with two callers (perf.data, live capture) the compiler stops
     // inlining it, which cost ~8% of a perf.data read.
     #[inline(always)]
-    pub fn decode(&self, e: Endian, p: &[u8], target: u32) -> Option<Kind> {
+    pub(crate) fn decode(&self, e: Endian, p: &[u8], target: u32) -> Option<Kind> {
         Some(match *self {
             Decoder::Exit {
                 reason,
@@ -266,7 +266,7 @@ fn vcpu_of(f: Option<FieldRef>, e: Endian, p: &[u8]) -> u32 {
 }
 
 /// "Absent" in the compact `u32` fields.
-pub const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 
 fn opt(v: u32) -> Option<u32> {
     (v != NONE).then_some(v)
@@ -275,7 +275,7 @@ fn opt(v: u32) -> Option<u32> {
 /// A decoded event kind that owns everything (names by index) and is small (24 bytes), to
 /// wait cheaply for ordering. Absent `u32`s are [`NONE`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Exit {
         code: u64,
         rip: u64,
@@ -323,7 +323,11 @@ pub enum Kind {
 
 impl Kind {
     /// The borrowed form; `names` are the event names by target, `buf` holds a numeric name.
-    pub fn to_event_kind<'a>(self, names: &'a [String], buf: &'a mut String) -> EventKind<'a> {
+    pub(crate) fn to_event_kind<'a>(
+        self,
+        names: &'a [String],
+        buf: &'a mut String,
+    ) -> EventKind<'a> {
         match self {
             Kind::Exit {
                 code,

@@ -23,7 +23,7 @@ mod stream;
 #[cfg(test)]
 mod synth;
 mod tracing_data;
-pub mod userspace_exit;
+pub(crate) mod userspace_exit;
 
 use std::io::{BufRead, Read, Seek, SeekFrom};
 
@@ -37,15 +37,15 @@ use setup::Setup;
 use stream::Stream;
 
 /// The name of this format (`--format perf-data`, `origin.format`).
-pub const FORMAT: &str = "perf-data";
+pub(crate) const FORMAT: &str = "perf-data";
 
 /// Whether `head` (the first bytes of an input) looks like this format.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     header::is_magic(head)
 }
 
 /// Reads the whole input into a profile; `path` names it in notes and errors.
-pub fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
     let fail = |message: String| Error::Input {
         path: path.to_string(),
         message,

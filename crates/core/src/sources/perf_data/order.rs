@@ -6,10 +6,10 @@
 //! are released in windows of [`MAX_HELD`] events (reported by the caller).
 
 /// Held events beyond which a window is released even without a round marker.
-pub const MAX_HELD: usize = 1 << 20;
+pub(super) const MAX_HELD: usize = 1 << 20;
 
 /// Something with a timestamp.
-pub trait Stamped {
+pub(super) trait Stamped {
     fn ts(&self) -> u64;
 }
 
@@ -27,7 +27,7 @@ impl Stamped for u64 {
 
 /// Events waiting for their turn.
 #[derive(Debug)]
-pub struct Order<T> {
+pub(super) struct Order<T> {
     held: Vec<T>,
     /// The newest time of the round before the current one: everything up to it may go.
     prev_max: u64,
@@ -50,7 +50,7 @@ impl<T> Default for Order<T> {
 impl<T: Stamped> Order<T> {
     /// Holds `item`; releases a window into `out` if too many are held.
     #[inline]
-    pub fn push(&mut self, item: T, out: impl FnMut(T)) {
+    pub(super) fn push(&mut self, item: T, out: impl FnMut(T)) {
         self.cur_max = self.cur_max.max(item.ts());
         self.held.push(item);
         if self.held.len() >= MAX_HELD {
@@ -61,13 +61,13 @@ impl<T: Stamped> Order<T> {
     }
 
     /// A round marker: releases everything not newer than the previous round's newest event.
-    pub fn round(&mut self, out: impl FnMut(T)) {
+    pub(super) fn round(&mut self, out: impl FnMut(T)) {
         self.release(out);
         self.prev_max = self.cur_max;
     }
 
     /// The end: releases everything.
-    pub fn finish(&mut self, out: impl FnMut(T)) {
+    pub(super) fn finish(&mut self, out: impl FnMut(T)) {
         self.prev_max = u64::MAX;
         self.release(out);
     }
@@ -86,7 +86,7 @@ impl<T: Stamped> Order<T> {
 
     /// Events held now.
     #[cfg(test)]
-    pub fn held(&self) -> usize {
+    pub(super) fn held(&self) -> usize {
         self.held.len()
     }
 }

@@ -14,7 +14,7 @@ use super::bytes::Endian;
 
 /// One framed record.
 #[derive(Debug, Clone, Copy)]
-pub struct Record<'a> {
+pub(super) struct Record<'a> {
     /// The file offset of its header.
     pub offset: u64,
     pub kind: u32,
@@ -25,7 +25,7 @@ pub struct Record<'a> {
 /// Reads records from `offset` up to `end`, through a buffer of its own: a record is a slice
 /// of the buffer (no copy, no per-record call into the reader), and the buffer is refilled by
 /// moving the unread tail to the front.
-pub struct Records<R> {
+pub(super) struct Records<R> {
     reader: R,
     endian: Endian,
     pos: u64,
@@ -44,7 +44,7 @@ const BUF: usize = 1 << 20;
 
 impl<R: Read> Records<R> {
     /// `reader` must be positioned at `start`.
-    pub fn new(reader: R, endian: Endian, start: u64, end: u64) -> Self {
+    pub(super) fn new(reader: R, endian: Endian, start: u64, end: u64) -> Self {
         Self {
             reader,
             endian,
@@ -80,7 +80,7 @@ impl<R: Read> Records<R> {
 
     /// The next record; `Ok(None)` at the end of the data section; `Err` (with the byte
     /// offset) when the stream is damaged or unreadable. After an error, stop reading.
-    pub fn next(&mut self) -> Result<Option<Record<'_>>, String> {
+    pub(super) fn next(&mut self) -> Result<Option<Record<'_>>, String> {
         let at = self.pos;
         if at >= self.end {
             return Ok(None);
@@ -146,7 +146,7 @@ impl<R: Read> Records<R> {
 
 /// The fields of a sample virtlens uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Sample<'a> {
+pub(super) struct Sample<'a> {
     pub pid: Option<u32>,
     pub tid: Option<u32>,
     pub time: Option<u64>,
@@ -157,7 +157,7 @@ pub struct Sample<'a> {
 
 /// Where a sample's fields are, from its event's `sample_type` and `read_format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SampleLayout {
+pub(super) struct SampleLayout {
     id_at: Option<usize>,
     tid_at: Option<usize>,
     time_at: Option<usize>,
@@ -170,7 +170,7 @@ pub struct SampleLayout {
 }
 
 impl SampleLayout {
-    pub fn new(attr: &PerfEventAttr) -> Self {
+    pub(super) fn new(attr: &PerfEventAttr) -> Self {
         let f = attr.sample_format;
         let mut at = 0usize;
         let mut take = |flag: SampleFormat| -> Option<usize> {
@@ -201,19 +201,19 @@ impl SampleLayout {
     }
 
     /// Where the sample id is (IDENTIFIER or ID), if the samples carry one.
-    pub fn id_at(&self) -> Option<usize> {
+    pub(super) fn id_at(&self) -> Option<usize> {
         self.id_at
     }
 
     /// The sample id, which names the event when a file has several.
     #[inline]
-    pub fn id(&self, e: Endian, body: &[u8]) -> Option<u64> {
+    pub(super) fn id(&self, e: Endian, body: &[u8]) -> Option<u64> {
         e.u64(body, self.id_at?)
     }
 
     /// The fields of `body`; `Err` says what did not fit.
     #[inline]
-    pub fn parse<'a>(&self, e: Endian, body: &'a [u8]) -> Result<Sample<'a>, &'static str> {
+    pub(super) fn parse<'a>(&self, e: Endian, body: &'a [u8]) -> Result<Sample<'a>, &'static str> {
         if body.len() < self.fixed_end {
             return Err("sample shorter than its fixed fields");
         }

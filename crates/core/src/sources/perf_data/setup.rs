@@ -24,7 +24,7 @@ enum IdMap {
 
 /// The plan; see the module doc.
 #[derive(Debug, Clone)]
-pub struct Setup {
+pub(super) struct Setup {
     /// Byte order of the records.
     pub endian: Endian,
     /// Byte order of the tracepoint payloads.
@@ -44,7 +44,7 @@ pub struct Setup {
 const DENSE_IDS: u64 = 1 << 16;
 
 impl Setup {
-    pub fn new(
+    pub(super) fn new(
         endian: Endian,
         attrs: &[Attr],
         tracing: Option<&TracingData>,
@@ -113,7 +113,7 @@ impl Setup {
 
     /// The attribute a sample belongs to; `None` for an id no attribute has.
     #[inline]
-    pub fn attr_of(&self, body: &[u8]) -> Option<usize> {
+    pub(super) fn attr_of(&self, body: &[u8]) -> Option<usize> {
         let id = match &self.ids {
             IdMap::Single => return Some(0),
             _ => self.id_layout.as_ref()?.id(self.endian, body)?,

@@ -47,7 +47,7 @@ fn opt(v: u32) -> Option<u32> {
 
 /// Thread names from COMM records, interned.
 #[derive(Debug, Default)]
-pub struct Comms {
+pub(super) struct Comms {
     strings: Vec<String>,
     ids: HashMap<String, u32>,
     by_tid: HashMap<u32, u32>,
@@ -87,7 +87,7 @@ impl Comms {
         c
     }
 
-    pub fn get(&self, id: u32) -> Option<&str> {
+    pub(super) fn get(&self, id: u32) -> Option<&str> {
         self.strings.get(id as usize).map(String::as_str)
     }
 }
@@ -129,7 +129,7 @@ impl Sink<'_> {
 }
 
 /// The loop state; feed it records, then [`Stream::finish`].
-pub struct Stream<'s> {
+pub(super) struct Stream<'s> {
     setup: &'s Setup,
     sink: Sink<'s>,
     order: Order<Pending>,
@@ -144,7 +144,7 @@ pub struct Stream<'s> {
 }
 
 impl<'s> Stream<'s> {
-    pub fn new(setup: &'s Setup, mut builder: ProfileBuilder) -> Self {
+    pub(super) fn new(setup: &'s Setup, mut builder: ProfileBuilder) -> Self {
         let ids = setup.names.iter().map(|n| builder.intern(n)).collect();
         Self {
             setup,
@@ -170,7 +170,7 @@ impl<'s> Stream<'s> {
 
     /// Handles one record.
     #[inline]
-    pub fn record(&mut self, r: &Record<'_>) {
+    pub(super) fn record(&mut self, r: &Record<'_>) {
         let e = self.setup.endian;
         match r.kind {
             PERF_RECORD_SAMPLE => self.sample(r),
@@ -251,7 +251,7 @@ impl<'s> Stream<'s> {
     }
 
     /// Releases what is held; returns the builder, the VMM process ids seen, and warnings.
-    pub fn finish(mut self) -> (ProfileBuilder, BTreeSet<u32>, Vec<String>, Comms) {
+    pub(super) fn finish(mut self) -> (ProfileBuilder, BTreeSet<u32>, Vec<String>, Comms) {
         let (sink, comms) = (&mut self.sink, &self.comms);
         self.order.finish(|p| sink.push(p, comms));
         let mut w = Vec::new();
@@ -295,7 +295,7 @@ impl<'s> Stream<'s> {
     }
 
     /// Whether any sample or compressed block was seen.
-    pub fn compressed(&self) -> u64 {
+    pub(super) fn compressed(&self) -> u64 {
         self.compressed
     }
 }

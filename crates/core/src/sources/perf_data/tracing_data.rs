@@ -24,7 +24,7 @@ const MAGIC: &[u8] = b"\x17\x08\x44tracing";
 
 /// What the section holds that virtlens uses.
 #[derive(Debug, Clone)]
-pub struct TracingData {
+pub(super) struct TracingData {
     pub version: String,
     /// The byte order of the traced kernel (and so of the tracepoint payloads).
     pub endian: Endian,
@@ -39,7 +39,7 @@ pub struct TracingData {
 /// Parses the section, which starts at file offset `base`. Errors name the byte and what
 /// was expected there; a damaged tail (kallsyms, printk, cmdlines) after the event formats is
 /// tolerated.
-pub fn parse(section: &[u8], base: u64) -> Result<TracingData, String> {
+pub(super) fn parse(section: &[u8], base: u64) -> Result<TracingData, String> {
     let mut c = Cursor::new(section, Endian::Little, base);
     let magic = c.bytes(MAGIC.len() as u64, "the tracing-data magic")?;
     if magic != MAGIC {
@@ -140,7 +140,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// A tracing-data section holding `formats` of system `kvm` (little-endian, version 0.6).
-    pub fn section(formats: &[&str], cmdlines: &str) -> Vec<u8> {
+    pub(crate) fn section(formats: &[&str], cmdlines: &str) -> Vec<u8> {
         let mut s = MAGIC.to_vec();
         s.extend_from_slice(b"0.6\0");
         s.push(0);

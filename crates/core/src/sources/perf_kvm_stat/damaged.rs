@@ -42,7 +42,7 @@ fn header_word(w: &str) -> bool {
 /// Where line `text` holds two lines of a table whose newline was lost: the byte offset at
 /// which the second starts, and what the two were (for the note). The first split point when
 /// there are several (the driver offers the rest again).
-pub fn joined(text: &str) -> Option<(usize, &'static str)> {
+pub(super) fn joined(text: &str) -> Option<(usize, &'static str)> {
     if text.len() > MAX_JOINED {
         return None;
     }
@@ -100,7 +100,7 @@ const MAX_JOINED: usize = 512;
 
 /// Where a header line is followed, on the same line, by the rule or the row that was under
 /// it (their newline lost): the byte offset at which that second line starts, and what it is.
-pub fn joined_header(text: &str) -> Option<(usize, &'static str)> {
+pub(super) fn joined_header(text: &str) -> Option<(usize, &'static str)> {
     if text.len() > MAX_JOINED || !text.contains("Samples") {
         return None;
     }
@@ -142,7 +142,7 @@ fn second_line(header: &Header, rest: &str) -> Option<&'static str> {
 /// A column header cut short: its first cell (a kind, `Event name`, `Event`) and at most the
 /// start of its column names, with too few of them left to read (`Event name`,
 /// `VM-EXIT    Samples  Sam`). The kind it names, if any.
-pub fn header_stub(t: &str) -> Option<Option<TableKind>> {
+pub(super) fn header_stub(t: &str) -> Option<Option<TableKind>> {
     let t = unbox(t);
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
     let (kind, rest) = match words.as_slice() {
@@ -176,7 +176,7 @@ pub fn header_stub(t: &str) -> Option<Option<TableKind>> {
 }
 
 /// The scope line cut short: `Analyze events f`, `Analyze ev`.
-pub fn scope_stub(t: &str) -> bool {
+pub(super) fn scope_stub(t: &str) -> bool {
     const SCOPE: &str = "Analyze events for ";
     let t = t.trim_ascii();
     t.len() >= "Analyze".len() && (SCOPE.starts_with(t) || t.starts_with("Analyze events"))
@@ -185,7 +185,7 @@ pub fn scope_stub(t: &str) -> bool {
 /// The rest of a wrapped row standing alone (`19.09us ( +-   9.11% )`, `96.25us`): values and
 /// a spread only, the first a number, or the first damaged and a spread after it (never an
 /// elision: it has a digit).
-pub fn fragment(t: &str) -> bool {
+pub(super) fn fragment(t: &str) -> bool {
     let mut cells = t.split_ascii_whitespace();
     let Some(first) = cells.next() else {
         return false;
@@ -198,7 +198,7 @@ pub fn fragment(t: &str) -> bool {
 
 /// Whether line `t` may continue a wrapped row: it starts with a value, or with the spread,
 /// never with a name (a name starts a row of its own).
-pub fn continues(t: &str) -> bool {
+pub(super) fn continues(t: &str) -> bool {
     t.trim_ascii_start()
         .bytes()
         .next()

@@ -9,7 +9,7 @@ use crate::sources::numbers;
 
 /// How a table's rows are laid out, as fixed by its header.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Layout {
+pub(super) enum Layout {
     /// perf's stdio layout: `Samples Samples% Time% [Min Time Max Time] Avg time ( +-x% )`,
     /// times suffixed `us`, or the subset of those columns the header names (an author's trim).
     Stdio { columns: StdioColumns },
@@ -19,7 +19,7 @@ pub enum Layout {
 
 impl Layout {
     /// How many values (cells after the key, spread aside) a full row has.
-    pub fn columns(&self) -> usize {
+    pub(super) fn columns(&self) -> usize {
         match self {
             Layout::Stdio { columns } => columns.len(),
             Layout::Hists { columns } => columns.len(),
@@ -30,14 +30,14 @@ impl Layout {
 /// The stdio columns a header names, in order (at most the six perf prints; no allocation, as
 /// a live session repeats its header every interval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StdioColumns {
+pub(super) struct StdioColumns {
     cols: [StdioColumn; 6],
     len: usize,
 }
 
 impl StdioColumns {
     /// The columns `of`, each once.
-    pub fn of(columns: &[StdioColumn]) -> Self {
+    pub(super) fn of(columns: &[StdioColumn]) -> Self {
         let mut c = Self {
             cols: [StdioColumn::Samples; 6],
             len: 0,
@@ -49,29 +49,29 @@ impl StdioColumns {
     }
 
     /// Adds `col` unless it is there.
-    pub fn push(&mut self, col: StdioColumn) {
+    pub(super) fn push(&mut self, col: StdioColumn) {
         if !self.contains(col) && self.len < self.cols.len() {
             self.cols[self.len] = col;
             self.len += 1;
         }
     }
 
-    pub fn contains(&self, col: StdioColumn) -> bool {
+    pub(super) fn contains(&self, col: StdioColumn) -> bool {
         self.as_slice().contains(&col)
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn as_slice(&self) -> &[StdioColumn] {
+    pub(super) fn as_slice(&self) -> &[StdioColumn] {
         &self.cols[..self.len]
     }
 }
 
 /// A column of perf's stdio layout, as the header names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdioColumn {
+pub(super) enum StdioColumn {
     Samples,
     SamplesPct,
     TimePct,
@@ -82,19 +82,19 @@ pub enum StdioColumn {
 
 impl StdioColumn {
     /// Whether the column holds a percentage.
-    pub fn percent(self) -> bool {
+    pub(super) fn percent(self) -> bool {
         matches!(self, StdioColumn::SamplesPct | StdioColumn::TimePct)
     }
 
     /// Whether the column holds a time in µs.
-    pub fn time(self) -> bool {
+    pub(super) fn time(self) -> bool {
         matches!(self, StdioColumn::Min | StdioColumn::Max | StdioColumn::Avg)
     }
 }
 
 /// A column of the hists layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HistsColumn {
+pub(super) enum HistsColumn {
     Samples,
     SamplePct,
     TimeNs,
@@ -107,13 +107,13 @@ pub enum HistsColumn {
 
 /// A recognised header: the kind named in its first cell (when it names one) and the layout.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Header {
+pub(super) struct Header {
     pub kind: Option<TableKind>,
     pub layout: Layout,
 }
 
 /// The kind a header's first cell or a kind line names.
-pub fn kind_name(cell: &str) -> Option<TableKind> {
+pub(super) fn kind_name(cell: &str) -> Option<TableKind> {
     match cell.trim_ascii() {
         "VM-EXIT" => Some(TableKind::Vmexit),
         "MMIO Access" => Some(TableKind::Mmio),
@@ -125,7 +125,7 @@ pub fn kind_name(cell: &str) -> Option<TableKind> {
 
 /// Recognises a column header line: a kind (`VM-EXIT`, `IO Port Access`, …), `Event` or
 /// nothing, then column names, `Samples` among them and at least one more.
-pub fn header(line: &str) -> Option<Header> {
+pub(super) fn header(line: &str) -> Option<Header> {
     line.find("Samples")?;
     let at = first_column(line)?;
     let rest = &line[at..];
@@ -243,14 +243,14 @@ fn hists_column(cell: &str) -> HistsColumn {
 
 /// The scope of an `Analyze events for …:` line: its text, and the pid and vCPU it names.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Scope {
+pub(super) struct Scope {
     pub text: String,
     pub pid: Option<u32>,
     pub vcpu: Option<u32>,
 }
 
 /// Recognises `Analyze events for all VMs, all VCPUs:` and its variants.
-pub fn scope(line: &str) -> Option<Scope> {
+pub(super) fn scope(line: &str) -> Option<Scope> {
     let text = line.trim_ascii().strip_prefix("Analyze events for ")?;
     let text = text.trim_ascii_end().trim_end_matches(':').trim_ascii();
     let pid = text
@@ -269,7 +269,7 @@ pub fn scope(line: &str) -> Option<Scope> {
 }
 
 /// The totals line: `Total Samples:N, Total events handled time:Xus.`
-pub fn total(line: &str) -> Option<(u64, Option<u64>)> {
+pub(super) fn total(line: &str) -> Option<(u64, Option<u64>)> {
     let rest = line.trim_ascii().strip_prefix("Total Samples:")?;
     let (count_text, rest) = rest.split_once(',').unwrap_or((rest, ""));
     let count = numbers::count(count_text.trim_ascii())?;
@@ -282,12 +282,12 @@ pub fn total(line: &str) -> Option<(u64, Option<u64>)> {
 }
 
 /// `Lost events: N`.
-pub fn lost(line: &str) -> Option<u64> {
+pub(super) fn lost(line: &str) -> Option<u64> {
     numbers::count(line.trim_ascii().strip_prefix("Lost events:")?.trim_ascii())
 }
 
 /// A live-mode timestamp line `HH:MM:SS.ffffff`, as seconds since midnight.
-pub fn timestamp(line: &str) -> Option<f64> {
+pub(super) fn timestamp(line: &str) -> Option<f64> {
     let t = line.trim_ascii();
     let (hms, frac) = t.split_once('.')?;
     let mut parts = hms.split(':');
@@ -301,7 +301,7 @@ pub fn timestamp(line: &str) -> Option<f64> {
 }
 
 /// perf's stderr note `unknown kvm exit code:N on VMX` (it precedes the UNKNOWN row it is for).
-pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
+pub(super) fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
     let at = line.find("unknown kvm exit code:")?;
     let rest = &line[at + "unknown kvm exit code:".len()..];
     let end = rest
@@ -324,13 +324,13 @@ pub fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
 }
 
 /// A line that carries no content: a Markdown fence or a dashed rule.
-pub fn decoration(line: &str) -> bool {
+pub(super) fn decoration(line: &str) -> bool {
     let t = line.trim_ascii();
     t.starts_with("```") || (!t.is_empty() && t.bytes().all(|b| matches!(b, b'-' | b' ' | b'=')))
 }
 
 /// The `--event=` of a `perf kvm stat report|live` command line, if the line is one.
-pub fn command_event(line: &str) -> Option<Option<TableKind>> {
+pub(super) fn command_event(line: &str) -> Option<Option<TableKind>> {
     if !line.contains("perf") || !line.contains("kvm") {
         return None;
     }
@@ -354,7 +354,7 @@ pub(super) mod tests {
     use StdioColumn::*;
 
     /// perf's 2012 layout (`Avg time` only).
-    pub const FULL_2012: [StdioColumn; 4] = [Samples, SamplesPct, TimePct, Avg];
+    pub(crate) const FULL_2012: [StdioColumn; 4] = [Samples, SamplesPct, TimePct, Avg];
 
     #[test]
     fn headers_of_every_era() {

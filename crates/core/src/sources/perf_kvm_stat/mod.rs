@@ -33,10 +33,10 @@ use row::Parsed;
 use table::{Building, pending_code};
 
 /// The name of this format (`--format perf-kvm-stat`, `origin.format`).
-pub const FORMAT: &str = "perf-kvm-stat";
+pub(crate) const FORMAT: &str = "perf-kvm-stat";
 
 /// Whether `head` (the start of an input) looks like `perf kvm stat` output.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut bare_rows = 0;
     text.lines().map(super::lines::unquote).any(|l| {
@@ -53,7 +53,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every table of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

@@ -9,7 +9,7 @@ use super::layout::{Layout, StdioColumn, StdioColumns, stdio_columns};
 /// A line of a table an author redrew in a box (`| msr | 524213 | 49.00% | … | 64.00 % |`),
 /// as the plain line perf printed: bars become blanks and `64.00 %` becomes `64.00%`.
 /// Other lines are returned as they are.
-pub fn unbox(line: &str) -> Cow<'_, str> {
+pub(super) fn unbox(line: &str) -> Cow<'_, str> {
     if !line.trim_ascii_start().starts_with('|') {
         return Cow::Borrowed(line);
     }
@@ -29,7 +29,7 @@ pub fn unbox(line: &str) -> Cow<'_, str> {
 /// two percentages, three `us` times and the spread), of 2012 (one `us` time, the average),
 /// and the hists layout in full (count, two percentages, three ns times after the total) or as
 /// `perf kvm stat report` prints it by default (count, percentage, total ns).
-pub fn implied(line: &str) -> Option<(Layout, &'static str)> {
+pub(super) fn implied(line: &str) -> Option<(Layout, &'static str)> {
     use super::layout::HistsColumn as H;
     use StdioColumn as S;
     let text = line.trim_ascii();
@@ -104,7 +104,7 @@ pub fn implied(line: &str) -> Option<(Layout, &'static str)> {
 
 /// The rest of a header that a mailer wrapped onto the next line (`Time         Avg time`,
 /// `    Avg time`): the stdio columns it adds, when every word of it is a column word.
-pub fn header_continuation(line: &str) -> Option<StdioColumns> {
+pub(super) fn header_continuation(line: &str) -> Option<StdioColumns> {
     let words = |w: &str| {
         matches!(w, "Time" | "time" | "Samples%" | "Sample%" | "Time%")
             || ["min", "max", "avg"]
@@ -117,7 +117,7 @@ pub fn header_continuation(line: &str) -> Option<StdioColumns> {
 
 /// The label a prose line gives the table under it: the line without Markdown heading marks,
 /// list bullets and the closing colon (`### with the patch:` → `with the patch`).
-pub fn label(t: &str) -> Option<String> {
+pub(super) fn label(t: &str) -> Option<String> {
     let label = t
         .trim_start_matches('#')
         .trim()

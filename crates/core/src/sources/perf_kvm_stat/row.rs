@@ -11,7 +11,7 @@ use crate::sources::numbers;
 
 /// A row as printed, before its key is decoded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RawRow {
+pub(super) struct RawRow {
     pub key: String,
     pub count: u64,
     pub time: TimeStats,
@@ -21,7 +21,7 @@ pub struct RawRow {
 
 /// What a line is, read as a row of the current table.
 #[derive(Debug, PartialEq)]
-pub enum Parsed {
+pub(super) enum Parsed {
     Row(RawRow),
     /// The start of a row whose remaining columns are on the next line.
     Incomplete,
@@ -35,7 +35,7 @@ pub enum Parsed {
 const MAX_CELLS: usize = 16;
 
 /// Reads `text` as a row of a table with `layout`.
-pub fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
+pub(super) fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
     let (body, spread, open) = split_spread(text);
     let mut cells = [""; MAX_CELLS];
     let mut n = 0;
@@ -131,7 +131,7 @@ const MAX_TWO_ROWS: usize = 512;
 /// Two whole rows of `layout` on one line whose newline was lost (`… ( +- 0.61% )IO_INSTRUCTION
 /// 10892 …`): both, when the line splits into two parts that each read as a row, the second
 /// starting with a name. Never a guess: each part reads in full, or there are not two rows.
-pub fn two_rows(text: &str, layout: &Layout, line: usize) -> Option<(RawRow, RawRow)> {
+pub(super) fn two_rows(text: &str, layout: &Layout, line: usize) -> Option<(RawRow, RawRow)> {
     if text.len() > MAX_TWO_ROWS {
         return None;
     }
@@ -154,7 +154,7 @@ pub fn two_rows(text: &str, layout: &Layout, line: usize) -> Option<(RawRow, Raw
 }
 
 /// A line holding only a spread, `( +- 7.34% )`, as a mailer leaves it after wrapping.
-pub fn spread_only(text: &str) -> Option<f64> {
+pub(super) fn spread_only(text: &str) -> Option<f64> {
     let (body, spread, open) = split_spread(text);
     (body.trim_ascii().is_empty() && !open)
         .then_some(spread)
@@ -163,7 +163,7 @@ pub fn spread_only(text: &str) -> Option<f64> {
 
 /// `text` without a spread that the input cut off (`… 2273.31us ( +-   1.8`), for a row cut
 /// at the end of the input whose numbers are all there.
-pub fn without_cut_spread(text: &str) -> Option<&str> {
+pub(super) fn without_cut_spread(text: &str) -> Option<&str> {
     let (_, _, open) = split_spread(text);
     let at = text.rfind('(')?;
     open.then(|| &text[..at])
@@ -310,7 +310,7 @@ fn key_shaped(key: &str) -> bool {
 
 /// A first cell that names an exit reason, port, address or MSR the way perf prints them
 /// (`EPT_MISCONFIG`, `0x6e0:W`, `HLT`, `hlt`), and not a word of prose.
-pub fn name_like(key: &str) -> bool {
+pub(super) fn name_like(key: &str) -> bool {
     key.contains('_')
         || key.starts_with("0x")
         || key.len() >= 3

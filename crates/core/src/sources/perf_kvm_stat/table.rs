@@ -13,7 +13,7 @@ use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
 
 /// Exit names already decoded, by ISA: a live session repeats the same dozen names.
 #[derive(Debug, Default)]
-pub struct NameCache {
+pub(super) struct NameCache {
     keys: HashMap<Option<Isa>, HashMap<String, Key>>,
     /// The ISA guessed for a set of names, by a hash of the set.
     isas: HashMap<u64, Option<Isa>>,
@@ -57,10 +57,10 @@ impl NameCache {
 }
 
 /// An exit code perf could not name, from its stderr note, and the ISA the note names.
-pub type UnknownCode = (u64, Option<Isa>);
+pub(super) type UnknownCode = (u64, Option<Isa>);
 
 /// The code perf's stderr note gave an `UNKNOWN` row (taken: each note is for one row).
-pub fn pending_code(r: &RawRow, pending: &mut Option<UnknownCode>) -> Option<UnknownCode> {
+pub(super) fn pending_code(r: &RawRow, pending: &mut Option<UnknownCode>) -> Option<UnknownCode> {
     if r.key == "UNKNOWN" {
         pending.take()
     } else {
@@ -70,7 +70,7 @@ pub fn pending_code(r: &RawRow, pending: &mut Option<UnknownCode>) -> Option<Unk
 
 /// A table being read.
 #[derive(Debug)]
-pub struct Building {
+pub(super) struct Building {
     pub kind: TableKind,
     pub layout: Layout,
     pub label: Option<String>,
@@ -98,7 +98,7 @@ impl Building {
     /// Adds a row. A table of more rows than twice [`TABLE_CAP`] folds its rarest into one
     /// `other` row as it is read, so a table of millions of distinct addresses takes bounded
     /// memory; the rows are folded to the cap once read (`checks::settle`).
-    pub fn push(&mut self, row: RawRow, unknown: Option<UnknownCode>) {
+    pub(super) fn push(&mut self, row: RawRow, unknown: Option<UnknownCode>) {
         self.rows.push((row, unknown));
         if self.rows.len() >= 2 * TABLE_CAP {
             self.fold();
@@ -143,7 +143,7 @@ impl Building {
     }
 
     /// Decodes and checks the table; notes go to `notes`.
-    pub fn finish(mut self, notes: &mut Vec<Note>, names: &mut NameCache) -> Table {
+    pub(super) fn finish(mut self, notes: &mut Vec<Note>, names: &mut NameCache) -> Table {
         if self.folded_rows > 0 && self.rows.len() > TABLE_CAP {
             self.fold();
         }
@@ -305,7 +305,7 @@ impl Building {
 }
 
 /// Adds the rows of `next` (one more interval of a live session) into `into`.
-pub fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
+pub(super) fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
     for row in next.rows {
         match into
             .rows

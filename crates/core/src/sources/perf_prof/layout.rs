@@ -18,7 +18,7 @@
 use crate::sources::kvm_stat::clock;
 
 /// A line without the `#` comment marker of Markdown-pasted output.
-pub fn uncomment(t: &str) -> &str {
+pub(super) fn uncomment(t: &str) -> &str {
     match t.strip_prefix('#') {
         Some(rest) => rest.trim_start(),
         None => t,
@@ -26,7 +26,7 @@ pub fn uncomment(t: &str) -> &str {
 }
 
 /// A leading `YYYY-MM-DD HH:MM:SS.frac`: its text, its nanoseconds, and the rest of the line.
-pub fn stamp(t: &str) -> Option<(&str, i64, &str)> {
+pub(super) fn stamp(t: &str) -> Option<(&str, i64, &str)> {
     let mut words = t.splitn(3, ' ');
     let date = words.next()?;
     let time = words.next()?;
@@ -37,14 +37,14 @@ pub fn stamp(t: &str) -> Option<(&str, i64, &str)> {
 
 /// Which instances `--perins` rows belong to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Instance {
+pub(super) enum Instance {
     Cpu,
     Thread,
 }
 
 impl Instance {
     /// The word for notes.
-    pub fn word(self) -> &'static str {
+    pub(super) fn word(self) -> &'static str {
         match self {
             Instance::Cpu => "cpu",
             Instance::Thread => "thread",
@@ -54,7 +54,7 @@ impl Instance {
 
 /// The `kvm-exit latency` title: `Some(None)` plain, `Some(Some(..))` naming an instance (2022
 /// `--perins`). The log2 histogram title `kvm-exit latency(ns)` is not a title.
-pub fn title(t: &str) -> Option<Option<(Instance, u32)>> {
+pub(super) fn title(t: &str) -> Option<Option<(Instance, u32)>> {
     let rest = t.strip_prefix("kvm-exit latency")?;
     if rest.starts_with('(') {
         return None;
@@ -70,7 +70,7 @@ pub fn title(t: &str) -> Option<Option<(Instance, u32)>> {
 
 /// Lines of the early versions' log2 histogram (`kvm-exit latency(ns)`, `ns : count
 /// distribution`, `256 -> 511 : 12 |**** |`).
-pub fn histogram(t: &str) -> bool {
+pub(super) fn histogram(t: &str) -> bool {
     t.starts_with("kvm-exit latency(")
         || t.contains("latency(ns)")
         || (t.contains(':') && t.contains("distribution"))
@@ -79,7 +79,7 @@ pub fn histogram(t: &str) -> bool {
 
 /// A column after `exit_reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Column {
+pub(super) enum Column {
     Calls,
     Total,
     Min,
@@ -92,7 +92,7 @@ pub enum Column {
 
 /// A column header.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
+pub(super) struct Header {
     pub instance: Option<Instance>,
     pub columns: Vec<Column>,
     /// Times in microseconds; `false` with `--tsc` (kilocycles), which cannot become ns.
@@ -100,7 +100,7 @@ pub struct Header {
 }
 
 /// Recognises the header of any version.
-pub fn header(t: &str) -> Option<Header> {
+pub(super) fn header(t: &str) -> Option<Header> {
     let mut words = t.split_ascii_whitespace().peekable();
     let instance = match words.peek().copied() {
         Some("[CPU]") => Some(Instance::Cpu),
@@ -147,23 +147,23 @@ pub fn header(t: &str) -> Option<Header> {
 
 /// How many columns the dashed rule `t` draws (one dash group per column, the name and an
 /// instance column included).
-pub fn rule_columns(t: &str) -> usize {
+pub(super) fn rule_columns(t: &str) -> usize {
     t.split_ascii_whitespace().count()
 }
 
 /// How many columns `h` has, as its rule draws them.
-pub fn header_columns(h: &Header) -> usize {
+pub(super) fn header_columns(h: &Header) -> usize {
     h.columns.len() + 1 + usize::from(h.instance.is_some())
 }
 
 /// The dashed rule under a header.
-pub fn rule(t: &str) -> bool {
+pub(super) fn rule(t: &str) -> bool {
     !t.is_empty() && t.bytes().all(|b| b == b'-' || b == b' ')
 }
 
 /// A perf-prof kvm-exit command line (after an optional prompt or `sudo`): its text from the
 /// program on, and its `-i` interval in ms.
-pub fn command(t: &str) -> Option<(String, Option<u64>)> {
+pub(super) fn command(t: &str) -> Option<(String, Option<u64>)> {
     let toks: Vec<&str> = t.split_ascii_whitespace().collect();
     let at = toks
         .iter()

@@ -30,11 +30,11 @@ use layout::{Header, Instance};
 use table::Acc;
 
 /// The name of this format (`--format perf-prof`, `origin.format`).
-pub const FORMAT: &str = "perf-prof";
+pub(crate) const FORMAT: &str = "perf-prof";
 
 /// Whether `head` (the first bytes of an input) looks like perf-prof kvm-exit output: its
 /// `kvm-exit latency` title, its `exit_reason  calls …` header, or its command line.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     String::from_utf8_lossy(head).lines().any(|l| {
         let t = strip_ctrl_c(unquote(l)).trim();
         let u = layout::uncomment(t);
@@ -43,7 +43,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every run of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

@@ -8,7 +8,7 @@ use crate::sources::numbers;
 
 /// A row as printed.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RawRow {
+pub(super) struct RawRow {
     pub instance: Option<u32>,
     pub name: String,
     pub calls: u64,
@@ -22,7 +22,7 @@ pub struct RawRow {
 }
 
 /// Reads a row of the table under `header`.
-pub fn row(t: &str, header: &Header) -> Option<RawRow> {
+pub(super) fn row(t: &str, header: &Header) -> Option<RawRow> {
     let mut out = RawRow::default();
     let rest = if header.instance.is_some() {
         let inner = t.strip_prefix('[')?;
@@ -70,7 +70,7 @@ pub fn row(t: &str, header: &Header) -> Option<RawRow> {
 /// and its count, when the count is there whole (another cell follows it) and is a whole
 /// number. Times are never taken from it: the cell the line was cut in may be any of them, and
 /// a missing cell in the middle would shift the others.
-pub fn cut_short(t: &str, header: &Header) -> Option<RawRow> {
+pub(super) fn cut_short(t: &str, header: &Header) -> Option<RawRow> {
     let (instance, rest) = if header.instance.is_some() {
         let inner = t.strip_prefix('[')?;
         let (id, rest) = inner.split_once(']')?;
@@ -108,7 +108,7 @@ fn is_number(w: &str) -> bool {
 
 /// A word of an exit reason's name as perf-prof prints them (`HLT`, `EXIT_NPF`, `0x4b`,
 /// `unknown(77)`): letters, digits and `_().:/-`, starting with a letter or a digit.
-pub fn name_word(w: &str) -> bool {
+pub(super) fn name_word(w: &str) -> bool {
     w.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
         && w.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'_' | b'(' | b')' | b'.' | b':' | b'/' | b'-')
@@ -117,7 +117,7 @@ pub fn name_word(w: &str) -> bool {
 
 /// Why `t`, the line after a row, is a row cut short after its name: one word that can be an
 /// exit reason's name and nothing else.
-pub fn cut_after_name(t: &str) -> Option<&'static str> {
+pub(super) fn cut_after_name(t: &str) -> Option<&'static str> {
     let mut words = t.split_ascii_whitespace();
     let name = words.next()?;
     (words.next().is_none() && name_word(name) && !is_number(name))
@@ -125,7 +125,7 @@ pub fn cut_after_name(t: &str) -> Option<&'static str> {
 }
 
 /// Whether `t` has a row's shape whatever the header: a name, then two or more numbers.
-pub fn row_shaped(t: &str) -> bool {
+pub(super) fn row_shaped(t: &str) -> bool {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
     let numbers = words.iter().filter(|w| is_number(w)).count();
     words.first().is_some_and(|w| name_word(w) && !is_number(w))
@@ -141,7 +141,7 @@ fn is_nan(w: &str) -> bool {
 
 /// Why a line with a row's shape (a name, then about as many numbers as the header has
 /// columns) cannot be read as a row under `header`; `None` when it is not row-shaped.
-pub fn damage(t: &str, header: &Header) -> Option<String> {
+pub(super) fn damage(t: &str, header: &Header) -> Option<String> {
     let words: Vec<&str> = t.split_ascii_whitespace().collect();
     let n = header.columns.len();
     let numeric = |w: &&str| w.bytes().next().is_some_and(|b| b.is_ascii_digit());

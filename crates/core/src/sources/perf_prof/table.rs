@@ -22,7 +22,7 @@ use crate::profile::{Key, Note, Row, Table, TableKind, TimeStats, Window};
 
 /// A run being summed.
 #[derive(Debug, Default)]
-pub struct Acc {
+pub(super) struct Acc {
     pub line: usize,
     pub label: Option<String>,
     pub interval_ms: Option<u64>,
@@ -47,7 +47,7 @@ pub struct Acc {
 
 impl Acc {
     /// A run starting at `line`.
-    pub fn new(line: usize) -> Self {
+    pub(super) fn new(line: usize) -> Self {
         Self {
             line,
             ..Self::default()
@@ -55,18 +55,18 @@ impl Acc {
     }
 
     /// Whether any row was read.
-    pub fn has_rows(&self) -> bool {
+    pub(super) fn has_rows(&self) -> bool {
         !self.rows.is_empty()
     }
 
     /// An interval stamp: the rows that follow belong to a new interval.
-    pub fn stamp(&mut self, text: &str, ns: i64) {
+    pub(super) fn stamp(&mut self, text: &str, ns: i64) {
         self.pending = Some((text.to_string(), ns));
         self.counted = false;
     }
 
     /// Adds one row, read on `line`, of `instance` (`--perins`).
-    pub fn row(&mut self, line: usize, raw: RawRow, instance: Option<(Instance, u32)>) {
+    pub(super) fn row(&mut self, line: usize, raw: RawRow, instance: Option<(Instance, u32)>) {
         if !self.counted {
             self.counted = true;
             self.intervals = self.intervals.saturating_add(1);
@@ -121,7 +121,7 @@ impl Acc {
     }
 
     /// The run's table (`None` without rows); remarks go to `notes`.
-    pub fn finish(self, notes: &mut Vec<Note>) -> Option<Table> {
+    pub(super) fn finish(self, notes: &mut Vec<Note>) -> Option<Table> {
         if self.rows.is_empty() {
             return None;
         }

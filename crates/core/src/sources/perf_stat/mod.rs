@@ -21,14 +21,14 @@ use crate::sources::lines::{self, strip_ctrl_c};
 use row::{Row, Value};
 
 /// The name of this format (`--format perf-stat`, `origin.format`).
-pub const FORMAT: &str = "perf-stat";
+pub(crate) const FORMAT: &str = "perf-stat";
 
 /// Tracepoint groups whose events are known by their name alone (`kvm_exit`).
 const BARE_GROUPS: [&str; 2] = ["kvm", "kvmmmu"];
 
 /// Whether `head` looks like `perf stat` counts of KVM tracepoints: the `Performance counter
 /// stats` header with a `kvm…:` row under it, or (a paste of the rows alone) two such rows.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let mut header = false;
     let mut rows = 0;
@@ -109,7 +109,7 @@ fn separated_shape(t: &str) -> bool {
 }
 
 /// Reads every block of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

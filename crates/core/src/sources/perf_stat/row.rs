@@ -8,7 +8,7 @@ use crate::sources::numbers;
 
 /// What one row counted.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(super) enum Value {
     Count(u64),
     /// `<not counted>`, `<not supported>`: printed in place of a count.
     Missing(&'static str),
@@ -17,7 +17,7 @@ pub enum Value {
 /// One row: an event's value, after the interval timestamp (`-I`) in nanoseconds since the
 /// start when there is one.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub(super) struct Row {
     pub stamp_ns: Option<u64>,
     pub value: Value,
     /// The event as printed (`kvm:kvm_exit`, `cycles`).
@@ -28,13 +28,13 @@ pub struct Row {
 
 impl Row {
     /// A tracepoint (`group:name`).
-    pub fn tracepoint(&self) -> Option<(&str, &str)> {
+    pub(super) fn tracepoint(&self) -> Option<(&str, &str)> {
         tracepoint(&self.event)
     }
 }
 
 /// `group:name` with both parts of tracepoint characters.
-pub fn tracepoint(event: &str) -> Option<(&str, &str)> {
+pub(super) fn tracepoint(event: &str) -> Option<(&str, &str)> {
     let (group, name) = event.split_once(':')?;
     let word = |s: &str| {
         !s.is_empty()
@@ -45,7 +45,7 @@ pub fn tracepoint(event: &str) -> Option<(&str, &str)> {
 }
 
 /// `Performance counter stats for 'system wide':` → `system wide` (what was counted).
-pub fn header(t: &str) -> Option<String> {
+pub(super) fn header(t: &str) -> Option<String> {
     let rest = t.trim().strip_prefix("Performance counter stats for")?;
     let rest = rest.trim().trim_end_matches(':').trim();
     let quoted = |q: char| rest.len() >= 2 && rest.starts_with(q) && rest.ends_with(q);
@@ -58,7 +58,7 @@ pub fn header(t: &str) -> Option<String> {
 }
 
 /// `   10.010339406 seconds time elapsed` (also `+- 0.01` with `-r`) → nanoseconds.
-pub fn elapsed(t: &str) -> Option<u64> {
+pub(super) fn elapsed(t: &str) -> Option<u64> {
     let t = t.trim();
     let rest = t.strip_suffix("seconds time elapsed").or_else(|| {
         let at = t.find("seconds time elapsed")?;
@@ -70,7 +70,7 @@ pub fn elapsed(t: &str) -> Option<u64> {
 
 /// `seconds user`, `seconds sys`, the `-I` column header, comment lines: lines of perf stat
 /// that carry no count.
-pub fn chatter(t: &str) -> bool {
+pub(super) fn chatter(t: &str) -> bool {
     let t = t.trim();
     t.ends_with("seconds user")
         || t.ends_with("seconds sys")
@@ -81,7 +81,7 @@ pub fn chatter(t: &str) -> bool {
 
 /// A count as perf prints it: digits, with thousands separators (`,`, or `.` / `'` in other
 /// locales) in groups of three.
-pub fn count(text: &str) -> Option<u64> {
+pub(super) fn count(text: &str) -> Option<u64> {
     if let Some(n) = numbers::count(text) {
         return Some(n);
     }
@@ -130,7 +130,7 @@ fn missing(text: &str) -> Option<&'static str> {
 }
 
 /// A row in perf's own layout, `-I` or not.
-pub fn plain(t: &str) -> Option<Row> {
+pub(super) fn plain(t: &str) -> Option<Row> {
     let mut rest = t.trim_start();
     let mut stamp_ns = None;
     let first = rest.split_whitespace().next()?;
@@ -185,7 +185,7 @@ pub fn plain(t: &str) -> Option<Row> {
 
 /// A row of `-x SEP` output (`sep` one of `,` `;` `:`… any char perf was given): `count,unit,
 /// event,…`, or with `-I` `stamp,count,unit,event,…`.
-pub fn separated(t: &str, sep: char) -> Option<Row> {
+pub(super) fn separated(t: &str, sep: char) -> Option<Row> {
     let fields: Vec<&str> = t.trim().split(sep).collect();
     let at = fields.iter().position(|f| tracepoint(f.trim()).is_some())?;
     let (value_at, stamp_ns) = match at {
@@ -207,7 +207,7 @@ pub fn separated(t: &str, sep: char) -> Option<Row> {
 }
 
 /// The separator of a `-x` line holding a tracepoint, when the line has that shape.
-pub fn separator(t: &str) -> Option<char> {
+pub(super) fn separator(t: &str) -> Option<char> {
     [',', ';', '\t', '|']
         .into_iter()
         .find(|&c| t.matches(c).count() >= 2 && separated(t, c).is_some())

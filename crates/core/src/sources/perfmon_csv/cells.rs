@@ -6,13 +6,13 @@
 
 /// What the first header cell says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Banner {
+pub(super) struct Banner {
     pub time_zone: Option<String>,
     pub bias_minutes: Option<i32>,
 }
 
 /// Parses the first header cell; `None` when it is not a PDH-CSV banner.
-pub fn banner(cell: &str) -> Option<Banner> {
+pub(super) fn banner(cell: &str) -> Option<Banner> {
     let t = cell.trim().trim_start_matches('\u{feff}');
     let rest = t.strip_prefix("(PDH-CSV")?;
     let rest = rest.trim_start();
@@ -43,7 +43,7 @@ pub fn banner(cell: &str) -> Option<Banner> {
 
 /// A sample time as seconds since 1970-01-01 of the clock it was written in (local time of
 /// the header's zone); `None` when the text is not a time.
-pub fn time(cell: &str) -> Option<f64> {
+pub(super) fn time(cell: &str) -> Option<f64> {
     let t = cell.trim();
     let (date, clock) = t.split_once([' ', 'T'])?;
     let nums: Vec<&str> = date.split(['/', '.', '-']).collect();
@@ -85,7 +85,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 
 /// A value cell.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     Number(f64),
     /// `" "` or empty: no sample.
     Blank,
@@ -94,7 +94,7 @@ pub enum Value {
 }
 
 /// Parses a value cell.
-pub fn value(cell: &str) -> Value {
+pub(crate) fn value(cell: &str) -> Value {
     let t = cell.trim();
     if t.is_empty() {
         return Value::Blank;

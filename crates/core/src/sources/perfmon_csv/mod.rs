@@ -25,7 +25,7 @@ use crate::profile::{
 pub(crate) use cells::{Value, value};
 
 /// The name of this format (`--format perfmon-csv`, `origin.format`).
-pub const FORMAT: &str = "perfmon-csv";
+pub(crate) const FORMAT: &str = "perfmon-csv";
 
 /// Objects only `esxtop -b` writes.
 const ESXTOP_OBJECTS: [&str; 6] = [
@@ -38,7 +38,7 @@ const ESXTOP_OBJECTS: [&str; 6] = [
 ];
 
 /// Whether `head` starts (after blank lines and a byte-order mark) with a PDH-CSV header.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     text.lines()
         .map(|l| l.trim().trim_start_matches('\u{feff}'))
@@ -47,7 +47,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads a PDH-CSV log; `path` names the input in notes and errors.
-pub fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
     let io = |e: std::io::Error| Error::Io {
         path: path.to_string(),
         source: e,

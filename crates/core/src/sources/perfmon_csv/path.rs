@@ -6,7 +6,7 @@
 use crate::profile::CounterPath;
 
 /// Parses a counter path; `None` when `text` is not one (no object or no counter).
-pub fn parse(text: &str) -> Option<CounterPath> {
+pub(crate) fn parse(text: &str) -> Option<CounterPath> {
     let t = text.trim();
     let (host, rest) = match t.strip_prefix("\\\\") {
         Some(r) => {

@@ -20,7 +20,7 @@ use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use scan::{Token, tokens};
 
 /// The name of this format (`--format qmp-stats`, `origin.format`).
-pub const FORMAT: &str = "qmp-stats";
+pub(crate) const FORMAT: &str = "qmp-stats";
 
 /// KVM statistics that are instant or peak values, not counts (KVM's stats descriptors).
 const NOT_COUNTS: [&str; 9] = [
@@ -37,7 +37,7 @@ const NOT_COUNTS: [&str; 9] = [
 
 /// Whether `head` looks like a `query-stats` reply: a `provider` key and `name` / `value`
 /// pairs of statistics, one of them a KVM exit counter.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let t = text.trim_start();
     (t.starts_with('{') || t.starts_with('['))
@@ -55,7 +55,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every result of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

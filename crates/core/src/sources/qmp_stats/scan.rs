@@ -4,7 +4,7 @@
 
 /// A token of one line.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Token {
+pub(super) enum Token {
     /// `"key": "string"` (`None`: the string could not be read).
     Key(&'static str, Option<String>),
     /// `"key": 123`.
@@ -18,7 +18,7 @@ pub enum Token {
 const KEYS: [&str; 4] = ["provider", "qom-path", "name", "value"];
 
 /// The tokens of `line`, in order.
-pub fn tokens(line: &str) -> Vec<Token> {
+pub(super) fn tokens(line: &str) -> Vec<Token> {
     let b = line.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -78,7 +78,7 @@ pub fn tokens(line: &str) -> Vec<Token> {
 }
 
 /// Whether `b` holds only the numbers of a list (digits, commas, blanks).
-pub fn numbers_only(b: &[u8]) -> bool {
+pub(super) fn numbers_only(b: &[u8]) -> bool {
     b.iter()
         .all(|c| c.is_ascii_digit() || *c == b',' || c.is_ascii_whitespace())
 }

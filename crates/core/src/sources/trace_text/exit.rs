@@ -22,7 +22,7 @@ use crate::events::Reason;
 
 /// What a `kvm_exit` text says.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ExitText<'a> {
+pub(super) struct ExitText<'a> {
     pub reason: Reason<'a>,
     /// Set when the text itself proves the ISA (VMX flag names).
     pub isa: Option<Isa>,
@@ -38,7 +38,7 @@ pub struct ExitText<'a> {
 const FAILED_VMENTRY: u64 = 1 << 31;
 
 /// Reads a `kvm_exit` text; `None` when no reason can be found in it.
-pub fn parse(text: &str) -> Option<ExitText<'_>> {
+pub(super) fn parse(text: &str) -> Option<ExitText<'_>> {
     let mut vcpu = None;
     let mut noise = false;
     let body = if let Some(rest) = text.strip_prefix("vcpu ") {

@@ -3,7 +3,7 @@
 
 /// The hexadecimal number at the start of `s` (with or without `0x`), up to the first byte
 /// that is not a hex digit; `None` when there is no digit or the value overflows 64 bits.
-pub fn hex(s: &str) -> Option<u64> {
+pub(super) fn hex(s: &str) -> Option<u64> {
     let b = s.as_bytes();
     let b = match b {
         [b'0', b'x' | b'X', rest @ ..] => rest,
@@ -28,7 +28,7 @@ pub fn hex(s: &str) -> Option<u64> {
 }
 
 /// The decimal number at the start of `s`, up to the first non-digit.
-pub fn dec(s: &str) -> Option<u64> {
+pub(super) fn dec(s: &str) -> Option<u64> {
     let mut value: u64 = 0;
     let mut digits = 0usize;
     for &c in s.as_bytes() {
@@ -42,22 +42,22 @@ pub fn dec(s: &str) -> Option<u64> {
 }
 
 /// [`dec`] as a `u32`.
-pub fn dec32(s: &str) -> Option<u32> {
+pub(super) fn dec32(s: &str) -> Option<u32> {
     dec(s).and_then(|v| u32::try_from(v).ok())
 }
 
 /// `s` without its leading decimal digits.
-pub fn skip_digits(s: &str) -> &str {
+pub(super) fn skip_digits(s: &str) -> &str {
     s.trim_start_matches(|c: char| c.is_ascii_digit())
 }
 
 /// The whole of `s` is a non-empty run of decimal digits.
-pub fn all_digits(s: &str) -> bool {
+pub(super) fn all_digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The first word of `s` (up to a space or tab).
-pub fn word(s: &str) -> &str {
+pub(super) fn word(s: &str) -> &str {
     match s.find([' ', '\t']) {
         Some(i) => &s[..i],
         None => s,
@@ -65,7 +65,7 @@ pub fn word(s: &str) -> &str {
 }
 
 /// An event or subsystem name: ASCII letters, digits and `_`, not starting with a digit.
-pub fn is_ident(s: &str) -> bool {
+pub(super) fn is_ident(s: &str) -> bool {
     let b = s.as_bytes();
     matches!(b.first(), Some(c) if c.is_ascii_alphabetic() || *c == b'_')
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')

@@ -23,7 +23,7 @@ use crate::events::{EventKind, MmioAccess};
 
 /// An event text read into its kind, with what `kvm_exit` noticed on the way.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Decoded<'a> {
+pub(super) struct Decoded<'a> {
     pub kind: EventKind<'a>,
     /// The `kvm_exit` details, when it was one.
     pub exit: Option<ExitText<'a>>,
@@ -31,7 +31,7 @@ pub struct Decoded<'a> {
 
 /// The kind of event `event` (name without subsystem) with text `text`; `None` when the
 /// event is one virtlens reads but its text has none of the shapes above.
-pub fn decode<'a>(event: &'a str, text: &'a str) -> Option<Decoded<'a>> {
+pub(super) fn decode<'a>(event: &'a str, text: &'a str) -> Option<Decoded<'a>> {
     let plain = |kind| Decoded { kind, exit: None };
     let kind = match event {
         "kvm_exit" => {

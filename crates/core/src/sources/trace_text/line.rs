@@ -20,7 +20,7 @@ use crate::sources::numbers::decimal_scaled;
 
 /// Which tool printed a line, as far as its shape tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(super) enum Dialect {
     /// `perf script`: events carry their subsystem (`kvm:kvm_exit:`).
     PerfScript,
     /// `trace-cmd report`: `comm-pid [cpu] ts: event:`.
@@ -32,7 +32,7 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    pub const ALL: [Dialect; 4] = [
+    pub(super) const ALL: [Dialect; 4] = [
         Dialect::PerfScript,
         Dialect::TraceCmd,
         Dialect::Ftrace,
@@ -40,7 +40,7 @@ impl Dialect {
     ];
 
     /// How notes name the dialect.
-    pub fn describe(self) -> &'static str {
+    pub(super) fn describe(self) -> &'static str {
         match self {
             Dialect::PerfScript => "`perf script` lines",
             Dialect::TraceCmd => "`trace-cmd report` lines",
@@ -53,7 +53,7 @@ impl Dialect {
         }
     }
 
-    pub fn index(self) -> usize {
+    pub(super) fn index(self) -> usize {
         match self {
             Dialect::PerfScript => 0,
             Dialect::TraceCmd => 1,
@@ -65,7 +65,7 @@ impl Dialect {
 
 /// The timestamp column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stamp {
+pub(super) enum Stamp {
     /// No timestamp column.
     Missing,
     /// Seconds with a fraction, as exact nanoseconds.
@@ -76,7 +76,7 @@ pub enum Stamp {
 
 /// The columns of one event line, borrowed from it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Line<'a> {
+pub(super) struct Line<'a> {
     pub comm: Option<&'a str>,
     pub pid: Option<u32>,
     pub tid: Option<u32>,
@@ -97,7 +97,7 @@ const MAX_EARLY_TOKENS: usize = 3;
 /// The columns of `line` when it is an event line: a `NAME:` token (after the timestamp
 /// when there is one), and at least a timestamp, a `[cpu]` or a `subsystem:` to tell it
 /// from prose such as `Samples: 887K`.
-pub fn split(line: &str) -> Option<Line<'_>> {
+pub(super) fn split(line: &str) -> Option<Line<'_>> {
     let b = line.as_bytes();
     let mut from = 0;
     let mut stamp: Option<(usize, Stamp)> = None;
@@ -170,7 +170,7 @@ pub fn split(line: &str) -> Option<Line<'_>> {
 
 /// Whether `line` is the first half of an event line that a mailer wrapped after the
 /// timestamp: it ends with `SECONDS:` and has a `[cpu]` or a thread before it.
-pub fn prefix_only(line: &str) -> bool {
+pub(super) fn prefix_only(line: &str) -> bool {
     let t = line.trim_ascii_end();
     let Some(body) = t.strip_suffix(':') else {
         return false;

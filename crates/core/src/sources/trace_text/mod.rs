@@ -36,7 +36,7 @@ use line::{Dialect, Stamp};
 use skip::Skip;
 
 /// The name of this format (`--format trace-text`, `origin.format`).
-pub const FORMAT: &str = "trace-text";
+pub(crate) const FORMAT: &str = "trace-text";
 
 /// Whether `head` (the first bytes of an input) holds a kvm event line of one of the dialects,
 /// or perf top's trace-output view of a kvm event.
@@ -53,7 +53,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads the whole input into a profile; `path` names it in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
     let mut state = Reader::new(path);
     while let Some((n, text)) = lines.next_line()? {

@@ -26,7 +26,7 @@ use crate::sources::numbers::decimal_scaled;
 
 /// The state of a perf top view being read.
 #[derive(Debug, Default)]
-pub struct View {
+pub(super) struct View {
     sections: Vec<Section>,
     table_open: bool,
 }
@@ -57,7 +57,7 @@ enum TopKey {
 }
 
 /// Whether `t` is a line only this view has (for format detection).
-pub fn is_header(t: &str) -> bool {
+pub(super) fn is_header(t: &str) -> bool {
     let h = t.trim_start_matches('#').trim();
     (h.starts_with("Overhead") && h.contains("Trace output"))
         || (h.starts_with("Samples: ") && h.contains(" of event") && h.contains("'kvm:"))
@@ -66,7 +66,7 @@ pub fn is_header(t: &str) -> bool {
 
 impl View {
     /// Takes `t` (a trimmed line) when it belongs to the view.
-    pub fn line(&mut self, n: usize, t: &str) -> bool {
+    pub(super) fn line(&mut self, n: usize, t: &str) -> bool {
         let h = t.trim_start_matches('#').trim_start();
         if let Some(rest) = h.strip_prefix("Samples: ")
             && rest.contains(" of event")
@@ -122,12 +122,12 @@ impl View {
     }
 
     /// Whether any row was read.
-    pub fn has_rows(&self) -> bool {
+    pub(super) fn has_rows(&self) -> bool {
         self.sections.iter().any(|s| !s.rows.is_empty())
     }
 
     /// The tables, the ISA their exit names point to, and the notes about them.
-    pub fn finish(self, notes: &mut Vec<Note>) -> (Vec<Table>, Option<Isa>) {
+    pub(super) fn finish(self, notes: &mut Vec<Note>) -> (Vec<Table>, Option<Isa>) {
         let mut kept: Vec<Section> = Vec::new();
         for s in self.sections.into_iter().filter(|s| !s.rows.is_empty()) {
             if let Some(i) = kept.iter().position(|k| k.event == s.event) {

@@ -7,7 +7,7 @@ use super::fields::{all_digits, dec};
 
 /// What a non-event line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Skip {
+pub(super) enum Skip {
     /// Furniture: nothing to say.
     Quiet,
     /// `...`: the author cut lines out.
@@ -21,7 +21,7 @@ pub enum Skip {
 }
 
 /// Classifies a trimmed, non-empty line that is not an event.
-pub fn classify(t: &str) -> Skip {
+pub(super) fn classify(t: &str) -> Skip {
     if t.contains("^C") || t.contains('\u{3}') {
         return Skip::Interrupted;
     }

@@ -18,7 +18,7 @@ use crate::profile::{Key, Note, Origin, Profile, Row, Table, TableKind};
 use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 
 /// The name of this format (`--format virsh-domstats`, `origin.format`).
-pub const FORMAT: &str = "virsh-domstats";
+pub(crate) const FORMAT: &str = "virsh-domstats";
 
 /// KVM exit counters, one of which a domstats output with KVM statistics shows.
 const EXIT_COUNTERS: [&str; 4] = [
@@ -29,7 +29,7 @@ const EXIT_COUNTERS: [&str; 4] = [
 ];
 
 /// Whether `head` looks like `virsh domstats` output with KVM statistics.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     text.lines().any(|l| l.starts_with("Domain: '"))
         && text.lines().any(|l| {
@@ -38,7 +38,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads every domain of `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

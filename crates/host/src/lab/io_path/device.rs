@@ -21,7 +21,7 @@ use crate::microvm::{Devices, Error, MicroVm, RamWord, thread_cpu_ns, wait_reada
 
 /// The ring's words, shared with the guest.
 #[derive(Debug, Clone, Copy)]
-pub struct Ring {
+pub(super) struct Ring {
     sq: RamWord,
     cq: RamWord,
     irqs: RamWord,
@@ -31,7 +31,7 @@ pub struct Ring {
 
 /// The guest's own counts at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct GuestCounts {
+pub(super) struct GuestCounts {
     pub submitted: u32,
     pub interrupts: u32,
     pub halts: u32,
@@ -39,7 +39,7 @@ pub struct GuestCounts {
 
 impl GuestCounts {
     /// What moved since `before` (the words wrap).
-    pub fn since(self, before: GuestCounts) -> GuestCounts {
+    pub(super) fn since(self, before: GuestCounts) -> GuestCounts {
         GuestCounts {
             submitted: self.submitted.wrapping_sub(before.submitted),
             interrupts: self.interrupts.wrapping_sub(before.interrupts),
@@ -50,7 +50,7 @@ impl GuestCounts {
 
 impl Ring {
     /// The ring at `gpa` of `vm`'s RAM.
-    pub fn new(vm: &MicroVm, gpa: u64) -> Result<Ring, Error> {
+    pub(super) fn new(vm: &MicroVm, gpa: u64) -> Result<Ring, Error> {
         let word = |off: i32| {
             let at = gpa + off as u64;
             vm.ram_word(at)
@@ -87,7 +87,7 @@ impl Ring {
         self.reaped.load() == self.cq.load()
     }
 
-    pub fn counts(&self) -> GuestCounts {
+    pub(super) fn counts(&self) -> GuestCounts {
         GuestCounts {
             submitted: self.sq.load(),
             interrupts: self.irqs.load(),
@@ -98,14 +98,14 @@ impl Ring {
 
 /// What the VMM thread saw of the IO path.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct VmmCounts {
+pub(super) struct VmmCounts {
     pub notifies: u64,
     pub eois: u64,
 }
 
 /// The device in the VMM thread: completes a group at the notify exit and at each EOI exit
 /// while requests are open, and asks the run loop to inject one interrupt per group.
-pub struct VmmDevice {
+pub(super) struct VmmDevice {
     ring: Ring,
     coalesce: u32,
     /// The submission tail of the last notify.
@@ -115,7 +115,7 @@ pub struct VmmDevice {
 }
 
 impl VmmDevice {
-    pub fn new(ring: Ring, coalesce: u32) -> Self {
+    pub(super) fn new(ring: Ring, coalesce: u32) -> Self {
         Self {
             ring,
             coalesce,
@@ -158,7 +158,7 @@ impl Devices for VmmDevice {
 }
 
 /// The vCPU side when the device is a thread: nothing exits to it but the end of the run.
-pub struct Passive;
+pub(super) struct Passive;
 
 impl Devices for Passive {
     fn halt_ends_run(&self) -> bool {
@@ -168,7 +168,7 @@ impl Devices for Passive {
 
 /// What the device thread did.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ThreadCounts {
+pub(super) struct ThreadCounts {
     /// Notifies read from the ioeventfd (its counter summed).
     pub notifies: u64,
     pub signals: u64,
@@ -179,12 +179,12 @@ pub struct ThreadCounts {
 }
 
 /// How long the device thread polls for the next notify before it blocks.
-pub const POLL_FOR: std::time::Duration = std::time::Duration::from_micros(50);
+pub(super) const POLL_FOR: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// The device thread: polls for notifies, completes a group, signals `irqfd` (when there is
 /// one), waits for the driver to reap it, and so on until the batch is done. Stops when
 /// `stop` is set.
-pub fn serve(
+pub(super) fn serve(
     ring: &Ring,
     notify: &EventFd,
     irqfd: Option<&EventFd>,

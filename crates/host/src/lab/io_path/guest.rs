@@ -23,31 +23,31 @@ use crate::microvm::Error;
 use crate::microvm::layout::{DATA_PAGE, IDT_ADDR};
 
 /// The interrupt vector completions arrive on.
-pub const VECTOR: u8 = 0x40;
+pub(crate) const VECTOR: u8 = 0x40;
 /// The port the driver notifies the device on.
-pub const NOTIFY_PORT: u16 = 0xc060;
+pub(crate) const NOTIFY_PORT: u16 = 0xc060;
 /// The ring page and its words: submission tail (driver), completion tail (device),
 /// interrupts the handler took, completions the driver reaped, halts.
-pub const RING: u64 = DATA_PAGE + 0x100;
-pub const SQ_TAIL: i32 = 0;
-pub const CQ_TAIL: i32 = 4;
-pub const IRQS: i32 = 8;
-pub const REAPED: i32 = 12;
-pub const HALTS: i32 = 16;
+pub(crate) const RING: u64 = DATA_PAGE + 0x100;
+pub(crate) const SQ_TAIL: i32 = 0;
+pub(crate) const CQ_TAIL: i32 = 4;
+pub(crate) const IRQS: i32 = 8;
+pub(crate) const REAPED: i32 = 12;
+pub(crate) const HALTS: i32 = 16;
 /// The xAPIC page and its registers.
-pub const APIC_BASE: u64 = 0xfee0_0000;
-pub const APIC_EOI: u64 = APIC_BASE + 0xb0;
+pub(crate) const APIC_BASE: u64 = 0xfee0_0000;
+pub(crate) const APIC_EOI: u64 = APIC_BASE + 0xb0;
 const APIC_SVR: u64 = APIC_BASE + 0xf0;
 /// IA32_APIC_BASE and its enable (EN) and x2APIC (EXTD) bits.
 const IA32_APIC_BASE: u32 = 0x1b;
 const APIC_EN_EXTD: u32 = 0xc00;
 /// The x2APIC EOI and spurious-vector MSRs.
-pub const X2APIC_EOI: u32 = 0x80b;
+pub(crate) const X2APIC_EOI: u32 = 0x80b;
 const X2APIC_SVR: u32 = 0x80f;
 
 /// How the driver learns of completions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
+pub(crate) enum Wait {
     /// Halt until an interrupt; the handler EOIs through the xAPIC page.
     InterruptXapic,
     /// Halt until an interrupt; the handler EOIs through the x2APIC MSR (x2APIC mode).
@@ -58,7 +58,7 @@ pub enum Wait {
 
 /// Emits an IDT gate for [`VECTOR`] pointing at the code that follows, the handler itself
 /// (`handler` emits its body; the frame is saved and restored around it), and jumps over it.
-pub fn interrupt_handler(
+pub(crate) fn interrupt_handler(
     p: &mut Prog,
     handler: &dyn Fn(&mut Prog) -> Result<(), Error>,
 ) -> Result<(), Error> {
@@ -92,7 +92,7 @@ pub fn interrupt_handler(
 
 /// Enables the in-kernel local APIC: software-enable bit in the spurious-vector register, in
 /// xAPIC mode through the page, in x2APIC mode (switched on first) through the MSR.
-pub fn enable_apic(p: &mut Prog, x2apic: bool) -> Result<(), Error> {
+pub(crate) fn enable_apic(p: &mut Prog, x2apic: bool) -> Result<(), Error> {
     if x2apic {
         p.a.mov(ecx, IA32_APIC_BASE)?;
         p.a.rdmsr()?;
@@ -110,7 +110,7 @@ pub fn enable_apic(p: &mut Prog, x2apic: bool) -> Result<(), Error> {
 }
 
 /// An EOI to the local APIC (clobbers rax, rcx, rdx).
-pub fn eoi(p: &mut Prog, x2apic: bool) -> Result<(), Error> {
+pub(crate) fn eoi(p: &mut Prog, x2apic: bool) -> Result<(), Error> {
     if x2apic {
         p.a.mov(ecx, X2APIC_EOI)?;
         p.a.xor(eax, eax)?;
@@ -125,7 +125,7 @@ pub fn eoi(p: &mut Prog, x2apic: bool) -> Result<(), Error> {
 
 /// The driver for queue depth `qd`; `in_kernel_apic`: the VM has an in-kernel LAPIC to
 /// enable (without one the VMM plays the interrupt controller and sees the EOI).
-pub fn program(qd: u32, wait: Wait, in_kernel_apic: bool) -> Result<Vec<u8>, Error> {
+pub(crate) fn program(qd: u32, wait: Wait, in_kernel_apic: bool) -> Result<Vec<u8>, Error> {
     let x2apic = wait == Wait::InterruptX2apic;
     if x2apic && !in_kernel_apic {
         return Err(Error::Unsupported(

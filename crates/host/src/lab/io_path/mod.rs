@@ -19,8 +19,8 @@
 
 mod device;
 pub(crate) mod guest;
-pub mod profile;
-pub mod rounds;
+pub(crate) mod profile;
+pub(crate) mod rounds;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ use kvm_bindings::{
 };
 use kvm_ioctls::IoEventAddress;
 use virtlens_core::measure::Mode;
-pub use virtlens_core::measure::io_path::{Delivery, Eoi};
+pub(crate) use virtlens_core::measure::{Delivery, Eoi};
 use vmm_sys_util::eventfd::EventFd;
 
 use crate::kvm_stats::StatsFd;
@@ -104,7 +104,7 @@ impl RunCounts {
 }
 
 /// The KVM statistics the IO path reads.
-pub const KVM_STATS: [&str; 8] = [
+pub(crate) const KVM_STATS: [&str; 8] = [
     "exits",
     "irq_injections",
     "halt_exits",
@@ -116,7 +116,7 @@ pub const KVM_STATS: [&str; 8] = [
 ];
 
 /// A configuration's VM, ready to run.
-pub struct Live {
+pub(crate) struct Live {
     pub config: Config,
     vm: MicroVm,
     ring: Ring,
@@ -153,7 +153,7 @@ pub(crate) fn msi_irqfd(vm: &MicroVm, gsi: u32, fd: &EventFd) -> Result<(), Erro
 
 impl Live {
     /// Builds the VM of `c` and loads its driver.
-    pub fn new(c: Config) -> Result<Live, Error> {
+    pub(crate) fn new(c: Config) -> Result<Live, Error> {
         let wait = match (c.delivery, c.x2apic_eoi) {
             (Delivery::Poll, _) => Wait::Poll,
             (_, true) => Wait::InterruptX2apic,
@@ -191,7 +191,7 @@ impl Live {
     }
 
     /// Runs `batches` notify rounds of `qd` requests; `watchdog` bounds each KVM_RUN.
-    pub fn run(&mut self, batches: u32, watchdog: Duration) -> Result<RunCounts, Error> {
+    pub(crate) fn run(&mut self, batches: u32, watchdog: Duration) -> Result<RunCounts, Error> {
         let c = self.config;
         self.vm.restart_with(|r| r.rdi = u64::from(batches))?;
         let before = self.stats.as_ref().and_then(|s| s.snapshot().ok());

@@ -23,7 +23,7 @@ use super::{Config, RunCounts};
 use crate::lab::HostLabel;
 
 /// The source format name of IO-path run profiles.
-pub const FORMAT: &str = "virtlens-lab-io-path";
+pub(crate) const FORMAT: &str = "virtlens-lab-io-path";
 
 fn row(key: Key, count: u64) -> Row {
     let mut r = Row::new(key, count);

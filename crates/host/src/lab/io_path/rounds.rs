@@ -8,24 +8,24 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use virtlens_core::measure::io_path::{
+use virtlens_core::measure::{BackendLabel, Status};
+use virtlens_core::measure::{
     Delivery, ExitsPerIo, IoPathReport, IoPathRow, ReturnsPerIo, TimePerIo,
 };
-use virtlens_core::measure::{BackendLabel, Status};
 
 use super::{Config, Live, RunCounts};
 use crate::microvm::Error;
 
 /// The queue depths of the table.
-pub const DEPTHS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
+pub(crate) const DEPTHS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 /// The coalescing variant: completions per interrupt, and the depths it runs at.
-pub const COALESCE: u32 = 8;
+pub(crate) const COALESCE: u32 = 8;
 const COALESCE_DEPTHS: [u32; 3] = [8, 32, 128];
 /// The x2APIC-EOI variant's depths (irqfd).
 const X2APIC_DEPTHS: [u32; 2] = [1, 32];
 
 /// How the device and the driver behave, for the report.
-pub const MODEL: &str = "The driver submits qd requests, notifies once (a port write) and waits until it has \
+pub(crate) const MODEL: &str = "The driver submits qd requests, notifies once (a port write) and waits until it has \
      reaped every completion: halting until an interrupt whose handler reaps and EOIs, or spinning on \
      the completion tail (poll). The device completes k requests per interrupt (k = 1 unless \
      coalesced), one group after the other, each once the driver has reaped the previous one — a \
@@ -36,7 +36,7 @@ pub const MODEL: &str = "The driver submits qd requests, notifies once (a port w
      thread, no interrupt.";
 
 /// The configurations of a lab run (`quick`: fewer depths).
-pub fn configs(quick: bool) -> Vec<Config> {
+pub(crate) fn configs(quick: bool) -> Vec<Config> {
     let pick = |all: &[u32]| -> Vec<u32> {
         if quick {
             all.iter()
@@ -339,7 +339,7 @@ fn window_note(returns: Option<&ReturnsPerIo>) -> Option<String> {
 }
 
 /// The scenario's report from its rows, with what the backend changes in the reading.
-pub fn report(rows: Vec<IoPathRow>, backend: &BackendLabel) -> IoPathReport {
+pub(crate) fn report(rows: Vec<IoPathRow>, backend: &BackendLabel) -> IoPathReport {
     let mut notes = Vec::new();
     if !backend.hardware {
         notes.push(format!(

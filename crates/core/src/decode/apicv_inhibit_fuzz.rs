@@ -1,18 +1,23 @@
-//! Fuzzing the inhibit-reason text (proptest, bounded): `apicv_inhibit::parse` on random text,
+//! Fuzzing the inhibit-reason text (proptest, bounded; a unit test, as `parse` is not public
+//! API): `apicv_inhibit::parse` on random text,
 //! on real shapes with random numbers, masks and names, and on cut and mutated lines never
 //! panics; what it reads back from a key is what made the key; and a trace of such lines is
 //! read and diagnosed without a panic.
 
 use proptest::prelude::*;
-use virtlens_core::decode::Decoder;
-use virtlens_core::decode::apicv_inhibit::{Inhibit, parse};
-use virtlens_core::diagnose::{self, Options};
-use virtlens_core::sources::{self, Format};
 
-use crate::common;
+use super::Decoder;
+use super::apicv_inhibit::{Inhibit, parse};
+use crate::diagnose::{self, Options};
+use crate::sources::{self, Format};
 
+/// PROPTEST_CASES, or 256 (as the integration tests' fuzzers).
 fn config() -> ProptestConfig {
-    ProptestConfig::with_cases(common::cases(256))
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    ProptestConfig::with_cases(cases)
 }
 
 fn name() -> impl Strategy<Value = String> {
