@@ -143,10 +143,12 @@ fn agree(what: &str, got: &BTreeMap<String, u64>, want: &BTreeMap<String, u64>, 
     }
 }
 
-/// Reason → count of `virtlens_exits_total{…,pid="PID",reason=…}` in a scrape.
+/// Reason → count of `virtlens_exits_total{vm=…,reason=…}` of the VM of `pid` in a scrape.
 fn exits_of_metrics(text: &str, pid: u64) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
-    let pid_label = format!("pid=\"{pid}\"");
+    let Some(pid_label) = common::serve_vm_label(text, pid) else {
+        return m;
+    };
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("virtlens_exits_total{") else {
             continue;
@@ -195,7 +197,9 @@ fn rows_of(report: &Value) -> Rows {
 /// `_count` or `_sum` of the kernel-path exit latency histogram of the VM of `pid`.
 fn kernel_hist(text: &str, pid: u64, part: &str) -> f64 {
     let name = format!("virtlens_exit_latency_seconds_{part}{{");
-    let pid_label = format!("pid=\"{pid}\"");
+    let Some(pid_label) = common::serve_vm_label(text, pid) else {
+        return 0.0;
+    };
     text.lines()
         .filter(|l| l.starts_with(&name) && l.contains(&pid_label) && l.contains("path=\"kernel\""))
         .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())

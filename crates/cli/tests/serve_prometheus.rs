@@ -13,10 +13,16 @@ use std::time::{Duration, Instant};
 use virtlens_host::microvm::{MicroVm, pio_loop};
 use virtlens_testkit::{Need, TempDir, require};
 
+use crate::common::serve_vm_label;
+
+/// The UUID the QMP test's QEMU is given (`-uuid`, as libvirt passes a domain's): its series
+/// carry it.
+const QEMU_UUID: &str = "0b6f3d1e-8c2a-4f57-9e1d-3a5c7b9d2e4f";
+
 /// How long a condition may take before the test gives up (a failure, not a timing claim).
 const PATIENCE: Duration = Duration::from_secs(90);
 
-fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
@@ -28,7 +34,7 @@ fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
 }
 
 /// Waits until `f` gives a value, or fails naming `what`.
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let end = Instant::now() + PATIENCE;
     loop {
         if let Some(v) = f() {
@@ -66,7 +72,7 @@ fn start_line(child: &mut Child) -> serde_json::Value {
 }
 
 /// Starts `virtlens serve --json` and returns it with its address (read from its start line).
-fn start_serve(extra: &[&str]) -> (Child, SocketAddr) {
+pub(crate) fn start_serve(extra: &[&str]) -> (Child, SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
         .args(SERVE)
         .args(extra)
@@ -173,7 +179,11 @@ fn prometheus_sees_exactly_the_port_exits_the_guest_made() {
     let (mut serve, addr) = start_serve(&[]);
     let prom = start_prometheus(addr);
     let me = std::process::id();
-    let series = format!("virtlens_pio_exits_total{{pid=\"{me}\",port=\"{PORT:#x}\"}}");
+    // The series of this process's VM, by the `vm` label the exporter gives it.
+    let vm_label = wait_for("the exporter to see this process's VM", || {
+        serve_vm_label(&http_get(addr, "/metrics")?.1, me)
+    });
+    let series = format!("virtlens_pio_exits_total{{{vm_label},port=\"{PORT:#x}\"}}");
 
     // The exposition passes promtool (classic text, as curl gets it).
     let (status, text) = http_get(addr, "/metrics").unwrap();
@@ -301,7 +311,10 @@ fn killing_the_exporter_at_any_point_leaves_no_bpf_object() {
 /// The exporter's count of port `port` exits of process `pid`, from its /metrics.
 fn exported_count(addr: SocketAddr, pid: u32, port: u16) -> u64 {
     let (_, text) = http_get(addr, "/metrics").unwrap_or_default();
-    let (p, k) = (format!("pid=\"{pid}\""), format!("port=\"{port:#x}\""));
+    let Some(p) = serve_vm_label(&text, pid) else {
+        return 0;
+    };
+    let k = format!("port=\"{port:#x}\"");
     text.lines()
         .filter(|l| l.starts_with("virtlens_pio_exits_total{") && l.contains(&p) && l.contains(&k))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
@@ -400,6 +413,8 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
             "-S",
             "-name",
             "qmp-test,debug-threads=on",
+            "-uuid",
+            QEMU_UUID,
             "-qmp",
             &qmp(&ours),
             "-qmp",
@@ -416,15 +431,12 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
     // Let the exporter read the paused VM's statistics once, then run the firmware.
     wait_for("the exporter to see the QEMU VM", || {
         let (_, text) = http_get(addr, "/metrics")?;
-        text.contains(&format!("pid=\"{}\"", qemu.id()))
-            .then_some(())
+        serve_vm_label(&text, qemu.id()).map(|_| ())
     });
     let mut c = virtlens_host::testing::Qmp::connect(&control).unwrap();
     c.execute("cont", None).unwrap();
-    let stat = format!(
-        "virtlens_kvm_stat_total{{vm=\"qmp-test\",pid=\"{}\",stat=\"exits\"}}",
-        qemu.id()
-    );
+    let stat =
+        format!("virtlens_kvm_stat_total{{vm=\"qmp-test\",uuid=\"{QEMU_UUID}\",stat=\"exits\"}}");
     let exits: u64 = wait_for("KVM's `exits` statistic through QMP", || {
         let (_, text) = http_get(addr, "/metrics")?;
         text.lines()
@@ -434,8 +446,7 @@ fn a_qemu_vm_s_kvm_statistics_come_through_qmp() {
     assert!(exits > 0);
     // Its vCPU thread (`CPU 0/KVM`) has scheduler times.
     let run = format!(
-        "virtlens_vcpu_run_seconds_total{{vm=\"qmp-test\",pid=\"{}\",vcpu=\"0\"}}",
-        qemu.id()
+        "virtlens_vcpu_run_seconds_total{{vm=\"qmp-test\",uuid=\"{QEMU_UUID}\",vcpu=\"0\"}}"
     );
     wait_for("vCPU 0's run time", || {
         let (_, text) = http_get(addr, "/metrics")?;

@@ -39,5 +39,6 @@ mod report_compare;
 mod sched_cli;
 mod serve_network;
 mod serve_prometheus;
+mod serve_rules;
 mod stretch_cli;
 mod testkit_units;

@@ -287,3 +287,15 @@ pub fn leftovers_in(dir: &TempDir, pid: u32) -> Vec<String> {
         })
         .collect()
 }
+
+/// The `vm` label (`vm="NAME"`) `virtlens serve` gives the VM of process `pid`, read from its
+/// `virtlens_vm_info` line in the exposition `text`: the pid is a label of that line only.
+pub fn serve_vm_label(text: &str, pid: impl std::fmt::Display) -> Option<String> {
+    let pid = format!("pid=\"{pid}\"");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("virtlens_vm_info{") && l.contains(&pid))?;
+    let start = line.find("vm=\"")?;
+    let end = line[start + 4..].find('"')?;
+    Some(line[start..start + 4 + end + 1].to_string())
+}

@@ -24,6 +24,9 @@ pub struct Vmm {
     pub pid: u32,
     pub name: String,
     pub name_source: NameSource,
+    /// The VM's UUID (QEMU `-uuid`, which libvirt passes), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
     pub kind: VmmKind,
     pub threads: Vec<VmmThread>,
     pub kvm_fds: KvmFds,
@@ -99,6 +102,9 @@ fn probe_at(proc: &Path, libvirt: &Path, pid: u32) -> Option<Vmm> {
         pid,
         name,
         name_source,
+        uuid: (kind == VmmKind::Qemu)
+            .then(|| names::qemu_uuid(&args))
+            .flatten(),
         kind,
         threads: threads(&dir),
         kvm_fds,

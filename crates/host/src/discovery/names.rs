@@ -91,6 +91,18 @@ pub(crate) fn qemu_name(args: &[String]) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
+/// QEMU's `-uuid UUID` (libvirt always passes the domain's), lower case; `None` when absent
+/// or not shaped like a UUID (8-4-4-4-12 hex digits).
+pub(crate) fn qemu_uuid(args: &[String]) -> Option<String> {
+    let v = option_value(args, &["-uuid", "--uuid"])?.to_ascii_lowercase();
+    let groups: Vec<&str> = v.split('-').collect();
+    let shaped = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups
+            .iter()
+            .all(|g| g.bytes().all(|b| b.is_ascii_hexdigit()));
+    shaped.then_some(v)
+}
+
 /// Firecracker's `--id ID` (also `--id=ID`).
 pub(crate) fn firecracker_id(args: &[String]) -> Option<String> {
     option_value(args, &["--id"]).filter(|v| !v.is_empty())
@@ -156,6 +168,20 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn qemu_uuids_as_libvirt_passes_them() {
+        let libvirt = args(
+            "/usr/bin/qemu-system-x86_64 -name guest=win10 -uuid 1C7C3E6A-07B0-4F51-9B8E-2D0C4D2C7E11 -S",
+        );
+        assert_eq!(
+            qemu_uuid(&libvirt).as_deref(),
+            Some("1c7c3e6a-07b0-4f51-9b8e-2d0c4d2c7e11")
+        );
+        assert_eq!(qemu_uuid(&args("qemu -uuid=not-a-uuid")), None);
+        assert_eq!(qemu_uuid(&args("qemu -uuid")), None);
+        assert_eq!(qemu_uuid(&args("qemu -m 512")), None);
     }
 
     #[test]

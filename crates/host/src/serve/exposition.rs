@@ -5,8 +5,10 @@
 //! there is no `# EOF`.
 //!
 //! Names follow the Prometheus conventions: counters end in `_total`, durations are in
-//! seconds, ratios are 0..1. Every per-VM series has the labels `vm` (its name) and `pid`
-//! (its VMM process); `virtlens_vm_info` adds the VMM kind and where the name came from.
+//! seconds, ratios are 0..1. Every per-VM series has the label `vm` (its name; a VM named only
+//! by its process title also by its pid) and `uuid` when the VMM was given one (libvirt
+//! passes the domain's), so series survive a VM's restart; `virtlens_vm_info` adds the VMM's
+//! `pid`, its kind and where the name came from.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
@@ -92,16 +94,17 @@ impl Collector for Exposition {
         let vms: Vec<(Labels, &VmState)> = state
             .vms
             .iter()
-            .map(|(pid, vm)| (vec![("vm", vm.name.clone()), ("pid", pid.to_string())], vm))
+            .map(|(&pid, vm)| (vm.labels(pid), vm))
             .collect();
         let mut info = enc.encode_descriptor(
             "virtlens_vm",
-            "Each VM virtlens watches: its VMM kind and where its name came from (value 1).",
+            "Each VM virtlens watches: its VMM process, the VMM's kind and where its name came from (value 1).",
             None,
             MetricType::Info,
         )?;
-        for (l, vm) in &vms {
+        for ((l, vm), pid) in vms.iter().zip(state.vms.keys()) {
             let mut l = l.clone();
+            l.push(("pid", pid.to_string()));
             l.push(("vmm", vm.vmm.clone()));
             l.push(("name_source", vm.name_source.clone()));
             info.encode_info(&l)?;
@@ -423,7 +426,16 @@ mod tests {
         assert_eq!(bucket("2.56e-7"), 2);
         assert_eq!(bucket("0.000008192"), 7);
         assert_eq!(bucket("+Inf"), 8);
-        assert!(om.contains("virtlens_exit_latency_seconds_count{vm=\"win \\\"10\\\"\",pid=\"42\",path=\"vmm\"} 8"), "{om}");
+        assert!(
+            om.contains(
+                "virtlens_exit_latency_seconds_count{vm=\"win \\\"10\\\"\",path=\"vmm\"} 8"
+            ),
+            "{om}"
+        );
+        assert!(
+            om.contains("virtlens_vm_info{vm=\"win \\\"10\\\"\",pid=\"42\",vmm=\"qemu\""),
+            "{om}"
+        );
         assert!(om.contains("virtlens_finding{vm="));
         assert!(om.ends_with("# EOF\n"));
     }

@@ -123,6 +123,8 @@ pub struct VmState {
     pub name: String,
     pub vmm: String,
     pub name_source: String,
+    /// QEMU's `-uuid` (libvirt's domain UUID), when given.
+    pub uuid: Option<String>,
     pub families: BTreeMap<Family, Bounded>,
     pub hists: BTreeMap<Pair, Hist>,
     pub vcpus: BTreeMap<u32, Sched>,
@@ -140,6 +142,7 @@ impl VmState {
             name: name.to_string(),
             vmm: vmm.to_string(),
             name_source: name_source.to_string(),
+            uuid: None,
             families: BTreeMap::new(),
             hists: BTreeMap::new(),
             vcpus: BTreeMap::new(),
@@ -147,6 +150,28 @@ impl VmState {
             findings: Vec::new(),
             gone_at: None,
         }
+    }
+
+    /// The labels of this VM's series: `vm`, and `uuid` when known. A VM with a name of its
+    /// own (QEMU `-name`, a libvirt domain, a Firecracker id) keeps its series across
+    /// restarts, as the libvirt exporter's users key on domain name and UUID; one named only
+    /// by its process title gets its pid in the name, since two such VMs would share it. The
+    /// pid itself is on `virtlens_vm_info` only.
+    pub fn labels(&self, pid: u32) -> Vec<(&'static str, String)> {
+        let named = matches!(
+            self.name_source.as_str(),
+            "qemu-name" | "libvirt" | "firecracker-id"
+        );
+        let vm = if named || self.name == format!("pid {pid}") {
+            self.name.clone()
+        } else {
+            format!("{} (pid {pid})", self.name)
+        };
+        let mut l = vec![("vm", vm)];
+        if let Some(u) = &self.uuid {
+            l.push(("uuid", u.clone()));
+        }
+        l
     }
 }
 
@@ -284,16 +309,16 @@ impl State {
             if let Some(s) = self.vms.get_mut(&v.pid) {
                 s.gone_at = None;
                 s.name.clone_from(&v.name);
+                s.uuid.clone_from(&v.uuid);
                 continue;
             }
             if self.vms.len() >= self.max_vms {
                 over += 1;
                 continue;
             }
-            self.vms.insert(
-                v.pid,
-                VmState::new(&v.name, &serde_name(&v.kind), &serde_name(&v.name_source)),
-            );
+            let mut vm = VmState::new(&v.name, &serde_name(&v.kind), &serde_name(&v.name_source));
+            vm.uuid.clone_from(&v.uuid);
+            self.vms.insert(v.pid, vm);
         }
         self.host.vms_over_limit = over;
         let keep = self.keep_gone;
@@ -378,6 +403,27 @@ fn series_key(key: &Key, decoder: &Decoder) -> SeriesKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_vm_keeps_its_labels_across_restarts_and_an_unnamed_one_is_told_apart() {
+        let mut win = VmState::new("win10", "qemu", "libvirt");
+        win.uuid = Some("1c7c3e6a-07b0-4f51-9b8e-2d0c4d2c7e11".into());
+        let want = vec![
+            ("vm", "win10".to_string()),
+            ("uuid", "1c7c3e6a-07b0-4f51-9b8e-2d0c4d2c7e11".to_string()),
+        ];
+        assert_eq!(win.labels(4242), want);
+        assert_eq!(
+            win.labels(5151),
+            want,
+            "a restart (new pid) is the same series"
+        );
+        let a = VmState::new("qemu-system-x86_64", "qemu", "process-title");
+        assert_eq!(a.labels(7)[0].1, "qemu-system-x86_64 (pid 7)");
+        assert_ne!(a.labels(7), a.labels(8), "two unnamed VMs are two series");
+        let gone = VmState::new("pid 9", "", "");
+        assert_eq!(gone.labels(9), vec![("vm", "pid 9".to_string())]);
+    }
 
     fn keys(pairs: &[(&str, u64)]) -> BTreeMap<SeriesKey, Series> {
         pairs
