@@ -185,8 +185,9 @@ impl LineFormat for Reader {
                         self.add(n, isa, code, row);
                     }
                     // An exit reason's row starts with one blank, a breakdown's with three
-                    // or more: two is a reason's row damaged.
-                    _ if self.in_exits && (indent <= 2 || numbered) => {
+                    // or more (two is a reason's row damaged), and a breakdown is named in
+                    // lower case: a row in capitals is a reason's, damaged.
+                    _ if self.in_exits && (indent <= 2 || numbered || rows::reason_like(name)) => {
                         let why = if numbered {
                             "an exit reason by number, but the trace's ISA (VMX or SVM) is not \
                              known"

@@ -173,6 +173,14 @@ pub fn name_shaped(word: &str) -> bool {
     !word.is_empty() && shaped && (capitals >= 2 || word.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether `name` (not a reason xenalyze names) is one damaged: three capitals or more, none of
+/// the brackets and marks of a breakdown's name (breakdowns are named in lower case: `cr0`,
+/// `io_read`, `(no handler)`, `*[MAX]`, `fee00300:[w]`).
+pub fn reason_like(name: &str) -> bool {
+    name.bytes().filter(u8::is_ascii_uppercase).count() >= 3
+        && !name.contains(['[', ']', '*', '(', ')', ':', '+'])
+}
+
 /// Where each blank-separated word of `s` starts.
 fn word_starts(s: &str) -> impl Iterator<Item = usize> + '_ {
     s.char_indices().filter_map(move |(i, c)| {
@@ -203,8 +211,10 @@ pub fn code(name: &str, isa: Option<Isa>) -> Option<(Isa, u64)> {
         .map(|&(_, c)| (Isa::Vmx, c))
 }
 
-/// xenalyze's VMX names (`hvm_vmx_exit_reason_name`) and the SDM's basic exit reasons.
-const VMX: [(&str, u64); 53] = [
+/// xenalyze's VMX names (`hvm_vmx_exit_reason_name`) and the SDM's basic exit reasons, with the
+/// spellings older xenalyze printed (`PENDING_INTERRUPT` until 2023, `VMOFF`, `VMON`,
+/// `MACHINE_CHECK`).
+const VMX: [(&str, u64); 56] = [
     ("EXCEPTION_NMI", 0),
     ("EXTERNAL_INTERRUPT", 1),
     ("TRIPLE_FAULT", 2),
@@ -233,7 +243,9 @@ const VMX: [(&str, u64); 53] = [
     ("VMRESUME", 24),
     ("VMWRITE", 25),
     ("VMXOFF", 26),
+    ("VMOFF", 26),
     ("VMXON", 27),
+    ("VMON", 27),
     ("CR_ACCESS", 28),
     ("DR_ACCESS", 29),
     ("IO_INSTRUCTION", 30),
@@ -246,6 +258,7 @@ const VMX: [(&str, u64); 53] = [
     ("MONITOR_INSTRUCTION", 39),
     ("PAUSE_INSTRUCTION", 40),
     ("MCE_DURING_VMENTRY", 41),
+    ("MACHINE_CHECK", 41),
     ("TPR_BELOW_THRESHOLD", 43),
     ("APIC_ACCESS", 44),
     ("ACCESS_GDTR_OR_IDTR", 46),
