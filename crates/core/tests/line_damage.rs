@@ -37,7 +37,7 @@ const FOLDERS: [&str; 7] = [
 ];
 
 /// The formats read line by line (`sources/line_reader.rs`).
-const LINE_FORMATS: [Format; 10] = [
+const LINE_FORMATS: [Format; 11] = [
     Format::PerfKvmStat,
     Format::KvmStat,
     Format::BccKvmexit,
@@ -48,6 +48,7 @@ const LINE_FORMATS: [Format; 10] = [
     Format::BhyveDtrace,
     Format::KernelLog,
     Format::VirshDomstats,
+    Format::Xenalyze,
 ];
 
 /// Formats that may still lose rows after a damaged line without a note: none since issue 20's

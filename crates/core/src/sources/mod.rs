@@ -26,6 +26,7 @@ pub(crate) mod trace_text;
 pub(crate) mod unread;
 pub(crate) mod virsh_domstats;
 mod wrapped;
+pub(crate) mod xenalyze;
 
 use std::io::{BufRead, Cursor, Seek};
 use std::path::Path;
@@ -71,11 +72,13 @@ pub enum Format {
     BhyveDtrace,
     /// `virsh domstats` with KVM's binary statistics (libvirt ≥ 9.3, QEMU ≥ 7.1).
     VirshDomstats,
+    /// Xen's `xenalyze` summary: HVM exit reasons per domain and vCPU.
+    Xenalyze,
 }
 
 impl Format {
     /// Every format, in detection order: the most specific signatures first.
-    pub const ALL: [Format; 14] = [
+    pub const ALL: [Format; 15] = [
         Format::Capture,
         Format::PerfmonCsv,
         Format::QmpStats,
@@ -86,6 +89,7 @@ impl Format {
         Format::PerfStat,
         Format::BccKvmexit,
         Format::BhyveDtrace,
+        Format::Xenalyze,
         Format::PerfProf,
         Format::TraceText,
         Format::KernelLog,
@@ -109,6 +113,7 @@ impl Format {
             Format::QmpStats => qmp_stats::FORMAT,
             Format::BhyveDtrace => bhyve_dtrace::FORMAT,
             Format::VirshDomstats => virsh_domstats::FORMAT,
+            Format::Xenalyze => xenalyze::FORMAT,
         }
     }
 
@@ -133,6 +138,7 @@ impl Format {
             Format::QmpStats => qmp_stats::looks_like(head),
             Format::BhyveDtrace => bhyve_dtrace::looks_like(head),
             Format::VirshDomstats => virsh_domstats::looks_like(head),
+            Format::Xenalyze => xenalyze::looks_like(head),
         }
     }
 
@@ -169,6 +175,7 @@ impl Format {
             Format::QmpStats => qmp_stats::read(reader, path),
             Format::BhyveDtrace => bhyve_dtrace::read(reader, path),
             Format::VirshDomstats => virsh_domstats::read(reader, path),
+            Format::Xenalyze => xenalyze::read(reader, path),
             Format::PerfData | Format::Capture | Format::PerfmonCsv => Err(Error::Input {
                 path: path.to_string(),
                 message: format!("a {} cannot be read from a stream", self.name()),
