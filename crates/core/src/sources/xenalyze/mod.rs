@@ -28,11 +28,11 @@ use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use rows::{Line, Row};
 
 /// The name of this format (`--format xenalyze`, `origin.format`).
-pub const FORMAT: &str = "xenalyze";
+pub(crate) const FORMAT: &str = "xenalyze";
 
 /// Whether `head` looks like a xenalyze summary: its `Total time: … (using cpu speed … GHz)`
 /// line, or an exit-reason row of xenalyze's shape with one of its reason names.
-pub fn looks_like(head: &[u8]) -> bool {
+pub(crate) fn looks_like(head: &[u8]) -> bool {
     String::from_utf8_lossy(head)
         .lines()
         .map(crate::sources::lines::unquote)
@@ -40,7 +40,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads the summary in `reader`; `path` names the input in notes and errors.
-pub fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
     read_lines(reader, path, Reader::new(path))
 }
 

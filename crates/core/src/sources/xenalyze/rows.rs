@@ -12,7 +12,7 @@ use crate::decode::Isa;
 
 /// A line of the summary this reader acts on.
 #[derive(Debug, PartialEq)]
-pub enum Line<'a> {
+pub(crate) enum Line<'a> {
     /// `Using VMX hardware-assisted virtualization.` (or SVM).
     Isa(Isa),
     /// `Total time: 7.49 seconds (using cpu speed 2.40 GHz)`: seconds, GHz.
@@ -34,7 +34,7 @@ pub enum Line<'a> {
 
 /// The numbers of one row.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Row {
+pub(crate) struct Row {
     pub count: u64,
     /// The printed seconds (two decimals).
     pub seconds: f64,
@@ -43,7 +43,7 @@ pub struct Row {
 }
 
 /// What `text` (one line, indentation kept) is, when it is anything this reader uses.
-pub fn line(text: &str) -> Option<Line<'_>> {
+pub(crate) fn line(text: &str) -> Option<Line<'_>> {
     let t = text.trim();
     if t == "Exit reasons:" {
         return Some(Line::ExitReasons);
@@ -121,7 +121,7 @@ fn row(t: &str) -> Option<(&str, Row)> {
 
 /// Whether `t` (trimmed) is a `-- vN --` or `|-- Domain N --|` header damaged in transit (cut,
 /// a character put in, its number garbled): dashes at its start or end, a `v` or `Domain`.
-pub fn damaged_header(t: &str) -> bool {
+pub(crate) fn damaged_header(t: &str) -> bool {
     let dashes = |s: &str| s.starts_with(['-', '|', '\u{2014}', '\u{2013}']);
     let ends = |s: &str| s.ends_with(['-', '|', '\u{2014}', '\u{2013}']);
     (dashes(t) || ends(t)) && (t.len() <= 8 || t.contains(" v") || t.contains("Domain"))
@@ -129,7 +129,7 @@ pub fn damaged_header(t: &str) -> bool {
 
 /// Where `text` holds two lines joined (their newline lost), and what the first is: a header
 /// followed by more text, or an exit-reason row (its name known) after other text.
-pub fn joined(text: &str) -> Option<(usize, &'static str)> {
+pub(crate) fn joined(text: &str) -> Option<(usize, &'static str)> {
     let t = text.trim_start();
     let lead = text.len() - t.len();
     if let Some(rest) = t.strip_prefix("Exit reasons:")
@@ -165,7 +165,7 @@ pub fn joined(text: &str) -> Option<(usize, &'static str)> {
 
 /// Whether `word` is shaped like a reason xenalyze prints: capitals, digits and `_` with two
 /// capitals at least (`IO_INSTRUCTION`, `VMEXIT_NPF`), or a number (a reason without a name).
-pub fn name_shaped(word: &str) -> bool {
+pub(crate) fn name_shaped(word: &str) -> bool {
     let capitals = word.bytes().filter(u8::is_ascii_uppercase).count();
     let shaped = word
         .bytes()
@@ -176,7 +176,7 @@ pub fn name_shaped(word: &str) -> bool {
 /// Whether `name` (not a reason xenalyze names) is one damaged: three capitals or more, none of
 /// the brackets and marks of a breakdown's name (breakdowns are named in lower case: `cr0`,
 /// `io_read`, `(no handler)`, `*[MAX]`, `fee00300:[w]`).
-pub fn reason_like(name: &str) -> bool {
+pub(crate) fn reason_like(name: &str) -> bool {
     name.bytes().filter(u8::is_ascii_uppercase).count() >= 3
         && !name.contains(['[', ']', '*', '(', ')', ':', '+'])
 }
@@ -191,7 +191,7 @@ fn word_starts(s: &str) -> impl Iterator<Item = usize> + '_ {
 
 /// Whether `head` has a `xenalyze` summary's signature: its `Exit reasons:` title with an exit
 /// row, or its `Total time: … (using cpu speed … GHz)` line.
-pub fn signature(text: &str) -> bool {
+pub(crate) fn signature(text: &str) -> bool {
     let t = text.trim();
     (t.starts_with("Total time: ") && t.contains("(using cpu speed "))
         || matches!(line(text), Some(Line::Row { indent: 1, name, .. }) if code(name, None).is_some())
@@ -199,7 +199,7 @@ pub fn signature(text: &str) -> bool {
 
 /// The ISA and hardware code of exit reason `name` as xenalyze prints it; `isa` (when known)
 /// is the ISA of the trace, for reasons printed as numbers.
-pub fn code(name: &str, isa: Option<Isa>) -> Option<(Isa, u64)> {
+pub(crate) fn code(name: &str, isa: Option<Isa>) -> Option<(Isa, u64)> {
     if let Ok(n) = name.parse::<u64>() {
         return isa.map(|i| (i, n));
     }
