@@ -115,3 +115,63 @@ fn record_report_diagnose_and_top_show_ready_per_vcpu_on_a_crowded_host() {
     let view: Value = serde_json::from_slice(&top.stdout).unwrap();
     assert_each_vcpu_waits(&my_vcpus(&view["sched"]), k, "top");
 }
+
+/// A QEMU VM, paused before its first instruction, killed when dropped.
+struct Qemu(std::process::Child);
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `top --once --json` on a real QEMU with the `-name` given: its notes.
+fn top_notes_of_qemu(name: &str) -> Vec<String> {
+    let qemu = Qemu(
+        std::process::Command::new("qemu-system-x86_64")
+            .args(["-accel", "kvm", "-M", "pc", "-m", "64", "-display", "none"])
+            .args(["-nodefaults", "-S", "-name", name])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = qemu.0.id().to_string();
+    if name.contains("debug-threads=on") {
+        crate::common::wait_for("QEMU's vCPU thread, named", || {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+            tasks
+                .flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .any(|c| c.starts_with("CPU 0/KVM"))
+                .then_some(())
+        });
+    }
+    // QEMU holds its VM (and so counts as a VMM) a moment after it starts: top says which
+    // VMs there are until then.
+    let out = crate::common::wait_for("QEMU to hold its KVM VM", || {
+        let out = run(&["top", "--once", "--json", "--pid", &pid]);
+        out.status.success().then_some(out)
+    });
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    drop(qemu);
+    v["notes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no notes: {v}"))
+        .iter()
+        .filter_map(|n| n.as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_qemu_without_debug_threads_is_told_how_to_get_per_vcpu_ready_times() {
+    if !require(&[Need::Root, Need::Kvm, Need::Tracefs, Need::Qemu]) {
+        return;
+    }
+    let hint = |notes: &[String]| notes.iter().any(|n| n.contains("debug-threads=on"));
+    let plain = top_notes_of_qemu("plain-guest");
+    assert!(hint(&plain), "{plain:?}");
+    let named = top_notes_of_qemu("named-guest,debug-threads=on");
+    assert!(!hint(&named), "{named:?}");
+}

@@ -8,19 +8,17 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use virtlens_host::microvm::{MicroVm, pio_loop};
 use virtlens_testkit::{Need, TempDir, require};
 
 use crate::common::serve_vm_label;
+use crate::common::wait_for;
 
 /// The UUID the QMP test's QEMU is given (`-uuid`, as libvirt passes a domain's): its series
 /// carry it.
 const QEMU_UUID: &str = "0b6f3d1e-8c2a-4f57-9e1d-3a5c7b9d2e4f";
-
-/// How long a condition may take before the test gives up (a failure, not a timing claim).
-const PATIENCE: Duration = Duration::from_secs(90);
 
 pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).ok()?;
@@ -31,18 +29,6 @@ pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     let (head, body) = raw.split_once("\r\n\r\n")?;
     let status = head.split_whitespace().nth(1)?.parse().ok()?;
     Some((status, body.to_string()))
-}
-
-/// Waits until `f` gives a value, or fails naming `what`.
-pub(crate) fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let end = Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < end, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// `virtlens serve` on a free loopback port, collecting often, saying where as JSON.

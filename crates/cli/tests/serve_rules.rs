@@ -14,8 +14,9 @@ use std::process::{Child, Command, Stdio};
 
 use virtlens_testkit::{Need, TempDir, require};
 
+use crate::common::wait_for;
 use crate::common::{BIN, serve_vm_label};
-use crate::serve_prometheus::{http_get, start_serve, wait_for};
+use crate::serve_prometheus::{http_get, start_serve};
 
 /// Scrapes taken, one a minute on promtool's grid: the alert's `for: 10m` needs eleven.
 const SCRAPES: usize = 12;

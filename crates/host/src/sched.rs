@@ -78,6 +78,8 @@ pub struct Sampler {
     last_scan: Instant,
     state_samples: u64,
     window: SchedSamples,
+    /// QEMU processes none of whose threads is named as a vCPU (no `debug-threads=on`).
+    unnamed_qemu: BTreeSet<u32>,
 }
 
 /// What a thread's `stat` line says: its name, state letter and guest time (ticks).
@@ -151,10 +153,29 @@ impl Sampler {
             last_scan: now,
             state_samples: 0,
             window: SchedSamples::default(),
+            unnamed_qemu: BTreeSet::new(),
         };
         s.scan();
         s.sample_states();
         s
+    }
+
+    /// What a reader of the ready times should know: a QEMU without `debug-threads=on` names
+    /// no thread as a vCPU, so its times are per thread that has run guest code (a vCPU that
+    /// has not run yet is missed) and no vCPU number is known.
+    pub fn notes(&self) -> Vec<String> {
+        self.unnamed_qemu
+            .iter()
+            .map(|pid| {
+                let name = self.names.get(pid).map_or("", String::as_str);
+                format!(
+                    "QEMU process {pid} ({name}) names no thread as a vCPU (`CPU 0/KVM`): its \
+                     ready time is per thread that has run guest code, without vCPU numbers, \
+                     and a vCPU that has not run yet is missed; start QEMU with \
+                     `-name {name},debug-threads=on` (libvirt sets it) for per-vCPU times"
+                )
+            })
+            .collect()
     }
 
     /// vCPU threads watched so far.
@@ -201,6 +222,12 @@ impl Sampler {
             self.names.entry(v.pid).or_insert_with(|| v.name.clone());
             let named: Vec<_> = v.vcpu_threads().collect();
             let by_name = !named.is_empty();
+            // Named later is named: QEMU holds its VM before it starts its vCPU threads.
+            if by_name {
+                self.unnamed_qemu.remove(&v.pid);
+            } else if v.kind == discovery::VmmKind::Qemu {
+                self.unnamed_qemu.insert(v.pid);
+            }
             let threads: Vec<_> = if named.is_empty() {
                 // No names to go by: the threads that have run guest code.
                 v.threads

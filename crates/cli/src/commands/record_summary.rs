@@ -63,7 +63,14 @@ pub fn summary(
     let stopped = source.stop();
     let (mut iv, _) = taken?;
     stopped?;
+    let sched_notes = sched.notes();
     iv.profile.sched = Some(sched.finish());
+    iv.profile
+        .warnings
+        .extend(sched_notes.into_iter().map(|message| Note {
+            line: None,
+            message,
+        }));
     iv.profile
         .warnings
         .extend(notes.into_iter().map(|message| Note {

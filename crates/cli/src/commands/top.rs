@@ -153,6 +153,17 @@ impl Watch {
                     message,
                 }
             }));
+        iv.profile
+            .warnings
+            .extend(
+                self.sched
+                    .notes()
+                    .into_iter()
+                    .map(|message| virtlens_core::profile::Note {
+                        line: None,
+                        message,
+                    }),
+            );
         iv.profile.sched = Some(self.sched.close_interval());
         Ok(top_view(
             &iv,

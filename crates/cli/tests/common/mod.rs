@@ -12,7 +12,7 @@ pub mod scoring;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use virtlens_host::microvm::{MicroVm, pio_loop};
@@ -298,4 +298,19 @@ pub fn serve_vm_label(text: &str, pid: impl std::fmt::Display) -> Option<String>
     let start = line.find("vm=\"")?;
     let end = line[start + 4..].find('"')?;
     Some(line[start..start + 4 + end + 1].to_string())
+}
+
+/// How long a condition may take before the test gives up (a failure, not a timing claim).
+const PATIENCE: Duration = Duration::from_secs(90);
+
+/// Waits until `f` gives a value, or fails naming `what`.
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + PATIENCE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < end, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
