@@ -56,7 +56,7 @@ pub fn run(
         }));
     let options = Options {
         by: By::Table,
-        top: None,
+        ..Options::default()
     };
     let report = report::build(&[iv.profile], &Decoder::builtin(), &options);
     output::emit(&report, OutputOptions::stdout(a.json))?;

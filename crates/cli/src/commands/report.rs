@@ -21,8 +21,10 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<ExitCode> {
             Some(ByArg::Msr) => By::Msr,
             Some(ByArg::Vcpu) => By::Vcpu,
             Some(ByArg::Vm) => By::Vm,
+            Some(ByArg::Rip) => By::Rip,
         },
         top: a.top,
+        symbols: inputs::guest_symbols(&a.guest_code)?,
     };
     let report = report::build(&profiles, &decoder, &options);
     output::emit(&report, out)?;

@@ -5,6 +5,7 @@
 pub mod compare;
 pub(crate) mod distribution;
 pub mod filter;
+pub mod guest_code;
 pub(crate) mod inputs;
 pub mod report;
 pub mod sched;

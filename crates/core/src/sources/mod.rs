@@ -22,6 +22,7 @@ pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
 pub(crate) mod qmp_stats;
 mod refusal;
+pub mod symbols;
 pub mod trace_text;
 pub(crate) mod unread;
 pub(crate) mod virsh_domstats;
