@@ -116,6 +116,7 @@ pub fn finish(
             window_s: a.window,
             vcpus: a.vcpus,
             io,
+            symbols: inputs::guest_symbols(&a.guest_code)?,
         },
     );
     if configs.len() > 1 {

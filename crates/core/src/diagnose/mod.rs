@@ -16,6 +16,7 @@ pub mod catalogue;
 pub(crate) mod compare;
 mod config_join;
 pub(crate) mod evidence;
+mod guest_code;
 pub(crate) mod hypotheses;
 pub(crate) mod model;
 pub(crate) mod rank;
@@ -61,6 +62,8 @@ pub struct Options {
     pub vcpus: Option<u32>,
     /// The IO rate of the workload (`--iops`, `--fio`).
     pub io: Option<evidence::io::IoRate>,
+    /// The guest's symbols (`--guest-symbols`): findings name the guest code of their exits.
+    pub symbols: crate::analysis::guest_code::Symbols,
 }
 
 /// The result of diagnosing one or more inputs.
@@ -217,6 +220,11 @@ pub fn diagnose(
             .filter_map(|h| finding(h, &ev))
             .collect();
         config_join::join(&ev, &mut found);
+        if let Some(code) = guest_code::of(profile, &options.symbols)
+            && guest_code::add(&mut found, &code)
+        {
+            notes.extend(words::guest_code::notes(&ev.input.name, &code));
+        }
         rank::order(&mut found, ev.input.number);
         notes.extend(input_notes(&ev, options.window_s.is_some()));
         inputs.push(report(&ev, &found));

@@ -79,7 +79,9 @@ pub fn infer(rips: &[(u64, u64)], map: &SymbolMap) -> Offset {
     let mut candidates: BTreeSet<i128> = BTreeSet::new();
     candidates.insert(0);
     for &(rip, _) in rips.iter().take(SEED_RIPS) {
-        let (rip, lo, hi) = (i128::from(rip), i128::from(lo), i128::from(hi));
+        // The last function may run up to MAX_FUNCTION past its start.
+        let hi = i128::from(hi) + i128::from(crate::sources::symbols::MAX_FUNCTION);
+        let (rip, lo) = (i128::from(rip), i128::from(lo));
         // offset ∈ [rip − hi, rip − lo], in steps of the alignment.
         let first = (rip - hi).div_euclid(align) + i128::from((rip - hi).rem_euclid(align) != 0);
         let last = (rip - lo).div_euclid(align);
