@@ -121,9 +121,7 @@ impl ProfileBuilder {
                     t.last_exit_ts = ts;
                 }
                 if let Some(rip) = rip {
-                    // Guest code is per VM: its vCPUs run the same kernel.
-                    let vm = Place { vcpu: None, ..at };
-                    self.count(vm, Slot::GuestRip, CKey::Rip(id, rip));
+                    self.count(at, Slot::GuestRip, CKey::Rip(id, rip));
                 }
             }
             EventKind::Entry { .. } => {

@@ -186,7 +186,7 @@ pub enum TableKind {
     /// time the reason was set before it, when the trace has timestamps.
     ApicvInhibit,
     /// Exits by reason and the guest code they came from (`guest_rip`: keys
-    /// [`Key::GuestRip`]), from `kvm_exit`'s `rip` / `guest_rip`; per VM, not per vCPU.
+    /// [`Key::GuestRip`]), from `kvm_exit`'s `rip` / `guest_rip`.
     GuestRip,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).
     Event(String),

@@ -199,7 +199,7 @@ impl Builder {
         let text = code()
             .next()
             .map(|f| f.addr)
-            .zip(code().last().map(|l| l.addr));
+            .zip(code().next_back().map(|l| l.addr));
         if functions == 0 {
             return Err(Error::Input {
                 path: path.to_string(),
