@@ -167,6 +167,53 @@ fn diagnose_names_the_guest_code_under_the_exit_reasons_of_its_findings() {
 }
 
 #[test]
+fn a_port_finding_names_the_guest_code_of_its_io_exits() {
+    // acpi_pm_read+0xb is the `in` of the PM-timer read (checked in the kernel's vmlinux).
+    let doc = json_of(
+        &[
+            "diagnose",
+            "--json",
+            "--guest",
+            "linux",
+            "--guest-symbols",
+            &data(MAP),
+            &data("lab-cases/linux-clocksource-acpi-pm/perf.data"),
+        ],
+        &[0, 1],
+    );
+    let main = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "timer.acpi-pm-port")
+        .unwrap();
+    let line = main["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["table"] == "guest_rip")
+        .unwrap();
+    assert_eq!(line["key"], "acpi_pm_read+0xb");
+    assert_eq!(line["count_share"], 1.0);
+    assert!(line["note"].as_str().unwrap().contains("all the io exits"));
+}
+
+#[test]
+fn symbols_of_another_kernel_are_said_not_to_fit() {
+    let out = String::from_utf8(stdout_of(
+        &[
+            "diagnose",
+            "--guest-symbols",
+            &data(MAP),
+            &data("exit-reports/24-perf-script-kvm-events-nested-triple-fault.txt"),
+        ],
+        &[0, 1],
+    ))
+    .unwrap();
+    assert!(out.contains("the map is not the guest's kernel"), "{out}");
+}
+
+#[test]
 fn perf_script_text_of_the_same_recording_names_the_same_functions() {
     if !require(&[Need::Perf]) {
         return;

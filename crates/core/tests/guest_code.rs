@@ -126,6 +126,11 @@ fn every_linux_lab_case_has_its_own_offset_and_the_same_functions() {
     let code = guest_code::attribute(&p, &symbols(None)).unwrap();
     let io = code.reasons.iter().find(|r| r.reason == "io").unwrap();
     assert_eq!(io.code[0].function.as_deref(), Some("io_serial_out"));
+    // The HPET's counter read: a load from its MMIO page, a nested-page fault each.
+    let p = lab("linux-clocksource-hpet");
+    let code = guest_code::attribute(&p, &symbols(None)).unwrap();
+    let npf = code.reasons.iter().find(|r| r.reason == "npf").unwrap();
+    assert_eq!(npf.code[0].name(), "read_hpet+0x6a");
 }
 
 #[test]

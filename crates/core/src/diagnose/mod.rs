@@ -220,10 +220,13 @@ pub fn diagnose(
             .filter_map(|h| finding(h, &ev))
             .collect();
         config_join::join(&ev, &mut found);
-        if let Some(code) = guest_code::of(profile, &options.symbols)
-            && guest_code::add(&mut found, &code)
-        {
-            notes.extend(words::guest_code::notes(&ev.input.name, &code));
+        if options.symbols.map.is_some() {
+            notes.extend(guest_code::join(
+                &mut found,
+                profile,
+                &options.symbols,
+                &ev.input.name,
+            ));
         }
         rank::order(&mut found, ev.input.number);
         notes.extend(input_notes(&ev, options.window_s.is_some()));
