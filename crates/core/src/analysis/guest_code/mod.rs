@@ -39,6 +39,8 @@ pub struct GuestCode {
     pub symbols: Option<MapUsed>,
     /// Exits whose RIPs the table folded into its `other` row (no reason, no RIP).
     pub folded: u64,
+    /// How many VMs (VMM processes) the exits come from, when the input tells them apart.
+    pub vms: usize,
 }
 
 /// The symbol map an attribution used.
@@ -136,7 +138,14 @@ pub fn attribute(profile: &Profile, symbols: &Symbols) -> Option<GuestCode> {
     // (reason, rip) → exits, across VMs.
     let mut by_rip: HashMap<(&str, u64), u64> = HashMap::new();
     let mut folded = 0u64;
+    let mut vms: Vec<u32> = Vec::new();
     for r in tables.iter().flat_map(|t| &t.rows) {
+        if let Some(pid) = r.pid
+            && !vms.contains(&pid)
+            && vms.len() < 64
+        {
+            vms.push(pid);
+        }
         match &r.key {
             Key::GuestRip { reason, rip } => {
                 let c = by_rip.entry((reason.as_str(), *rip)).or_default();
@@ -240,6 +249,7 @@ pub fn attribute(profile: &Profile, symbols: &Symbols) -> Option<GuestCode> {
                 .collect(),
         }),
         folded,
+        vms: vms.len(),
     })
 }
 
@@ -295,6 +305,13 @@ impl GuestCode {
                     );
                 }
             }
+        }
+        if self.vms > 1 {
+            out.push(format!(
+                "guest code: the exits of {} VMs are counted together, and one map names all \
+                 their RIPs; --pid or --vm selects one guest",
+                self.vms
+            ));
         }
         if self.folded > 0 {
             out.push(format!(
