@@ -60,6 +60,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         b" t ".to_vec(),
         b" W ".to_vec(),
         b"\t[kvm]".to_vec(),
+        "\t[x\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}x]".as_bytes().to_vec(),
         b"ffffffffffffffff".to_vec(),
         b"0000000000000000".to_vec(),
         b"Publics by Value Rva+Base".to_vec(),

@@ -105,6 +105,16 @@ mod tests {
     }
 
     #[test]
+    fn long_names_are_cut_at_a_character_boundary() {
+        let name = "\u{e9}".repeat(400);
+        let map = format!("ffffffff81000000 t f{name}\t[x{name}]\n");
+        let m = SymbolMap::read(map.as_bytes(), "map");
+        let Ok(m) = m else { panic!("{m:?}") };
+        let r = m.resolve(0xffff_ffff_8100_0000).map(|r| r.function.len());
+        assert!(r.is_some_and(|n| n <= 512 + 64 + 3), "{r:?}");
+    }
+
+    #[test]
     fn an_unprivileged_kallsyms_dump_is_refused_with_the_reason() {
         let map = "0000000000000000 T _text\n0000000000000000 t native_write_msr\n";
         let err = SymbolMap::read(map.as_bytes(), "kallsyms")

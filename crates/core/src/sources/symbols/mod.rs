@@ -21,6 +21,8 @@ pub const MAX_NAME: usize = 512;
 /// An address further than this past its symbol is not attributed to it: no kernel function is
 /// this long, so the address is past the end of the text the map knows.
 pub const MAX_FUNCTION: u64 = 1 << 20;
+/// The longest module name kept.
+const MAX_MODULE: usize = 64;
 /// The most damaged lines noted one by one; the rest are counted.
 const NOTED_LINES: usize = 10;
 
@@ -134,14 +136,10 @@ impl Builder {
             (0, 0)
         } else {
             let start = self.names.len();
-            let mut cut = s.name.len().min(MAX_NAME);
-            while !s.name.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            self.names.push_str(&s.name[..cut]);
+            self.names.push_str(cut(s.name, MAX_NAME));
             if let Some(m) = s.module {
                 self.names.push_str(" [");
-                self.names.push_str(&m[..m.len().min(64)]);
+                self.names.push_str(cut(m, MAX_MODULE));
                 self.names.push(']');
             }
             (start as u32, (self.names.len() - start) as u32)
@@ -310,6 +308,15 @@ impl SymbolMap {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 impl Resolved<'_> {
