@@ -80,6 +80,14 @@ fn without_symbols_the_rips_are_shown_and_the_flag_named() {
         "rip",
     ]);
     assert!(out.contains("no exit carries a guest RIP"), "{out}");
+    // Captures recorded before the profile kept RIPs: their raw events have them.
+    let out = text(&[
+        "report",
+        &data("lab-cases/linux-idle/capture.parquet"),
+        "--by",
+        "rip",
+    ]);
+    assert!(out.contains("`guest_rip` or `rip` column"), "{out}");
 }
 
 #[test]

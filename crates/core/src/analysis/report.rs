@@ -164,6 +164,11 @@ pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Repo
                             .map(|h| format!("{input}: guest code: {h}"))
                     }));
                 }
+                None if p.origin.format == crate::sources::capture::FORMAT => notes.push(format!(
+                    "{input}: its profile has no guest RIPs: the capture was recorded by a \
+                     virtlens that did not keep them (its raw events have a `guest_rip` or \
+                     `rip` column, for DuckDB or pandas); record again to have them here"
+                )),
                 None => notes.push(format!(
                     "{input}: no exit carries a guest RIP (kvm_exit's `rip`): perf kvm stat \
                      report and kvm_stat print none; `perf record -e kvm:kvm_exit`, \
