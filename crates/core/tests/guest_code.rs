@@ -4,6 +4,7 @@
 //! expected functions were checked by hand against that kernel's `vmlinux`
 //! (testdata/guest-symbols/README.md): the `hlt` and `wrmsr` instructions are at those RIPs.
 
+use std::io::Read;
 use std::sync::{Arc, OnceLock};
 
 use virtlens_core::analysis::guest_code::{self, Offset, Symbols};
@@ -131,6 +132,41 @@ fn every_linux_lab_case_has_its_own_offset_and_the_same_functions() {
     let code = guest_code::attribute(&p, &symbols(None)).unwrap();
     let npf = code.reasons.iter().find(|r| r.reason == "npf").unwrap();
     assert_eq!(npf.code[0].name(), "read_hpet+0x6a");
+}
+
+#[test]
+fn a_map_in_runtime_addresses_needs_no_offset() {
+    // A kallsyms dump of the running guest: the System.map shifted by its KASLR offset.
+    let mut text = String::new();
+    let mut plain = String::new();
+    liblzma::read::XzDecoder::new(
+        std::fs::File::open(testdata("guest-symbols/System.map-6.1.0-56-amd64.xz")).unwrap(),
+    )
+    .read_to_string(&mut plain)
+    .unwrap();
+    for l in plain.lines() {
+        let (addr, rest) = l.split_once(' ').unwrap();
+        let a = u64::from_str_radix(addr, 16)
+            .unwrap()
+            .wrapping_add(0x340_0000);
+        text.push_str(&format!("{a:016x} {rest}\n"));
+    }
+    let map = SymbolMap::read(text.as_bytes(), "kallsyms").unwrap();
+    let p = lab("linux-halt-churn-pingpong");
+    let code = guest_code::attribute(
+        &p,
+        &Symbols {
+            map: Some(Arc::new(map)),
+            offset: None,
+        },
+    )
+    .unwrap();
+    assert!(matches!(
+        code.symbols.as_ref().unwrap().offset,
+        Offset::Inferred { offset: 0, .. }
+    ));
+    let hlt = code.reasons.iter().find(|r| r.reason == "hlt").unwrap();
+    assert_eq!(hlt.code[0].name(), "native_safe_halt+0xa");
 }
 
 #[test]

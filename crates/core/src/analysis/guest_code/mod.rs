@@ -278,9 +278,8 @@ impl GuestCode {
                         rips,
                     } => format!(
                         "load offset (KASLR) {offset:#x} inferred: it puts {rips_in_code} of \
-                         the {rips} most frequent RIPs ({exits_in_code} of {exits} exits) inside \
-                         the map's functions, more than any other offset; --guest-kaslr-offset \
-                         sets it"
+                         {rips} kernel RIPs ({exits_in_code} of {exits} exits) inside the map's \
+                         functions, more than any other offset; --guest-kaslr-offset sets it"
                     ),
                     Offset::Ambiguous { candidates, .. } => format!(
                         "the load offset (KASLR) could not be inferred: {candidates} offsets fit \
