@@ -24,7 +24,9 @@ Examples:
   perf kvm stat record -a sleep 10 && virtlens report perf.data.guest
   perf kvm stat report --event=ioport | virtlens report -
   virtlens report --by port --vm win10 trace.txt        one VM's IO ports, from `perf script`
-  virtlens report --top 5 --json cap.parquet            the 5 largest rows per table, as JSON";
+  virtlens report --top 5 --json cap.parquet            the 5 largest rows per table, as JSON
+  virtlens report --by rip --guest-symbols System.map perf.data.guest
+                                                        each exit reason's guest functions";
 
 pub const COMPARE: &str = "\
 Puts two or more inputs side by side (input 1 is the baseline): counts and times per key, the

@@ -177,6 +177,26 @@ fn outputs_on_every_input_file_validate() {
         check(&["report", "--json", "--top", "2", "--by", "vcpu", p], &[0]);
         check(&["diagnose", "--json", "--guest", "windows", p], &[0, 1]);
     }
+    // Guest code: exits by guest function, and the findings naming it.
+    let lab = "testdata/lab-cases/linux-halt-churn-pingpong/perf.data";
+    let map = "testdata/guest-symbols/System.map-6.1.0-56-amd64.xz";
+    check(&["report", "--json", "--by", "rip", lab], &[0]);
+    check(
+        &[
+            "report",
+            "--json",
+            "--by",
+            "rip",
+            "--guest-symbols",
+            map,
+            lab,
+        ],
+        &[0],
+    );
+    check(
+        &["diagnose", "--json", "--guest-symbols", map, lab],
+        &[0, 1],
+    );
     // Performance counters: report, diagnose (with an IO rate) and counters.
     let counters = files("testdata/perfmon", &["csv", "txt"]);
     for p in &counters {

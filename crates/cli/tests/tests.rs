@@ -23,6 +23,7 @@ mod diagnose_cli;
 mod diagnose_io;
 mod diagnose_live;
 mod fleet_captures;
+mod guest_code;
 mod guest_units;
 mod help_examples;
 mod html_pages;

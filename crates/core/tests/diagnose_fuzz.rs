@@ -104,6 +104,7 @@ fn options(which: u8) -> Options {
             basis: "option",
             fio: None,
         }),
+        ..Options::default()
     }
 }
 

@@ -12,12 +12,15 @@ pub struct ReportArgs {
     /// Input files (`-` for standard input)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Group rows by exit reason, IO port, MMIO address, MSR, vCPU or VM
+    /// Group rows by exit reason, IO port, MMIO address, MSR, vCPU or VM; `rip`: each exit
+    /// reason's exits by the guest code they came from
     #[arg(long, value_enum)]
     pub by: Option<ByArg>,
-    /// Show only the N largest rows of each table
+    /// Show only the N largest rows of each table (`--by rip`: 10 unless given)
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    #[command(flatten)]
+    pub guest_code: GuestCodeArgs,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]
@@ -60,6 +63,29 @@ pub enum ByArg {
     Msr,
     Vcpu,
     Vm,
+    Rip,
+}
+
+/// The guest's symbols, for naming the guest code exits come from.
+#[derive(Debug, Args)]
+pub struct GuestCodeArgs {
+    /// The guest kernel's symbols: its System.map, a dump of its /proc/kallsyms (as root), or
+    /// a Windows linker .map; exits' guest RIPs are named `function+0xoff`
+    #[arg(long, value_name = "FILE")]
+    pub guest_symbols: Option<PathBuf>,
+    /// The guest kernel's load offset (KASLR) from its symbol map, in hex (the guest's
+    /// `_text` in /proc/kallsyms minus the map's); inferred from the RIPs when not given
+    #[arg(long, value_name = "HEX", requires = "guest_symbols", value_parser = parse_hex)]
+    pub guest_kaslr_offset: Option<u64>,
+}
+
+/// A hex number, with or without `0x`.
+fn parse_hex(s: &str) -> Result<u64, String> {
+    let digits = s
+        .strip_prefix("0x")
+        .or_else(|| s.strip_prefix("0X"))
+        .unwrap_or(s);
+    u64::from_str_radix(digits, 16).map_err(|e| format!("`{s}` is not a hex number: {e}"))
 }
 
 #[derive(Debug, Args)]
@@ -110,6 +136,8 @@ pub struct DiagnoseArgs {
     /// Exit 1 when a finding is at or above this severity
     #[arg(long, value_enum, default_value = "high", value_name = "SEVERITY")]
     pub fail_on: super::SeverityArg,
+    #[command(flatten)]
+    pub guest_code: GuestCodeArgs,
     #[command(flatten)]
     pub input: InputArgs,
     #[command(flatten)]

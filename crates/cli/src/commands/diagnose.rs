@@ -146,6 +146,7 @@ pub fn build(
             window_s: a.window,
             vcpus: a.vcpus,
             io,
+            symbols: inputs::guest_symbols(&a.guest_code)?,
         },
     );
     if configs.len() > 1 {

@@ -87,3 +87,19 @@ pub fn decoder(args: &InputArgs) -> anyhow::Result<Decoder> {
     let map = AddressMap::parse(&text, &name)?;
     Ok(Decoder::with_map(map))
 }
+
+/// The guest's symbols of `--guest-symbols` (read once, shared by every input).
+pub fn guest_symbols(
+    args: &crate::args::GuestCodeArgs,
+) -> anyhow::Result<virtlens_core::analysis::Symbols> {
+    let map = match &args.guest_symbols {
+        Some(path) => Some(std::sync::Arc::new(
+            virtlens_core::sources::SymbolMap::read_path(path)?,
+        )),
+        None => None,
+    };
+    Ok(virtlens_core::analysis::Symbols {
+        map,
+        offset: args.guest_kaslr_offset,
+    })
+}

@@ -79,7 +79,7 @@ pub fn summary(
         }));
     let options = Options {
         by: By::Table,
-        top: None,
+        ..Options::default()
     };
     Ok(report(&[iv.profile], &Decoder::builtin(), &options))
 }

@@ -29,8 +29,10 @@ pub fn build(profiles: &[Profile], a: &ReportArgs) -> anyhow::Result<Report> {
             Some(ByArg::Msr) => By::Msr,
             Some(ByArg::Vcpu) => By::Vcpu,
             Some(ByArg::Vm) => By::Vm,
+            Some(ByArg::Rip) => By::Rip,
         },
         top: a.top,
+        symbols: inputs::guest_symbols(&a.guest_code)?,
     };
     Ok(report(profiles, &decoder, &options))
 }

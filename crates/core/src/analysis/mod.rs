@@ -5,6 +5,7 @@
 pub(crate) mod compare;
 pub(crate) mod distribution;
 pub(crate) mod filter;
+pub(crate) mod guest_code;
 pub(crate) mod inputs;
 pub(crate) mod report;
 pub(crate) mod sched;
@@ -19,6 +20,9 @@ use crate::profile::Key;
 // What other crates use of this area (docs/development.md, "Public API").
 pub use compare::{Comparison, build as compare};
 pub use filter::{Filter, apply as apply_filter};
+pub use guest_code::{
+    CodeRow, GuestCode, MapUsed, Offset, ReasonCode, Site, Symbols, attribute as guest_code,
+};
 pub use report::{By, Options as ReportOptions, Report, build as report};
 pub use sched::{SchedSummary, VmSched, summarize as summarize_sched};
 pub use stretch::{

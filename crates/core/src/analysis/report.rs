@@ -32,6 +32,8 @@ pub enum By {
     Vcpu,
     /// Rows summed per VM.
     Vm,
+    /// Each exit reason's exits by the guest code they came from (the `guest_rip` table).
+    Rip,
 }
 
 /// What the user asked for.
@@ -40,6 +42,8 @@ pub struct Options {
     pub by: By,
     /// Show only the top N rows of each table (the rest are summed into `other`).
     pub top: Option<usize>,
+    /// The guest's symbols, for [`By::Rip`].
+    pub symbols: super::guest_code::Symbols,
 }
 
 /// A report over one or more inputs.
@@ -147,8 +151,32 @@ pub struct Other {
 /// Builds the report of `profiles` (one per input).
 pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Report {
     let mut tables = Vec::new();
+    let mut notes = input_notes(profiles);
     for p in profiles {
         let input = input_name(p);
+        if options.by == By::Rip {
+            match super::guest_code::attribute(p, &options.symbols) {
+                Some(code) => {
+                    tables.extend(super::guest_code::report_tables(&input, &code, options.top));
+                    notes.extend(code.notes().into_iter().map(|n| format!("{input}: {n}")));
+                    notes.extend(code.reasons.iter().take(3).filter_map(|r| {
+                        code.headline(r)
+                            .map(|h| format!("{input}: guest code: {h}"))
+                    }));
+                }
+                None if p.origin.format == crate::sources::capture::FORMAT => notes.push(format!(
+                    "{input}: its profile has no guest RIPs: the capture was recorded by a \
+                     virtlens that did not keep them (its raw events have a `guest_rip` or \
+                     `rip` column, for DuckDB or pandas); record again to have them here"
+                )),
+                None => notes.push(format!(
+                    "{input}: no exit carries a guest RIP (kvm_exit's `rip`): perf kvm stat \
+                     report and kvm_stat print none; `perf record -e kvm:kvm_exit`, \
+                     `perf kvm stat record`, trace-cmd or `virtlens record` keep it"
+                )),
+            }
+            continue;
+        }
         for group in group_tables(p, options.by) {
             tables.push(build_table(&input, p, &group, decoder, options));
         }
@@ -176,7 +204,7 @@ pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Repo
         tables,
         sched,
         counters,
-        notes: input_notes(profiles),
+        notes,
     }
 }
 
@@ -213,14 +241,17 @@ pub(crate) fn input_notes(profiles: &[Profile]) -> Vec<String> {
 /// The tables of `p` that `by` selects, merged where `by` sums across tables.
 fn group_tables(p: &Profile, by: By) -> Vec<Vec<&Table>> {
     let wanted = |t: &&Table| match by {
+        // Guest code has a view of its own (`--by rip`): its rows repeat the exits.
+        _ if t.kind == TableKind::GuestRip => false,
         By::Table | By::Vcpu | By::Vm => true,
         By::Reason => t.kind == TableKind::Vmexit,
         By::Port => t.kind == TableKind::Ioport,
         By::Mmio => t.kind == TableKind::Mmio,
         By::Msr => t.kind == TableKind::Msr,
+        By::Rip => false,
     };
     if by == By::Table {
-        return p.tables.iter().map(|t| vec![t]).collect();
+        return p.tables.iter().filter(wanted).map(|t| vec![t]).collect();
     }
     let mut groups: BTreeMap<(TableKind, Option<String>), Vec<&Table>> = BTreeMap::new();
     for t in p.tables.iter().filter(wanted) {

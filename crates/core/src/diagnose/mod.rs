@@ -16,6 +16,7 @@ pub(crate) mod catalogue;
 pub(crate) mod compare;
 mod config_join;
 pub(crate) mod evidence;
+mod guest_code;
 pub(crate) mod hypotheses;
 pub(crate) mod model;
 pub(crate) mod rank;
@@ -64,6 +65,8 @@ pub struct Options {
     pub vcpus: Option<u32>,
     /// The IO rate of the workload (`--iops`, `--fio`).
     pub io: Option<evidence::io::IoRate>,
+    /// The guest's symbols (`--guest-symbols`): findings name the guest code of their exits.
+    pub symbols: crate::analysis::guest_code::Symbols,
 }
 
 /// The result of diagnosing one or more inputs.
@@ -220,6 +223,14 @@ pub fn diagnose(
             .filter_map(|h| finding(h, &ev))
             .collect();
         config_join::join(&ev, &mut found);
+        if options.symbols.map.is_some() {
+            notes.extend(guest_code::join(
+                &mut found,
+                profile,
+                &options.symbols,
+                &ev.input.name,
+            ));
+        }
         rank::order(&mut found, ev.input.number);
         notes.extend(input_notes(&ev, options.window_s.is_some()));
         inputs.push(report(&ev, &found));

@@ -111,12 +111,17 @@ impl ProfileBuilder {
         let name = self.kind_name_id(&ev.kind);
         self.count_name(at, name);
         match ev.kind {
-            EventKind::Exit { reason, isa, .. } => {
+            EventKind::Exit {
+                reason, isa, rip, ..
+            } => {
                 let id = self.reasons.id(reason, isa);
                 let slot = self.count(at, Slot::Vmexit, CKey::Reason(id));
                 if let Some(t) = self.thread(thread) {
                     t.exit.begin(slot, ts);
                     t.last_exit_ts = ts;
+                }
+                if let Some(rip) = rip {
+                    self.count(at, Slot::GuestRip, CKey::Rip(id, rip));
                 }
             }
             EventKind::Entry { .. } => {
@@ -449,6 +454,10 @@ impl ProfileBuilder {
                     _ => Key::Event {
                         name: format!("{n:#x}"),
                     },
+                }),
+                CKey::Rip(id, rip) => reason_keys.get(id as usize).map(|k| Key::GuestRip {
+                    reason: k.key_text(),
+                    rip,
                 }),
                 CKey::Name(id) => self
                     .names

@@ -25,11 +25,12 @@ pub(super) enum Slot {
     UserspaceExit,
     Hypercall,
     ApicvInhibit,
+    GuestRip,
     Events,
 }
 
 impl Slot {
-    const COUNT: usize = 8;
+    const COUNT: usize = 9;
 
     pub(super) fn kind(self) -> TableKind {
         match self {
@@ -40,6 +41,7 @@ impl Slot {
             Slot::UserspaceExit => TableKind::UserspaceExit,
             Slot::Hypercall => TableKind::Hypercall,
             Slot::ApicvInhibit => TableKind::ApicvInhibit,
+            Slot::GuestRip => TableKind::GuestRip,
             Slot::Events => TableKind::Events,
         }
     }
@@ -51,6 +53,8 @@ pub(super) enum CKey {
     Reason(u32),
     Addr(u64, Option<Access>),
     Name(u32),
+    /// An exit reason (by id) and the guest RIP of the exit.
+    Rip(u32, u64),
     /// The `other` row: the rarest keys of the table, folded (see the module doc).
     Folded,
 }
@@ -61,6 +65,7 @@ pub(super) fn way(slot: Slot, key: CKey) -> usize {
     let k = match key {
         CKey::Reason(i) | CKey::Name(i) => u64::from(i),
         CKey::Addr(n, a) => n ^ a.map_or(0, |a| a as u64 + 1) << 40,
+        CKey::Rip(r, n) => n ^ u64::from(r) << 48,
         CKey::Folded => u64::MAX,
     };
     ((slot as u64 + 1).wrapping_mul(0x9e37_79b9) ^ k.wrapping_mul(0x85eb_ca6b)) as usize >> 7
@@ -193,7 +198,7 @@ impl Accumulators {
             if fold {
                 record.rows += 1;
                 record.events += acc.count;
-                if let CKey::Addr(a, _) = k.key {
+                if let CKey::Addr(a, _) | CKey::Rip(_, a) = k.key {
                     record.range = Some(record.range.map_or((a, a), |(l, h)| (l.min(a), h.max(a))));
                 }
                 bucket.absorb(acc);
@@ -271,6 +276,7 @@ impl Slot {
         Slot::UserspaceExit,
         Slot::Hypercall,
         Slot::ApicvInhibit,
+        Slot::GuestRip,
         Slot::Events,
     ];
 }

@@ -20,6 +20,7 @@ fn keys_word(kind: &TableKind) -> &'static str {
         TableKind::Mmio | TableKind::CoalescedMmio => "addresses",
         TableKind::Msr => "MSRs",
         TableKind::Hypercall => "hypercalls",
+        TableKind::GuestRip => "guest RIPs",
         _ => "names",
     }
 }
@@ -89,9 +90,10 @@ impl Table {
 /// The number a port, MMIO or MSR key stands for.
 fn numeric(key: &Key) -> Option<u64> {
     match key {
-        Key::Port { port: n, .. } | Key::Mmio { gpa: n, .. } | Key::Msr { index: n, .. } => {
-            Some(*n)
-        }
+        Key::Port { port: n, .. }
+        | Key::Mmio { gpa: n, .. }
+        | Key::Msr { index: n, .. }
+        | Key::GuestRip { rip: n, .. } => Some(*n),
         _ => None,
     }
 }

@@ -51,6 +51,9 @@ pub enum Key {
     Msr { index: u64, access: Option<Access> },
     /// Any other named event (a tracepoint, a counter, a key this source could not decode).
     Event { name: String },
+    /// The guest code an exit came from: the exit reason's canonical name and the guest's
+    /// instruction pointer at the exit (`kvm_exit`'s `rip` / `guest_rip`).
+    GuestRip { reason: String, rip: u64 },
 }
 
 impl Key {
@@ -61,16 +64,18 @@ impl Key {
             Key::Port { port: n, .. } | Key::Mmio { gpa: n, .. } | Key::Msr { index: n, .. } => {
                 format!("{n:#x}")
             }
+            Key::GuestRip { reason, rip } => format!("{reason}@{rip:#x}"),
         }
     }
 
-    /// The numeric code: exit code, port, address or MSR index.
+    /// The numeric code: exit code, port, address, MSR index or guest RIP.
     pub fn code(&self) -> Option<u64> {
         match self {
             Key::Exit { code, .. } => *code,
-            Key::Port { port: n, .. } | Key::Mmio { gpa: n, .. } | Key::Msr { index: n, .. } => {
-                Some(*n)
-            }
+            Key::Port { port: n, .. }
+            | Key::Mmio { gpa: n, .. }
+            | Key::Msr { index: n, .. }
+            | Key::GuestRip { rip: n, .. } => Some(*n),
             Key::Event { .. } => None,
         }
     }

@@ -189,13 +189,16 @@ pub enum TableKind {
     /// `crate::decode::apicv_inhibit::Change::key`); a `cleared` row's durations are the
     /// time the reason was set before it, when the trace has timestamps.
     ApicvInhibit,
+    /// Exits by reason and the guest code they came from (`guest_rip`: keys
+    /// [`Key::GuestRip`]), from `kvm_exit`'s `rip` / `guest_rip`.
+    GuestRip,
     /// Another event, by name (never one of the names above: [`TableKind::from_name`]).
     Event(String),
 }
 
 impl TableKind {
     /// The kinds with a name of their own, besides [`TableKind::Event`].
-    pub const NAMED: [TableKind; 17] = [
+    pub const NAMED: [TableKind; 18] = [
         TableKind::Vmexit,
         TableKind::Ioport,
         TableKind::Mmio,
@@ -213,6 +216,7 @@ impl TableKind {
         TableKind::Sched,
         TableKind::KernelLog,
         TableKind::ApicvInhibit,
+        TableKind::GuestRip,
     ];
 
     /// The name used in JSON and on the command line.
@@ -235,6 +239,7 @@ impl TableKind {
             TableKind::Sched => "sched",
             TableKind::KernelLog => "kernel_log",
             TableKind::ApicvInhibit => "apicv_inhibit",
+            TableKind::GuestRip => "guest_rip",
             TableKind::Event(name) => name,
         }
     }

@@ -62,6 +62,9 @@ enum KeyKind {
     Mmio,
     Msr,
     Event,
+    /// An exit reason and the guest RIP it came from: `key` is `REASON@0xRIP`, `code` the RIP.
+    #[serde(rename = "guest_rip")]
+    GuestRip,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -87,6 +90,7 @@ impl Serialize for Row {
             Key::Mmio { .. } => KeyKind::Mmio,
             Key::Msr { .. } => KeyKind::Msr,
             Key::Event { .. } => KeyKind::Event,
+            Key::GuestRip { .. } => KeyKind::GuestRip,
         };
         RowJson {
             key: self.key.key_text(),
@@ -137,6 +141,14 @@ impl<'de> Deserialize<'de> for Row {
             },
             KeyKind::Event => Key::Event {
                 name: j.key.clone(),
+            },
+            KeyKind::GuestRip => Key::GuestRip {
+                reason: j
+                    .key
+                    .rsplit_once('@')
+                    .map_or(j.key.as_str(), |(reason, _)| reason)
+                    .to_string(),
+                rip: number()?,
             },
         };
         let timed = j.time.timed_count;

@@ -17,6 +17,7 @@ pub(crate) fn kind_title(kind: &TableKind, isa: Option<Isa>) -> String {
         TableKind::Events => "every event, by name".to_string(),
         TableKind::UserspaceExit => "returns to the VMM (kvm_userspace_exit)".to_string(),
         TableKind::Hypercall => "hypercalls".to_string(),
+        TableKind::GuestRip => "exits by guest code".to_string(),
         other => format!("{other} events"),
     }
 }

@@ -64,6 +64,7 @@ fn key_header(t: &ReportTable) -> (&'static str, &'static str) {
         (_, TableKind::Ioport) => ("port", "device"),
         (_, TableKind::Mmio) => ("address", "region"),
         (_, TableKind::Msr) => ("msr", "name"),
+        (_, TableKind::GuestRip) => ("guest code", "RIPs"),
         (_, _) => ("event", ""),
     }
 }

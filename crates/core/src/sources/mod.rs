@@ -22,6 +22,7 @@ pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
 pub(crate) mod qmp_stats;
 mod refusal;
+pub(crate) mod symbols;
 pub(crate) mod trace_text;
 pub(crate) mod unread;
 pub(crate) mod virsh_domstats;
@@ -39,6 +40,7 @@ pub use input::{CONFIG_CAP, display_name, read_capped};
 // What other crates use of this area (docs/development.md, "Public API").
 pub use fio_json::read as read_fio_json;
 pub use perf_data::userspace_exit::name as userspace_exit_name;
+pub use symbols::SymbolMap;
 pub use trace_text::looks_like as looks_like_trace_text;
 
 /// The input formats virtlens reads.

@@ -11,6 +11,7 @@ mod arch;
 mod cpuid;
 mod emulation;
 mod fixes;
+pub(crate) mod guest_code;
 mod halt;
 mod hostlog;
 mod hv;
