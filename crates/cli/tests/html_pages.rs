@@ -77,7 +77,6 @@ fn load(page: &Path, name: &str) -> Loaded {
             "class=\"bar ",
             "<details class=\"data\">",
             "<table>",
-            "Measured on:",
         ] {
             assert!(c.html.contains(part), "{name}: chart {} lacks {part}", c.id);
         }
@@ -87,8 +86,68 @@ fn load(page: &Path, name: &str) -> Loaded {
             c.id
         );
     }
+    one_pattern_per_series(&l, name);
+    let lay = laid_out(page, name);
+    assert_eq!(
+        lay.widths.len(),
+        charts.len(),
+        "{name}: every chart measured"
+    );
     browser::screenshot(page, name);
     l
+}
+
+/// Issue 21: in Chromium at 1280 px no chart text leaves its drawing, nothing that hides its
+/// overflow has more than fits, and every chart is at least 90% of its column wide.
+fn laid_out(page: &Path, name: &str) -> browser::Layout {
+    let lay = browser::layout(page);
+    assert!(
+        lay.clipped.is_empty(),
+        "{name}: clipped: {:#?}",
+        lay.clipped
+    );
+    assert!(
+        lay.overflow.is_empty(),
+        "{name}: overflow: {:#?}",
+        lay.overflow
+    );
+    assert!(lay.narrow.is_empty(), "{name}: narrow: {:#?}", lay.narrow);
+    for (id, w, col) in &lay.widths {
+        eprintln!("{name}: chart {id} drawn {w:.0} px of a {col:.0} px column");
+    }
+    lay
+}
+
+/// Issue 21: a fill pattern means one series on the whole page, and a series has one pattern.
+fn one_pattern_per_series(l: &Loaded, name: &str) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut rest = l.dom.as_str();
+    while let Some(at) = rest.find("data-pattern=\"") {
+        rest = &rest[at + 14..];
+        let pattern = rest[..rest.find('"').unwrap()].to_string();
+        let tag = &rest[..rest.find('>').unwrap()];
+        let Some(series) = tag.find("data-series=\"").map(|i| &tag[i + 13..]) else {
+            continue;
+        };
+        let series = series[..series.find('"').unwrap()].to_string();
+        for (p, s) in &seen {
+            assert!(
+                (p == &pattern) == (s == &series),
+                "{name}: pattern {p} is {s:?} and pattern {pattern} is {series:?}"
+            );
+        }
+        seen.push((pattern, series));
+    }
+    assert!(!seen.is_empty(), "{name}: no bar names its series");
+}
+
+/// The backend is said once, in the header, when every input has the same.
+fn backend_said_once(l: &Loaded, name: &str) {
+    assert_eq!(
+        l.dom.matches("Measured on").count(),
+        1,
+        "{name}: the backend label repeats"
+    );
 }
 
 /// Every finding of `findings` (a JSON array) is an element of the page.
@@ -135,6 +194,47 @@ fn compare_of_the_four_seed_tables() {
         assert!(l.dom.contains(&shown), "total without idle {shown}");
     }
     assert!(l.dom.contains("EPT_MISCONFIG"));
+    backend_said_once(&l, "compare-seed-tables");
+    // The full table ends with the totals the analysis summed, every input's.
+    let table = &l.dom[l.dom.find("All keys of").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let total = &table[table.rfind("<tr>").unwrap()..];
+    assert!(total.contains("<th scope=\"row\">total</th>"), "{total}");
+    for t in json["tables"][0]["totals"].as_array().unwrap() {
+        let n = count(t["count"].as_u64().unwrap());
+        assert!(total.contains(&n), "total count {n} in {total}");
+    }
+}
+
+/// Issue 21: the printed compare of four inputs shows every column of its wide table.
+#[test]
+fn compare_of_four_inputs_prints_every_column() {
+    if !require(&[Need::Chromium, Need::Pdftotext]) {
+        return;
+    }
+    let dir = TempDir::new("compare-print");
+    let mut args = vec!["compare"];
+    let files = seeds();
+    args.extend(files.iter().map(String::as_str));
+    let (page, json) = page_and_json(&dir, "compare-print", &args, 0);
+    let (text, _) = browser::print(&page, "compare-seed-tables");
+    for i in 1..=4 {
+        for col in ["count", "time"] {
+            let head = format!("#{i} {col}");
+            assert!(text.contains(&head), "column {head} printed:\n{text}");
+        }
+    }
+    assert!(text.contains("#4 Δ"), "the last column printed:\n{text}");
+    // The last column's cells too: every key's change of input 4 is printed.
+    let last = json["tables"][0]["totals"][3]["time_ns"].as_u64().unwrap();
+    assert!(
+        text.contains(&duration(last as f64)),
+        "input 4's total time"
+    );
+    for r in json["tables"][0]["rows"].as_array().unwrap().iter().take(5) {
+        let key = r["key"].as_str().unwrap();
+        assert!(text.contains(key), "row {key}");
+    }
 }
 
 #[test]
@@ -161,6 +261,7 @@ fn diagnose_of_seed_table_2() {
         }
     }
     assert!(l.dom.contains("<pre><code class=\"language-xml\">"));
+    backend_said_once(&l, "diagnose-seed-2");
     let exits = json["inputs"][0]["evidence"]["totals"]["count"]
         .as_u64()
         .unwrap();
@@ -208,6 +309,17 @@ fn counters_of_a_vp_table_and_a_perfmon_log() {
         "one bar per VM and recorded kind"
     );
     assert!(l.dom.contains("no hv.* finding"), "the quiet log says so");
+    backend_said_once(&l, "counters");
+    // Issue 21: the fixes' inline Markdown is rendered, never shown raw.
+    let fixes: Vec<&str> = l
+        .dom
+        .split("<p class=\"label\">Fix: ")
+        .skip(1)
+        .map(|f| &f[..f.find("</p>").unwrap()])
+        .collect();
+    assert!(!fixes.is_empty());
+    assert!(fixes.iter().all(|f| !f.contains('`')), "{fixes:#?}");
+    assert!(fixes.iter().any(|f| f.contains("<code>")), "{fixes:#?}");
 }
 
 /// An `esxtop -b` log built to its documented layout (no public one was found): a 4-vCPU VM
@@ -301,6 +413,57 @@ fn report_of_a_trace_with_latencies() {
     for row in json["tables"][0]["rows"].as_array().unwrap() {
         let key = row["key"].as_str().unwrap();
         assert!(l.dom.contains(key), "row {key}");
+    }
+}
+
+/// Issue 21: a `perf kvm stat live` of a mostly idle guest (HLT 99.6% of the handled time):
+/// idle is drawn in a chart of its own, and the overhead keys, which span more than two
+/// decades, on a log axis that says so.
+#[test]
+fn report_draws_idle_apart_and_overhead_on_a_log_axis() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("report-idle");
+    let input = data("cases/web-11-gregg-sysperf-kvm-stat-live-idle/input.txt");
+    let (page, json) = page_and_json(&dir, "report-idle", &["report", &input], 0);
+    let l = load(&page, "report-idle-hlt");
+    backend_said_once(&l, "report-idle-hlt");
+    assert_eq!(chart_ids(&l), ["table-1-breakdown", "table-1-idle"]);
+    let charts = l.charts();
+    let (overhead, idle) = (&charts[0], &charts[1]);
+    let rows = json["tables"][0]["rows"].as_array().unwrap();
+    let times: Vec<u64> = rows
+        .iter()
+        .filter(|r| !r["idle"].as_bool().unwrap())
+        .filter_map(|r| r["time_ns"].as_u64())
+        .collect();
+    let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
+    assert!(
+        *hi as f64 / *lo as f64 > 100.0,
+        "the sample spans two decades"
+    );
+    assert!(overhead.html.contains("data-scale=\"log\""), "a log axis");
+    assert!(
+        overhead
+            .html
+            .contains("class=\"axis-label\">handled time (log scale)</text>"),
+        "the axis says it is logarithmic"
+    );
+    for r in rows {
+        let key = r["key"].as_str().unwrap();
+        let bar = format!("<title>{key}");
+        if r["idle"].as_bool().unwrap() {
+            assert!(
+                idle.html.contains(&bar) && !overhead.html.contains(&bar),
+                "{key}"
+            );
+        } else {
+            assert!(
+                overhead.html.contains(&bar) && !idle.html.contains(&bar),
+                "{key}"
+            );
+        }
     }
 }
 
@@ -500,6 +663,23 @@ fn a_bad_page_is_caught() {
         "{:?}",
         l.requests
     );
+    // A chart capped at 300 px whose label runs out of its drawing, and a label cut short by
+    // `overflow: hidden`: the layout check sees all three.
+    let bad = dir.0.join("bad-layout.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" \
+         content=\"default-src 'none'\"></head><body><main><figure id=\"f\">\
+         <svg viewBox=\"0 0 100 20\" style=\"width: 300px\"><text x=\"60\" y=\"15\">\
+         of exit-handling time without idle</text></svg></figure>\
+         <p style=\"width: 40px; overflow: hidden; white-space: nowrap\">a long label</p>\
+         </main></body></html>",
+    )
+    .unwrap();
+    let lay = browser::layout(&bad);
+    assert_eq!(lay.clipped.len(), 1, "{lay:?}");
+    assert!(lay.narrow.iter().any(|n| n.starts_with("f:")), "{lay:?}");
+    assert_eq!(lay.overflow.len(), 1, "{lay:?}");
 }
 
 #[test]
@@ -538,5 +718,6 @@ fn lint_of_a_libvirt_domain_with_the_recommended_set() {
         "fixes as libvirt XML"
     );
     assert!(l.dom.contains("Recommended set: windows-general"));
+    laid_out(&page, "lint");
     browser::screenshot(&page, "lint");
 }
