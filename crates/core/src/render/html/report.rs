@@ -99,7 +99,7 @@ fn breakdown(n: usize, t: &ReportTable, measured: &str) -> Vec<Chart> {
                 }
             ),
             series: vec!["overhead".into()],
-            ..rows_chart(t, &busy[..busy.len().min(CHART_ROWS)], what, measured)
+            ..rows_chart(t, &busy[..busy.len().min(CHART_ROWS)], what, measured, true)
         });
     }
     if !idle.is_empty() {
@@ -114,53 +114,81 @@ fn breakdown(n: usize, t: &ReportTable, measured: &str) -> Vec<Chart> {
                 report_text::title(t)
             ),
             series: vec!["idle (not overhead)".into()],
-            ..rows_chart(t, &idle, what, measured)
+            ..rows_chart(t, &idle, what, measured, false)
         });
     }
     out
 }
 
 /// A one-series chart of `rows` with its table (the id, title and description to be set).
-fn rows_chart(t: &ReportTable, rows: &[&ReportRow], what: &str, measured: &str) -> Chart {
+/// Overhead rows say their share of the overhead (the table's totals without idle), so a key
+/// that is all of the overhead never reads `0.0%` because idle dwarfs it.
+fn rows_chart(
+    t: &ReportTable,
+    rows: &[&ReportRow],
+    what: &str,
+    measured: &str,
+    overhead: bool,
+) -> Chart {
     let timed = t.timed;
+    let amount_of = |r: &ReportRow| {
+        if timed {
+            r.time_ns.unwrap_or(0)
+        } else {
+            r.count
+        }
+    };
+    let whole = if timed {
+        t.total.overhead_time_ns.unwrap_or(0)
+    } else {
+        t.total.overhead_count
+    };
     let mut table = DataTable::new(
         "Per key",
         &[
             "key",
             "kind",
             if timed { "handled time" } else { "count" },
-            "share",
+            "share of all",
+            "share of the overhead",
         ],
     );
     table.numeric[1] = false;
     let groups = rows
         .iter()
         .map(|r| {
-            let (value, shown) = if timed {
-                let ns = r.time_ns.unwrap_or(0);
-                let share = r.time_share.map(format::share).unwrap_or_default();
-                (ns as f64, (format::duration(ns as f64), share))
+            let v = amount_of(r);
+            let shown = if timed {
+                format::duration(v as f64)
             } else {
-                let share = r.count_share.map(format::share).unwrap_or_default();
-                (r.count as f64, (format::count(r.count), share))
+                format::count(v)
             };
+            let of_all = if timed { r.time_share } else { r.count_share };
+            let of_all = of_all.map(format::share).unwrap_or_default();
+            let of_overhead = (overhead && whole > 0)
+                .then(|| format::share(v as f64 / whole as f64))
+                .unwrap_or_default();
             let kind = if r.idle { "idle" } else { "overhead" };
             table.rows.push(vec![
                 row_label(r),
                 kind.to_string(),
-                shown.0.clone(),
-                shown.1.clone(),
+                shown.clone(),
+                of_all.clone(),
+                of_overhead.clone(),
             ]);
+            let text = if !of_overhead.is_empty() {
+                format!("{shown} · {of_overhead} of the overhead")
+            } else if !of_all.is_empty() {
+                format!("{shown} · {of_all} of all")
+            } else {
+                shown
+            };
             Group {
                 label: row_label(r),
                 bars: vec![Bar {
                     series: 0,
-                    value,
-                    shown: if shown.1.is_empty() {
-                        shown.0
-                    } else {
-                        format!("{} · {}", shown.0, shown.1)
-                    },
+                    value: v as f64,
+                    shown: text,
                 }],
             }
         })
