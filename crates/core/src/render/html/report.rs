@@ -165,9 +165,11 @@ fn rows_chart(
             };
             let of_all = if timed { r.time_share } else { r.count_share };
             let of_all = of_all.map(format::share).unwrap_or_default();
-            let of_overhead = (overhead && whole > 0)
-                .then(|| format::share(v as f64 / whole as f64))
-                .unwrap_or_default();
+            let of_overhead = if overhead && whole > 0 {
+                format::share(v as f64 / whole as f64)
+            } else {
+                String::new()
+            };
             let kind = if r.idle { "idle" } else { "overhead" };
             table.rows.push(vec![
                 row_label(r),
