@@ -148,6 +148,15 @@ fn backend_said_once(l: &Loaded, name: &str) {
         1,
         "{name}: the backend label repeats"
     );
+    let head = "<strong>Measured on:</strong> ";
+    let header = &l.dom[l.dom.find(head).unwrap() + head.len()..];
+    let header = &header[..header.find("</p>").unwrap()];
+    let label = header.rsplit(": ").next().unwrap();
+    assert_eq!(
+        l.dom.matches(label).count(),
+        1,
+        "{name}: {label:?} is said more than once"
+    );
 }
 
 /// Every finding of `findings` (a JSON array) is an element of the page.
@@ -602,6 +611,7 @@ fn stretch_of_published_figures() {
             .filter(|v| !v.is_null())
             .count();
     }
+    assert!(!l.dom.contains('`'), "inline Markdown shown raw");
     let chart = &l.charts()[0];
     assert_eq!(
         chart.html.matches("class=\"bar ").count(),
