@@ -227,6 +227,8 @@ fn compare_of_four_inputs_prints_every_column() {
     args.extend(files.iter().map(String::as_str));
     let (page, json) = page_and_json(&dir, "compare-print", &args, 0);
     let (text, _) = browser::print(&page, "compare-seed-tables");
+    let cut = browser::cut_words("compare-seed-tables");
+    assert!(cut.is_empty(), "printed past the page's margin: {cut:#?}");
     for i in 1..=4 {
         for col in ["count", "time"] {
             let head = format!("#{i} {col}");
@@ -393,6 +395,8 @@ fn pages_print_with_their_tables_and_addresses() {
         );
     }
     assert!(text.contains(" <https://"), "a source's address is printed");
+    let cut = browser::cut_words("diagnose-seed-2");
+    assert!(cut.is_empty(), "printed past the margin: {cut:#?}");
 
     let talk = data("perfmon/talk-10m-iops-vp-table.txt");
     let (page, _) = page_and_json(&dir, "counters-print", &["counters", &talk], 1);
@@ -402,6 +406,19 @@ fn pages_print_with_their_tables_and_addresses() {
         !text.contains("<https://www.snia.org"),
         "a link whose text is its address is printed twice"
     );
+    let cut = browser::cut_words("counters");
+    assert!(cut.is_empty(), "printed past the margin: {cut:#?}");
+
+    // Issue 21: the stretch table of every layer fits the paper.
+    let figures = data("stretch/nested-hyperv-2016tp4.json");
+    let (page, json) = page_and_json(&dir, "stretch-print", &["stretch", &figures], 0);
+    let (text, _) = browser::print(&page, "stretch");
+    for layer in json["layers"].as_array().unwrap() {
+        let name = layer["name"].as_str().unwrap();
+        assert!(text.contains(name), "layer {name} printed");
+    }
+    let cut = browser::cut_words("stretch");
+    assert!(cut.is_empty(), "printed past the margin: {cut:#?}");
 }
 
 #[test]

@@ -291,3 +291,47 @@ pub fn layout(page: &Path) -> Layout {
     serde_json::from_str(&json)
         .unwrap_or_else(|e| panic!("the layout script's answer {json:?}: {e}"))
 }
+
+/// The words of the printed `NAME.pdf` (see [`print`]) that run past the right margin of
+/// their page (taken as wide as the left one: the leftmost word's start), where Chromium
+/// clips them: `pdftotext -bbox` gives every word's box.
+pub fn cut_words(name: &str) -> Vec<String> {
+    let pdf = artifacts().join(format!("{name}.pdf"));
+    let out = Command::new("pdftotext")
+        .args(["-bbox", &pdf.display().to_string(), "-"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pdftotext: {e}"));
+    assert!(out.status.success(), "pdftotext -bbox failed");
+    let html = String::from_utf8_lossy(&out.stdout);
+    let num = |tag: &str, attr: &str| -> f64 {
+        between(tag, &format!("{attr}=\""), "\"")
+            .parse()
+            .unwrap_or_else(|e| panic!("pdftotext -bbox: {attr} of {tag}: {e}"))
+    };
+    let pages: Vec<(f64, Vec<(f64, f64, String)>)> = html
+        .split("<page ")
+        .skip(1)
+        .map(|page| {
+            let words = page
+                .split("<word ")
+                .skip(1)
+                .map(|w| (num(w, "xMin"), num(w, "xMax"), between(w, ">", "</word>")))
+                .collect();
+            (num(page, "width"), words)
+        })
+        .collect();
+    // Every page has the same margins.
+    let margin = pages
+        .iter()
+        .flat_map(|p| p.1.iter().map(|w| w.0))
+        .fold(f64::INFINITY, f64::min);
+    let mut cut = Vec::new();
+    for (width, words) in &pages {
+        for (_, x_max, text) in words {
+            if *x_max > width - margin + 1.0 {
+                cut.push(format!("{text} (ends at {x_max:.1} of {width:.1})"));
+            }
+        }
+    }
+    cut
+}
