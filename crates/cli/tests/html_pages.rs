@@ -18,8 +18,9 @@ use virtlens_testkit::{Need, require};
 use crate::browser::{self, Loaded};
 use crate::common::run as virtlens;
 use crate::common::{TempDir, data};
+use crate::html_charts::{backend_said_once, laid_out, one_pattern_per_series};
 
-fn seeds() -> Vec<String> {
+pub(crate) fn seeds() -> Vec<String> {
     [
         "1-no-hyperv-features.txt",
         "2-all-hyperv-features.txt",
@@ -32,7 +33,12 @@ fn seeds() -> Vec<String> {
 }
 
 /// Runs `virtlens ARGS --html PAGE` (exit status `code`), then the same with `--json`.
-fn page_and_json(dir: &TempDir, name: &str, args: &[&str], code: i32) -> (PathBuf, Value) {
+pub(crate) fn page_and_json(
+    dir: &TempDir,
+    name: &str,
+    args: &[&str],
+    code: i32,
+) -> (PathBuf, Value) {
     let page = dir.0.join(format!("{name}.html"));
     let mut with_page: Vec<&str> = args.to_vec();
     let shown = page.display().to_string();
@@ -54,7 +60,7 @@ fn page_and_json(dir: &TempDir, name: &str, args: &[&str], code: i32) -> (PathBu
 }
 
 /// Loads the page, checks what every page must have, saves the screenshot.
-fn load(page: &Path, name: &str) -> Loaded {
+pub(crate) fn load(page: &Path, name: &str) -> Loaded {
     let l = browser::load(page);
     assert!(l.console.is_empty(), "{name}: console: {:#?}", l.console);
     assert!(
@@ -97,68 +103,6 @@ fn load(page: &Path, name: &str) -> Loaded {
     l
 }
 
-/// Issue 21: in Chromium at 1280 px no chart text leaves its drawing, nothing that hides its
-/// overflow has more than fits, and every chart is at least 90% of its column wide.
-fn laid_out(page: &Path, name: &str) -> browser::Layout {
-    let lay = browser::layout(page);
-    assert!(
-        lay.clipped.is_empty(),
-        "{name}: clipped: {:#?}",
-        lay.clipped
-    );
-    assert!(
-        lay.overflow.is_empty(),
-        "{name}: overflow: {:#?}",
-        lay.overflow
-    );
-    assert!(lay.narrow.is_empty(), "{name}: narrow: {:#?}", lay.narrow);
-    for (id, w, col) in &lay.widths {
-        eprintln!("{name}: chart {id} drawn {w:.0} px of a {col:.0} px column");
-    }
-    lay
-}
-
-/// Issue 21: a fill pattern means one series on the whole page, and a series has one pattern.
-fn one_pattern_per_series(l: &Loaded, name: &str) {
-    let mut seen: Vec<(String, String)> = Vec::new();
-    let mut rest = l.dom.as_str();
-    while let Some(at) = rest.find("data-pattern=\"") {
-        rest = &rest[at + 14..];
-        let pattern = rest[..rest.find('"').unwrap()].to_string();
-        let tag = &rest[..rest.find('>').unwrap()];
-        let Some(series) = tag.find("data-series=\"").map(|i| &tag[i + 13..]) else {
-            continue;
-        };
-        let series = series[..series.find('"').unwrap()].to_string();
-        for (p, s) in &seen {
-            assert!(
-                (p == &pattern) == (s == &series),
-                "{name}: pattern {p} is {s:?} and pattern {pattern} is {series:?}"
-            );
-        }
-        seen.push((pattern, series));
-    }
-    assert!(!seen.is_empty(), "{name}: no bar names its series");
-}
-
-/// The backend is said once, in the header, when every input has the same.
-fn backend_said_once(l: &Loaded, name: &str) {
-    assert_eq!(
-        l.dom.matches("Measured on").count(),
-        1,
-        "{name}: the backend label repeats"
-    );
-    let head = "<strong>Measured on:</strong> ";
-    let header = &l.dom[l.dom.find(head).unwrap() + head.len()..];
-    let header = &header[..header.find("</p>").unwrap()];
-    let label = header.rsplit(": ").next().unwrap();
-    assert_eq!(
-        l.dom.matches(label).count(),
-        1,
-        "{name}: {label:?} is said more than once"
-    );
-}
-
 /// Every finding of `findings` (a JSON array) is an element of the page.
 fn findings_on_page(l: &Loaded, findings: &Value) {
     let findings = findings.as_array().unwrap();
@@ -172,7 +116,7 @@ fn findings_on_page(l: &Loaded, findings: &Value) {
     }
 }
 
-fn chart_ids(l: &Loaded) -> Vec<String> {
+pub(crate) fn chart_ids(l: &Loaded) -> Vec<String> {
     l.charts().into_iter().map(|c| c.id).collect()
 }
 
@@ -212,39 +156,6 @@ fn compare_of_the_four_seed_tables() {
     for t in json["tables"][0]["totals"].as_array().unwrap() {
         let n = count(t["count"].as_u64().unwrap());
         assert!(total.contains(&n), "total count {n} in {total}");
-    }
-}
-
-/// Issue 21: the printed compare of four inputs shows every column of its wide table.
-#[test]
-fn compare_of_four_inputs_prints_every_column() {
-    if !require(&[Need::Chromium, Need::Pdftotext]) {
-        return;
-    }
-    let dir = TempDir::new("compare-print");
-    let mut args = vec!["compare"];
-    let files = seeds();
-    args.extend(files.iter().map(String::as_str));
-    let (page, json) = page_and_json(&dir, "compare-print", &args, 0);
-    let (text, _) = browser::print(&page, "compare-seed-tables");
-    let cut = browser::cut_words("compare-seed-tables");
-    assert!(cut.is_empty(), "printed past the page's margin: {cut:#?}");
-    for i in 1..=4 {
-        for col in ["count", "time"] {
-            let head = format!("#{i} {col}");
-            assert!(text.contains(&head), "column {head} printed:\n{text}");
-        }
-    }
-    assert!(text.contains("#4 Δ"), "the last column printed:\n{text}");
-    // The last column's cells too: every key's change of input 4 is printed.
-    let last = json["tables"][0]["totals"][3]["time_ns"].as_u64().unwrap();
-    assert!(
-        text.contains(&duration(last as f64)),
-        "input 4's total time"
-    );
-    for r in json["tables"][0]["rows"].as_array().unwrap().iter().take(5) {
-        let key = r["key"].as_str().unwrap();
-        assert!(text.contains(key), "row {key}");
     }
 }
 
@@ -439,57 +350,6 @@ fn report_of_a_trace_with_latencies() {
     for row in json["tables"][0]["rows"].as_array().unwrap() {
         let key = row["key"].as_str().unwrap();
         assert!(l.dom.contains(key), "row {key}");
-    }
-}
-
-/// Issue 21: a `perf kvm stat live` of a mostly idle guest (HLT 99.6% of the handled time):
-/// idle is drawn in a chart of its own, and the overhead keys, which span more than two
-/// decades, on a log axis that says so.
-#[test]
-fn report_draws_idle_apart_and_overhead_on_a_log_axis() {
-    if !require(&[Need::Chromium]) {
-        return;
-    }
-    let dir = TempDir::new("report-idle");
-    let input = data("cases/web-11-gregg-sysperf-kvm-stat-live-idle/input.txt");
-    let (page, json) = page_and_json(&dir, "report-idle", &["report", &input], 0);
-    let l = load(&page, "report-idle-hlt");
-    backend_said_once(&l, "report-idle-hlt");
-    assert_eq!(chart_ids(&l), ["table-1-breakdown", "table-1-idle"]);
-    let charts = l.charts();
-    let (overhead, idle) = (&charts[0], &charts[1]);
-    let rows = json["tables"][0]["rows"].as_array().unwrap();
-    let times: Vec<u64> = rows
-        .iter()
-        .filter(|r| !r["idle"].as_bool().unwrap())
-        .filter_map(|r| r["time_ns"].as_u64())
-        .collect();
-    let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
-    assert!(
-        *hi as f64 / *lo as f64 > 100.0,
-        "the sample spans two decades"
-    );
-    assert!(overhead.html.contains("data-scale=\"log\""), "a log axis");
-    assert!(
-        overhead
-            .html
-            .contains("class=\"axis-label\">handled time (log scale)</text>"),
-        "the axis says it is logarithmic"
-    );
-    for r in rows {
-        let key = r["key"].as_str().unwrap();
-        let bar = format!("<title>{key}");
-        if r["idle"].as_bool().unwrap() {
-            assert!(
-                idle.html.contains(&bar) && !overhead.html.contains(&bar),
-                "{key}"
-            );
-        } else {
-            assert!(
-                overhead.html.contains(&bar) && !idle.html.contains(&bar),
-                "{key}"
-            );
-        }
     }
 }
 
@@ -690,23 +550,6 @@ fn a_bad_page_is_caught() {
         "{:?}",
         l.requests
     );
-    // A chart capped at 300 px whose label runs out of its drawing, and a label cut short by
-    // `overflow: hidden`: the layout check sees all three.
-    let bad = dir.0.join("bad-layout.html");
-    std::fs::write(
-        &bad,
-        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" \
-         content=\"default-src 'none'\"></head><body><main><figure id=\"f\">\
-         <svg viewBox=\"0 0 100 20\" style=\"width: 300px\"><text x=\"60\" y=\"15\">\
-         of exit-handling time without idle</text></svg></figure>\
-         <p style=\"width: 40px; overflow: hidden; white-space: nowrap\">a long label</p>\
-         </main></body></html>",
-    )
-    .unwrap();
-    let lay = browser::layout(&bad);
-    assert_eq!(lay.clipped.len(), 1, "{lay:?}");
-    assert!(lay.narrow.iter().any(|n| n.starts_with("f:")), "{lay:?}");
-    assert_eq!(lay.overflow.len(), 1, "{lay:?}");
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod diagnose_live;
 mod fleet_captures;
 mod guest_units;
 mod help_examples;
+mod html_charts;
 mod html_pages;
 mod json_schemas;
 mod lab_cases;

@@ -292,6 +292,9 @@ pub fn layout(page: &Path) -> Layout {
         .unwrap_or_else(|e| panic!("the layout script's answer {json:?}: {e}"))
 }
 
+/// A word of a PDF page: where it starts and ends across the page, its text.
+type Word = (f64, f64, String);
+
 /// The words of the printed `NAME.pdf` (see [`print`]) that run past the right margin of
 /// their page (taken as wide as the left one: the leftmost word's start), where Chromium
 /// clips them: `pdftotext -bbox` gives every word's box.
@@ -308,7 +311,7 @@ pub fn cut_words(name: &str) -> Vec<String> {
             .parse()
             .unwrap_or_else(|e| panic!("pdftotext -bbox: {attr} of {tag}: {e}"))
     };
-    let pages: Vec<(f64, Vec<(f64, f64, String)>)> = html
+    let pages: Vec<(f64, Vec<Word>)> = html
         .split("<page ")
         .skip(1)
         .map(|page| {
