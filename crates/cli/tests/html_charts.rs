@@ -184,3 +184,25 @@ fn the_layout_check_can_fail() {
     assert!(lay.narrow.iter().any(|n| n.starts_with("f:")), "{lay:?}");
     assert_eq!(lay.overflow.len(), 1, "{lay:?}");
 }
+
+/// Seed table 1, where one finding explains 88.5% of the exit handling: before issue 21 its
+/// bar's value ("88.5% of exit-handling time without idle") ran out of the drawing and was
+/// cut ("…witho"). `load` checks that no text leaves its drawing.
+#[test]
+fn diagnose_label_of_a_long_bar_is_not_clipped() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("diagnose-long-bar");
+    let seed1 = &seeds()[0];
+    let (page, _) = page_and_json(&dir, "diagnose-seed-1", &["diagnose", seed1], 1);
+    let l = load(&page, "diagnose-seed-1");
+    let chart = &l.charts()[0];
+    assert!(
+        chart
+            .html
+            .contains("of exit-handling time without idle</text>"),
+        "the whole value label is drawn"
+    );
+    backend_said_once(&l, "diagnose-seed-1");
+}
