@@ -18,8 +18,9 @@ use virtlens_testkit::{Need, require};
 use crate::browser::{self, Loaded};
 use crate::common::run as virtlens;
 use crate::common::{TempDir, data};
+use crate::html_charts::{backend_said_once, laid_out, one_pattern_per_series};
 
-fn seeds() -> Vec<String> {
+pub(crate) fn seeds() -> Vec<String> {
     [
         "1-no-hyperv-features.txt",
         "2-all-hyperv-features.txt",
@@ -32,7 +33,12 @@ fn seeds() -> Vec<String> {
 }
 
 /// Runs `virtlens ARGS --html PAGE` (exit status `code`), then the same with `--json`.
-fn page_and_json(dir: &TempDir, name: &str, args: &[&str], code: i32) -> (PathBuf, Value) {
+pub(crate) fn page_and_json(
+    dir: &TempDir,
+    name: &str,
+    args: &[&str],
+    code: i32,
+) -> (PathBuf, Value) {
     let page = dir.0.join(format!("{name}.html"));
     let mut with_page: Vec<&str> = args.to_vec();
     let shown = page.display().to_string();
@@ -54,7 +60,7 @@ fn page_and_json(dir: &TempDir, name: &str, args: &[&str], code: i32) -> (PathBu
 }
 
 /// Loads the page, checks what every page must have, saves the screenshot.
-fn load(page: &Path, name: &str) -> Loaded {
+pub(crate) fn load(page: &Path, name: &str) -> Loaded {
     let l = browser::load(page);
     assert!(l.console.is_empty(), "{name}: console: {:#?}", l.console);
     assert!(
@@ -77,7 +83,6 @@ fn load(page: &Path, name: &str) -> Loaded {
             "class=\"bar ",
             "<details class=\"data\">",
             "<table>",
-            "Measured on:",
         ] {
             assert!(c.html.contains(part), "{name}: chart {} lacks {part}", c.id);
         }
@@ -87,6 +92,13 @@ fn load(page: &Path, name: &str) -> Loaded {
             c.id
         );
     }
+    one_pattern_per_series(&l, name);
+    let lay = laid_out(page, name);
+    assert_eq!(
+        lay.widths.len(),
+        charts.len(),
+        "{name}: every chart measured"
+    );
     browser::screenshot(page, name);
     l
 }
@@ -104,7 +116,7 @@ fn findings_on_page(l: &Loaded, findings: &Value) {
     }
 }
 
-fn chart_ids(l: &Loaded) -> Vec<String> {
+pub(crate) fn chart_ids(l: &Loaded) -> Vec<String> {
     l.charts().into_iter().map(|c| c.id).collect()
 }
 
@@ -135,6 +147,16 @@ fn compare_of_the_four_seed_tables() {
         assert!(l.dom.contains(&shown), "total without idle {shown}");
     }
     assert!(l.dom.contains("EPT_MISCONFIG"));
+    backend_said_once(&l, "compare-seed-tables");
+    // The full table ends with the totals the analysis summed, every input's.
+    let table = &l.dom[l.dom.find("All keys of").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let total = &table[table.rfind("<tr>").unwrap()..];
+    assert!(total.contains("<th scope=\"row\">total</th>"), "{total}");
+    for t in json["tables"][0]["totals"].as_array().unwrap() {
+        let n = count(t["count"].as_u64().unwrap());
+        assert!(total.contains(&n), "total count {n} in {total}");
+    }
 }
 
 #[test]
@@ -161,6 +183,7 @@ fn diagnose_of_seed_table_2() {
         }
     }
     assert!(l.dom.contains("<pre><code class=\"language-xml\">"));
+    backend_said_once(&l, "diagnose-seed-2");
     let exits = json["inputs"][0]["evidence"]["totals"]["count"]
         .as_u64()
         .unwrap();
@@ -208,6 +231,17 @@ fn counters_of_a_vp_table_and_a_perfmon_log() {
         "one bar per VM and recorded kind"
     );
     assert!(l.dom.contains("no hv.* finding"), "the quiet log says so");
+    backend_said_once(&l, "counters");
+    // Issue 21: the fixes' inline Markdown is rendered, never shown raw.
+    let fixes: Vec<&str> = l
+        .dom
+        .split("<p class=\"label\">Fix: ")
+        .skip(1)
+        .map(|f| &f[..f.find("</p>").unwrap()])
+        .collect();
+    assert!(!fixes.is_empty());
+    assert!(fixes.iter().all(|f| !f.contains('`')), "{fixes:#?}");
+    assert!(fixes.iter().any(|f| f.contains("<code>")), "{fixes:#?}");
 }
 
 /// An `esxtop -b` log built to its documented layout (no public one was found): a 4-vCPU VM
@@ -272,6 +306,8 @@ fn pages_print_with_their_tables_and_addresses() {
         );
     }
     assert!(text.contains(" <https://"), "a source's address is printed");
+    let cut = browser::cut_words("diagnose-seed-2");
+    assert!(cut.is_empty(), "printed past the margin: {cut:#?}");
 
     let talk = data("perfmon/talk-10m-iops-vp-table.txt");
     let (page, _) = page_and_json(&dir, "counters-print", &["counters", &talk], 1);
@@ -281,6 +317,19 @@ fn pages_print_with_their_tables_and_addresses() {
         !text.contains("<https://www.snia.org"),
         "a link whose text is its address is printed twice"
     );
+    let cut = browser::cut_words("counters");
+    assert!(cut.is_empty(), "printed past the margin: {cut:#?}");
+
+    // Issue 21: the stretch table of every layer fits the paper.
+    let figures = data("stretch/nested-hyperv-2016tp4.json");
+    let (page, json) = page_and_json(&dir, "stretch-print", &["stretch", &figures], 0);
+    let (text, _) = browser::print(&page, "stretch");
+    for layer in json["layers"].as_array().unwrap() {
+        let name = layer["name"].as_str().unwrap();
+        assert!(text.contains(name), "layer {name} printed");
+    }
+    let cut = browser::cut_words("stretch");
+    assert!(cut.is_empty(), "printed past the margin: {cut:#?}");
 }
 
 #[test]
@@ -439,6 +488,7 @@ fn stretch_of_published_figures() {
             .filter(|v| !v.is_null())
             .count();
     }
+    assert!(!l.dom.contains('`'), "inline Markdown shown raw");
     let chart = &l.charts()[0];
     assert_eq!(
         chart.html.matches("class=\"bar ").count(),
@@ -538,5 +588,6 @@ fn lint_of_a_libvirt_domain_with_the_recommended_set() {
         "fixes as libvirt XML"
     );
     assert!(l.dom.contains("Recommended set: windows-general"));
+    laid_out(&page, "lint");
     browser::screenshot(&page, "lint");
 }

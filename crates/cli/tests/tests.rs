@@ -26,6 +26,7 @@ mod fleet_captures;
 mod guest_code;
 mod guest_units;
 mod help_examples;
+mod html_charts;
 mod html_pages;
 mod json_schemas;
 mod lab_cases;

@@ -208,3 +208,133 @@ pub fn print(page: &Path, name: &str) -> (String, usize) {
     let pages = text.matches('\u{c}').count();
     (text, pages)
 }
+
+/// What the page's layout looks like in Chromium at 1280 px, measured by a script run in a
+/// copy of the page (the page itself forbids scripts).
+#[derive(Debug, serde::Deserialize)]
+pub struct Layout {
+    /// SVG texts whose box leaves their drawing (`chart: text [box] of [viewBox]`).
+    pub clipped: Vec<String>,
+    /// Charts narrower than 90% of their column (`chart: width of column`).
+    pub narrow: Vec<String>,
+    /// Elements that hide what overflows them and have more than fits.
+    pub overflow: Vec<String>,
+    /// Every chart: `[id, drawn width, column width]` in CSS px.
+    pub widths: Vec<(String, f64, f64)>,
+}
+
+const LAYOUT_JS: &str = r#"<script>(function(){
+const out = {clipped: [], narrow: [], overflow: [], widths: []};
+const inner = e => { const s = getComputedStyle(e); return e.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); };
+for (const svg of document.querySelectorAll('svg')) {
+  const fig = svg.closest('figure') || svg.parentElement;
+  const vb = svg.viewBox.baseVal;
+  for (const t of svg.querySelectorAll('text')) {
+    const b = t.getBBox();
+    if (b.width === 0) continue;
+    if (b.x < vb.x - 0.5 || b.y < vb.y - 0.5 || b.x + b.width > vb.x + vb.width + 0.5 || b.y + b.height > vb.y + vb.height + 0.5)
+      out.clipped.push(fig.id + ': ' + t.textContent + ' [' + [b.x, b.y, b.width, b.height].map(Math.round) + '] of [' + [vb.width, vb.height].map(Math.round) + ']');
+  }
+  const w = svg.getBoundingClientRect().width, col = inner(fig);
+  out.widths.push([fig.id, w, col]);
+  if (w < 0.9 * col) out.narrow.push(fig.id + ': ' + w + ' of ' + col);
+  const fw = fig.getBoundingClientRect().width, page = inner(fig.parentElement);
+  if (fw < 0.9 * page) out.narrow.push(fig.id + ' (figure): ' + fw + ' of ' + page);
+}
+for (const e of document.querySelectorAll('body *')) {
+  if (!(e instanceof HTMLElement) || e.classList.contains('visually-hidden') || e.id === 'layout-check') continue;
+  const s = getComputedStyle(e);
+  const hides = v => v === 'hidden' || v === 'clip';
+  if ((hides(s.overflowX) && e.scrollWidth > e.clientWidth + 1) || (hides(s.overflowY) && e.scrollHeight > e.clientHeight + 1))
+    out.overflow.push(e.tagName + '.' + e.className + ': ' + e.textContent.slice(0, 80));
+}
+const pre = document.createElement('pre');
+pre.id = 'layout-check';
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+})();</script>"#;
+
+/// Measures `page`'s layout in Chromium at 1280 × 4000 px: a copy with its
+/// Content-Security-Policy removed and [`LAYOUT_JS`] added runs and writes what it found into
+/// the DOM Chromium dumps.
+pub fn layout(page: &Path) -> Layout {
+    let _machine = virtlens_testkit::shared();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let html = std::fs::read_to_string(page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+    let csp = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap_or_else(|| panic!("{}: no Content-Security-Policy", page.display()));
+    let end = csp + html[csp..].find('>').unwrap() + 1;
+    let body = html.rfind("</body>").unwrap();
+    let copy = format!(
+        "{}{}{LAYOUT_JS}{}",
+        &html[..csp],
+        &html[end..body],
+        &html[body..]
+    );
+    let work = TempDir::new(&format!(
+        "layout-{}",
+        page.file_stem().unwrap().to_string_lossy()
+    ));
+    let measured = work.0.join("page.html");
+    std::fs::write(&measured, copy).unwrap();
+    let out = run(chromium(&work.0.join("profile"))
+        .arg("--window-size=1280,4000")
+        .arg("--dump-dom")
+        .arg(url(&measured)));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let json = between(&dom, "<pre id=\"layout-check\">", "</pre>")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&");
+    serde_json::from_str(&json)
+        .unwrap_or_else(|e| panic!("the layout script's answer {json:?}: {e}"))
+}
+
+/// A word of a PDF page: where it starts and ends across the page, its text.
+type Word = (f64, f64, String);
+
+/// The words of the printed `NAME.pdf` (see [`print`]) that run past the right margin of
+/// their page (taken as wide as the left one: the leftmost word's start), where Chromium
+/// clips them: `pdftotext -bbox` gives every word's box.
+pub fn cut_words(name: &str) -> Vec<String> {
+    let pdf = artifacts().join(format!("{name}.pdf"));
+    let out = Command::new("pdftotext")
+        .args(["-bbox", &pdf.display().to_string(), "-"])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pdftotext: {e}"));
+    assert!(out.status.success(), "pdftotext -bbox failed");
+    let html = String::from_utf8_lossy(&out.stdout);
+    let num = |tag: &str, attr: &str| -> f64 {
+        between(tag, &format!("{attr}=\""), "\"")
+            .parse()
+            .unwrap_or_else(|e| panic!("pdftotext -bbox: {attr} of {tag}: {e}"))
+    };
+    let pages: Vec<(f64, Vec<Word>)> = html
+        .split("<page ")
+        .skip(1)
+        .map(|page| {
+            let words = page
+                .split("<word ")
+                .skip(1)
+                .map(|w| (num(w, "xMin"), num(w, "xMax"), between(w, ">", "</word>")))
+                .collect();
+            (num(page, "width"), words)
+        })
+        .collect();
+    // Every page has the same margins.
+    let margin = pages
+        .iter()
+        .flat_map(|p| p.1.iter().map(|w| w.0))
+        .fold(f64::INFINITY, f64::min);
+    let mut cut = Vec::new();
+    for (width, words) in &pages {
+        for (_, x_max, text) in words {
+            if *x_max > width - margin + 1.0 {
+                cut.push(format!("{text} (ends at {x_max:.1} of {width:.1})"));
+            }
+        }
+    }
+    cut
+}

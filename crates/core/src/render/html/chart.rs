@@ -7,27 +7,29 @@
 
 use serde::Serialize;
 
+use super::axis::Axis;
+pub(super) use super::axis::Scale;
 use super::page::DataTable;
+use super::text::width as text_width;
 
-/// The drawing width in SVG units (the figure scales down with the page).
-const WIDTH: f64 = 760.0;
+/// The drawing width in SVG units: the width of the page's column, so that a chart drawn at
+/// the column's width shows its text at the size the stylesheet sets. A chart whose labels
+/// need more room is drawn wider (and scaled to the column) rather than clipped.
+const WIDTH: f64 = 940.0;
+/// The least plot width left for the bars.
+const MIN_PLOT: f64 = 360.0;
 const BAR_H: f64 = 15.0;
 const BAR_GAP: f64 = 2.0;
 const GROUP_GAP: f64 = 9.0;
-const VALUE_W: f64 = 150.0;
 const AXIS_H: f64 = 34.0;
 const LEGEND_H: f64 = 26.0;
+/// Font sizes (px) of the SVG's texts, as style.css sets them.
+const LABEL_PX: f64 = 12.0;
+const VALUE_PX: f64 = 11.5;
+const TICK_PX: f64 = 11.0;
+const LEGEND_PX: f64 = 12.0;
 /// Characters of a group label drawn (the full label is in the bar's tooltip and the table).
 const LABEL_CHARS: usize = 34;
-
-/// How values map to bar lengths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scale {
-    /// From zero.
-    Linear,
-    /// Decades; for values spread over orders of magnitude (a trap 1000× its fix).
-    Log,
-}
 
 /// One bar before layout.
 #[derive(Debug, Clone)]
@@ -73,7 +75,12 @@ pub(super) struct Figure {
     pub id: String,
     pub title: String,
     pub desc: String,
+    /// What the axis measures, with `(log scale)` on a log axis.
     pub axis: String,
+    pub axis_x: f64,
+    /// `log` or `linear`.
+    pub scale: &'static str,
+    /// What measured the figures; emptied by the page when its header says the same.
     pub measured: String,
     pub width: f64,
     pub height: f64,
@@ -85,6 +92,10 @@ pub(super) struct Figure {
     pub bar_h: f64,
     /// The legend (empty for one series).
     pub series: Vec<SeriesView>,
+    /// Every series' name, legend or not (the page gives each name its pattern).
+    pub names: Vec<String>,
+    /// The fill pattern of each series, set by the page: one name, one pattern per page.
+    pub patterns: Vec<usize>,
     pub groups: Vec<GroupView>,
     pub ticks: Vec<Tick>,
     pub table: DataTable,
@@ -94,6 +105,7 @@ pub(super) struct Figure {
 pub(super) struct SeriesView {
     pub index: usize,
     pub name: String,
+    pub pattern: usize,
     /// Legend position (top left of the swatch).
     pub x: f64,
     pub y: f64,
@@ -111,6 +123,7 @@ pub(super) struct GroupView {
 pub(super) struct BarView {
     pub series: usize,
     pub series_name: String,
+    pub pattern: usize,
     pub y: f64,
     pub width: f64,
     pub shown: String,
@@ -124,38 +137,83 @@ pub(super) struct Tick {
     pub label: String,
 }
 
-/// Lays `c` out.
+impl Figure {
+    /// Gives series `i` the fill pattern `pattern[i]`.
+    pub(super) fn set_patterns(&mut self, patterns: Vec<usize>) {
+        for s in &mut self.series {
+            s.pattern = patterns.get(s.index).copied().unwrap_or(s.index);
+        }
+        for b in self.groups.iter_mut().flat_map(|g| g.bars.iter_mut()) {
+            b.pattern = patterns.get(b.series).copied().unwrap_or(b.series);
+        }
+        self.patterns = patterns;
+    }
+}
+
+/// Lays `c` out: room for the longest group label on the left and the longest value on the
+/// right, so no text leaves the drawing.
 pub(super) fn layout(c: Chart) -> Figure {
-    let longest = c
+    let values: Vec<f64> = c
         .groups
         .iter()
-        .map(|g| g.label.chars().count().min(LABEL_CHARS))
-        .max()
-        .unwrap_or(4);
-    let plot_x = (longest as f64 * 7.6 + 18.0).clamp(70.0, 290.0);
-    let plot_w = WIDTH - plot_x - VALUE_W;
-    let (series, legend_rows) = legend(&c.series);
+        .flat_map(|g| g.bars.iter().map(|b| b.value))
+        .collect();
+    let axis = Axis::new(c.scale, &values);
+    let ticks: Vec<(f64, String)> = axis.ticks().into_iter().map(|v| (v, (c.tick)(v))).collect();
+    let label_w = c
+        .groups
+        .iter()
+        .map(|g| text_width(&shorten(&g.label), LABEL_PX))
+        .fold(0.0, f64::max);
+    let first_tick = ticks
+        .first()
+        .map_or(0.0, |t| text_width(&t.1, TICK_PX) / 2.0);
+    let plot_x = (label_w + 16.0).max(first_tick + 6.0).max(40.0);
+    let value_w = c
+        .groups
+        .iter()
+        .flat_map(|g| g.bars.iter())
+        .map(|b| text_width(&b.shown, VALUE_PX) + 12.0)
+        .fold(0.0, f64::max);
+    let last_tick = ticks
+        .last()
+        .map_or(0.0, |t| text_width(&t.1, TICK_PX) / 2.0);
+    let right = value_w.max(last_tick + 6.0).max(20.0);
+    let plot_w = (WIDTH - plot_x - right).max(MIN_PLOT);
+    let axis_label = if axis.is_log() && !c.axis.contains("log scale") {
+        format!("{} (log scale)", c.axis)
+    } else {
+        c.axis.clone()
+    };
+    let axis_w = text_width(&axis_label, LABEL_PX);
+    let mut width = plot_x + plot_w + right;
+    let (series, legend_rows) = legend(&c.series, width);
+    let legend_w = series
+        .iter()
+        .map(|s| s.x + legend_entry(&s.name))
+        .fold(0.0, f64::max);
+    width = width.max(legend_w + 6.0).max(axis_w + 12.0);
+    let axis_x = (plot_x + plot_w / 2.0).clamp(axis_w / 2.0 + 6.0, width - axis_w / 2.0 - 6.0);
     let top = if legend_rows > 0 {
         legend_rows as f64 * LEGEND_H + 4.0
     } else {
         6.0
     };
-    let values = c.groups.iter().flat_map(|g| g.bars.iter().map(|b| b.value));
-    let axis = Axis::new(c.scale, values);
     let mut y = top;
     let mut groups = Vec::new();
     for g in &c.groups {
         let start = y;
         let mut bars = Vec::new();
         for b in &g.bars {
-            let width = axis.length(b.value) * plot_w;
+            let w = axis.length(b.value) * plot_w;
             bars.push(BarView {
                 series: b.series,
                 series_name: c.series.get(b.series).cloned().unwrap_or_default(),
+                pattern: b.series,
                 y,
-                width,
+                width: w,
                 shown: b.shown.clone(),
-                text_x: plot_x + width + 4.0,
+                text_x: plot_x + w + 4.0,
                 text_y: y + BAR_H - 3.5,
             });
             y += BAR_H + BAR_GAP;
@@ -172,21 +230,22 @@ pub(super) fn layout(c: Chart) -> Figure {
         y += GROUP_GAP;
     }
     let axis_y = y - GROUP_GAP + 4.0;
-    let ticks = axis
-        .ticks()
+    let ticks = ticks
         .into_iter()
-        .map(|v| Tick {
+        .map(|(v, label)| Tick {
             x: plot_x + axis.length(v) * plot_w,
-            label: (c.tick)(v),
+            label,
         })
         .collect();
     Figure {
         id: c.id,
         title: c.title,
         desc: c.desc,
-        axis: c.axis,
+        axis: axis_label,
+        axis_x,
+        scale: if axis.is_log() { "log" } else { "linear" },
         measured: c.measured,
-        width: WIDTH,
+        width,
         height: axis_y + AXIS_H,
         plot_x,
         plot_w,
@@ -194,28 +253,36 @@ pub(super) fn layout(c: Chart) -> Figure {
         axis_y,
         bar_h: BAR_H,
         series,
+        patterns: (0..c.series.len()).collect(),
+        names: c.series,
         groups,
         ticks,
         table: c.table,
     }
 }
 
-/// The legend's entries, left to right and wrapped to the width; no legend for one series.
-fn legend(names: &[String]) -> (Vec<SeriesView>, usize) {
+/// A legend entry's width: swatch, gap, name, space after.
+fn legend_entry(name: &str) -> f64 {
+    19.0 + text_width(name, LEGEND_PX) + 14.0
+}
+
+/// The legend's entries, left to right and wrapped to `width`; no legend for one series.
+fn legend(names: &[String], width: f64) -> (Vec<SeriesView>, usize) {
     if names.len() < 2 {
         return (Vec::new(), 0);
     }
     let mut out = Vec::new();
     let (mut x, mut row) = (10.0, 0usize);
     for (index, name) in names.iter().enumerate() {
-        let w = 30.0 + name.chars().count() as f64 * 6.8;
-        if x + w > WIDTH && x > 10.0 {
+        let w = legend_entry(name);
+        if x + w > width && x > 10.0 {
             x = 10.0;
             row += 1;
         }
         out.push(SeriesView {
             index,
             name: name.clone(),
+            pattern: index,
             x,
             y: 5.0 + row as f64 * LEGEND_H,
         });
@@ -233,87 +300,16 @@ fn shorten(label: &str) -> String {
     s
 }
 
-/// The value range on the axis.
-struct Axis {
-    scale: Scale,
-    lo: f64,
-    hi: f64,
-}
-
-impl Axis {
-    fn new(scale: Scale, values: impl Iterator<Item = f64>) -> Axis {
-        let finite: Vec<f64> = values.filter(|v| v.is_finite() && *v > 0.0).collect();
-        let max = finite.iter().copied().fold(0.0_f64, f64::max);
-        match scale {
-            Scale::Linear => Axis {
-                scale,
-                lo: 0.0,
-                hi: nice_ceiling(max),
-            },
-            Scale::Log => {
-                let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
-                let (lo, hi) = if finite.is_empty() {
-                    (1.0, 10.0)
-                } else {
-                    let lo = 10f64.powf(min.log10().floor());
-                    let hi = 10f64.powf(max.log10().ceil()).max(lo * 10.0);
-                    (lo, hi)
-                };
-                Axis { scale, lo, hi }
-            }
-        }
-    }
-
-    /// Where `v` falls, 0–1 of the plot width.
-    fn length(&self, v: f64) -> f64 {
-        if !v.is_finite() || v <= 0.0 {
-            return 0.0;
-        }
-        let at = match self.scale {
-            Scale::Linear => v / self.hi,
-            // A bar on a log axis starts at the axis' lowest decade: give the smallest value a
-            // visible stub instead of nothing.
-            Scale::Log => (v / self.lo).log10() / (self.hi / self.lo).log10(),
-        };
-        at.clamp(0.0, 1.0).max(0.004)
-    }
-
-    fn ticks(&self) -> Vec<f64> {
-        match self.scale {
-            Scale::Linear => (0..=4).map(|i| self.hi * f64::from(i) / 4.0).collect(),
-            Scale::Log => {
-                let mut out = Vec::new();
-                let mut v = self.lo;
-                while v <= self.hi * 1.0001 && out.len() < 16 {
-                    out.push(v);
-                    v *= 10.0;
-                }
-                out
-            }
-        }
-    }
-}
-
-/// The smallest 1, 2, 2.5, 5 × 10ⁿ at or above `v` (1 for nothing).
-fn nice_ceiling(v: f64) -> f64 {
-    if !(v.is_finite() && v > 0.0) {
-        return 1.0;
-    }
-    let decade = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * decade >= v * 0.999_999 {
-            return m * decade;
-        }
-    }
-    10.0 * decade
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn chart(scale: Scale, values: &[f64]) -> Figure {
-        layout(Chart {
+        layout(spec(scale, values))
+    }
+
+    fn spec(scale: Scale, values: &[f64]) -> Chart {
+        Chart {
             id: "t".into(),
             title: "t".into(),
             desc: "d".into(),
@@ -334,7 +330,7 @@ mod tests {
             tick: |v| format!("{v}"),
             measured: String::new(),
             table: DataTable::default(),
-        })
+        }
     }
 
     #[test]
@@ -343,7 +339,9 @@ mod tests {
         let w: Vec<f64> = f.groups.iter().map(|g| g.bars[0].width).collect();
         assert!((w[0] / w[1] - 2.0).abs() < 1e-9, "{w:?}");
         assert!(w[0] <= f.plot_w && w[2] == 0.0, "{w:?}");
-        assert_eq!(f.ticks.last().map(|t| t.label.as_str()), Some("50"));
+        assert_eq!(f.ticks.last().map(|t| t.label.as_str()), Some("40"));
+        assert_eq!(f.scale, "linear");
+        assert!(!f.axis.contains("log"));
     }
 
     #[test]
@@ -352,6 +350,35 @@ mod tests {
         let w: Vec<f64> = f.groups.iter().map(|g| g.bars[0].width).collect();
         assert!(w[0] > 0.0 && w[1] > w[0] * 4.0, "{w:?}");
         assert_eq!(f.ticks.len(), 6, "1 to 100000");
+    }
+
+    #[test]
+    fn values_over_two_decades_get_a_log_axis_that_says_so() {
+        let f = chart(Scale::Auto, &[130e9, 2e6, 40e3]);
+        assert_eq!(f.scale, "log");
+        assert_eq!(f.axis, "a (log scale)");
+        let f = chart(Scale::Auto, &[130.0, 2.0]);
+        assert_eq!(f.scale, "linear");
+        assert_eq!(f.axis, "a");
+    }
+
+    #[test]
+    fn long_values_widen_the_drawing_instead_of_leaving_it() {
+        let f = layout(Chart {
+            groups: vec![Group {
+                label: "a label".into(),
+                bars: vec![Bar {
+                    series: 0,
+                    value: 1.0,
+                    shown: "12.3% of exit-handling time without idle, by far the most".into(),
+                }],
+            }],
+            ..spec(Scale::Linear, &[])
+        });
+        let b = &f.groups[0].bars[0];
+        let end = b.text_x + text_width(&b.shown, VALUE_PX);
+        assert!(end <= f.width, "value ends at {end} of {}", f.width);
+        assert!(f.plot_w >= MIN_PLOT);
     }
 
     #[test]

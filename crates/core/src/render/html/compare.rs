@@ -40,16 +40,24 @@ pub(super) fn page(c: &Comparison) -> Page {
         ));
     }
     let mut inputs = Section::new("inputs", "Inputs");
-    let mut t = DataTable::new("", &["input", "name", "label", "file", "measured on"]);
-    t.numeric = vec![false; 5];
+    // The backend once, in the header, unless the inputs differ.
+    let mut head = vec!["input", "name", "label", "file"];
+    if !same {
+        head.push("measured on");
+    }
+    let mut t = DataTable::new("", &head);
+    t.numeric = vec![false; head.len()];
     for i in &c.inputs {
-        t.rows.push(vec![
+        let mut row = vec![
             i.number.to_string(),
             i.name.clone(),
             i.label.clone().unwrap_or_default(),
             i.path.clone().unwrap_or_default(),
-            measured_on(i.backend.as_deref()),
-        ]);
+        ];
+        if !same {
+            row.push(measured_on(i.backend.as_deref()));
+        }
+        t.rows.push(row);
     }
     inputs.blocks.push(Block::Table(t));
     page.sections.push(inputs);
@@ -144,7 +152,7 @@ fn totals(k: usize, t: &CompareTable, names: &[String], timed: bool, measured: &
         axis: what.into(),
         series: vec!["without idle".into(), "idle".into()],
         groups,
-        scale: Scale::Linear,
+        scale: Scale::Auto,
         tick: amount(timed),
         measured: measured.to_string(),
         table,
@@ -199,7 +207,7 @@ fn keys(k: usize, t: &CompareTable, names: &[String], timed: bool, measured: &st
         axis: what.into(),
         series: names.to_vec(),
         groups,
-        scale: Scale::Linear,
+        scale: Scale::Auto,
         tick: amount(timed),
         measured: measured.to_string(),
         table,
@@ -237,19 +245,24 @@ fn change_of(r: &CompareRow, i: usize, timed: bool) -> Option<String> {
 }
 
 fn full_table(t: &CompareTable, names: &[String], timed: bool) -> DataTable {
+    // Inputs by number (the Inputs table names them): a table of many inputs stays narrow
+    // enough to print.
     let mut head = vec!["key".to_string()];
-    for (i, n) in names.iter().enumerate() {
-        head.push(format!("{n}: count"));
+    for i in 1..=names.len() {
+        head.push(format!("#{i} count"));
         if timed {
-            head.push(format!("{n}: time"));
+            head.push(format!("#{i} time"));
         }
-        if i > 0 {
-            head.push(format!("{n}: Δ"));
+        if i > 1 {
+            head.push(format!("#{i} Δ"));
         }
     }
     let head_refs: Vec<&str> = head.iter().map(String::as_str).collect();
     let mut table = DataTable::new(
-        format!("All keys of {}", format::kind_title(&t.kind, None)),
+        format!(
+            "All keys of {} (#1 is input 1; Δ against input 1)",
+            format::kind_title(&t.kind, None)
+        ),
         &head_refs,
     );
     for r in &t.rows {
@@ -265,5 +278,32 @@ fn full_table(t: &CompareTable, names: &[String], timed: bool) -> DataTable {
         }
         table.rows.push(row);
     }
+    table.rows.push(total_row(t, timed));
     table
+}
+
+/// The table's last row: every input's totals as the analysis summed them (all exits and
+/// the handled time, idle included, as the key rows above are).
+fn total_row(t: &CompareTable, timed: bool) -> Vec<String> {
+    let mut row = vec!["total".to_string()];
+    for (i, tot) in t.totals.iter().enumerate() {
+        match tot {
+            Some(tot) => {
+                row.push(format::count(tot.count));
+                if timed {
+                    row.push(format::opt_duration(tot.time_ns.map(|v| v as f64)));
+                }
+            }
+            None => {
+                row.push("-".into());
+                if timed {
+                    row.push("-".into());
+                }
+            }
+        }
+        if i > 0 {
+            row.push(String::new());
+        }
+    }
+    row
 }

@@ -203,7 +203,7 @@ fn vp_chart(n: usize, vps: &[VpMetrics], measured: &str) -> Option<Chart> {
         axis: "events per second".into(),
         series,
         groups,
-        scale: Scale::Linear,
+        scale: Scale::Auto,
         tick: format::rate,
         measured: measured.to_string(),
         table,

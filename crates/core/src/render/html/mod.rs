@@ -4,6 +4,7 @@
 //! and rendered with minijinja templates. Like the text renderers, they only lay out and
 //! format what the analysis computed.
 
+mod axis;
 mod chart;
 mod compare;
 mod counters;
@@ -14,6 +15,7 @@ mod lint;
 mod page;
 mod report;
 mod stretch;
+mod text;
 
 use crate::analysis::compare::Comparison;
 use crate::analysis::report::{Report, ReportRow};

@@ -148,6 +148,39 @@ const BARS: &str = include_str!("templates/bars.svg");
 const BLOCKS: &str = include_str!("templates/blocks.html");
 const CSS: &str = include_str!("templates/style.css");
 
+/// What the page model decides for the page as a whole before it is drawn: one fill pattern
+/// per series name across every chart (idle never shares a pattern with an input), and a
+/// chart's backend label only where it differs from the page header's.
+fn finish(mut page: Page) -> Page {
+    let mut names: Vec<String> = Vec::new();
+    let measured = page.measured.clone();
+    let figures = page
+        .sections
+        .iter_mut()
+        .flat_map(|s| s.blocks.iter_mut())
+        .filter_map(|b| match b {
+            Block::Chart(f) => Some(f),
+            _ => None,
+        });
+    for f in figures {
+        let patterns = f
+            .names
+            .iter()
+            .map(|n| {
+                names.iter().position(|m| m == n).unwrap_or_else(|| {
+                    names.push(n.clone());
+                    names.len() - 1
+                })
+            })
+            .collect();
+        f.set_patterns(patterns);
+        if f.measured == measured {
+            f.measured.clear();
+        }
+    }
+    page
+}
+
 /// The page as one self-contained HTML document.
 pub(super) fn render(page: &Page) -> Result<String, Error> {
     let mut env = Environment::new();
@@ -156,6 +189,10 @@ pub(super) fn render(page: &Page) -> Result<String, Error> {
     env.add_template("page.html", PAGE).map_err(template)?;
     env.add_template("bars.svg", BARS).map_err(template)?;
     env.add_template("blocks.html", BLOCKS).map_err(template)?;
+    env.add_filter("md", |s: String| {
+        minijinja::Value::from_safe_string(super::text::inline_markdown(&s))
+    });
+    let page = &finish(page.clone());
     let t = env.get_template("page.html").map_err(template)?;
     t.render(minijinja::context! {
         page => minijinja::value::Serde(page),

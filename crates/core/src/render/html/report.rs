@@ -56,7 +56,7 @@ fn table_section(n: usize, t: &ReportTable) -> Section {
     let mut s = Section::new(format!("table-{n}"), report_text::title(t));
     s.intro.push(report_text::summary(t).trim().to_string());
     let measured = measured_on(t.backend.as_deref());
-    if let Some(c) = breakdown(n, t, &measured) {
+    for c in breakdown(n, t, &measured) {
         s.blocks.push(Block::Chart(Box::new(chart::layout(c))));
     }
     let mut costly: Vec<&ReportRow> = t.rows.iter().filter(|r| !r.latency.is_empty()).collect();
@@ -70,85 +70,143 @@ fn table_section(n: usize, t: &ReportTable) -> Section {
     s
 }
 
-/// Time (or count) per key, idle a series of its own.
-fn breakdown(n: usize, t: &ReportTable, measured: &str) -> Option<Chart> {
-    if t.rows.is_empty() {
-        return None;
-    }
-    let timed = t.timed;
+/// Time (or count) per key: the overhead keys in one chart, the idle keys (the guest waiting,
+/// which the analysis marks) in a chart of their own, so a long idle never flattens the
+/// overhead.
+fn breakdown(n: usize, t: &ReportTable, measured: &str) -> Vec<Chart> {
     let (busy, idle): (Vec<&ReportRow>, Vec<&ReportRow>) = t.rows.iter().partition(|r| !r.idle);
-    let shown: Vec<&ReportRow> = busy
-        .iter()
-        .take(CHART_ROWS)
-        .chain(idle.iter())
-        .copied()
-        .collect();
+    let what = if t.timed { "handled time" } else { "events" };
+    let mut out = Vec::new();
+    if !busy.is_empty() {
+        let more = busy.len().saturating_sub(CHART_ROWS) + t.other.as_ref().map_or(0, |o| o.rows);
+        out.push(Chart {
+            id: format!("table-{n}-breakdown"),
+            title: format!("{what} per overhead key"),
+            desc: format!(
+                "{} per key of {} that virtualization cost, largest first; idle keys (the \
+                 guest waiting) are in {}.{}",
+                capitalise(what),
+                report_text::title(t),
+                if idle.is_empty() {
+                    "no row of this table"
+                } else {
+                    "the next chart"
+                },
+                if more > 0 {
+                    format!(" {more} smaller keys are only in the table below the chart.")
+                } else {
+                    String::new()
+                }
+            ),
+            series: vec!["overhead".into()],
+            ..rows_chart(t, &busy[..busy.len().min(CHART_ROWS)], what, measured, true)
+        });
+    }
+    if !idle.is_empty() {
+        out.push(Chart {
+            id: format!("table-{n}-idle"),
+            title: format!("{what} per idle key, apart from the overhead"),
+            desc: format!(
+                "{} per idle key of {}: the guest waiting (HLT and the like), not \
+                 virtualization overhead, drawn apart so its length does not flatten the \
+                 overhead keys.",
+                capitalise(what),
+                report_text::title(t)
+            ),
+            series: vec!["idle (not overhead)".into()],
+            ..rows_chart(t, &idle, what, measured, false)
+        });
+    }
+    out
+}
+
+/// A one-series chart of `rows` with its table (the id, title and description to be set).
+/// Overhead rows say their share of the overhead (the table's totals without idle), so a key
+/// that is all of the overhead never reads `0.0%` because idle dwarfs it.
+fn rows_chart(
+    t: &ReportTable,
+    rows: &[&ReportRow],
+    what: &str,
+    measured: &str,
+    overhead: bool,
+) -> Chart {
+    let timed = t.timed;
+    let amount_of = |r: &ReportRow| {
+        if timed {
+            r.time_ns.unwrap_or(0)
+        } else {
+            r.count
+        }
+    };
+    let whole = if timed {
+        t.total.overhead_time_ns.unwrap_or(0)
+    } else {
+        t.total.overhead_count
+    };
     let mut table = DataTable::new(
         "Per key",
         &[
             "key",
             "kind",
             if timed { "handled time" } else { "count" },
-            "share",
+            "share of all",
+            "share of the overhead",
         ],
     );
     table.numeric[1] = false;
-    let groups = shown
+    let groups = rows
         .iter()
         .map(|r| {
-            let (value, shown) = if timed {
-                let ns = r.time_ns.unwrap_or(0);
-                let share = r.time_share.map(format::share).unwrap_or_default();
-                (ns as f64, (format::duration(ns as f64), share))
+            let v = amount_of(r);
+            let shown = if timed {
+                format::duration(v as f64)
             } else {
-                let share = r.count_share.map(format::share).unwrap_or_default();
-                (r.count as f64, (format::count(r.count), share))
+                format::count(v)
+            };
+            let of_all = if timed { r.time_share } else { r.count_share };
+            let of_all = of_all.map(format::share).unwrap_or_default();
+            let of_overhead = if overhead && whole > 0 {
+                format::share(v as f64 / whole as f64)
+            } else {
+                String::new()
             };
             let kind = if r.idle { "idle" } else { "overhead" };
             table.rows.push(vec![
                 row_label(r),
                 kind.to_string(),
-                shown.0.clone(),
-                shown.1.clone(),
+                shown.clone(),
+                of_all.clone(),
+                of_overhead.clone(),
             ]);
+            let text = if !of_overhead.is_empty() {
+                format!("{shown} · {of_overhead} of the overhead")
+            } else if !of_all.is_empty() {
+                format!("{shown} · {of_all} of all")
+            } else {
+                shown
+            };
             Group {
                 label: row_label(r),
                 bars: vec![Bar {
-                    series: usize::from(r.idle),
-                    value,
-                    shown: if shown.1.is_empty() {
-                        shown.0
-                    } else {
-                        format!("{} · {}", shown.0, shown.1)
-                    },
+                    series: 0,
+                    value: v as f64,
+                    shown: text,
                 }],
             }
         })
         .collect();
-    let what = if timed { "handled time" } else { "events" };
-    let more = busy.len().saturating_sub(CHART_ROWS) + t.other.as_ref().map_or(0, |o| o.rows);
-    Some(Chart {
-        id: format!("table-{n}-breakdown"),
-        title: format!("{what} per key, idle apart"),
-        desc: format!(
-            "{} per key of {}, largest first; idle keys (the guest waiting, not \
-             virtualization overhead) are drawn apart with a lighter pattern.{}",
-            capitalise(what),
-            report_text::title(t),
-            if more > 0 {
-                format!(" {more} smaller keys are only in the table below the chart.")
-            } else {
-                String::new()
-            }
-        ),
+    Chart {
+        id: String::new(),
+        title: String::new(),
+        desc: String::new(),
         axis: what.to_string(),
-        series: vec!["overhead".into(), "idle (not overhead)".into()],
+        series: Vec::new(),
         groups,
-        scale: Scale::Linear,
+        scale: Scale::Auto,
         tick: amount(timed),
         measured: measured.to_string(),
         table,
-    })
+    }
 }
 
 fn latency(n: usize, k: usize, t: &ReportTable, r: &ReportRow, measured: &str) -> Chart {

@@ -122,7 +122,7 @@ fn factors(r: &StretchReport, names: &[String], measured: &str) -> Chart {
         axis: "stretch factor (×)".into(),
         series: names.iter().skip(1).cloned().collect(),
         groups,
-        scale: Scale::Linear,
+        scale: Scale::Auto,
         tick: |v| format!("×{v:.1}"),
         measured: measured.to_string(),
         table,

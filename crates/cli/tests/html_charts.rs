@@ -1,0 +1,208 @@
+//! Issue 21, "charts that show the answer", checked in Chromium on the `--html` pages: no
+//! chart text leaves its drawing and no chart is narrower than its column (a script measures
+//! the laid-out page), one fill pattern per series on a page, the backend said once, idle
+//! drawn apart and a log axis (labelled) where values span more than two decades, and the
+//! printed compare of four inputs showing every column inside the paper's margins. The
+//! checks every page gets are called from `html_pages::load`.
+
+use std::path::Path;
+
+use virtlens_core::render::duration;
+use virtlens_testkit::{Need, require};
+
+use crate::browser::{self, Loaded};
+use crate::common::{TempDir, data};
+use crate::html_pages::{chart_ids, load, page_and_json, seeds};
+
+/// Issue 21: in Chromium at 1280 px no chart text leaves its drawing, nothing that hides its
+/// overflow has more than fits, and every chart is at least 90% of its column wide.
+pub(crate) fn laid_out(page: &Path, name: &str) -> browser::Layout {
+    let lay = browser::layout(page);
+    assert!(
+        lay.clipped.is_empty(),
+        "{name}: clipped: {:#?}",
+        lay.clipped
+    );
+    assert!(
+        lay.overflow.is_empty(),
+        "{name}: overflow: {:#?}",
+        lay.overflow
+    );
+    assert!(lay.narrow.is_empty(), "{name}: narrow: {:#?}", lay.narrow);
+    for (id, w, col) in &lay.widths {
+        eprintln!("{name}: chart {id} drawn {w:.0} px of a {col:.0} px column");
+    }
+    lay
+}
+
+/// Issue 21: a fill pattern means one series on the whole page, and a series has one pattern.
+pub(crate) fn one_pattern_per_series(l: &Loaded, name: &str) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut rest = l.dom.as_str();
+    while let Some(at) = rest.find("data-pattern=\"") {
+        rest = &rest[at + 14..];
+        let pattern = rest[..rest.find('"').unwrap()].to_string();
+        let tag = &rest[..rest.find('>').unwrap()];
+        let Some(series) = tag.find("data-series=\"").map(|i| &tag[i + 13..]) else {
+            continue;
+        };
+        let series = series[..series.find('"').unwrap()].to_string();
+        for (p, s) in &seen {
+            assert!(
+                (p == &pattern) == (s == &series),
+                "{name}: pattern {p} is {s:?} and pattern {pattern} is {series:?}"
+            );
+        }
+        seen.push((pattern, series));
+    }
+    assert!(!seen.is_empty(), "{name}: no bar names its series");
+}
+
+/// The backend is said once, in the header, when every input has the same.
+pub(crate) fn backend_said_once(l: &Loaded, name: &str) {
+    assert_eq!(
+        l.dom.matches("Measured on").count(),
+        1,
+        "{name}: the backend label repeats"
+    );
+    let head = "<strong>Measured on:</strong> ";
+    let header = &l.dom[l.dom.find(head).unwrap() + head.len()..];
+    let header = &header[..header.find("</p>").unwrap()];
+    let label = header.rsplit(": ").next().unwrap();
+    assert_eq!(
+        l.dom.matches(label).count(),
+        1,
+        "{name}: {label:?} is said more than once"
+    );
+}
+
+/// Issue 21: a `perf kvm stat live` of a mostly idle guest (HLT 99.6% of the handled time):
+/// idle is drawn in a chart of its own, and the overhead keys, which span more than two
+/// decades, on a log axis that says so.
+#[test]
+fn report_draws_idle_apart_and_overhead_on_a_log_axis() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("report-idle");
+    let input = data("cases/web-11-gregg-sysperf-kvm-stat-live-idle/input.txt");
+    let (page, json) = page_and_json(&dir, "report-idle", &["report", &input], 0);
+    let l = load(&page, "report-idle-hlt");
+    backend_said_once(&l, "report-idle-hlt");
+    assert_eq!(chart_ids(&l), ["table-1-breakdown", "table-1-idle"]);
+    let charts = l.charts();
+    let (overhead, idle) = (&charts[0], &charts[1]);
+    let rows = json["tables"][0]["rows"].as_array().unwrap();
+    let times: Vec<u64> = rows
+        .iter()
+        .filter(|r| !r["idle"].as_bool().unwrap())
+        .filter_map(|r| r["time_ns"].as_u64())
+        .collect();
+    let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
+    assert!(
+        *hi as f64 / *lo as f64 > 100.0,
+        "the sample spans two decades"
+    );
+    assert!(overhead.html.contains("data-scale=\"log\""), "a log axis");
+    assert!(
+        overhead
+            .html
+            .contains("class=\"axis-label\">handled time (log scale)</text>"),
+        "the axis says it is logarithmic"
+    );
+    for r in rows {
+        let key = r["key"].as_str().unwrap();
+        let bar = format!("<title>{key}");
+        if r["idle"].as_bool().unwrap() {
+            assert!(
+                idle.html.contains(&bar) && !overhead.html.contains(&bar),
+                "{key}"
+            );
+        } else {
+            assert!(
+                overhead.html.contains(&bar) && !idle.html.contains(&bar),
+                "{key}"
+            );
+        }
+    }
+}
+
+/// Issue 21: the printed compare of four inputs shows every column of its wide table.
+#[test]
+fn compare_of_four_inputs_prints_every_column() {
+    if !require(&[Need::Chromium, Need::Pdftotext]) {
+        return;
+    }
+    let dir = TempDir::new("compare-print");
+    let mut args = vec!["compare"];
+    let files = seeds();
+    args.extend(files.iter().map(String::as_str));
+    let (page, json) = page_and_json(&dir, "compare-print", &args, 0);
+    let (text, _) = browser::print(&page, "compare-seed-tables");
+    let cut = browser::cut_words("compare-seed-tables");
+    assert!(cut.is_empty(), "printed past the page's margin: {cut:#?}");
+    for i in 1..=4 {
+        for col in ["count", "time"] {
+            let head = format!("#{i} {col}");
+            assert!(text.contains(&head), "column {head} printed:\n{text}");
+        }
+    }
+    assert!(text.contains("#4 Δ"), "the last column printed:\n{text}");
+    // The last column's cells too: every key's change of input 4 is printed.
+    let last = json["tables"][0]["totals"][3]["time_ns"].as_u64().unwrap();
+    assert!(
+        text.contains(&duration(last as f64)),
+        "input 4's total time"
+    );
+    for r in json["tables"][0]["rows"].as_array().unwrap().iter().take(5) {
+        let key = r["key"].as_str().unwrap();
+        assert!(text.contains(key), "row {key}");
+    }
+}
+
+/// The layout check can fail: a chart capped at 300 px whose label runs out of its drawing,
+/// and a label cut short by `overflow: hidden`.
+#[test]
+fn the_layout_check_can_fail() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("bad-layout");
+    let bad = dir.0.join("bad-layout.html");
+    std::fs::write(
+        &bad,
+        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" \
+         content=\"default-src 'none'\"></head><body><main><figure id=\"f\">\
+         <svg viewBox=\"0 0 100 20\" style=\"width: 300px\"><text x=\"60\" y=\"15\">\
+         of exit-handling time without idle</text></svg></figure>\
+         <p style=\"width: 40px; overflow: hidden; white-space: nowrap\">a long label</p>\
+         </main></body></html>",
+    )
+    .unwrap();
+    let lay = browser::layout(&bad);
+    assert_eq!(lay.clipped.len(), 1, "{lay:?}");
+    assert!(lay.narrow.iter().any(|n| n.starts_with("f:")), "{lay:?}");
+    assert_eq!(lay.overflow.len(), 1, "{lay:?}");
+}
+
+/// Seed table 1, where one finding explains 88.5% of the exit handling: before issue 21 its
+/// bar's value ("88.5% of exit-handling time without idle") ran out of the drawing and was
+/// cut ("…witho"). `load` checks that no text leaves its drawing.
+#[test]
+fn diagnose_label_of_a_long_bar_is_not_clipped() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("diagnose-long-bar");
+    let seed1 = &seeds()[0];
+    let (page, _) = page_and_json(&dir, "diagnose-seed-1", &["diagnose", seed1], 1);
+    let l = load(&page, "diagnose-seed-1");
+    let chart = &l.charts()[0];
+    assert!(
+        chart
+            .html
+            .contains("of exit-handling time without idle</text>"),
+        "the whole value label is drawn"
+    );
+    backend_said_once(&l, "diagnose-seed-1");
+}
