@@ -484,12 +484,25 @@ mod tests {
         // On a backend that emulates ring 0, the answer is measured where guest code is native:
         // there the PM timer is thousands of times a TSC-page read, not 0.9 of it.
         assert!(text.contains("The answer (64-bit ring 3"), "{text}");
-        assert!(text.contains("2781× slower"), "{text}");
+        let clock = r
+            .headline
+            .scenarios
+            .iter()
+            .find(|s| s.name == "clock_read" && s.mode == Mode::User64)
+            .and_then(|s| s.trap_over_fixed)
+            .unwrap_or_else(|| panic!("no ring-3 clock ratio: {text}"));
+        assert!(clock > 100.0, "{clock}");
         assert!(
-            !text.contains(" -53 ns") && !text.contains(" -88 ns"),
+            text.contains(&format!("{}× slower", times(clock))),
             "{text}"
         );
-        assert!(text.contains("< noise"), "{text}");
+        // No negative cost anywhere: a figure below the noise reads `< noise`.
+        assert!(
+            !text
+                .split_whitespace()
+                .any(|w| w.starts_with('-') && w[1..].starts_with(|c: char| c.is_ascii_digit())),
+            "{text}"
+        );
         assert!(text.contains(&r.recorded.date));
         assert!(text.contains("backend pvm"));
         assert!(text.contains("not hardware exit costs"));
