@@ -2,8 +2,10 @@
 //! `tests/mcp/session.py`, which initializes, lists the tools, diagnoses a seed sample (its main
 //! finding), lints a sample configuration, reads resources and a prompt, gets tool errors (a
 //! missing file, paths out of `--root`, a live tool without `--allow-live`) from a server that
-//! keeps answering, and validates every result against docs/schemas. Needs `mcp` (Python's
-//! `mcp` and `jsonschema`; .ci/run installs them).
+//! keeps answering, and validates every result against docs/schemas; and, started with
+//! `--allow-live` beside a guest that polls a serial port, its live tools answer in their
+//! schemas and diagnose the trap. Needs `mcp` (Python's `mcp` and `jsonschema`; .ci/run
+//! installs them), the live test root, /dev/kvm and tracefs too.
 
 use std::process::Command;
 use std::time::Instant;
@@ -38,4 +40,62 @@ fn a_real_client_session() {
     );
     assert!(stdout.contains("main finding of input 1"), "{stdout}");
     println!("MCP session: {:.2} s", took.as_secs_f64());
+}
+
+/// Kills the replayed guest on every exit path of the test.
+struct Replay(std::process::Child);
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_live_tools_answer_when_allowed() {
+    if !require(&[Need::Mcp, Need::Root, Need::Kvm, Need::Tracefs]) {
+        return;
+    }
+    let _g = shared();
+    // A guest polling a serial port's line status, kept running for the live tools to see.
+    let mut child = Command::new(BIN)
+        .args([
+            "lab",
+            "--replay",
+            "serial_console/uart_lsr_poll",
+            "--duration",
+            "120",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let replay = Replay(child);
+    assert!(first.contains("running for"), "{first:?}");
+    let root = virtlens_testkit::repo_root();
+    let out = Command::new("python3")
+        .arg(root.join("crates/cli/tests/mcp/session.py"))
+        .arg(BIN)
+        .arg(&root)
+        .arg("--live")
+        .arg(replay.0.id().to_string())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the live MCP session failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("main finding: `io.serial-pio-storm`"),
+        "{stdout}"
+    );
 }

@@ -1,6 +1,7 @@
 """A real MCP client session with `virtlens mcp` (the `mcp` package's stdio client).
 
 Usage: python3 session.py VIRTLENS_BINARY REPO_ROOT [TRANSCRIPT.md]
+       python3 session.py VIRTLENS_BINARY REPO_ROOT --live PID   (the live tools, on the VMM PID)
 
 Starts `virtlens mcp --root REPO_ROOT/testdata`, then: initialize, list the tools (the live ones
 described as needing --allow-live), diagnose a seed sample (file and pasted text) and get its
@@ -24,12 +25,13 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 BIN, REPO = sys.argv[1], Path(sys.argv[2])
-TRANSCRIPT = Path(sys.argv[3]) if len(sys.argv) > 3 else None
+TRANSCRIPT = Path(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "--live" else None
 TESTDATA = REPO / "testdata"
 SEED = "seed-kvm-hyperv-traps/1-no-hyperv-features.txt"
 SEED_MAIN = "timer.hpet-mmio"  # crates/core/tests/diagnose_seeds.rs, seed 1 (Windows guest)
 CONFIG = "configs/04-libvirt-test-hyperv-off.xml"
 LIVE = {"top_snapshot", "diagnose_live", "record"}
+LIVE_MAIN = "io.serial-pio-storm"  # the lab's serial_console trap, replayed
 
 log = []
 
@@ -230,6 +232,31 @@ async def escapes():
                 assert "standard input" in e, e
 
 
+async def live(pid):
+    """With --allow-live, on a host where the VMM of `pid` runs a trap: each live tool answers
+    in its schema, and diagnose_live names the trap's finding."""
+    server = StdioServerParameters(
+        command=BIN, args=["mcp", "--root", str(TESTDATA), "--allow-live"], env={"NO_COLOR": "1"}
+    )
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            say(f"\n$ virtlens mcp --root testdata --allow-live   (a guest polls a serial port)")
+            top = await call(session, "top_snapshot", {"pid": pid})
+            assert any(v["pid"] == pid for v in top["vms"]), abridged(top)
+            rec = await call(session, "record", {"duration": 1, "pid": pid})
+            assert rec["tables"], abridged(rec)
+            d = await call(session, "diagnose_live", {"duration": 1, "pid": pid})
+            main = next(f for f in d["findings"] if f["rank"] == d["inputs"][0]["main"])
+            say(f"   main finding: `{main['id']}` ({main['severity']})")
+            assert main["id"] == LIVE_MAIN, main["id"]
+
+
+if len(sys.argv) > 3 and sys.argv[3] == "--live":
+    TRANSCRIPT = None
+    asyncio.run(live(int(sys.argv[4])))
+    print("\n".join(log))
+    sys.exit(0)
 asyncio.run(session_run())
 asyncio.run(escapes())
 if TRANSCRIPT:
