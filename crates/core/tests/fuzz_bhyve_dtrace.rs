@@ -7,8 +7,7 @@
 //! runs a longer campaign.
 
 use proptest::prelude::*;
-use virtlens_core::profile::Profile;
-use virtlens_core::sources::{self, Format};
+use virtlens_core::sources::Format;
 
 use crate::common::{self, Edit, apply};
 
@@ -35,36 +34,6 @@ fn edit() -> impl Strategy<Value = Edit> {
         b"\0".to_vec(),
         b"\xff".to_vec(),
     ])
-}
-
-fn total(p: &Profile) -> u64 {
-    p.tables
-        .iter()
-        .fold(0u64, |a, t| a.saturating_add(t.count()))
-}
-
-fn rows(p: &Profile) -> usize {
-    p.tables.iter().map(|t| t.rows.len()).sum()
-}
-
-fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
-    match sources::read_bytes(bytes, "fuzz.txt", format) {
-        Ok(p) => {
-            prop_assert!(!p.tables.is_empty());
-            if p.origin.format == Format::BhyveDtrace.name() {
-                for t in &p.tables {
-                    prop_assert!(!t.rows.is_empty());
-                    prop_assert!(t.line.is_some_and(|l| l >= 1));
-                }
-            }
-            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let back: Profile =
-                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(back.tables.len(), p.tables.len());
-        }
-        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
-    }
-    Ok(())
 }
 
 /// The lines of the sample that are rows (they end with a count), 0-based.
@@ -97,7 +66,7 @@ proptest! {
         forced in any::<bool>(),
     ) {
         let bytes = apply(SAMPLE.as_bytes().to_vec(), &edits);
-        check(&bytes, forced.then_some(Format::BhyveDtrace))?;
+        common::check_tables_read(&bytes, forced.then_some(Format::BhyveDtrace), &[Format::BhyveDtrace])?;
     }
 
     /// Damage one row (a stretch of it replaced by typo bytes): the other rows keep their
@@ -118,35 +87,26 @@ proptest! {
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
         let input = common::damage_line(SAMPLE, line, at, cut, &bytes);
-        let full = sources::read_bytes(SAMPLE.as_bytes(), "full.txt", Some(Format::BhyveDtrace))
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let p = sources::read_bytes(&input, "one-bad-row.txt", Some(Format::BhyveDtrace))
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let (before, after) = (total(&full), total(&p));
-        prop_assert!(after.saturating_add(count) >= before, "{} of {}: {:?}", after, before, p.warnings);
-        let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
-        // A damaged count that reads as 0 is a row of 0, left out with the others (and said).
-        let zero = String::from_utf8_lossy(damaged)
-            .split_whitespace()
-            .last()
-            .and_then(|c| c.parse::<u64>().ok())
-            == Some(0)
-            && p.warnings.iter().any(|w| w.message.contains("with a count of 0"));
-        let read = rows(&p) >= rows(&full) || after.saturating_add(count) != before || zero;
-        let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
-        prop_assert!(read || noted, "line {} `{}` neither read nor noted: {:?}",
-            line + 1, String::from_utf8_lossy(damaged), p.warnings);
+        common::check_one_bad_row(SAMPLE, line, count, &input, Format::BhyveDtrace, |p, damaged| {
+            // A damaged count that reads as 0 is a row of 0, left out with the others (and said).
+            String::from_utf8_lossy(damaged)
+                .split_whitespace()
+                .last()
+                .and_then(|c| c.parse::<u64>().ok())
+                == Some(0)
+                && p.warnings.iter().any(|w| w.message.contains("with a count of 0"))
+        })?;
     }
 
     #[test]
     fn random_text_never_panics(
         text in "(\\PC|\\t|\\n|[0-9a-f ]{1,18}|SVM code  Count\\n|IOIO SVM exits:\\n|NPF SVM exits:\\n|[ID][R-][US][WR][P-]){0,200}",
     ) {
-        check(text.as_bytes(), Some(Format::BhyveDtrace))?;
+        common::check_tables_read(text.as_bytes(), Some(Format::BhyveDtrace), &[Format::BhyveDtrace])?;
     }
 
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        check(&bytes, Some(Format::BhyveDtrace))?;
+        common::check_tables_read(&bytes, Some(Format::BhyveDtrace), &[Format::BhyveDtrace])?;
     }
 }

@@ -211,33 +211,6 @@ fn keys(p: &virtlens_core::profile::Profile) -> std::collections::BTreeSet<Strin
 }
 
 /// Every count of the profile's tables, summed, saturating.
-fn total(p: &virtlens_core::profile::Profile) -> u64 {
-    p.tables
-        .iter()
-        .filter(|t| !t.per_second)
-        .fold(0u64, |a, t| a.saturating_add(t.count()))
-}
-
-fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
-    match sources::read_bytes(bytes, "fuzz.txt", format) {
-        Ok(p) => {
-            prop_assert!(!p.tables.is_empty());
-            let ours = FORMATS.iter().any(|f| f.name() == p.origin.format);
-            for t in p.tables.iter().filter(|_| ours) {
-                prop_assert!(!t.rows.is_empty());
-                prop_assert!(t.line.is_some_and(|l| l >= 1), "{}", p.origin.format);
-            }
-            // Whatever was read must serialise and come back equal.
-            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let back: virtlens_core::profile::Profile =
-                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(back.tables.len(), p.tables.len());
-        }
-        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
-    }
-    Ok(())
-}
-
 #[test]
 fn every_sample_reads_as_its_format() {
     for (format, text) in SAMPLES {
@@ -282,7 +255,7 @@ proptest! {
     ) {
         let (format, text) = SAMPLES[which];
         let bytes = apply(text.as_bytes().to_vec(), &edits);
-        check(&bytes, forced.then_some(format))?;
+        common::check_tables_read(&bytes, forced.then_some(format), &FORMATS)?;
     }
 
     /// Damage one row of a kvm_stat or kvmexit sample (a stretch of it replaced by typo
@@ -314,7 +287,7 @@ proptest! {
             Ok(p) => p,
             Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
         };
-        let (before, after) = (total(&full), total(&p));
+        let (before, after) = (common::total(&full), common::total(&p));
         prop_assert!(after.saturating_add(count) >= before, "{} of {}: {:?}", after, before, p.warnings);
         let rows = |p: &virtlens_core::profile::Profile| -> usize {
             p.tables.iter().filter(|t| !t.per_second).map(|t| t.rows.len()).sum()
@@ -360,7 +333,7 @@ proptest! {
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let new: Vec<String> = keys(&p).difference(&keys(&full)).cloned().collect();
         prop_assert!(new.is_empty(), "new rows {:?}: {:?}", new, p.warnings);
-        let (before, after) = (total(&full), total(&p));
+        let (before, after) = (common::total(&full), common::total(&p));
         prop_assert!(after.saturating_add(a).saturating_add(b) >= before,
             "{} of {}: {:?}", after, before, p.warnings);
         let noted = p.warnings.iter().any(|w| w.line == Some(i + 1));
@@ -373,7 +346,7 @@ proptest! {
         text in "(\\PC|\\t|\\n|[0-9 ]{1,12}|kvm_exit\\(|\\^C|# ){0,200}",
         which in 0..FORMATS.len(),
     ) {
-        check(text.as_bytes(), Some(FORMATS[which]))?;
+        common::check_tables_read(text.as_bytes(), Some(FORMATS[which]), &FORMATS)?;
     }
 
     #[test]
@@ -381,6 +354,6 @@ proptest! {
         bytes in prop::collection::vec(any::<u8>(), 0..600),
         which in 0..FORMATS.len(),
     ) {
-        check(&bytes, Some(FORMATS[which]))?;
+        common::check_tables_read(&bytes, Some(FORMATS[which]), &FORMATS)?;
     }
 }

@@ -6,7 +6,6 @@
 //! runs a longer campaign.
 
 use proptest::prelude::*;
-use virtlens_core::profile::Profile;
 use virtlens_core::sources::{self, Format};
 
 use crate::common::{self, Edit, apply};
@@ -50,16 +49,6 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 /// Every count of the profile, summed, saturating.
-fn total(p: &Profile) -> u64 {
-    p.tables
-        .iter()
-        .fold(0u64, |a, t| a.saturating_add(t.count()))
-}
-
-fn rows(p: &Profile) -> usize {
-    p.tables.iter().map(|t| t.rows.len()).sum()
-}
-
 /// The lines of the samples' tracepoint rows, with their counts.
 fn counted_rows(text: &str) -> Vec<(usize, u64)> {
     text.lines()
@@ -83,26 +72,6 @@ fn counted_rows(text: &str) -> Vec<(usize, u64)> {
         .collect()
 }
 
-fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
-    match sources::read_bytes(bytes, "fuzz.txt", format) {
-        Ok(p) => {
-            prop_assert!(!p.tables.is_empty());
-            if p.origin.format == Format::PerfStat.name() {
-                for t in &p.tables {
-                    prop_assert!(!t.rows.is_empty());
-                    prop_assert!(t.line.is_some_and(|l| l >= 1));
-                }
-            }
-            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let back: Profile =
-                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(back.tables.len(), p.tables.len());
-        }
-        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
-    }
-    Ok(())
-}
-
 #[test]
 fn the_row_counter_finds_rows() {
     for text in SAMPLES {
@@ -120,7 +89,7 @@ proptest! {
         forced in any::<bool>(),
     ) {
         let bytes = apply(SAMPLES[which].as_bytes().to_vec(), &edits);
-        check(&bytes, forced.then_some(Format::PerfStat))?;
+        common::check_tables_read(&bytes, forced.then_some(Format::PerfStat), &[Format::PerfStat])?;
     }
 
     /// Damage one row (a stretch of it replaced by typo bytes): the other rows keep their
@@ -142,9 +111,9 @@ proptest! {
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let p = sources::read_bytes(&input, "one-bad-row.txt", Some(Format::PerfStat))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let (before, after) = (total(&full), total(&p));
+        let (before, after) = (common::total(&full), common::total(&p));
         prop_assert!(after.saturating_add(count) >= before, "{} of {}: {:?}", after, before, p.warnings);
-        let read = rows(&p) >= rows(&full) || after.saturating_add(count) != before;
+        let read = common::rows(&p) >= common::rows(&full) || after.saturating_add(count) != before;
         let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
         let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
         // A name cut short reads as a shorter name (here it may merge with another row's):
@@ -161,11 +130,11 @@ proptest! {
     fn random_text_never_panics(
         text in "(\\PC|\\t|\\n|[0-9, ]{1,12}|kvm:kvm_exit|seconds time elapsed|<not counted>|# ){0,200}",
     ) {
-        check(text.as_bytes(), Some(Format::PerfStat))?;
+        common::check_tables_read(text.as_bytes(), Some(Format::PerfStat), &[Format::PerfStat])?;
     }
 
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        check(&bytes, Some(Format::PerfStat))?;
+        common::check_tables_read(&bytes, Some(Format::PerfStat), &[Format::PerfStat])?;
     }
 }

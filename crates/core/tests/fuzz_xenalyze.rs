@@ -7,8 +7,7 @@
 //! runs a longer campaign.
 
 use proptest::prelude::*;
-use virtlens_core::profile::Profile;
-use virtlens_core::sources::{self, Format};
+use virtlens_core::sources::Format;
 
 use crate::common::{self, Edit, apply};
 
@@ -37,32 +36,6 @@ fn edit() -> impl Strategy<Value = Edit> {
     ])
 }
 
-fn total(p: &Profile) -> u64 {
-    p.tables
-        .iter()
-        .fold(0u64, |a, t| a.saturating_add(t.count()))
-}
-
-fn check(bytes: &[u8], format: Option<Format>) -> Result<(), TestCaseError> {
-    match sources::read_bytes(bytes, "fuzz.txt", format) {
-        Ok(p) => {
-            prop_assert!(!p.tables.is_empty());
-            if p.origin.format == Format::Xenalyze.name() {
-                for t in &p.tables {
-                    prop_assert!(!t.rows.is_empty());
-                    prop_assert!(t.line.is_some_and(|l| l >= 1));
-                }
-            }
-            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let back: Profile =
-                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(back.tables.len(), p.tables.len());
-        }
-        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
-    }
-    Ok(())
-}
-
 /// The exit-reason rows of the sample (one blank of indentation, ending in cycles), 0-based.
 fn row_lines() -> Vec<usize> {
     SAMPLE
@@ -87,7 +60,7 @@ proptest! {
         forced in any::<bool>(),
     ) {
         let bytes = apply(SAMPLE.as_bytes().to_vec(), &edits);
-        check(&bytes, forced.then_some(Format::Xenalyze))?;
+        common::check_tables_read(&bytes, forced.then_some(Format::Xenalyze), &[Format::Xenalyze])?;
     }
 
     /// Damage one row (a stretch of it replaced by typo bytes): the other rows keep their
@@ -108,29 +81,18 @@ proptest! {
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
         let input = common::damage_line(SAMPLE, line, at, cut, &bytes);
-        let full = sources::read_bytes(SAMPLE.as_bytes(), "full.txt", Some(Format::Xenalyze))
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let p = sources::read_bytes(&input, "one-bad-row.txt", Some(Format::Xenalyze))
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let (before, after) = (total(&full), total(&p));
-        prop_assert!(after.saturating_add(count) >= before, "{} of {}: {:?}", after, before, p.warnings);
-        let rows = |p: &Profile| p.tables.iter().map(|t| t.rows.len()).sum::<usize>();
-        let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
-        let read = rows(&p) >= rows(&full) || after.saturating_add(count) != before;
-        let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
-        prop_assert!(read || noted, "line {} `{}` neither read nor noted: {:?}",
-            line + 1, String::from_utf8_lossy(damaged), p.warnings);
+        common::check_one_bad_row(SAMPLE, line, count, &input, Format::Xenalyze, |_, _| false)?;
     }
 
     #[test]
     fn random_text_never_panics(
         text in "(\\PC|\\t|\\n|[0-9 .s%]{1,12}| cyc|Exit reasons:\\n|-- v[0-9] --\\n| HLT | VMEXIT_NPF ){0,200}",
     ) {
-        check(text.as_bytes(), Some(Format::Xenalyze))?;
+        common::check_tables_read(text.as_bytes(), Some(Format::Xenalyze), &[Format::Xenalyze])?;
     }
 
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        check(&bytes, Some(Format::Xenalyze))?;
+        common::check_tables_read(&bytes, Some(Format::Xenalyze), &[Format::Xenalyze])?;
     }
 }

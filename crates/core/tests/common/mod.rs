@@ -138,3 +138,85 @@ pub fn sample(dir: &str, prefix: &str) -> PathBuf {
             .unwrap_or_else(|| panic!("no {dir}/{prefix}*")),
     )
 }
+
+/// Every count of the profile's tables, summed, saturating (rates left out).
+pub fn total(p: &virtlens_core::profile::Profile) -> u64 {
+    p.tables
+        .iter()
+        .filter(|t| !t.per_second)
+        .fold(0u64, |a, t| a.saturating_add(t.count()))
+}
+
+/// The rows of the profile's tables.
+pub fn rows(p: &virtlens_core::profile::Profile) -> usize {
+    p.tables.iter().map(|t| t.rows.len()).sum()
+}
+
+/// What any reading of fuzzed `bytes` must do: a profile with tables (each of a format in
+/// `ours` with rows and the line it starts at) that serialises and comes back with as many
+/// tables, or an error that names the input and says what was expected.
+pub fn check_tables_read(
+    bytes: &[u8],
+    format: Option<virtlens_core::sources::Format>,
+    ours: &[virtlens_core::sources::Format],
+) -> Result<(), TestCaseError> {
+    use virtlens_core::profile::Profile;
+    match virtlens_core::sources::read_bytes(bytes, "fuzz.txt", format) {
+        Ok(p) => {
+            prop_assert!(!p.tables.is_empty());
+            let own = ours.iter().any(|f| f.name() == p.origin.format);
+            for t in p.tables.iter().filter(|_| own) {
+                prop_assert!(!t.rows.is_empty());
+                prop_assert!(t.line.is_some_and(|l| l >= 1), "{}", p.origin.format);
+            }
+            // Whatever was read must serialise and come back equal.
+            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let back: Profile =
+                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(back.tables.len(), p.tables.len());
+        }
+        Err(e) => check_error(e, "fuzz.txt", bytes)?,
+    }
+    Ok(())
+}
+
+/// One row of `sample` (0-based `line`, whose count is `count`) damaged into `input`, read
+/// as `format`: the other rows keep their counts (the total falls by `count` at most), and the
+/// damaged row is read (no row lost, or a changed total), read the format's own way
+/// (`read_otherwise`, given the profile and the damaged line), or noted at its line.
+pub fn check_one_bad_row(
+    sample: &str,
+    line: usize,
+    count: u64,
+    input: &[u8],
+    format: virtlens_core::sources::Format,
+    read_otherwise: impl Fn(&virtlens_core::profile::Profile, &[u8]) -> bool,
+) -> Result<(), TestCaseError> {
+    let read_as = |bytes: &[u8], name: &str| {
+        virtlens_core::sources::read_bytes(bytes, name, Some(format))
+            .map_err(|e| TestCaseError::fail(e.to_string()))
+    };
+    let full = read_as(sample.as_bytes(), "full.txt")?;
+    let p = read_as(input, "one-bad-row.txt")?;
+    let (before, after) = (total(&full), total(&p));
+    prop_assert!(
+        after.saturating_add(count) >= before,
+        "{} of {}: {:?}",
+        after,
+        before,
+        p.warnings
+    );
+    let damaged = input.split(|&b| b == b'\n').nth(line).unwrap_or_default();
+    let read = rows(&p) >= rows(&full)
+        || after.saturating_add(count) != before
+        || read_otherwise(&p, damaged);
+    let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
+    prop_assert!(
+        read || noted,
+        "line {} `{}` neither read nor noted: {:?}",
+        line + 1,
+        String::from_utf8_lossy(damaged),
+        p.warnings
+    );
+    Ok(())
+}
