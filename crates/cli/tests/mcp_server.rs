@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use virtlens_testkit::{Need, require};
 
-use crate::common::{BIN, shared};
+use crate::common::{BIN, Replay, shared};
 
 #[test]
 fn a_real_client_session() {
@@ -42,16 +42,6 @@ fn a_real_client_session() {
     println!("MCP session: {:.2} s", took.as_secs_f64());
 }
 
-/// Kills the replayed guest on every exit path of the test.
-struct Replay(std::process::Child);
-
-impl Drop for Replay {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_live_tools_answer_when_allowed() {
     if !require(&[Need::Mcp, Need::Root, Need::Kvm, Need::Tracefs]) {
@@ -59,32 +49,14 @@ fn the_live_tools_answer_when_allowed() {
     }
     let _g = shared();
     // A guest polling a serial port's line status, kept running for the live tools to see.
-    let mut child = Command::new(BIN)
-        .args([
-            "lab",
-            "--replay",
-            "serial_console/uart_lsr_poll",
-            "--duration",
-            "120",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut first,
-    )
-    .unwrap();
-    let replay = Replay(child);
-    assert!(first.contains("running for"), "{first:?}");
+    let replay = Replay::start("serial_console/uart_lsr_poll", 120);
     let root = virtlens_testkit::repo_root();
     let out = Command::new("python3")
         .arg(root.join("crates/cli/tests/mcp/session.py"))
         .arg(BIN)
         .arg(&root)
         .arg("--live")
-        .arg(replay.0.id().to_string())
+        .arg(replay.pid().to_string())
         .env("NO_COLOR", "1")
         .output()
         .unwrap();

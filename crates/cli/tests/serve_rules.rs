@@ -9,13 +9,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use virtlens_testkit::{Need, TempDir, require};
 
 use crate::common::wait_for;
-use crate::common::{BIN, serve_vm_label};
+use crate::common::{Replay, serve_vm_label};
 use crate::serve_prometheus::{http_get, start_serve};
 
 /// Scrapes taken, one a minute on promtool's grid: the alert's `for: 10m` needs eleven.
@@ -27,34 +26,6 @@ const INSTANCE: &str = "host1:9815";
 /// The trap the guest runs, and the finding it should raise.
 const TRAP: &str = "serial_console/uart_lsr_poll";
 const FINDING: &str = "io.serial-pio-storm";
-
-/// Kills the replayed guest on every exit path of the test.
-struct Replay(Child);
-
-impl Drop for Replay {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_replay() -> Replay {
-    let mut child = Command::new(BIN)
-        .args(["lab", "--replay", TRAP, "--duration", "300"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    assert!(
-        first.contains("running for"),
-        "replay's start line: {first:?}"
-    );
-    Replay(child)
-}
 
 /// The value of `virtlens_collects_total` in an exposition.
 fn collects(text: &str) -> Option<u64> {
@@ -116,11 +87,11 @@ fn the_deployed_rules_alert_and_record_on_a_real_runs_expositions() {
         return;
     }
     let _g = virtlens_testkit::shared();
-    let replay = start_replay();
+    let replay = Replay::start(TRAP, 300);
     let (mut serve, addr) = start_serve(&[]);
     let scrape = || http_get(addr, "/metrics").map(|(_, t)| t);
     let vm = wait_for("the exporter to see the replayed guest", || {
-        serve_vm_label(&scrape()?, replay.0.id())
+        serve_vm_label(&scrape()?, replay.pid())
     });
     // From the first exposition with the finding, one scrape per collection.
     let finding = format!("id=\"{FINDING}\"");

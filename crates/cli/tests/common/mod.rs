@@ -314,3 +314,42 @@ pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A lab trap kept running by `virtlens lab --replay` (a micro-VM in that process), killed on
+/// every exit path of the test.
+pub struct Replay(pub std::process::Child);
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Replay {
+    /// Starts `trap` (`SCENARIO/VARIANT`) for at most `seconds`, once its guest runs.
+    pub fn start(trap: &str, seconds: u32) -> Replay {
+        use std::io::BufRead;
+        let mut child = Command::new(BIN)
+            .args(["lab", "--replay", trap, "--duration", &seconds.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        let stdout = child.stdout.take().unwrap();
+        let replay = Replay(child);
+        std::io::BufReader::new(stdout)
+            .read_line(&mut first)
+            .unwrap();
+        assert!(
+            first.contains("running for"),
+            "replay's start line: {first:?}"
+        );
+        replay
+    }
+
+    /// The process holding the guest.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
