@@ -10,10 +10,10 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use virtlens_host::microvm::{MicroVm, guest};
+//! use virtlens_host::microvm::{MicroVm, pio_loop};
 //!
 //! let mut vm = MicroVm::new(1 << 20)?;
-//! vm.load_real_mode(&guest::pio_loop(0x80, 1000)?)?;
+//! vm.load_real_mode(&pio_loop(0x80, 1000)?)?;
 //! let stats = vm.run(Duration::from_secs(5))?;
 //! assert_eq!(stats.pio_exits, 1000);
 //! # Ok::<(), virtlens_host::microvm::Error>(())
