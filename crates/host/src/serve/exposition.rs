@@ -91,19 +91,15 @@ impl Collector for Exposition {
             return Ok(());
         };
         host(&state, &mut enc)?;
-        let vms: Vec<(Labels, &VmState)> = state
-            .vms
-            .iter()
-            .map(|(&pid, vm)| (vm.labels(pid), vm))
-            .collect();
+        let vms: Vec<(Labels, &VmState)> = state.vms.values().map(|vm| (vm.labels(), vm)).collect();
         let mut info = enc.encode_descriptor(
             "virtlens_vm",
             "Each VM virtlens watches: its VMM process, the VMM's kind and where its name came from (value 1).",
             None,
             MetricType::Info,
         )?;
-        for ((l, vm), pid) in vms.iter().zip(state.vms.keys()) {
-            let mut l = l.clone();
+        for (&pid, vm) in &state.vms {
+            let mut l = vm.labels();
             l.push(("pid", pid.to_string()));
             l.push(("vmm", vm.vmm.clone()));
             l.push(("name_source", vm.name_source.clone()));

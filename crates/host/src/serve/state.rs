@@ -19,7 +19,7 @@ use virtlens_core::profile::{Key, Profile, TableKind};
 use crate::bpf::Pair;
 use crate::bpf::live::Extras;
 use crate::bpf::maps::{HIST_BUCKETS, Hist};
-use crate::discovery::Vmm;
+use crate::discovery::{NameSource, Vmm};
 
 /// Intervals without an increment after which a series gives its place up.
 pub(crate) const EVICT_AFTER: u32 = 600;
@@ -152,26 +152,26 @@ impl VmState {
         }
     }
 
-    /// The labels of this VM's series: `vm`, and `uuid` when known. A VM with a name of its
-    /// own (QEMU `-name`, a libvirt domain, a Firecracker id) keeps its series across
-    /// restarts, as the libvirt exporter's users key on domain name and UUID; one named only
-    /// by its process title gets its pid in the name, since two such VMs would share it. The
-    /// pid itself is on `virtlens_vm_info` only.
-    pub fn labels(&self, pid: u32) -> Vec<(&'static str, String)> {
-        let named = matches!(
-            self.name_source.as_str(),
-            "qemu-name" | "libvirt" | "firecracker-id"
-        );
-        let vm = if named || self.name == format!("pid {pid}") {
-            self.name.clone()
-        } else {
-            format!("{} (pid {pid})", self.name)
-        };
-        let mut l = vec![("vm", vm)];
+    /// The labels of this VM's series: `vm`, and `uuid` when known (see [`series_name`]).
+    /// The pid itself is on `virtlens_vm_info` only.
+    pub fn labels(&self) -> Vec<(&'static str, String)> {
+        let mut l = vec![("vm", self.name.clone())];
         if let Some(u) = &self.uuid {
             l.push(("uuid", u.clone()));
         }
         l
+    }
+}
+
+/// The name a VM's series carry. A VM with a name of its own (QEMU `-name`, a libvirt domain,
+/// a Firecracker id) keeps its series across restarts, as the libvirt exporter's users key on
+/// domain name and UUID; one named only by its process title gets its pid in the name, since
+/// two such VMs would share it.
+fn series_name(v: &Vmm) -> String {
+    if v.name_source == NameSource::ProcessTitle {
+        format!("{} (pid {})", v.name, v.pid)
+    } else {
+        v.name.clone()
     }
 }
 
@@ -308,7 +308,7 @@ impl State {
         for v in vmms {
             if let Some(s) = self.vms.get_mut(&v.pid) {
                 s.gone_at = None;
-                s.name.clone_from(&v.name);
+                s.name = series_name(v);
                 s.uuid.clone_from(&v.uuid);
                 continue;
             }
@@ -316,7 +316,11 @@ impl State {
                 over += 1;
                 continue;
             }
-            let mut vm = VmState::new(&v.name, &serde_name(&v.kind), &serde_name(&v.name_source));
+            let mut vm = VmState::new(
+                &series_name(v),
+                &serde_name(&v.kind),
+                &serde_name(&v.name_source),
+            );
             vm.uuid.clone_from(&v.uuid);
             self.vms.insert(v.pid, vm);
         }
@@ -404,25 +408,42 @@ fn series_key(key: &Key, decoder: &Decoder) -> SeriesKey {
 mod tests {
     use super::*;
 
+    fn vmm(pid: u32, name: &str, source: NameSource, uuid: Option<&str>) -> Vmm {
+        Vmm {
+            pid,
+            name: name.into(),
+            name_source: source,
+            uuid: uuid.map(str::to_string),
+            kind: crate::discovery::VmmKind::Qemu,
+            threads: Vec::new(),
+            kvm_fds: Default::default(),
+            fds_readable: true,
+        }
+    }
+
     #[test]
     fn a_named_vm_keeps_its_labels_across_restarts_and_an_unnamed_one_is_told_apart() {
-        let mut win = VmState::new("win10", "qemu", "libvirt");
-        win.uuid = Some("1c7c3e6a-07b0-4f51-9b8e-2d0c4d2c7e11".into());
-        let want = vec![
-            ("vm", "win10".to_string()),
-            ("uuid", "1c7c3e6a-07b0-4f51-9b8e-2d0c4d2c7e11".to_string()),
-        ];
-        assert_eq!(win.labels(4242), want);
+        let uuid = "1c7c3e6a-07b0-4f51-9b8e-2d0c4d2c7e11";
+        let labels = |v: &Vmm| {
+            let mut s = VmState::new(&series_name(v), "qemu", "");
+            s.uuid.clone_from(&v.uuid);
+            s.labels()
+        };
+        let want = vec![("vm", "win10".to_string()), ("uuid", uuid.to_string())];
+        let win = |pid| vmm(pid, "win10", NameSource::Libvirt, Some(uuid));
+        assert_eq!(labels(&win(4242)), want);
         assert_eq!(
-            win.labels(5151),
+            labels(&win(5151)),
             want,
             "a restart (new pid) is the same series"
         );
-        let a = VmState::new("qemu-system-x86_64", "qemu", "process-title");
-        assert_eq!(a.labels(7)[0].1, "qemu-system-x86_64 (pid 7)");
-        assert_ne!(a.labels(7), a.labels(8), "two unnamed VMs are two series");
-        let gone = VmState::new("pid 9", "", "");
-        assert_eq!(gone.labels(9), vec![("vm", "pid 9".to_string())]);
+        let plain = |pid| vmm(pid, "qemu-system-x86_64", NameSource::ProcessTitle, None);
+        assert_eq!(labels(&plain(7))[0].1, "qemu-system-x86_64 (pid 7)");
+        assert_ne!(
+            labels(&plain(7)),
+            labels(&plain(8)),
+            "two unnamed VMs are two series"
+        );
     }
 
     fn keys(pairs: &[(&str, u64)]) -> BTreeMap<SeriesKey, Series> {
