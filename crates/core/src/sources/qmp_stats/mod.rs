@@ -65,6 +65,9 @@ struct Result1 {
     provider: String,
     vcpu: Option<u32>,
     line: usize,
+    /// Its first row in `Reader::rows`: QEMU writes `qom-path` after `stats`, so a result's
+    /// rows are known to be a vCPU's only at its end.
+    first_row: usize,
 }
 
 struct Reader {
@@ -174,13 +177,19 @@ impl LineFormat for Reader {
                         provider: p,
                         vcpu: None,
                         line: n,
+                        first_row: self.rows.len(),
                     });
                     used = true;
                 }
                 Token::Key("qom-path", Some(_)) => {
-                    if let Some(r) = self.current.as_mut() {
+                    if let Some(r) = self.current.as_mut()
+                        && r.vcpu.is_none()
+                    {
                         r.vcpu = Some(self.vcpus);
                         self.vcpus += 1;
+                        for row in self.rows.iter_mut().skip(r.first_row) {
+                            row.vcpu = r.vcpu;
+                        }
                     }
                     used = true;
                 }
@@ -191,6 +200,18 @@ impl LineFormat for Reader {
                 }
                 Token::Number("value", v) => {
                     self.value(n, text, v);
+                    used = true;
+                }
+                // A boolean is an instant state (in vCPU mode, blocked), never a count.
+                Token::Bool("value") => {
+                    match self.pending.take() {
+                        Some((_, name)) => self.leave_out(&name),
+                        None => self.book.unreadable(
+                            n,
+                            text.trim(),
+                            "a value without the name of its statistic",
+                        ),
+                    }
                     used = true;
                 }
                 Token::List { closed, valid } => {
@@ -208,7 +229,7 @@ impl LineFormat for Reader {
                 }
                 Token::Key("provider" | "qom-path", None) => used = true,
                 // A name that is no string, a value that is no number: a damaged statistic.
-                Token::Key(_, _) | Token::Number(_, _) => {
+                Token::Key(_, _) | Token::Number(_, _) | Token::Bool(_) => {
                     self.unpaired();
                     self.book.unreadable(
                         n,

@@ -9,6 +9,9 @@ pub(super) enum Token {
     Key(&'static str, Option<String>),
     /// `"key": 123`.
     Number(&'static str, u64),
+    /// `"key": true` or `false`: KVM's boolean statistics (`guest_mode`, `blocking`), which
+    /// QEMU sends as JSON booleans.
+    Bool(&'static str),
     /// `"value": [`: a list value (a histogram); `closed` when its `]` is on this line, `valid`
     /// when what was read of it holds numbers only.
     List { closed: bool, valid: bool },
@@ -54,6 +57,18 @@ pub(super) fn tokens(line: &str) -> Vec<Token> {
                             valid: numbers_only(inner) && ends_well,
                         });
                         i = end.map_or(b.len(), |k| k + 1);
+                    }
+                    Some(b't' | b'f') => {
+                        let word = if b[j] == b't' { "true" } else { "false" };
+                        let end = j + word.len();
+                        let ends_well = b.get(j..end) == Some(word.as_bytes())
+                            && b.get(end).is_none_or(|c| {
+                                matches!(c, b',' | b'}' | b' ' | b'\t' | b'\r' | b']')
+                            });
+                        if ends_well {
+                            out.push(Token::Bool(key));
+                        }
+                        i = if ends_well { end } else { j };
                     }
                     Some(c) if c.is_ascii_digit() => {
                         let end = (j..b.len())
@@ -110,6 +125,25 @@ fn string(b: &[u8], at: usize) -> (Option<String>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn booleans_are_values() {
+        assert_eq!(
+            tokens(
+                r#"{"name": "guest_mode", "value": false}, {"name": "blocking", "value": true}"#
+            ),
+            [
+                Token::Key("name", Some("guest_mode".into())),
+                Token::Bool("value"),
+                Token::Key("name", Some("blocking".into())),
+                Token::Bool("value")
+            ]
+        );
+        assert_eq!(
+            tokens(r#"{"name": "x", "value": fals}"#),
+            [Token::Key("name", Some("x".into()))]
+        );
+    }
 
     #[test]
     fn pairs_and_lists() {
