@@ -9,6 +9,8 @@ host would have of it:
                                 and mmio, one after the other, as a user pastes them
     perf-script.txt             perf script
     kvm_stat.txt                kvm_stat -1
+    qmp-query-stats.json        QEMU's QMP replies to query-stats for the VM and its vCPUs
+                                (Linux guests only)
     run.json                    what the lab saw of the guest (its clocksource, its workload's
                                 start line), the window and the time each step took
 
@@ -37,6 +39,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = os.path.join(ROOT, "testdata", "lab-cases")
 FORMATS = ["capture.parquet", "perf.data", "perf-kvm-stat.txt", "kvm_stat.txt", "run.json"]
+# Formats only some scenarios have (a micro-VM has no QMP).
+SOME_FORMATS = ["qmp-query-stats.json"]
 # lab/host.sh's statuses for a host that hung or died (124, 125), and inside.py's for a guest
 # that did (75): not the scenario's own failure, so tried again.
 HOST_FAILED = (75, 124, 125)
@@ -150,7 +154,7 @@ def report(ids, out, save):
               f"{len(host.get('failed_boots', [])):6}  {run['steps_s']}")
         print(f"{'':40} {'':23}  guest: {'; '.join(run['guest_lines'][:2])}")
         if save:
-            for name in FORMATS:
+            for name in FORMATS + [f for f in SOME_FORMATS if os.path.exists(os.path.join(d, f))]:
                 shutil.copyfile(os.path.join(d, name), os.path.join(CASES, i, name))
     if save:
         print(f"saved into {CASES}")

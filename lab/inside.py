@@ -8,7 +8,8 @@ every tool a user of a KVM host would have.
 It starts the scenario's guest as cause.json's `construction` says (a Linux guest under QEMU+KVM,
 or one of virtlens's micro-VM traps), waits for the guest's workload to say it runs, then records
 the same window with `virtlens record` (a Parquet capture) and `perf kvm stat record` (perf.data),
-both started and confirmed before the window opens; then `kvm_stat -1`. It writes what it saw of
+both started and confirmed before the window opens; then `kvm_stat -1` and, for a Linux guest,
+QEMU's QMP `query-stats` replies (VM and vCPUs). It writes what it saw of
 the guest and the timings to OUT_DIR/run.json. `perf kvm stat report` and `perf script` of the
 perf.data are left to whoever reads OUT_DIR (they need no KVM host).
 
@@ -77,6 +78,7 @@ class Guest:
             raise SystemExit(f"cause.json: unknown construction kind {c['kind']!r}")
         self.argv = argv
         self.log = open(log_path, "wb", buffering=0)
+        self.t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -137,7 +139,42 @@ def linux_guest_argv(case):
         "-bios", "/usr/share/qemu/qboot.rom",
         "-kernel", f"{CACHE}/vmlinuz", "-initrd", GUEST_INITRD, "-append", append,
         "-serial", "stdio",
+        # QMP, for the reply to `query-stats` a user of QEMU ≥ 7.1 can paste (qmp_stats below).
+        "-qmp", f"unix:{qmp_socket(case)},server=on,wait=off",
     ] + c.get("qemu", [])
+
+
+def qmp_socket(case):
+    return os.path.join("/tmp", f"lab-{case['id']}.qmp")
+
+
+def qmp_stats(path):
+    """QEMU's replies to `query-stats` for the VM and for its vCPUs (KVM's binary statistics as
+    QEMU reads them: totals since the VM started), as the monitor sent them, one JSON line each,
+    after the capabilities handshake. Asynchronous events between them are left out."""
+    import socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(STEP_TIMEOUT)
+        s.connect(path)
+        lines = s.makefile("rb")
+
+        def reply(command):
+            if command is not None:
+                s.sendall(json.dumps(command).encode() + b"\n")
+            while True:
+                raw = lines.readline()
+                if not raw:
+                    raise SystemExit(f"inside: QMP {path} closed before answering {command}")
+                doc = json.loads(raw)
+                if "event" not in doc:
+                    if "error" in doc:
+                        raise SystemExit(f"inside: QMP {command}: {doc['error']}")
+                    return raw
+
+        reply(None)  # the greeting
+        reply({"execute": "qmp_capabilities"})
+        return b"".join(reply({"execute": "query-stats", "arguments": {"target": t}})
+                        for t in ("vm", "vcpu"))
 
 
 def start_virtlens_record(virtlens, pid, out):
@@ -251,6 +288,10 @@ def scenario(args):
         # guest's vCPUs would wait for, which the capture's scheduler samples would show.
         kvm_stat = kvm_stat_output(start_kvm_stat_once())
         step("kvm_stat")
+        qmp = qmp_stats(qmp_socket(case)) if case["construction"]["kind"] == "linux" else None
+        # Its counts are totals since the VM started: a user divides by the VM's uptime.
+        qmp_uptime = round(time.monotonic() - guest.t0, 1)
+        step("qmp_stats")
         if guest.proc.poll() is not None:
             print(f"inside: the guest ended during the recording (exit status "
                   f"{guest.proc.returncode}): {guest.lines}", file=sys.stderr, flush=True)
@@ -260,6 +301,9 @@ def scenario(args):
     step("guest_stop")
     with open(os.path.join(args.out, "kvm_stat.txt"), "w") as f:
         f.write(kvm_stat)
+    if qmp is not None:
+        with open(os.path.join(args.out, "qmp-query-stats.json"), "wb") as f:
+            f.write(qmp)
     for name in ("capture.parquet", "perf.data"):
         shutil.copyfile(os.path.join(tmp, name), os.path.join(args.out, name))
     shutil.rmtree(tmp)
@@ -273,6 +317,8 @@ def scenario(args):
         "perf_kvm_stat_record": perf_text.strip().splitlines()[-2:],
         "host": {"kernel": os.uname().release, "cpu": cpu_model()},
     }
+    if qmp is not None:
+        run["qmp_uptime_s"] = qmp_uptime
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump(run, f, indent=2)
         f.write("\n")
