@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::reasons::Reasons;
 use super::slots::{Accumulators, CKey, Renumbering, Slot, SlotKey, way};
 use super::threads::{Thread, Threads, vcpu_from_comm};
+use super::timeline::TimelineAcc;
 use super::{Event, EventKind, MmioAccess, NameId};
 use crate::decode::Isa;
 use crate::profile::{Access, Key, Latency, Origin, Profile, Row, Table, Window};
@@ -52,6 +53,8 @@ pub struct ProfileBuilder {
     inhibits: HashMap<(Option<u32>, u32), Inhibited>,
     /// Per VM: the inhibits still set after its last change (and whether of the old event).
     inhibit_masks: HashMap<Option<u32>, (u64, bool)>,
+    /// Exits over time per lane and reason (`events::timeline`).
+    timeline: TimelineAcc,
 }
 
 /// What the builder remembers of one inhibit of one VM.
@@ -79,6 +82,7 @@ impl ProfileBuilder {
             events: 0,
             inhibits: HashMap::default(),
             inhibit_masks: HashMap::default(),
+            timeline: TimelineAcc::default(),
         };
         // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
         for kind in KNOWN_EVENTS {
@@ -115,6 +119,10 @@ impl ProfileBuilder {
                 reason, isa, rip, ..
             } => {
                 let id = self.reasons.id(reason, isa);
+                if let Some(ts) = ts {
+                    self.timeline
+                        .exit(ts, ev.tid, (pid, vcpu), id, &self.reasons);
+                }
                 let slot = self.count(at, Slot::Vmexit, CKey::Reason(id));
                 if let Some(t) = self.thread(thread) {
                     t.exit.begin(slot, ts);
@@ -500,6 +508,7 @@ impl ProfileBuilder {
         let mut profile = Profile::new(origin);
         profile.tables = tables;
         profile.warnings = notes;
+        profile.timeline = self.timeline.finish(isa);
         profile.warnings.extend(self.threads.notes());
         if self.more_names > 0 {
             profile.warnings.push(crate::profile::Note {

@@ -9,6 +9,7 @@ mod builder;
 mod reasons;
 mod slots;
 mod threads;
+pub(crate) mod timeline;
 pub(crate) mod tracepoints;
 
 pub use builder::ProfileBuilder;
