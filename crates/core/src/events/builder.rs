@@ -170,6 +170,20 @@ impl ProfileBuilder {
                 self.count(at, Slot::Hypercall, CKey::Addr(nr, None));
             }
             EventKind::ApicvInhibit { change, names, .. } => self.inhibit(at, change, names, ts),
+            EventKind::SchedSwitch {
+                prev,
+                prev_runnable,
+                next,
+            } => {
+                if let Some(ts) = ts {
+                    self.timeline.switch(ts, prev, prev_runnable, next);
+                }
+            }
+            EventKind::SchedWakeup { tid, .. } => {
+                if let Some(ts) = ts {
+                    self.timeline.wakeup(ts, tid);
+                }
+            }
             EventKind::Other { .. } | EventKind::Interned { .. } => {}
         }
     }
@@ -383,7 +397,10 @@ impl ProfileBuilder {
             EventKind::UserspaceExit { .. } => 5,
             EventKind::Hypercall { hyperv: false, .. } => 6,
             EventKind::Hypercall { hyperv: true, .. } => 7,
-            EventKind::Other { name } | EventKind::ApicvInhibit { name, .. } => self.name_id(name),
+            EventKind::SchedSwitch { .. } => self.name_id("sched_switch"),
+            EventKind::Other { name }
+            | EventKind::ApicvInhibit { name, .. }
+            | EventKind::SchedWakeup { name, .. } => self.name_id(name),
             EventKind::Interned { name } => name.0,
         }
     }
