@@ -369,6 +369,13 @@ impl TimelineAcc {
     }
 
     /// Adds `other`, the accumulator of the chunk of the stream that follows this one's.
+    #[cfg_attr(
+        not(test),
+        allow(
+            dead_code,
+            reason = "for merging the partial builders of parallel readers"
+        )
+    )]
     pub(crate) fn merge(&mut self, other: TimelineAcc) {
         let Some(theirs) = other.layout else { return };
         let now = match self.layout {

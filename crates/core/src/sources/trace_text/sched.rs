@@ -92,7 +92,10 @@ mod tests {
             sw(4242, false, 0)
         );
         assert_eq!(
-            wakeup("sched_wakeup", "comm=CPU 0/KVM pid=4242 prio=120 target_cpu=003"),
+            wakeup(
+                "sched_wakeup",
+                "comm=CPU 0/KVM pid=4242 prio=120 target_cpu=003"
+            ),
             Some(EventKind::SchedWakeup {
                 name: "sched_wakeup",
                 tid: 4242
