@@ -35,7 +35,7 @@ fn reported_exits(p: &Profile) -> u64 {
 /// and adding up to its exits.
 fn well_formed(t: &Timeline) {
     assert!(t.buckets >= 1 && t.buckets <= 120, "{} buckets", t.buckets);
-    assert!((t.bucket_ns / 1_000).is_power_of_two() && t.bucket_ns % 1_000 == 0);
+    assert!((t.bucket_ns / 1_000).is_power_of_two() && t.bucket_ns.is_multiple_of(1_000));
     assert_eq!(
         t.start_ns % t.bucket_ns,
         0,
