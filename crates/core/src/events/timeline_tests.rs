@@ -115,3 +115,63 @@ fn scheduler_states_fill_the_buckets_they_cover() {
     assert_eq!(s.ready_ns[50], 1_000);
     assert_eq!(s.running_ns[50], 0);
 }
+
+#[test]
+fn merging_joins_the_scheduler_states_across_the_cut() {
+    // Cycles of 1 ms: each of three vCPU threads exits, then 0 is preempted by 9 and gets the
+    // CPU back, 1 blocks and is woken, 2 runs on.
+    enum E {
+        Exit(u64, u32),
+        Switch(u64, u32, bool, u32),
+        Wake(u64, u32),
+    }
+    let mut evs = Vec::new();
+    for c in 0..2_000u64 {
+        let t = 1_000_000 + c * 1_000_000;
+        for tid in 0..3 {
+            evs.push(E::Exit(t + u64::from(tid) * 10_000, tid));
+        }
+        evs.push(E::Switch(t + 100_000, 0, true, 9));
+        evs.push(E::Switch(t + 300_000, 1, false, 8));
+        evs.push(E::Switch(t + 400_000, 9, false, 0));
+        evs.push(E::Wake(t + 700_000, 1));
+        evs.push(E::Switch(t + 800_000, 8, false, 1));
+    }
+    let mut reasons = Reasons::default();
+    let id = reasons.id(Reason::Name("HLT"), None);
+    let fill = |acc: &mut TimelineAcc, evs: &[E]| {
+        for e in evs {
+            match *e {
+                E::Exit(ts, tid) => acc.exit(ts, Some(tid), (Some(1), Some(tid)), id, &reasons),
+                E::Switch(ts, prev, r, next) => acc.switch(ts, prev, r, next),
+                E::Wake(ts, tid) => acc.wakeup(ts, tid),
+            }
+        }
+    };
+    let mut whole = TimelineAcc::default();
+    fill(&mut whole, &evs);
+    let whole = whole.finish(None);
+    // Cut where a cycle begins: each thread's first event after the cut is an exit.
+    for cycle in [1usize, 999, 1_999] {
+        let cut = cycle * 8;
+        let (mut a, mut b) = (TimelineAcc::default(), TimelineAcc::default());
+        fill(&mut a, &evs[..cut]);
+        fill(&mut b, &evs[cut..]);
+        a.merge(b);
+        assert_eq!(a.finish(None), whole, "cut before cycle {cycle}");
+    }
+    let lanes = whole.map(|t| t.lanes).unwrap_or_default();
+    let sum = |l: usize, f: fn(&LaneSched) -> &Vec<u64>| -> u64 {
+        lanes[l].sched.as_ref().map_or(0, |s| f(s).iter().sum())
+    };
+    // vCPU 0 waits 300 µs of each cycle preempted, vCPU 1 sleeps 400 µs and waits 100 µs.
+    assert_eq!(lanes[0].vcpu, Some(0));
+    assert_eq!(sum(0, |s| &s.ready_ns), 2_000 * 300_000);
+    assert_eq!(sum(1, |s| &s.sleeping_ns), 2_000 * 400_000);
+    assert_eq!(sum(1, |s| &s.ready_ns), 2_000 * 100_000);
+    assert_eq!(
+        sum(2, |s| &s.running_ns),
+        0,
+        "never switched: still running, not counted"
+    );
+}
