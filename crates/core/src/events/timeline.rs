@@ -34,6 +34,8 @@ const HELD_THREADS: usize = 4096;
 /// Lanes and reasons drawn; the rest are folded when the timeline is finished.
 pub(crate) const SHOWN_LANES: usize = 16;
 pub(crate) const SHOWN_REASONS: usize = 8;
+/// Ways of the running-thread cache (`TimelineAcc::recent`).
+const RECENT: usize = 16;
 /// The series index of `other`.
 const OTHER: u32 = u32::MAX;
 
@@ -173,6 +175,8 @@ pub(crate) struct TimelineAcc {
     rest: Option<LaneAcc>,
     rest_keys: HashSet<LaneKey>,
     threads: HashMap<u32, Thread>,
+    /// Direct-mapped by thread: a thread followed and running in a held lane (its index).
+    recent: [Option<(u32, LaneKey, usize)>; RECENT],
 }
 
 impl TimelineAcc {
@@ -194,13 +198,30 @@ impl TimelineAcc {
         );
         let Some(layout) = self.layout else { return };
         let b = layout.bucket(ts / BASE_NS);
-        let l = self.lane(lane);
+        // A running thread seen exiting in the same lane before: no hash map.
+        let way = tid.map(|t| t as usize % RECENT);
+        let cached = match (tid, way.and_then(|w| self.recent.get(w).copied().flatten())) {
+            (Some(t), Some((ct, key, i))) if ct == t && key == lane => Some(i),
+            _ => None,
+        };
+        let l = match cached.and_then(|i| self.lanes.get_mut(i)) {
+            Some(l) => l,
+            None => self.lane(lane),
+        };
         l.exits += 1;
         if let Some(c) = l.series(r).get_mut(b) {
             *c += 1;
         }
-        if let Some(tid) = tid {
+        if let (Some(tid), None, Some(w)) = (tid, cached, way) {
             self.follow(tid, lane, ts);
+            let running = self
+                .threads
+                .get(&tid)
+                .is_some_and(|t| t.lane == lane && matches!(t.state, Some((State::Running, _))));
+            let held = self.lane_ids.get(&lane).copied();
+            if let (true, Some(i), Some(slot)) = (running, held, self.recent.get_mut(w)) {
+                *slot = Some((tid, lane, i));
+            }
         }
     }
 
@@ -222,6 +243,11 @@ impl TimelineAcc {
 
     /// A followed thread's state becomes `to` at `ts` when `when` its current state.
     fn change(&mut self, tid: u32, ts: u64, to: State, when: impl Fn(Option<State>) -> bool) {
+        if let Some(slot) = self.recent.get_mut(tid as usize % RECENT)
+            && slot.is_some_and(|(t, _, _)| t == tid)
+        {
+            *slot = None;
+        }
         let Some(t) = self.threads.get(&tid).copied() else {
             return;
         };
@@ -378,6 +404,7 @@ impl TimelineAcc {
     )]
     pub(crate) fn merge(&mut self, other: TimelineAcc) {
         let Some(theirs) = other.layout else { return };
+        self.recent = [None; RECENT];
         let now = match self.layout {
             None => theirs,
             Some(l) => {
