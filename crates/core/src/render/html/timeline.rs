@@ -104,7 +104,7 @@ impl TimelineFigure {
 /// A lane's name: the VM (or its process) and the vCPU, or how many lanes were folded.
 fn lane_label(l: &TimelineLane) -> String {
     if l.folded > 0 {
-        return format!("{} other vCPUs", l.folded);
+        return format!("{} other vCPUs, per vCPU", l.folded);
     }
     let vm = match (&l.vm, l.pid) {
         (Some(name), _) => Some(name.clone()),
@@ -168,18 +168,24 @@ pub(super) fn layout(id: String, t: &TimelineInput, measured: &str) -> TimelineF
         .map_or(0.0, |t| text_width(&t.1, TICK_PX) / 2.0 + 6.0);
     let right = total_w.max(last_tick).max(20.0);
     let plot_w = (WIDTH - plot_x - right).max(MIN_PLOT);
+    // A folded lane is drawn per vCPU (its sum over its vCPUs), so that it does not flatten
+    // the lanes of one vCPU each.
+    let per_vcpu = |l: &TimelineLane| f64::from(l.folded.max(1));
     let peak = tl
         .lanes
         .iter()
-        .flat_map(|l| (0..n).map(move |i| stacked(&l.series, i)))
-        .max()
-        .unwrap_or(0)
-        .max(1);
+        .flat_map(|l| (0..n).map(move |i| stacked(&l.series, i) as f64 / per_vcpu(l)))
+        .fold(0.0, f64::max)
+        .max(1.0);
     let axis = format!(
         "seconds from trace time {} · one bar per {} · tallest bar {} exits",
         trace_time(tl.start_ns),
         format::duration(tl.bucket_ns as f64),
-        format::count(peak)
+        if peak.fract() == 0.0 {
+            format::count(peak as u64)
+        } else {
+            format!("{peak:.1}")
+        }
     );
     let axis_w = text_width(&axis, LABEL_PX);
     let mut width = plot_x + plot_w + right;
@@ -191,13 +197,21 @@ pub(super) fn layout(id: String, t: &TimelineInput, measured: &str) -> TimelineF
     width = width.max(legend_w + 6.0).max(axis_w + 12.0);
     let top = legend_rows as f64 * LEGEND_H + 6.0;
     let bw = plot_w / n as f64;
-    let scale = LANE_H / peak as f64;
+    let scale = LANE_H / peak;
     let mut y = top;
     let mut lanes = Vec::new();
     for (k, l) in tl.lanes.iter().enumerate() {
         let base_y = y + LANE_H;
         let label = labels.get(k).cloned().unwrap_or_default();
-        let paths = lane_paths(l, &tl.reasons, &label, plot_x, bw, base_y, scale);
+        let paths = lane_paths(
+            l,
+            &tl.reasons,
+            &label,
+            plot_x,
+            bw,
+            base_y,
+            scale / per_vcpu(l),
+        );
         let strip_y = base_y + STRIP_GAP;
         let strip = l
             .sched
@@ -205,7 +219,9 @@ pub(super) fn layout(id: String, t: &TimelineInput, measured: &str) -> TimelineF
             .map(|s| {
                 let rows = [&s.running_ns, &s.ready_ns, &s.sleeping_ns];
                 let geometry = (plot_x, bw, strip_y + STRIP_H);
-                strip_paths(&rows, tl.bucket_ns, tl.reasons.len(), &label, geometry)
+                // A folded lane's strip is the mean of its threads.
+                let whole = tl.bucket_ns.saturating_mul(u64::from(l.folded.max(1)));
+                strip_paths(&rows, whole, tl.reasons.len(), &label, geometry)
             })
             .unwrap_or_default();
         lanes.push(LaneView {
@@ -263,7 +279,7 @@ fn desc(t: &TimelineInput, traced: bool) -> String {
     let mut s = format!(
         "{} exits with a timestamp from {} to {}, in buckets of {}: one lane per VM and vCPU \
          (most exits first), each bar the exits of one bucket stacked by reason, every lane on \
-         the same scale.",
+         the same scale (a lane of several vCPUs drawn per vCPU).",
         format::count(tl.exits()),
         trace_time(tl.first_ns),
         trace_time(tl.last_ns),
@@ -323,8 +339,9 @@ fn lane_paths(
     out
 }
 
-/// The scheduler strip: per state, each bucket's share of the bucket's width, stacked from
-/// the strip's bottom (`geometry`: plot x, bucket width, strip bottom).
+/// The scheduler strip: per state, each bucket's share of `bucket_ns` (the bucket's width
+/// times the lane's threads), stacked from the strip's bottom (`geometry`: plot x, bucket
+/// width, strip bottom).
 fn strip_paths(
     rows: &[&Vec<u64>; 3],
     bucket_ns: u64,
