@@ -133,7 +133,8 @@ fn trace_time(ns: u64) -> String {
 /// Lays out the timeline of input `t` as figure `id`.
 pub(super) fn layout(id: String, t: &TimelineInput, measured: &str) -> TimelineFigure {
     let tl = &t.timeline;
-    let n = tl.buckets.max(1);
+    // A profile read back from a file may claim any number: never more than the builder makes.
+    let n = tl.buckets.clamp(1, crate::events::timeline::BUCKETS);
     let traced = tl.lanes.iter().any(|l| l.sched.is_some());
     let mut names = tl.reasons.clone();
     if traced {
