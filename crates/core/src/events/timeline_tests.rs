@@ -2,7 +2,9 @@
 //! stays bounded, scheduler states are spread over the buckets they cover.
 
 use super::*;
+use crate::decode::Isa;
 use crate::events::Reason;
+use crate::profile::{LaneSched, OTHER_REASONS};
 
 /// A stream of exits: (ts, tid, pid, vcpu, reason name).
 fn stream(n: u64) -> Vec<(u64, u32, u32, u32, &'static str)> {
