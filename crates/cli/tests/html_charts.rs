@@ -206,3 +206,204 @@ fn diagnose_label_of_a_long_bar_is_not_clipped() {
     );
     backend_said_once(&l, "diagnose-seed-1");
 }
+
+/// A trace-cmd text of two vCPU threads of one VM over 1.2 s, with the scheduler's events: vCPU
+/// 0 exits on HLT and MSR writes and sleeps between bursts; vCPU 1 is preempted by a kworker
+/// for 2 ms of every 10 ms.
+fn sched_trace() -> String {
+    let line = |who: &str, t: f64, event: &str, text: &str| {
+        format!("{who:>16} [003] .....  {t:.6}: {event}: {text}\n")
+    };
+    let switch = |prev: (&str, u32), state: &str, next: (&str, u32)| {
+        format!(
+            "prev_comm={} prev_pid={} prev_prio=120 prev_state={state} ==> next_comm={} \
+             next_pid={} next_prio=120",
+            prev.0, prev.1, next.0, next.1
+        )
+    };
+    let (v0, v1, kw, idle) = (
+        ("CPU 0/KVM", 4242),
+        ("CPU 1/KVM", 4243),
+        ("kworker/3:1", 77),
+        ("swapper/3", 0),
+    );
+    let mut s = String::new();
+    for k in 0..120u32 {
+        let t = 200.0 + f64::from(k) * 0.010;
+        for i in 0..5 {
+            let reason = if i % 2 == 0 { "HLT" } else { "MSR_WRITE" };
+            let at = t + f64::from(i) * 0.0004;
+            s += &line(
+                "CPU 0/KVM-4242",
+                at,
+                "kvm_exit",
+                &format!("vcpu 0 reason {reason} rip 0xffffffff81000000 info 0 0"),
+            );
+            s += &line(
+                "CPU 1/KVM-4243",
+                at + 0.0001,
+                "kvm_exit",
+                "vcpu 1 reason EPT_MISCONFIG rip 0xffffffff81000100 info 0 0",
+            );
+        }
+        s += &line(
+            "CPU 0/KVM-4242",
+            t + 0.003,
+            "sched_switch",
+            &switch(v0, "S", idle),
+        );
+        s += &line(
+            "<idle>-0",
+            t + 0.007,
+            "sched_wakeup",
+            "comm=CPU 0/KVM pid=4242 prio=120 target_cpu=003",
+        );
+        s += &line(
+            "<idle>-0",
+            t + 0.0075,
+            "sched_switch",
+            &switch(idle, "R", v0),
+        );
+        s += &line(
+            "CPU 1/KVM-4243",
+            t + 0.005,
+            "sched_switch",
+            &switch(v1, "R+", kw),
+        );
+        s += &line(
+            "kworker/3:1-77",
+            t + 0.007,
+            "sched_switch",
+            &switch(kw, "I", v1),
+        );
+    }
+    s
+}
+
+/// 40 vCPU threads of 4 VMs over 50 s, 14 reasons, each thread preempted once a second: more
+/// lanes and reasons than the timeline draws.
+fn crowded_trace() -> String {
+    let mut s = String::new();
+    for k in 0..500u32 {
+        let t = 3000.0 + f64::from(k) * 0.1;
+        for v in 0..40u32 {
+            // perf script's `comm pid/tid [cpu] time: event: text`: 4 VMs of 10 vCPUs.
+            let who = format!("CPU {}/KVM {}/{}", v % 10, 100 + v / 10, 6000 + v);
+            for i in 0..=(v % 4) {
+                let reason = [
+                    "HLT",
+                    "MSR_WRITE",
+                    "EPT_MISCONFIG",
+                    "IO_INSTRUCTION",
+                    "CPUID",
+                    "EXTERNAL_INTERRUPT",
+                    "EPT_VIOLATION",
+                    "PAUSE_INSTRUCTION",
+                    "VMCALL",
+                    "APIC_WRITE",
+                    "INTERRUPT_WINDOW",
+                    "XSETBV",
+                    "RDPMC",
+                    "INVLPG",
+                ][((k + v + i) % 14) as usize];
+                let at = t + f64::from(v) * 0.001 + f64::from(i) * 0.0001;
+                s += &format!(
+                    "{who} [{v:03}] {at:.6}: kvm:kvm_exit: vcpu {} reason {reason} rip 0x1000 info 0 0\n",
+                    v % 10
+                );
+            }
+            if k % 10 == 0 {
+                let at = t + f64::from(v) * 0.001 + 0.0005;
+                s += &format!(
+                    "{who:>16} [{v:03}] .....  {at:.6}: sched_switch: prev_comm=CPU {}/KVM \
+                     prev_pid={} prev_prio=120 prev_state=R+ ==> next_comm=kworker next_pid=9 \
+                     next_prio=120\n",
+                    v % 10,
+                    6000 + v
+                );
+            }
+        }
+    }
+    s
+}
+
+/// Issue 21: the timeline of a capture or trace, one lane per VM and vCPU, exits stacked by
+/// reason on a time axis in seconds, and the host's scheduling of the vCPU threads under each
+/// lane when the trace has it — inside its drawing and as wide as its column, like every chart.
+#[test]
+fn report_draws_the_timeline_with_the_host_scheduling() {
+    if !require(&[Need::Chromium]) {
+        return;
+    }
+    let dir = TempDir::new("report-timeline");
+    let traced = dir.0.join("sched-trace.txt");
+    std::fs::write(&traced, sched_trace()).unwrap();
+    let traced = traced.display().to_string();
+    let crowded = dir.0.join("crowded-trace.txt");
+    std::fs::write(&crowded, crowded_trace()).unwrap();
+    let crowded = crowded.display().to_string();
+    let lab = data("lab-cases/linux-overcommit-spinlock/perf.data");
+    for (name, input, sched) in [
+        ("timeline-lab", &lab, false),
+        ("timeline-sched", &traced, true),
+        ("timeline-crowded", &crowded, true),
+    ] {
+        let (page, json) = page_and_json(&dir, name, &["report", input], 0);
+        let l = load(&page, name);
+        let tl = &json["timelines"][0];
+        let charts = l.charts();
+        let Some(chart) = charts.iter().find(|c| c.html.contains("data-timeline=")) else {
+            panic!("{name}: no timeline chart in {:?}", chart_ids(&l))
+        };
+        let exits: u64 = tl["lanes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["exits"].as_u64().unwrap())
+            .sum();
+        let reported: u64 = json["tables"][0]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(exits, reported, "{name}: every exit on the timeline");
+        for lane in tl["lanes"].as_array().unwrap() {
+            let folded = lane["folded"].as_u64().unwrap_or(0);
+            if folded > 0 {
+                let label = format!(">{folded} other vCPUs, per vCPU<");
+                assert!(chart.html.contains(&label), "{name}: {label}");
+                continue;
+            }
+            let vcpu = format!("vCPU {} ", lane["vcpu"]);
+            let label = format!("vCPU {}</text>", lane["vcpu"]);
+            assert!(
+                chart.html.contains(&label) || chart.html.contains(&vcpu),
+                "{name}: lane {lane} labelled"
+            );
+        }
+        for reason in tl["reasons"].as_array().unwrap() {
+            let series = format!("data-series=\"{}\"", reason.as_str().unwrap());
+            assert!(chart.html.contains(&series), "{name}: {series}");
+        }
+        assert!(chart.html.contains(">0.0 s</text>") || chart.html.contains(">0 s</text>"));
+        assert!(
+            chart
+                .html
+                .contains("class=\"axis-label\">seconds from trace time")
+        );
+        let strip = chart.html.contains("data-series=\"vCPU thread running\"");
+        assert_eq!(strip, sched, "{name}: the scheduler strip where traced");
+        if sched {
+            for state in ["ready (runnable, waiting for a CPU)", "sleeping"] {
+                assert!(
+                    chart
+                        .html
+                        .contains(&format!("data-series=\"vCPU thread {state}\""))
+                );
+            }
+            let lanes = tl["lanes"].as_array().unwrap().len();
+            assert!(lanes == 2 || lanes == 17, "{name}: {lanes} lanes");
+        }
+    }
+}

@@ -61,6 +61,7 @@ mod perfmon;
 mod qmp_stats;
 mod regression;
 mod stretch_figures;
+mod timeline;
 mod trace_text;
 mod virsh_domstats;
 mod wrapped_inputs;

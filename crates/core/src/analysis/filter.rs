@@ -87,6 +87,24 @@ pub fn apply(mut profile: Profile, filter: &Filter) -> Profile {
         }
     }
     profile.tables.retain(|t| !t.rows.is_empty());
+    // The timeline keeps the lanes of the VMs and vCPU kept (a lane of folded vCPUs, or one
+    // whose VM or vCPU is unknown, cannot be told to be theirs).
+    if let Some(t) = &mut profile.timeline {
+        t.lanes.retain(|l| {
+            l.folded == 0
+                && pids
+                    .as_ref()
+                    .is_none_or(|p| l.pid.is_some_and(|x| p.contains(&x)))
+                && filter.vcpu.is_none_or(|v| l.vcpu == Some(v))
+        });
+    }
+    if profile
+        .timeline
+        .as_ref()
+        .is_some_and(|t| t.lanes.is_empty())
+    {
+        profile.timeline = None;
+    }
     profile
         .warnings
         .extend(notes.into_iter().map(|message| Note {

@@ -23,7 +23,7 @@ pub use filter::{Filter, apply as apply_filter};
 pub use guest_code::{
     CodeRow, GuestCode, MapUsed, Offset, ReasonCode, Site, Symbols, attribute as guest_code,
 };
-pub use report::{By, Options as ReportOptions, Report, build as report};
+pub use report::{By, Options as ReportOptions, Report, TimelineInput, build as report};
 pub use sched::{SchedSummary, VmSched, summarize as summarize_sched};
 pub use stretch::{
     Layer, StretchReport, Verdict as StretchVerdict, analyse as stretch, read_layers,

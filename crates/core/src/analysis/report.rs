@@ -57,6 +57,9 @@ pub struct Report {
     /// The performance counters of the inputs that carry them (perfmon / esxtop / tables).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<CounterInput>,
+    /// Exits over time per VM and vCPU, of the inputs whose events have timestamps.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timelines: Vec<TimelineInput>,
     /// Remarks about the inputs, each prefixed with the input's name.
     pub notes: Vec<String>,
 }
@@ -67,6 +70,14 @@ pub struct SchedInput {
     pub input: String,
     #[serde(flatten)]
     pub summary: super::sched::SchedSummary,
+}
+
+/// One input's timeline, its lanes named by the input's VM names.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimelineInput {
+    pub input: String,
+    #[serde(flatten)]
+    pub timeline: crate::profile::Timeline,
 }
 
 /// One input's performance counters.
@@ -199,11 +210,27 @@ pub fn build(profiles: &[Profile], decoder: &Decoder, options: &Options) -> Repo
             })
         })
         .collect();
+    let timelines = profiles
+        .iter()
+        .filter_map(|p| {
+            let mut timeline = p.timeline.clone()?;
+            for lane in &mut timeline.lanes {
+                lane.vm = lane
+                    .pid
+                    .and_then(|pid| p.origin.vm_names.get(&pid).cloned());
+            }
+            Some(TimelineInput {
+                input: input_name(p),
+                timeline,
+            })
+        })
+        .collect();
     Report {
         schema: SCHEMA,
         tables,
         sched,
         counters,
+        timelines,
         notes,
     }
 }

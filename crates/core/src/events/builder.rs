@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::reasons::Reasons;
 use super::slots::{Accumulators, CKey, Renumbering, Slot, SlotKey, way};
 use super::threads::{Thread, Threads, vcpu_from_comm};
+use super::timeline::TimelineAcc;
 use super::{Event, EventKind, MmioAccess, NameId};
 use crate::decode::Isa;
 use crate::profile::{Access, Key, Latency, Origin, Profile, Row, Table, Window};
@@ -52,6 +53,8 @@ pub struct ProfileBuilder {
     inhibits: HashMap<(Option<u32>, u32), Inhibited>,
     /// Per VM: the inhibits still set after its last change (and whether of the old event).
     inhibit_masks: HashMap<Option<u32>, (u64, bool)>,
+    /// Exits over time per lane and reason (`events::timeline`).
+    timeline: TimelineAcc,
 }
 
 /// What the builder remembers of one inhibit of one VM.
@@ -79,6 +82,7 @@ impl ProfileBuilder {
             events: 0,
             inhibits: HashMap::default(),
             inhibit_masks: HashMap::default(),
+            timeline: TimelineAcc::default(),
         };
         // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
         for kind in KNOWN_EVENTS {
@@ -115,6 +119,10 @@ impl ProfileBuilder {
                 reason, isa, rip, ..
             } => {
                 let id = self.reasons.id(reason, isa);
+                if let Some(ts) = ts {
+                    self.timeline
+                        .exit(ts, ev.tid, (pid, vcpu), id, &self.reasons);
+                }
                 let slot = self.count(at, Slot::Vmexit, CKey::Reason(id));
                 if let Some(t) = self.thread(thread) {
                     t.exit.begin(slot, ts);
@@ -162,6 +170,20 @@ impl ProfileBuilder {
                 self.count(at, Slot::Hypercall, CKey::Addr(nr, None));
             }
             EventKind::ApicvInhibit { change, names, .. } => self.inhibit(at, change, names, ts),
+            EventKind::SchedSwitch {
+                prev,
+                prev_runnable,
+                next,
+            } => {
+                if let Some(ts) = ts {
+                    self.timeline.switch(ts, prev, prev_runnable, next);
+                }
+            }
+            EventKind::SchedWakeup { tid, .. } => {
+                if let Some(ts) = ts {
+                    self.timeline.wakeup(ts, tid);
+                }
+            }
             EventKind::Other { .. } | EventKind::Interned { .. } => {}
         }
     }
@@ -375,7 +397,10 @@ impl ProfileBuilder {
             EventKind::UserspaceExit { .. } => 5,
             EventKind::Hypercall { hyperv: false, .. } => 6,
             EventKind::Hypercall { hyperv: true, .. } => 7,
-            EventKind::Other { name } | EventKind::ApicvInhibit { name, .. } => self.name_id(name),
+            EventKind::SchedSwitch { .. } => self.name_id("sched_switch"),
+            EventKind::Other { name }
+            | EventKind::ApicvInhibit { name, .. }
+            | EventKind::SchedWakeup { name, .. } => self.name_id(name),
             EventKind::Interned { name } => name.0,
         }
     }
@@ -500,6 +525,7 @@ impl ProfileBuilder {
         let mut profile = Profile::new(origin);
         profile.tables = tables;
         profile.warnings = notes;
+        profile.timeline = self.timeline.finish(isa);
         profile.warnings.extend(self.threads.notes());
         if self.more_names > 0 {
             profile.warnings.push(crate::profile::Note {

@@ -9,6 +9,7 @@ mod builder;
 mod reasons;
 mod slots;
 mod threads;
+pub(crate) mod timeline;
 pub(crate) mod tracepoints;
 
 pub use builder::ProfileBuilder;
@@ -78,6 +79,15 @@ pub enum EventKind<'a> {
         /// The names printed after the mask (`IRQWIN|PIT_REINJ`), empty when none.
         names: &'a str,
     },
+    /// `sched_switch`: thread `prev` left its CPU, still runnable (preempted) or blocked, and
+    /// thread `next` got it.
+    SchedSwitch {
+        prev: u32,
+        prev_runnable: bool,
+        next: u32,
+    },
+    /// `sched_wakeup` / `sched_wakeup_new` (the event's `name`): thread `tid` became runnable.
+    SchedWakeup { name: &'a str, tid: u32 },
     /// Any other event, by name (`kvm_fpu`, `kvm_set_irq`, …): counted, never dropped.
     Other { name: &'a str },
     /// Any other event, by a name the source interned once with
@@ -101,7 +111,10 @@ impl EventKind<'_> {
             EventKind::UserspaceExit { .. } => "kvm_userspace_exit",
             EventKind::Hypercall { hyperv: false, .. } => "kvm_hypercall",
             EventKind::Hypercall { hyperv: true, .. } => "kvm_hv_hypercall",
-            EventKind::Other { name } | EventKind::ApicvInhibit { name, .. } => name,
+            EventKind::SchedSwitch { .. } => "sched_switch",
+            EventKind::Other { name }
+            | EventKind::ApicvInhibit { name, .. }
+            | EventKind::SchedWakeup { name, .. } => name,
             // Only the builder that interned it knows the name.
             EventKind::Interned { .. } => "",
         }

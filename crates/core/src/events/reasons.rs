@@ -9,8 +9,8 @@ use crate::decode::{Isa, exit_reason};
 use crate::profile::Key;
 
 /// An exit reason as first seen, to be decoded when the ISA is settled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum RawReason {
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum RawReason {
     Code(u64, Option<Isa>),
     Name(String),
 }
@@ -57,6 +57,11 @@ impl Reasons {
         }))
     }
 
+    /// The reason of id `id` as first seen.
+    pub(super) fn raw(&self, id: u32) -> Option<&RawReason> {
+        self.list.get(id as usize)
+    }
+
     /// The canonical key of every reason, by id, under `isa`.
     pub(super) fn keys(&self, isa: Option<Isa>) -> Vec<Key> {
         self.list.iter().map(|r| decode(r, isa)).collect()
@@ -64,7 +69,7 @@ impl Reasons {
 }
 
 /// The canonical key of a raw reason under `isa`; unknown codes and names stay as they are.
-fn decode(raw: &RawReason, isa: Option<Isa>) -> Key {
+pub(super) fn decode(raw: &RawReason, isa: Option<Isa>) -> Key {
     match raw {
         RawReason::Code(code, own) => {
             let isa = own.or(isa);

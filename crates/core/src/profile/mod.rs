@@ -12,6 +12,7 @@ mod key;
 mod row;
 pub(crate) mod sched;
 mod stats;
+pub(crate) mod timeline;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -24,6 +25,7 @@ pub use key::{Access, Key};
 pub use row::Row;
 pub use sched::SchedSamples;
 pub use stats::{TimeStats, Welford};
+pub use timeline::{LaneSched, OTHER_REASONS, Timeline, TimelineLane, TimelineSeries};
 
 use crate::decode::Isa;
 
@@ -48,6 +50,9 @@ pub struct Profile {
     /// The vCPU threads' scheduler samples, when the host was watched (live capture).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sched: Option<SchedSamples>,
+    /// Exits per reason over time per VM and vCPU, when the input's events have timestamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 impl Profile {
@@ -60,6 +65,7 @@ impl Profile {
             counters: None,
             warnings: Vec::new(),
             sched: None,
+            timeline: None,
         }
     }
 

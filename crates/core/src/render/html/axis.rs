@@ -140,6 +140,15 @@ pub(super) fn nice_ceiling(v: f64) -> f64 {
     10.0 * decade
 }
 
+/// Ticks at nice round values (1, 2 or 5 × 10ⁿ apart, about `n` of them) from zero up to
+/// `max` and not beyond, for an axis that must end where the data ends (a time axis); with
+/// the distance between them.
+pub(super) fn ticks_upto(max: f64, n: f64) -> (Vec<f64>, f64) {
+    let step = nice_step(max / n.max(1.0));
+    let count = ((max / step) + 1e-9).floor().clamp(0.0, 50.0) as usize;
+    ((0..=count).map(|i| i as f64 * step).collect(), step)
+}
+
 /// A tick distance: the 1, 2 or 5 × 10ⁿ nearest above `v`.
 fn nice_step(v: f64) -> f64 {
     nice_ceiling(v)
@@ -172,6 +181,14 @@ mod tests {
                 "{t}"
             );
         }
+    }
+
+    #[test]
+    fn time_ticks_stay_inside_the_data() {
+        assert_eq!(ticks_upto(1.3, 6.0), (vec![0.0, 0.5, 1.0], 0.5));
+        let (t, step) = ticks_upto(19.7, 6.0);
+        assert_eq!((t.len(), step), (4, 5.0));
+        assert_eq!(ticks_upto(0.0, 6.0).0, [0.0]);
     }
 
     #[test]

@@ -15,19 +15,19 @@ use super::text::width as text_width;
 /// The drawing width in SVG units: the width of the page's column, so that a chart drawn at
 /// the column's width shows its text at the size the stylesheet sets. A chart whose labels
 /// need more room is drawn wider (and scaled to the column) rather than clipped.
-const WIDTH: f64 = 940.0;
+pub(super) const WIDTH: f64 = 940.0;
 /// The least plot width left for the bars.
 const MIN_PLOT: f64 = 360.0;
 const BAR_H: f64 = 15.0;
 const BAR_GAP: f64 = 2.0;
 const GROUP_GAP: f64 = 9.0;
 const AXIS_H: f64 = 34.0;
-const LEGEND_H: f64 = 26.0;
+pub(super) const LEGEND_H: f64 = 26.0;
 /// Font sizes (px) of the SVG's texts, as style.css sets them.
-const LABEL_PX: f64 = 12.0;
-const VALUE_PX: f64 = 11.5;
-const TICK_PX: f64 = 11.0;
-const LEGEND_PX: f64 = 12.0;
+pub(super) const LABEL_PX: f64 = 12.0;
+pub(super) const VALUE_PX: f64 = 11.5;
+pub(super) const TICK_PX: f64 = 11.0;
+pub(super) const LEGEND_PX: f64 = 12.0;
 /// Characters of a group label drawn (the full label is in the bar's tooltip and the table).
 const LABEL_CHARS: usize = 34;
 
@@ -262,12 +262,12 @@ pub(super) fn layout(c: Chart) -> Figure {
 }
 
 /// A legend entry's width: swatch, gap, name, space after.
-fn legend_entry(name: &str) -> f64 {
+pub(super) fn legend_entry(name: &str) -> f64 {
     19.0 + text_width(name, LEGEND_PX) + 14.0
 }
 
 /// The legend's entries, left to right and wrapped to `width`; no legend for one series.
-fn legend(names: &[String], width: f64) -> (Vec<SeriesView>, usize) {
+pub(super) fn legend(names: &[String], width: f64) -> (Vec<SeriesView>, usize) {
     if names.len() < 2 {
         return (Vec::new(), 0);
     }
@@ -291,7 +291,7 @@ fn legend(names: &[String], width: f64) -> (Vec<SeriesView>, usize) {
     (out, row + 1)
 }
 
-fn shorten(label: &str) -> String {
+pub(super) fn shorten(label: &str) -> String {
     if label.chars().count() <= LABEL_CHARS {
         return label.to_string();
     }

@@ -16,6 +16,7 @@ mod page;
 mod report;
 mod stretch;
 mod text;
+mod timeline;
 
 use crate::analysis::compare::Comparison;
 use crate::analysis::report::{Report, ReportRow};

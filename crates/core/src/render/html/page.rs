@@ -65,6 +65,7 @@ impl Section {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub(super) enum Block {
     Chart(Box<Figure>),
+    Timeline(Box<super::timeline::TimelineFigure>),
     Table(DataTable),
     Finding(Box<FindingView>),
     Para { text: String },
@@ -145,6 +146,8 @@ impl SourceView {
 
 const PAGE: &str = include_str!("templates/page.html");
 const BARS: &str = include_str!("templates/bars.svg");
+const TIMELINE: &str = include_str!("templates/timeline.svg");
+const PATTERNS: &str = include_str!("templates/patterns.svg");
 const BLOCKS: &str = include_str!("templates/blocks.html");
 const CSS: &str = include_str!("templates/style.css");
 
@@ -154,17 +157,8 @@ const CSS: &str = include_str!("templates/style.css");
 fn finish(mut page: Page) -> Page {
     let mut names: Vec<String> = Vec::new();
     let measured = page.measured.clone();
-    let figures = page
-        .sections
-        .iter_mut()
-        .flat_map(|s| s.blocks.iter_mut())
-        .filter_map(|b| match b {
-            Block::Chart(f) => Some(f),
-            _ => None,
-        });
-    for f in figures {
-        let patterns = f
-            .names
+    let mut pattern_of = |figure_names: &[String]| -> Vec<usize> {
+        figure_names
             .iter()
             .map(|n| {
                 names.iter().position(|m| m == n).unwrap_or_else(|| {
@@ -172,10 +166,22 @@ fn finish(mut page: Page) -> Page {
                     names.len() - 1
                 })
             })
-            .collect();
-        f.set_patterns(patterns);
-        if f.measured == measured {
-            f.measured.clear();
+            .collect()
+    };
+    for b in page.sections.iter_mut().flat_map(|s| s.blocks.iter_mut()) {
+        let label = match b {
+            Block::Chart(f) => {
+                f.set_patterns(pattern_of(&f.names));
+                &mut f.measured
+            }
+            Block::Timeline(f) => {
+                f.set_patterns(pattern_of(&f.names));
+                &mut f.measured
+            }
+            _ => continue,
+        };
+        if *label == measured {
+            label.clear();
         }
     }
     page
@@ -188,6 +194,10 @@ pub(super) fn render(page: &Page) -> Result<String, Error> {
     let template = |e: minijinja::Error| Error::Template(format!("{e:#}"));
     env.add_template("page.html", PAGE).map_err(template)?;
     env.add_template("bars.svg", BARS).map_err(template)?;
+    env.add_template("timeline.svg", TIMELINE)
+        .map_err(template)?;
+    env.add_template("patterns.svg", PATTERNS)
+        .map_err(template)?;
     env.add_template("blocks.html", BLOCKS).map_err(template)?;
     env.add_filter("md", |s: String| {
         minijinja::Value::from_safe_string(super::text::inline_markdown(&s))

@@ -29,6 +29,23 @@ pub(super) fn page(r: &Report) -> Page {
         page.summary
             .push("No table of the requested kind in the input.".into());
     }
+    for t in &r.timelines {
+        let n = page.sections.len() + 1;
+        let mut s = Section::new(format!("timeline-{n}"), format!("{}: timeline", t.input));
+        s.intro.push(
+            "When the exits happened: per VM and vCPU, the exits of each time bucket by \
+             reason."
+                .into(),
+        );
+        let measured = measured_on(backends.first().copied().flatten());
+        s.blocks
+            .push(Block::Timeline(Box::new(super::timeline::layout(
+                format!("timeline-{n}-lanes"),
+                t,
+                &measured,
+            ))));
+        page.sections.push(s);
+    }
     for sc in &r.sched {
         let mut s = Section::new(
             format!("sched-{}", page.sections.len() + 1),

@@ -96,6 +96,16 @@ pub(crate) enum Decoder {
         activate: Option<FieldRef>,
         inhibits: Option<FieldRef>,
     },
+    /// `sched_switch`: who left the CPU and in what state, who got it.
+    SchedSwitch {
+        prev_pid: FieldRef,
+        prev_state: FieldRef,
+        next_pid: FieldRef,
+    },
+    /// `sched_wakeup` / `sched_wakeup_new`: who became runnable.
+    SchedWakeup {
+        pid: FieldRef,
+    },
     /// Counted by name only.
     Other,
 }
@@ -103,14 +113,32 @@ pub(crate) enum Decoder {
 impl Decoder {
     /// The decoder for `format`; with a note when a kvm event lacks the fields it needs.
     pub(crate) fn for_format(format: &EventFormat) -> (Decoder, Option<String>) {
-        if format.system != "kvm" {
-            return (Decoder::Other, None);
-        }
         let f = |names: &[&str]| {
             names
                 .iter()
                 .find_map(|n| format.field(n).and_then(FieldRef::of))
         };
+        if format.system == "sched" {
+            // For the timeline's scheduler strip; without the fields, counted by name.
+            let d = match format.name.as_str() {
+                "sched_switch" => f(&["prev_pid"])
+                    .zip(f(&["prev_state"]))
+                    .zip(f(&["next_pid"]))
+                    .map(|((prev_pid, prev_state), next_pid)| Decoder::SchedSwitch {
+                        prev_pid,
+                        prev_state,
+                        next_pid,
+                    }),
+                "sched_wakeup" | "sched_wakeup_new" => {
+                    f(&["pid"]).map(|pid| Decoder::SchedWakeup { pid })
+                }
+                _ => None,
+            };
+            return (d.unwrap_or(Decoder::Other), None);
+        }
+        if format.system != "kvm" {
+            return (Decoder::Other, None);
+        }
         let decoder = match format.name.as_str() {
             "kvm_exit" => f(&["exit_reason", "exit_code"])
                 .map(|reason| Decoder::Exit {
@@ -252,6 +280,21 @@ impl Decoder {
                 },
                 legacy: set.is_none(),
             },
+            Decoder::SchedSwitch {
+                prev_pid,
+                prev_state,
+                next_pid,
+            } => Kind::SchedSwitch {
+                prev: u32::try_from(prev_pid.get(e, p)?).ok()?,
+                // The low byte holds the blocked states (S, D, T, t, X, Z, P, I); none set is
+                // TASK_RUNNING, with or without the preempted flag above it (`R+`).
+                prev_runnable: prev_state.get(e, p)? & 0xff == 0,
+                next: u32::try_from(next_pid.get(e, p)?).ok()?,
+            },
+            Decoder::SchedWakeup { pid } => Kind::SchedWakeup {
+                target,
+                tid: u32::try_from(pid.get(e, p)?).ok()?,
+            },
             Decoder::Other => Kind::Other { target },
         })
     }
@@ -315,6 +358,16 @@ pub(crate) enum Kind {
         set: bool,
         legacy: bool,
     },
+    SchedSwitch {
+        prev: u32,
+        prev_runnable: bool,
+        next: u32,
+    },
+    /// A wakeup of thread `tid`; the event's name is `names[target]`.
+    SchedWakeup {
+        target: u32,
+        tid: u32,
+    },
     /// Another event: its name is `names[target]`.
     Other {
         target: u32,
@@ -371,6 +424,21 @@ impl Kind {
                     held: false,
                 },
                 names: "",
+            },
+            Kind::SchedSwitch {
+                prev,
+                prev_runnable,
+                next,
+            } => EventKind::SchedSwitch {
+                prev,
+                prev_runnable,
+                next,
+            },
+            Kind::SchedWakeup { target, tid } => EventKind::SchedWakeup {
+                name: names
+                    .get(target as usize)
+                    .map_or("sched_wakeup", String::as_str),
+                tid,
             },
             Kind::Other { target } => EventKind::Other {
                 name: names.get(target as usize).map_or("unknown", String::as_str),
@@ -537,6 +605,70 @@ mod apicv {
         };
         assert!(change.set && change.legacy, "deactivate: set");
         assert_eq!(change.named, Some(Inhibit::PitReinj));
+    }
+}
+
+#[cfg(test)]
+mod sched {
+    use super::*;
+    use crate::decode::trace_format as format;
+
+    /// sched_switch's format as Linux 6.x's tracefs shows it.
+    const SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\
+        \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+        \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+        \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+        \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+        \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
+        \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
+        \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
+
+    #[test]
+    fn switches_say_who_left_runnable_or_blocked() {
+        let f = format::parse("sched", SWITCH).unwrap();
+        let (d, note) = Decoder::for_format(&f);
+        assert!(
+            note.is_none() && matches!(d, Decoder::SchedSwitch { .. }),
+            "{d:?}"
+        );
+        let mut buf = String::new();
+        for (state, runnable) in [
+            (0u64, true),
+            (0x100, true),
+            (1, false),
+            (2, false),
+            (0x80, false),
+        ] {
+            let mut p = vec![0u8; 64];
+            p[24..28].copy_from_slice(&4242u32.to_le_bytes());
+            p[32..40].copy_from_slice(&state.to_le_bytes());
+            p[56..60].copy_from_slice(&77u32.to_le_bytes());
+            let k = d.decode(Endian::Little, &p, 0).unwrap();
+            assert_eq!(
+                k.to_event_kind(&[], &mut buf),
+                EventKind::SchedSwitch {
+                    prev: 4242,
+                    prev_runnable: runnable,
+                    next: 77
+                },
+                "state {state:#x}"
+            );
+        }
+        let wake = "name: sched_wakeup\nID: 318\nformat:\n\
+            \tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+            \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n";
+        let (d, _) = Decoder::for_format(&format::parse("sched", wake).unwrap());
+        let mut p = vec![0u8; 28];
+        p[24..28].copy_from_slice(&4242u32.to_le_bytes());
+        let k = d.decode(Endian::Little, &p, 3).unwrap();
+        let names: Vec<String> = ["a", "b", "c", "sched_wakeup"].map(String::from).to_vec();
+        assert_eq!(
+            k.to_event_kind(&names, &mut buf),
+            EventKind::SchedWakeup {
+                name: "sched_wakeup",
+                tid: 4242
+            }
+        );
     }
 }
 

@@ -13,7 +13,7 @@
 //! | `kvm_hv_hypercall` | `code 0x%x %s [var_cnt 0x%x] rep_cnt/cnt 0x%x idx 0x%x in 0x%llx out 0x%llx` |
 //! | `kvm_apicv_inhibit_changed`, `kvm_apicv_update_request` | see [`apicv_inhibit`] |
 //!
-//! Every other event (`kvm_fpu`, `kvm_apic_ipi`, `kvm_nested_vmexit`, `sched_switch`, …) is
+//! `sched_switch` and `sched_wakeup` are read in `sched.rs`. Every other event (`kvm_fpu`, `kvm_apic_ipi`, `kvm_nested_vmexit`, `sched_switch`, …) is
 //! [`EventKind::Other`], counted by name.
 
 use super::exit::{self, ExitText};
@@ -73,6 +73,8 @@ pub(super) fn decode<'a>(event: &'a str, text: &'a str) -> Option<Decoded<'a>> {
                 names: apicv_inhibit::names_text(text),
             }
         }
+        "sched_switch" => super::sched::switch(text)?,
+        "sched_wakeup" | "sched_wakeup_new" => super::sched::wakeup(event, text)?,
         name => EventKind::Other { name },
     };
     Some(plain(kind))

@@ -23,6 +23,7 @@ mod fields;
 mod kinds;
 mod line;
 mod perf_top;
+mod sched;
 mod skip;
 
 use std::io::BufRead;
