@@ -104,13 +104,16 @@ def start_serve(virtlens, extra=()):
 
 def serve_count(url, pid, port, want, timeout=30.0):
     """The exporter's count of port exits of process `pid`, once it reaches `want`."""
-    pat = re.compile(r'^virtlens_pio_exits_total\{[^}]*pid="%d"[^}]*port="%s"[^}]*\} (\d+)' %
-                     (pid, hex(port)), re.M)
+    # Series name their VM by `vm`; only `virtlens_vm_info` carries the pid.
+    info = re.compile(r'^virtlens_vm_info\{vm="((?:[^"\\]|\\.)*)",pid="%d"' % pid, re.M)
+    pio = re.compile(r'^virtlens_pio_exits_total\{vm="((?:[^"\\]|\\.)*)",port="%s"[^}]*\} (\d+)'
+                     % hex(port), re.M)
     end = time.time() + timeout
     n = 0
     while time.time() < end:
         text = urllib.request.urlopen(url, timeout=10).read().decode()
-        n = sum(int(m) for m in pat.findall(text))
+        vms = set(info.findall(text))
+        n = sum(int(c) for vm, c in pio.findall(text) if vm in vms)
         if n >= want:
             return n
         time.sleep(0.1)
