@@ -179,9 +179,10 @@ impl Aggregation {
 }
 
 /// Attaches the program of an event: to its raw tracepoint when `raw` plans one (the program
-/// runs straight from the tracepoint: no perf record is built, no perf event walked, which
-/// is most of the cost per event), else, or when the kernel refuses that, through a perf
-/// event of the tracepoint with the format-file program `p`.
+/// runs straight from the tracepoint: no perf record is built, no perf event walked, the
+/// part of the cost per event that the kernel's timing of the program leaves out), else, or
+/// when the kernel refuses that (older kernels; the refusal is not kept), through a perf event
+/// of the tracepoint with the format-file program `p`.
 fn attach(
     p: &plan::Plan,
     raw: Option<&plan::Plan>,
