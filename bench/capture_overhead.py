@@ -10,7 +10,7 @@ rates (flat memory: it must not grow with the rate).
 
 For each mode it prints the guest's time per port write (median, min-max spread), the added
 cost per guest exit against `none` (difference of medians, and the median of the per-round
-paired differences), the ratio virtlens/perf (target <= 0.5), the file sizes for the same
+paired differences), the ratio virtlens/perf (targets: tracefs <= 0.5, BPF <= 0.10), the file sizes for the same
 events (target <= 0.5), and checks with DuckDB that every virtlens capture holds exactly N
 `kvm_pio` rows for the port from the guest's process (other processes may run micro-VMs
 on the same port meanwhile: a capture is system-wide).
@@ -104,13 +104,16 @@ def start_serve(virtlens, extra=()):
 
 def serve_count(url, pid, port, want, timeout=30.0):
     """The exporter's count of port exits of process `pid`, once it reaches `want`."""
-    pat = re.compile(r'^virtlens_pio_exits_total\{[^}]*pid="%d"[^}]*port="%s"[^}]*\} (\d+)' %
-                     (pid, hex(port)), re.M)
+    # Series name their VM by `vm`; only `virtlens_vm_info` carries the pid.
+    info = re.compile(r'^virtlens_vm_info\{vm="((?:[^"\\]|\\.)*)",pid="%d"' % pid, re.M)
+    pio = re.compile(r'^virtlens_pio_exits_total\{vm="((?:[^"\\]|\\.)*)",port="%s"[^}]*\} (\d+)'
+                     % hex(port), re.M)
     end = time.time() + timeout
     n = 0
     while time.time() < end:
         text = urllib.request.urlopen(url, timeout=10).read().decode()
-        n = sum(int(m) for m in pat.findall(text))
+        vms = set(info.findall(text))
+        n = sum(int(c) for vm, c in pio.findall(text) if vm in vms)
         if n >= want:
             return n
         time.sleep(0.1)
@@ -203,9 +206,10 @@ def main():
         guest = os.path.join(target, "release", "examples", "pio_guest")
     else:
         virtlens, guest = build()
-    ddb = duckdb()
     port = int(a.port, 0)
     modes = ["none", "perf"] + [m for m in ("tracefs", "bpf") if m in a.modes.split(",")]
+    # Only the tracefs captures are checked with DuckDB (the lab host has no pip).
+    ddb = duckdb() if "tracefs" in modes else None
     times = {m: [] for m in modes}
     sizes = {m: [] for m in modes}
     last = {}
@@ -254,14 +258,15 @@ def main():
               f"{added:>16} {pair:>15}")
     add_perf = med["perf"] - med["none"]
     ok = True
-    for m, target in (("tracefs", 0.5), ("bpf", 0.25)):
+    # Issue 22: BPF at <= 0.10 of perf's added cost, by the medians and paired.
+    for m, target in (("tracefs", 0.5), ("bpf", 0.10)):
         if m not in modes:
             continue
         ratio = (med[m] - med["none"]) / add_perf if add_perf > 0 else float("nan")
         pratio = paired[m] / paired["perf"] if paired["perf"] > 0 else float("nan")
         print(f"added cost per guest exit: {m}/perf = {ratio:.2f} (medians), "
               f"{pratio:.2f} (paired)   target <= {target:.2f}")
-        ok &= pratio <= target
+        ok &= pratio <= target and (m != "bpf" or ratio <= target)
     if "tracefs" in modes:
         s_perf = statistics.median(sizes["perf"])
         s_vl = statistics.median(sizes["tracefs"])
@@ -281,7 +286,9 @@ def main():
         print(f"BPF: the exporter counted exactly {a.writes} port writes of the guest every round")
         print(f"BPF programs as the kernel times them (one more run, --bpf-stats): "
               f"{prog[0]:.0f} ns per program run, {prog[1]:.2f} runs per guest write "
-              f"(system-wide: other VMs' events count too)")
+              f"(system-wide: other VMs' events count too): {prog[0] * prog[1]:.0f} ns per "
+              f"write, {prog[0] * prog[1] / add_perf:.2f} of perf's added cost")
+    print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}")
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -5,7 +5,9 @@
 //! hash map and keeps log2 latency histograms per thread (`maps`). virtlens reads the maps
 //! every interval ([`Aggregation::read`]); nothing per event reaches user space.
 //!
-//! Programs are attached through perf events of the tracepoints; nothing is pinned, so the
+//! Programs are attached to the raw tracepoints where the fields they read are the
+//! tracepoint's arguments (`plan::raw_args`), else through perf events of the tracepoints
+//! (reading the payload at the format's offsets); nothing is pinned, so the
 //! programs, events and maps live exactly as long as this process's fds and the kernel frees
 //! them when it exits, SIGKILL included ([`leftovers`] lists what a process left, for the
 //! tests that check it). All `unsafe` code is in `sys`.
@@ -54,8 +56,9 @@ pub struct Unavailable(pub String);
 #[derive(Debug)]
 struct Attached {
     event: String,
-    // Field order: the perf event is closed before the program.
-    _perf: OwnedFd,
+    // Field order: the attachment (raw tracepoint link or perf event) is closed before the
+    // program.
+    _link: OwnedFd,
     prog: OwnedFd,
 }
 
@@ -85,7 +88,10 @@ impl Aggregation {
                 continue;
             };
             match parse_event_format("kvm", &text) {
-                Ok(f) => plans.extend(plan::plan(&f, &mut notes)),
+                Ok(f) => {
+                    let raw = plan::plan(&f, plan::Ctx::Raw, &mut Vec::new());
+                    plans.extend(plan::plan(&f, plan::Ctx::Format, &mut notes).map(|p| (p, raw)));
+                }
                 Err(e) => notes.push(format!("kvm:{name} is left out: {e}")),
             }
         }
@@ -112,8 +118,8 @@ impl Aggregation {
         };
         let mut attached = Vec::new();
         let mut first_error = None;
-        for p in &plans {
-            match attach(p, &fds, &tag) {
+        for (p, raw) in &plans {
+            match attach(p, raw.as_ref(), &fds, &tag) {
                 Ok(a) => attached.push(a),
                 Err(e) => {
                     notes.push(format!("kvm:{} has no program: {e}", p.event));
@@ -172,13 +178,48 @@ impl Aggregation {
     }
 }
 
-fn attach(p: &plan::Plan, fds: &MapFds, tag: &str) -> Result<Attached, String> {
+/// Attaches the program of an event: to its raw tracepoint when `raw` plans one (the program
+/// runs straight from the tracepoint: no perf record is built, no perf event walked, the
+/// part of the cost per event that the kernel's timing of the program leaves out), else, or
+/// when the kernel refuses that (older kernels; the refusal is not kept), through a perf event
+/// of the tracepoint with the format-file program `p`.
+fn attach(
+    p: &plan::Plan,
+    raw: Option<&plan::Plan>,
+    fds: &MapFds,
+    tag: &str,
+) -> Result<Attached, String> {
+    if let Some(raw) = raw
+        && let Ok(a) = attach_raw(raw, fds, tag)
+    {
+        return Ok(a);
+    }
     let insns = program::generate(p, fds)?;
+    let prog = load(&insns, false, p, tag)?;
+    finish(p, prog)
+}
+
+/// Attaches the program of `p` (a [`plan::Ctx::Raw`] plan) to the raw tracepoint.
+fn attach_raw(p: &plan::Plan, fds: &MapFds, tag: &str) -> Result<Attached, String> {
+    let insns = program::generate(p, fds)?;
+    let prog = load(&insns, true, p, tag)?;
+    let name = std::ffi::CString::new(p.event.as_str()).map_err(|e| e.to_string())?;
+    let link = sys::open_raw_tracepoint(&name, prog.as_fd())
+        .map_err(|e| format!("attaching to the raw tracepoint failed: {e}"))?;
+    Ok(Attached {
+        event: p.event.clone(),
+        _link: link,
+        prog,
+    })
+}
+
+/// Loads a program; a refusal says the verifier's last words.
+fn load(insns: &[insn::Insn], raw: bool, p: &plan::Plan, tag: &str) -> Result<OwnedFd, String> {
     let name = format!("{tag}{}", p.event.trim_start_matches("kvm_"));
-    let prog = sys::load_tracepoint_program(&insns, LICENSE, &name, None).or_else(|e| {
+    sys::load_tracepoint_program(insns, raw, LICENSE, &name, None).or_else(|e| {
         // Load again with the verifier's log, to say why.
         let mut log = vec![0u8; 1 << 20];
-        sys::load_tracepoint_program(&insns, LICENSE, &name, Some(&mut log)).map_err(|_| {
+        sys::load_tracepoint_program(insns, raw, LICENSE, &name, Some(&mut log)).map_err(|_| {
             let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let text = String::from_utf8_lossy(&log[..end]);
             let mut last: Vec<&str> = text.lines().rev().take(3).collect();
@@ -189,8 +230,7 @@ fn attach(p: &plan::Plan, fds: &MapFds, tag: &str) -> Result<Attached, String> {
                 last.join(" / ")
             )
         })
-    })?;
-    finish(p, prog)
+    })
 }
 
 fn finish(p: &plan::Plan, prog: OwnedFd) -> Result<Attached, String> {
@@ -204,7 +244,7 @@ fn finish(p: &plan::Plan, prog: OwnedFd) -> Result<Attached, String> {
         .map_err(|e| format!("attaching the program failed: {e}"))?;
     Ok(Attached {
         event: p.event.clone(),
-        _perf: perf,
+        _link: perf,
         prog,
     })
 }

@@ -83,13 +83,62 @@ pub(crate) struct Plan {
     pub value: Option<(Pair, FieldRef, Option<FieldRef>)>,
 }
 
+/// Where a program reads the event's fields: its context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ctx {
+    /// A perf event of the tracepoint: the payload, at the `format` file's offsets.
+    Format,
+    /// A raw tracepoint: the tracepoint's arguments, 8 bytes each ([`raw_args`]).
+    Raw,
+}
+
+/// The arguments of the raw tracepoint of `event`, in order, named by the `format` field each
+/// is stored in (`TP_PROTO` of include/trace/events/kvm.h and arch/x86/kvm/trace.h, the same
+/// since Linux 4.x for the arguments used); `None` where a field the plan uses is not an
+/// argument (`kvm_exit` reads its reason through the vCPU) or the order changed between
+/// versions (`kvm_hv_hypercall`). Only the leading arguments the plan reads are listed: the
+/// kernel refuses to attach a program that reads past the tracepoint's arguments, and the
+/// format-file program is used then.
+pub(crate) fn raw_args(event: &str) -> Option<&'static [&'static str]> {
+    Some(match event {
+        "kvm_entry" => &[],
+        "kvm_pio" => &["rw", "port"],
+        "kvm_mmio" => &["type", "len", "gpa"],
+        "kvm_msr" => &["write", "ecx"],
+        "kvm_userspace_exit" => &["reason", "errno"],
+        "kvm_fpu" => &["load"],
+        "kvm_hypercall" => &["nr"],
+        "kvm_vcpu_wakeup" => &["ns", "waited"],
+        "kvm_halt_poll_ns" => &["grow"],
+        _ => return None,
+    })
+}
+
 /// The plan for the event of format `f`, or `None` if the aggregation does not use it; the
-/// notes say what this kernel's format lacks.
-pub(crate) fn plan(f: &EventFormat, notes: &mut Vec<String>) -> Option<Plan> {
+/// notes say what this kernel's format lacks. With [`Ctx::Raw`], `None` also when a field it
+/// needs is not a raw argument (then the [`Ctx::Format`] plan is the one to use).
+pub(crate) fn plan(f: &EventFormat, ctx: Ctx, notes: &mut Vec<String>) -> Option<Plan> {
     let index = event_index(&f.name)?;
+    let args = match ctx {
+        Ctx::Raw if cfg!(target_endian = "little") => Some(raw_args(&f.name)?),
+        // A narrow load of an 8-byte argument reads its low bytes only on little-endian.
+        Ctx::Raw => return None,
+        Ctx::Format => None,
+    };
+    let mut missing_arg = false;
     let mut field = |name: &str| -> Option<FieldRef> {
         let found = f.field(name).and_then(|fl| {
             let size = Size::of_bytes(fl.size).filter(|_| !fl.array)?;
+            if let Some(args) = args {
+                let Some(i) = args.iter().position(|a| *a == name) else {
+                    missing_arg = true;
+                    return None;
+                };
+                return Some(FieldRef {
+                    offset: i16::try_from(i * 8).ok()?,
+                    size,
+                });
+            }
             let offset = i16::try_from(fl.offset).ok()?;
             (fl.offset % fl.size == 0).then_some(FieldRef { offset, size })
         });
@@ -142,7 +191,7 @@ pub(crate) fn plan(f: &EventFormat, notes: &mut Vec<String>) -> Option<Plan> {
         "kvm_halt_poll_ns" => p.count = count(field("grow"), None),
         _ => return None,
     }
-    Some(p)
+    (!missing_arg).then_some(p)
 }
 
 #[cfg(test)]
@@ -165,7 +214,7 @@ mod tests {
              \tfield:unsigned int port;\toffset:12;\tsize:4;\tsigned:0;\n"
         ));
         let mut notes = Vec::new();
-        let p = plan(&f, &mut notes).unwrap();
+        let p = plan(&f, Ctx::Format, &mut notes).unwrap();
         assert_eq!((p.index, p.id), (2, 110));
         let c = p.count.unwrap();
         assert_eq!(c.sub.map(|f| f.offset), Some(8));
@@ -180,19 +229,42 @@ mod tests {
     }
 
     #[test]
+    fn raw_plans_read_the_tracepoint_s_arguments() {
+        let f = format(&format!(
+            "name: kvm_pio\nID: 110\nformat:\n{COMMON}\
+             \tfield:unsigned int rw;\toffset:8;\tsize:4;\tsigned:0;\n\
+             \tfield:unsigned int port;\toffset:12;\tsize:4;\tsigned:0;\n"
+        ));
+        let mut notes = Vec::new();
+        let c = plan(&f, Ctx::Raw, &mut notes)
+            .and_then(|p| p.count)
+            .unwrap();
+        // rw is the first argument, port the second: 8 bytes each.
+        assert_eq!(c.sub.map(|f| (f.offset, f.size)), Some((0, Size::W)));
+        assert_eq!(c.detail.map(|f| (f.offset, f.size)), Some((8, Size::W)));
+        // kvm_exit's reason is no argument: only the format plan reads it.
+        let exit = format(&format!(
+            "name: kvm_exit\nID: 3\nformat:\n{COMMON}\
+             \tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
+        ));
+        assert!(plan(&exit, Ctx::Raw, &mut notes).is_none());
+        assert!(plan(&exit, Ctx::Format, &mut notes).is_some());
+    }
+
+    #[test]
     fn a_missing_field_is_a_note_and_an_unknown_event_no_plan() {
         let f = format(&format!(
             "name: kvm_exit\nID: 3\nformat:\n{COMMON}\
              \tfield:unsigned int exit_reason;\toffset:8;\tsize:4;\tsigned:0;\n"
         ));
         let mut notes = Vec::new();
-        let p = plan(&f, &mut notes).unwrap();
+        let p = plan(&f, Ctx::Format, &mut notes).unwrap();
         assert_eq!(p.begin.map(|b| b.0), Some(Pair::Exit));
         assert!(notes[0].contains("`isa`"), "{notes:?}");
         let other = format("name: kvm_cr\nID: 9\nformat:\n");
-        assert!(plan(&other, &mut notes).is_none());
+        assert!(plan(&other, Ctx::Format, &mut notes).is_none());
         // kvm_fpu without `load` cannot tell load from unload: no program.
         let fpu = format("name: kvm_fpu\nID: 37\nformat:\n");
-        assert!(plan(&fpu, &mut notes).is_none());
+        assert!(plan(&fpu, Ctx::Format, &mut notes).is_none());
     }
 }

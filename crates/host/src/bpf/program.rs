@@ -2,6 +2,9 @@
 //! the program's context, read at the offsets of the `format` file. Nothing per event reaches
 //! user space: the perf event the program is attached to only counts (it has no buffer).
 //!
+//! Raw tracepoint programs (see `plan::Ctx`) read the tracepoint's arguments instead, 8 bytes
+//! each, and their return value is ignored.
+//!
 //! Every path returns 1. A tracepoint program's return value decides for *every* perf event of
 //! that tracepoint whether the record goes on to them: 0 would drop it for all, and a user's
 //! `perf record` or `perf kvm stat record` running beside `virtlens serve` would record nothing
@@ -46,6 +49,14 @@ pub(crate) struct MapFds {
 pub(crate) fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> {
     let mut a = Asm::new();
     a.mov(R6, R1);
+    // A program that only closes a pair on a condition (kvm_fpu: on load=1, not on the
+    // unload that fires as often) tests it before anything else.
+    let only_end = plan.count.is_none() && plan.begin.is_none() && plan.value.is_none();
+    let skip = a.new_label();
+    if let (true, Some((_, Some((field, value))))) = (only_end, plan.end) {
+        load(&mut a, R1, Some(field));
+        a.jump_imm(Cond::Ne, R1, value, skip);
+    }
     a.call(Helper::GetCurrentPidTgid);
     a.mov(R7, R0);
     if let Some(c) = plan.count {
@@ -65,6 +76,7 @@ pub(crate) fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> 
         hist_add(&mut a, pair, maps, done);
         a.label(done);
     }
+    a.label(skip);
     a.mov_imm(R0, 1);
     a.exit();
     a.finish()

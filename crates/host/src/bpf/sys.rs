@@ -1,7 +1,7 @@
 //! The unsafe boundary of the BPF aggregation, kept in one place: the bpf(2) commands it uses
 //! (create a map, load a program, look up / update / delete / walk map elements, list the
-//! loaded programs and maps), perf_event_open(2) of a tracepoint and the two ioctls that
-//! attach a program to it and enable it. Every `unsafe` block carries its SAFETY argument;
+//! loaded programs and maps, attach to a raw tracepoint), perf_event_open(2) of a tracepoint
+//! and the two ioctls that attach a program to it and enable it. Every `unsafe` block carries its SAFETY argument;
 //! nothing outside this file needs `unsafe`.
 //!
 //! Memory safety rests on one rule: the kernel reads `key_size` bytes at a key pointer and
@@ -27,9 +27,11 @@ const BPF_MAP_GET_NEXT_ID: libc::c_long = 12;
 const BPF_PROG_GET_FD_BY_ID: libc::c_long = 13;
 const BPF_MAP_GET_FD_BY_ID: libc::c_long = 14;
 const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const BPF_ENABLE_STATS: libc::c_long = 32;
 
 const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
+const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 /// `BPF_OBJ_NAME_LEN`: names are at most 15 bytes and a NUL.
 pub(super) const NAME_LEN: usize = 16;
 
@@ -210,16 +212,25 @@ impl Map {
     }
 }
 
-/// Loads a tracepoint program. On failure with `log` given, the verifier's words are in it.
+/// Loads a tracepoint program (`raw`: a raw tracepoint's, whose context is the tracepoint's
+/// arguments). On failure with `log` given, the verifier's words are in it.
 pub(super) fn load_tracepoint_program(
     insns: &[Insn],
+    raw: bool,
     license: &std::ffi::CStr,
     name: &str,
     log: Option<&mut [u8]>,
 ) -> io::Result<OwnedFd> {
     let code: Vec<u8> = insns.iter().flat_map(Insn::bytes).collect();
     let mut a = Attr::new();
-    a.u32_at(0, BPF_PROG_TYPE_TRACEPOINT);
+    a.u32_at(
+        0,
+        if raw {
+            BPF_PROG_TYPE_RAW_TRACEPOINT
+        } else {
+            BPF_PROG_TYPE_TRACEPOINT
+        },
+    );
     a.u32_at(4, insns.len() as u32);
     a.u64_at(8, code.as_ptr() as u64);
     a.u64_at(16, license.as_ptr() as u64);
@@ -306,6 +317,21 @@ pub(super) fn enable_run_time_stats() -> io::Result<OwnedFd> {
     let mut a = Attr::new();
     a.u32_at(0, 0); // BPF_STATS_RUN_TIME
     owned(bpf(BPF_ENABLE_STATS, &mut a)?)
+}
+
+/// Attaches raw tracepoint program `prog` to the tracepoint `name` (`kvm_pio`;
+/// `BPF_RAW_TRACEPOINT_OPEN`, Linux 4.17, tracepoints of modules since 5.0). The program runs
+/// straight from the tracepoint, before and apart from any perf event or ftrace; closing the
+/// returned fd detaches it.
+pub(super) fn open_raw_tracepoint(
+    name: &std::ffi::CStr,
+    prog: BorrowedFd<'_>,
+) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    // The kernel reads the NUL-terminated name at this pointer; `name` is a live CStr.
+    a.u64_at(0, name.as_ptr() as u64);
+    a.u32_at(8, prog.as_raw_fd() as u32);
+    owned(bpf(BPF_RAW_TRACEPOINT_OPEN, &mut a)?)
 }
 
 /// Opens the tracepoint with id `id` (its `events/SYS/NAME/id`) as a perf event on CPU 0,
