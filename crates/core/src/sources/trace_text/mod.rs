@@ -22,6 +22,8 @@ mod exit;
 mod fields;
 mod kinds;
 mod line;
+#[cfg(unix)]
+mod parallel;
 mod perf_top;
 mod skip;
 
@@ -65,6 +67,13 @@ pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
         }
     }
     state.finish(lines.cut_line())
+}
+
+/// Reads a regular file (`path` names it) on every core, with the same profile as [`read`].
+#[cfg(unix)]
+pub(crate) fn read_file(file: &std::fs::File, path: &str) -> Result<Profile> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parallel::read_file(file, path, workers, parallel::BLOCK)
 }
 
 /// The lines after which an input without a single event line is refused: a trace's header
@@ -269,19 +278,27 @@ impl Reader {
             self.unknown_line(n, l.text);
             return;
         }
+        let decoded = kinds::decode(l.event, l.text).map(|d| {
+            let (failed, noise) = d.exit.map_or((false, false), |e| (e.failed_entry, e.noise));
+            (d.kind, failed, noise)
+        });
+        self.decoded(n, &l, decoded);
+    }
+
+    /// An event line once its text was decoded (`None`: none of the known shapes), with the
+    /// exit's `FAILED_VMENTRY` and `CAN'T FIND FIELD` marks.
+    fn decoded(&mut self, n: usize, l: &line::Line<'_>, d: Option<(EventKind<'_>, bool, bool)>) {
         self.last_event = Some(n);
         self.dialects[l.dialect.index()].add(n);
-        let kind = match kinds::decode(l.event, l.text) {
-            Some(d) => {
-                if let Some(e) = d.exit {
-                    if e.failed_entry {
-                        self.failed_entry.add(n);
-                    }
-                    if e.noise {
-                        self.noise.add(n);
-                    }
+        let kind = match d {
+            Some((kind, failed_entry, noise)) => {
+                if failed_entry {
+                    self.failed_entry.add(n);
                 }
-                d.kind
+                if noise {
+                    self.noise.add(n);
+                }
+                kind
             }
             None => {
                 self.unread.add(n);
