@@ -89,12 +89,11 @@ enum Kind {
 }
 
 /// A block, scanned.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Block {
-    /// The bytes read (from one byte before the block, to the end of its last line).
-    bytes: Vec<u8>,
-    /// Whether `bytes` is valid UTF-8 (else no line is an [`Item::Event`]).
-    utf8: bool,
+    /// The bytes read (from one byte before the block, to the end of its last line), as text
+    /// when they are valid UTF-8 (else no line is an [`Item::Event`]).
+    data: Result<String, Vec<u8>>,
     items: Vec<Item>,
     events: Vec<Scanned>,
     /// The last line had no newline after it (the end of the file).
@@ -119,11 +118,16 @@ pub(super) fn read_file(file: &File, path: &str, workers: usize, block: usize) -
             spent.push(back);
             s.spawn(move || {
                 for i in (w..blocks).step_by(workers) {
-                    let mut b = spares.try_recv().unwrap_or_default();
-                    let b = load(file, i, block, len, &mut b.bytes).map(|(start, end)| {
-                        scan(&mut b, start, end);
-                        b
-                    });
+                    let (mut bytes, items, events) = match spares.try_recv() {
+                        Ok(b) => (
+                            b.data.map_or_else(|v| v, String::into_bytes),
+                            b.items,
+                            b.events,
+                        ),
+                        Err(_) => Default::default(),
+                    };
+                    let b = load(file, i, block, len, &mut bytes)
+                        .map(|(start, end)| scan(bytes, items, events, start, end));
                     let failed = b.is_err();
                     // The reader stopped (it found its answer, or an error): stop too.
                     if tx.send(b).is_err() || failed {
@@ -155,10 +159,9 @@ fn replay(
                 message: "a reading thread stopped before the end of the file".into(),
             })?
             .map_err(|e| io(path, e))?;
-        let text = if b.utf8 {
-            std::str::from_utf8(&b.bytes).ok()
-        } else {
-            None
+        let (text, bytes) = match &b.data {
+            Ok(t) => (Some(t.as_str()), t.as_bytes()),
+            Err(bytes) => (None, bytes.as_slice()),
         };
         for (k, item) in b.items.iter().enumerate() {
             let n = base + k + 1;
@@ -169,7 +172,7 @@ fn replay(
             match (*item, scanned) {
                 (_, Some((text, e))) => state.scanned(n, e, text),
                 (Item::Line(span) | Item::Event(span, _), None) => {
-                    let raw = b.bytes.get(span.0 as usize..span.1 as usize).unwrap_or(&[]);
+                    let raw = bytes.get(span.0 as usize..span.1 as usize).unwrap_or(&[]);
                     state.line(n, &line_text(raw));
                 }
                 (Item::TooLong, None) => return Err(too_long(path, n)),
@@ -258,12 +261,20 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
     Ok(got)
 }
 
-/// Splits the loaded block `b` into its lines (those starting in `start..own_end`) and scans
-/// each.
-fn scan(b: &mut Block, start: usize, own_end: usize) {
-    let bytes = &b.bytes;
-    let text = std::str::from_utf8(bytes).ok();
-    let (items, events) = (&mut b.items, &mut b.events);
+/// Splits the loaded block `bytes` into its lines (those starting in `start..own_end`) and
+/// scans each, into `items` and `events` (emptied first: they are reused).
+fn scan(
+    bytes: Vec<u8>,
+    mut items: Vec<Item>,
+    mut events: Vec<Scanned>,
+    start: usize,
+    own_end: usize,
+) -> Block {
+    let data = String::from_utf8(bytes).map_err(|e| e.into_bytes());
+    let (text, bytes) = match &data {
+        Ok(t) => (Some(t.as_str()), t.as_bytes()),
+        Err(b) => (None, b.as_slice()),
+    };
     items.clear();
     events.clear();
     let mut unterminated = false;
@@ -290,8 +301,12 @@ fn scan(b: &mut Block, start: usize, own_end: usize) {
         });
         pos = end;
     }
-    b.utf8 = text.is_some();
-    b.unterminated = unterminated;
+    Block {
+        data,
+        items,
+        events,
+        unterminated,
+    }
 }
 
 /// The event line in `text[pos..end]` when it is one the sequential reader reads with no
