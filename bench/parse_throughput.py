@@ -58,6 +58,7 @@ def main():
                     path, str(a.size_mb)], check=True)
     size = os.path.getsize(path)
     anchor, ours, base = [], [], []
+    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     for _ in range(a.runs):
         anchor.append(timed(["wc", "-l", path])[0])
         ours.append(timed([exe, "report", path])[0])
@@ -76,6 +77,8 @@ def main():
     print(f"wc -l (anchor):  median {med_a:.3f} s (min {min(anchor):.3f}, max {max(anchor):.3f})"
           f" = {mb / med_a:.0f} MB/s")
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    print(f"load average (1, 5, 15 min) before the runs: {load_before}; after: "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     if base:
         med_b = statistics.median(base)
         print(f"baseline report: median {med_b:.3f} s (min {min(base):.3f}, max {max(base):.3f})"

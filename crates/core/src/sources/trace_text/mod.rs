@@ -6,7 +6,9 @@
 //! exits with entries per host thread the way `perf kvm stat` does. Lines without a thread id
 //! (`perf script -F cpu,time,event,trace`) are paired per host CPU instead, and say so in a
 //! warning. Reading streams: one reused line buffer, no allocation per event line, memory that
-//! grows with the number of distinct keys, threads and vCPUs, never with the input.
+//! grows with the number of distinct keys, threads and vCPUs, never with the input. A regular
+//! file is scanned on every core in blocks and replayed in order (`parallel`), to the same
+//! profile; standard input, pipes and compressed input are read line by line here.
 //!
 //! Lines that are not events (headers, prompts, `^C` echoes, elisions, lost-event markers)
 //! are skipped; the noteworthy ones become warnings with their line number. Lines a mailer
