@@ -57,12 +57,17 @@ def main():
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
                     path, str(a.size_mb)], check=True)
     size = os.path.getsize(path)
-    anchor, ours, base = [], [], []
+    anchor, ours, base, cpu_ours, cpu_base = [], [], [], [], []
+    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     for _ in range(a.runs):
         anchor.append(timed(["wc", "-l", path])[0])
-        ours.append(timed([exe, "report", path])[0])
+        t = timed([exe, "report", path])
+        ours.append(t[0])
+        cpu_ours.append(t[2])
         if a.baseline:
-            base.append(timed([a.baseline, "report", path])[0])
+            t = timed([a.baseline, "report", path])
+            base.append(t[0])
+            cpu_base.append(t[2])
     rss_small_path = os.path.join(tmp, "small.txt")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
                     rss_small_path, str(a.size_mb / 16)], check=True)
@@ -76,6 +81,10 @@ def main():
     print(f"wc -l (anchor):  median {med_a:.3f} s (min {min(anchor):.3f}, max {max(anchor):.3f})"
           f" = {mb / med_a:.0f} MB/s")
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    print(f"virtlens user CPU time: median {statistics.median(cpu_ours):.3f} s"
+          + (f"; baseline {statistics.median(cpu_base):.3f} s" if cpu_base else ""))
+    print(f"load average (1, 5, 15 min) before the runs: {load_before}; after: "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     if base:
         med_b = statistics.median(base)
         print(f"baseline report: median {med_b:.3f} s (min {min(base):.3f}, max {max(base):.3f})"

@@ -27,10 +27,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = os.path.join(ROOT, "bench", "gen_trace_text.py")
 
 
+CPU = {}  # command's binary -> CPU seconds (user + system) of each run
+
+
 def timed(cmd):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU.setdefault(cmd[0], []).append(cpu)
+    return elapsed
 
 
 def peak_rss_kib(cmd):
@@ -76,6 +84,7 @@ def main():
         lines = sum(buf.count(b"\n") for buf in iter(lambda: f.read(1 << 24), b""))
     timed([exe, "report", path])  # warm the page cache and the binary once
     anchor, ours, base = [], [], []
+    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     for _ in range(a.runs):
         anchor.append(timed(["wc", "-l", path]))
         ours.append(timed([exe, "report", path]))
@@ -91,10 +100,18 @@ def main():
           f"(best {mb / min(ours):.0f} MB/s, {lines / med / 1e6:.1f} M lines/s)")
     print(f"wc -l (anchor):  median {med_a:.3f} s ({spread(anchor)}) = {mb / med_a:.0f} MB/s")
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
+    # On a shared machine the wall time follows what the others leave free; the CPU time
+    # (user + system, all threads) does not.
+    cpu = statistics.median(CPU[exe][1:])
+    print(f"virtlens CPU time (user + system): median {cpu:.3f} s = {mb / cpu:.0f} MB per CPU-second")
+    print(f"load average (1, 5, 15 min) before the runs: {load_before}; after: "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     if base:
         med_b = statistics.median(base)
         print(f"baseline report: median {med_b:.3f} s ({spread(base)}) = {mb / med_b:.0f} MB/s; "
               f"ratio virtlens/baseline: {med / med_b:.2f}")
+        cpu_b = statistics.median(CPU[a.baseline])
+        print(f"baseline CPU time: median {cpu_b:.3f} s = {mb / cpu_b:.0f} MB per CPU-second")
     print(f"peak RSS ({how}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
           f"{rss_small / 1024:.1f} MiB on {mb / 16:.0f} MB "
           f"(memory does not grow with the input when these match)")

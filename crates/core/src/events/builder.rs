@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::reasons::Reasons;
 use super::slots::{Accumulators, CKey, Renumbering, Slot, SlotKey, way};
-use super::threads::{Thread, Threads, vcpu_from_comm};
+use super::threads::{RIP_CACHED_THREADS, Thread, Threads, vcpu_from_comm};
 use super::timeline::TimelineAcc;
 use super::{Event, EventKind, MmioAccess, NameId};
 use crate::decode::Isa;
@@ -129,7 +129,7 @@ impl ProfileBuilder {
                     t.last_exit_ts = ts;
                 }
                 if let Some(rip) = rip {
-                    self.count(at, Slot::GuestRip, CKey::Rip(id, rip));
+                    self.count_rip(at, id, rip);
                 }
             }
             EventKind::Entry { .. } => {
@@ -281,8 +281,7 @@ impl ProfileBuilder {
         let (pid, vcpu) = (ev.pid.or(t.pid), own_vcpu.or(t.vcpu));
         if (pid, vcpu) != (t.pid, t.vcpu) {
             // The cached slots are for the old VM/vCPU.
-            t.slots.clear();
-            t.by_name.clear();
+            t.forget_slots();
             t.pid = pid;
             t.vcpu = vcpu;
         }
@@ -298,9 +297,7 @@ impl ProfileBuilder {
             .and_then(|t| t.by_name.get(n).copied().flatten());
         let i = match cached {
             Some(i) => {
-                if let Some(acc) = self.accs.get_mut(i) {
-                    acc.count += 1;
-                }
+                self.accs.bump(i);
                 return;
             }
             None => self.count(at, Slot::Events, CKey::Name(name)),
@@ -310,6 +307,20 @@ impl ProfileBuilder {
                 t.by_name.resize(n + 1, None);
             }
             t.by_name[n] = Some(i);
+        }
+    }
+
+    /// Counts one exit of reason `id` at guest `rip`, through the thread's RIP cache.
+    fn count_rip(&mut self, at: Place, id: u32, rip: u64) {
+        let cached = self.thread(at.thread).and_then(|t| t.rip_slot(id, rip));
+        if let Some(i) = cached {
+            self.accs.bump(i);
+            return;
+        }
+        let i = self.count(at, Slot::GuestRip, CKey::Rip(id, rip));
+        let may_cache = at.thread.is_some_and(|i| i < RIP_CACHED_THREADS);
+        if let Some(t) = self.thread(at.thread) {
+            t.put_rip_slot(id, rip, i, may_cache);
         }
     }
 
@@ -338,9 +349,7 @@ impl ProfileBuilder {
                 i
             }
         };
-        if let Some(acc) = self.accs.get_mut(i) {
-            acc.count += 1;
-        }
+        self.accs.bump(i);
         i
     }
 

@@ -41,6 +41,69 @@ pub(super) struct Thread<K: Copy + Eq> {
     pub by_name: Vec<Option<usize>>,
     /// The thread's name was already looked at for a vCPU id (it is parsed once).
     pub comm_seen: bool,
+    /// The guest-RIP slots this thread hit, direct-mapped by (reason, rip): a vCPU exits at a
+    /// few hundred places, too many for `slots`. Empty until the thread's first exit with a
+    /// RIP, and only for the first [`RIP_CACHED_THREADS`] threads (bounded memory).
+    pub rips: Vec<RipSlot>,
+}
+
+/// One entry of [`Thread::rips`]: reason id, RIP and accumulator (`u32::MAX`: empty).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RipSlot {
+    pub rip: u64,
+    pub reason: u32,
+    pub slot: u32,
+}
+
+impl RipSlot {
+    const EMPTY: RipSlot = RipSlot {
+        rip: 0,
+        reason: 0,
+        slot: u32::MAX,
+    };
+}
+
+/// Entries of a thread's RIP cache.
+pub(super) const RIP_WAYS: usize = 1024;
+
+/// How many threads (by index) get a RIP cache: 16 KiB each.
+pub(super) const RIP_CACHED_THREADS: usize = 256;
+
+impl<K: Copy + Eq> Thread<K> {
+    /// The accumulator cached for exit reason `reason` at `rip`.
+    #[inline]
+    pub(super) fn rip_slot(&self, reason: u32, rip: u64) -> Option<usize> {
+        let e = self.rips.get(rip_way(reason, rip))?;
+        (e.slot != u32::MAX && e.rip == rip && e.reason == reason).then_some(e.slot as usize)
+    }
+
+    /// Remembers `slot` for `reason` at `rip`; `cached`: whether this thread may have a cache.
+    pub(super) fn put_rip_slot(&mut self, reason: u32, rip: u64, slot: usize, cached: bool) {
+        let Ok(slot) = u32::try_from(slot) else {
+            return;
+        };
+        if self.rips.is_empty() {
+            if !cached {
+                return;
+            }
+            self.rips = vec![RipSlot::EMPTY; RIP_WAYS];
+        }
+        if let Some(e) = self.rips.get_mut(rip_way(reason, rip)) {
+            *e = RipSlot { rip, reason, slot };
+        }
+    }
+
+    /// Forgets every cached slot (the VM or vCPU changed, or the slots were renumbered).
+    pub(super) fn forget_slots(&mut self) {
+        self.slots.clear();
+        self.by_name.clear();
+        self.rips.fill(RipSlot::EMPTY);
+    }
+}
+
+#[inline]
+fn rip_way(reason: u32, rip: u64) -> usize {
+    ((rip >> 2) ^ (rip >> 12) ^ u64::from(reason).wrapping_mul(0x9e37)) as usize % RIP_WAYS
 }
 
 impl<K: Copy + Eq> Default for Thread<K> {
@@ -56,6 +119,7 @@ impl<K: Copy + Eq> Default for Thread<K> {
             slots: SlotCache::default(),
             by_name: Vec::new(),
             comm_seen: false,
+            rips: Vec::new(),
         }
     }
 }
@@ -169,8 +233,7 @@ impl<K: Copy + Eq> Threads<K> {
                     p.slot = renumbering.get(slot).map(|&s| (s, ts));
                 }
             }
-            t.slots.clear();
-            t.by_name.clear();
+            t.forget_slots();
         }
     }
 

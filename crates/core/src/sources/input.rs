@@ -68,6 +68,12 @@ pub(crate) fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> 
         return read_stream(reader, path, &name, format, 0);
     }
     let (format, document) = refusal::choose(format, &head[..head.len().min(DETECT_BYTES)], &name)?;
+    #[cfg(unix)]
+    if format == Format::TraceText {
+        // A trace file is read on every core (positioned reads: the buffer's place is moot).
+        let read = super::trace_text::read_file(reader.get_ref(), &name).map(super::checks::settle);
+        return refused(read, &name, format, document);
+    }
     refused(format.read(reader, &name), &name, format, document)
 }
 

@@ -45,14 +45,7 @@ impl<R: BufRead> Lines<R> {
             return Ok(None);
         }
         self.line_no += 1;
-        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-            self.buf.pop();
-        }
-        let text = match std::str::from_utf8(&self.buf) {
-            Ok(s) => Cow::Borrowed(s),
-            Err(_) => String::from_utf8_lossy(&self.buf),
-        };
-        Ok(Some((self.line_no, clean(text))))
+        Ok(Some((self.line_no, line_text(&self.buf))))
     }
 
     /// The number of the last line when the input ended inside it (no newline after it): the
@@ -87,15 +80,7 @@ impl<R: BufRead> Lines<R> {
                 None => (available.len(), false),
             };
             if self.buf.len() + take > MAX_LINE + 2 {
-                return Err(Error::Parse {
-                    path: self.path.clone(),
-                    line: self.line_no + 1,
-                    message: format!(
-                        "expected a line of text; found more than {} MiB without a line break \
-                         (binary data, or the wrong --format?)",
-                        MAX_LINE >> 20
-                    ),
-                });
+                return Err(too_long(&self.path, self.line_no + 1));
             }
             self.buf.extend_from_slice(&available[..take]);
             self.reader.consume(take);
@@ -104,6 +89,43 @@ impl<R: BufRead> Lines<R> {
                 return Ok(true);
             }
         }
+    }
+}
+
+/// The cleaned text of one raw line (its newline included or not): trailing CR and LF
+/// removed, invalid UTF-8 replaced, then [`clean`]. Every reader of lines goes through this,
+/// the streamed [`Lines`] and the trace reader's parallel blocks alike.
+pub(crate) fn line_text(raw: &[u8]) -> Cow<'_, str> {
+    let mut end = raw.len();
+    while end > 0 && matches!(raw[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    let raw = &raw[..end];
+    let text = match std::str::from_utf8(raw) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(raw),
+    };
+    clean(text)
+}
+
+/// Whether [`clean`] leaves `line` (valid UTF-8, no CR or LF) as it is: no escape sequence, no
+/// non-breaking space, no mail quote mark.
+pub(crate) fn is_clean(line: &str) -> bool {
+    let b = line.as_bytes();
+    memchr::memchr2(0x1b, 0xa0, b).is_none()
+        && b.iter().find(|&&c| c != b' ' && c != b'\t') != Some(&b'>')
+}
+
+/// The error for a line longer than [`MAX_LINE`] (line `line` of `path`).
+pub(crate) fn too_long(path: &str, line: usize) -> Error {
+    Error::Parse {
+        path: path.to_string(),
+        line,
+        message: format!(
+            "expected a line of text; found more than {} MiB without a line break (binary \
+             data, or the wrong --format?)",
+            MAX_LINE >> 20
+        ),
     }
 }
 

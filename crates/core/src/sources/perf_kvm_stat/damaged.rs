@@ -5,6 +5,10 @@
 //! (the repairs through the line driver's book), so none of them ends a table or takes the
 //! rows after it.
 
+use std::sync::OnceLock;
+
+use memchr::memmem;
+
 use super::layout::{self, Header};
 use super::pasted::unbox;
 use super::row::{self, Parsed};
@@ -59,18 +63,9 @@ pub(super) fn joined(text: &str) -> Option<(usize, &'static str)> {
 /// A line that perf prints at the start of a line (a column header, the scope line, the totals
 /// line) found after other text on it: where it starts.
 fn mid_line_structure(text: &str) -> Option<(usize, &'static str)> {
-    const STARTS: [&str; 7] = [
-        "VM-EXIT",
-        "IO Port Access",
-        "MMIO Access",
-        "MSR Access",
-        "Event name",
-        "Analyze events for",
-        "Total Samples:",
-    ];
-    STARTS
+    starts()
         .iter()
-        .filter_map(|s| text.find(s))
+        .filter_map(|f| f.find(text.as_bytes()))
         .filter(|&j| j > 0 && !text[..j].trim_ascii().is_empty() && !text[..j].contains('|'))
         .filter(|&j| {
             let rest = &text[j..];
@@ -87,6 +82,29 @@ fn mid_line_structure(text: &str) -> Option<(usize, &'static str)> {
         })
 }
 
+/// The searchers for the starts of the lines perf prints at the start of a line, built once:
+/// every line of a transcript is searched for each, and building a searcher per search
+/// (`str::find`) cost more than the rest of the reading (a `perf record` of the release binary).
+fn starts() -> &'static [memmem::Finder<'static>] {
+    const STARTS: [&str; 7] = [
+        "VM-EXIT",
+        "IO Port Access",
+        "MMIO Access",
+        "MSR Access",
+        "Event name",
+        "Analyze events for",
+        "Total Samples:",
+    ];
+    static FINDERS: OnceLock<Vec<memmem::Finder<'static>>> = OnceLock::new();
+    FINDERS.get_or_init(|| STARTS.iter().map(memmem::Finder::new).collect())
+}
+
+/// The searcher for `Samples`, the word every header has.
+fn samples() -> &'static memmem::Finder<'static> {
+    static FINDER: OnceLock<memmem::Finder<'static>> = OnceLock::new();
+    FINDER.get_or_init(|| memmem::Finder::new("Samples"))
+}
+
 /// A word a header can end with: the last word of a column name.
 fn column_end(w: &str) -> bool {
     matches!(
@@ -101,7 +119,7 @@ const MAX_JOINED: usize = 512;
 /// Where a header line is followed, on the same line, by the rule or the row that was under
 /// it (their newline lost): the byte offset at which that second line starts, and what it is.
 pub(super) fn joined_header(text: &str) -> Option<(usize, &'static str)> {
-    if text.len() > MAX_JOINED || !text.contains("Samples") {
+    if text.len() > MAX_JOINED || samples().find(text.as_bytes()).is_none() {
         return None;
     }
     if unbox(text).split_ascii_whitespace().all(header_word) {

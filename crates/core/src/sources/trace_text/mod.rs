@@ -6,7 +6,9 @@
 //! exits with entries per host thread the way `perf kvm stat` does. Lines without a thread id
 //! (`perf script -F cpu,time,event,trace`) are paired per host CPU instead, and say so in a
 //! warning. Reading streams: one reused line buffer, no allocation per event line, memory that
-//! grows with the number of distinct keys, threads and vCPUs, never with the input.
+//! grows with the number of distinct keys, threads and vCPUs, never with the input. A regular
+//! file is scanned on every core in blocks and replayed in order (`parallel`), to the same
+//! profile; standard input, pipes and compressed input are read line by line here.
 //!
 //! Lines that are not events (headers, prompts, `^C` echoes, elisions, lost-event markers)
 //! are skipped; the noteworthy ones become warnings with their line number. Lines a mailer
@@ -22,6 +24,8 @@ mod exit;
 mod fields;
 mod kinds;
 mod line;
+#[cfg(unix)]
+mod parallel;
 mod perf_top;
 mod sched;
 mod skip;
@@ -66,6 +70,13 @@ pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
         }
     }
     state.finish(lines.cut_line())
+}
+
+/// Reads a regular file (`path` names it) on every core, with the same profile as [`read`].
+#[cfg(unix)]
+pub(crate) fn read_file(file: &std::fs::File, path: &str) -> Result<Profile> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    parallel::read_file(file, path, workers, parallel::BLOCK)
 }
 
 /// The lines after which an input without a single event line is refused: a trace's header
@@ -270,19 +281,27 @@ impl Reader {
             self.unknown_line(n, l.text);
             return;
         }
+        let decoded = kinds::decode(l.event, l.text).map(|d| {
+            let (failed, noise) = d.exit.map_or((false, false), |e| (e.failed_entry, e.noise));
+            (d.kind, failed, noise)
+        });
+        self.decoded(n, &l, decoded);
+    }
+
+    /// An event line once its text was decoded (`None`: none of the known shapes), with the
+    /// exit's `FAILED_VMENTRY` and `CAN'T FIND FIELD` marks.
+    fn decoded(&mut self, n: usize, l: &line::Line<'_>, d: Option<(EventKind<'_>, bool, bool)>) {
         self.last_event = Some(n);
         self.dialects[l.dialect.index()].add(n);
-        let kind = match kinds::decode(l.event, l.text) {
-            Some(d) => {
-                if let Some(e) = d.exit {
-                    if e.failed_entry {
-                        self.failed_entry.add(n);
-                    }
-                    if e.noise {
-                        self.noise.add(n);
-                    }
+        let kind = match d {
+            Some((kind, failed_entry, noise)) => {
+                if failed_entry {
+                    self.failed_entry.add(n);
                 }
-                d.kind
+                if noise {
+                    self.noise.add(n);
+                }
+                kind
             }
             None => {
                 self.unread.add(n);
