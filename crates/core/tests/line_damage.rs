@@ -87,23 +87,11 @@ const KNOWN_GAPS: [(&str, usize, &str); 3] = [
 ];
 
 fn inputs() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "txt") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for f in FOLDERS {
-        walk(&virtlens_testkit::testdata(f), &mut out);
-    }
+    let mut out: Vec<PathBuf> = FOLDERS
+        .iter()
+        .flat_map(|f| virtlens_testkit::files_under(&virtlens_testkit::testdata(f)))
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
     out.sort();
     out
 }

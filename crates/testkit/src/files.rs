@@ -17,6 +17,27 @@ pub fn testdata(rel: &str) -> PathBuf {
     repo_root().join("testdata").join(rel)
 }
 
+/// Every file under `dir`, recursively, sorted (none when `dir` cannot be read).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out.sort();
+    out
+}
+
 /// A new, empty temporary folder, removed with what it holds when dropped. Its name,
 /// `virtlens-<tag>-<pid>-<n>`, differs between the tests of a process whatever their tags.
 #[derive(Debug)]

@@ -3,24 +3,9 @@
 //! every command that reads a file, and so do a few hostile inputs (empty, NULs, random bytes,
 //! a BOM alone, a lone `\r`), with and without a forced format.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::{BIN, shared};
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
 
 /// Deterministic bytes (xorshift), so a failure reproduces.
 fn noise(len: usize, seed: u64) -> Vec<u8> {
@@ -39,9 +24,7 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
 fn every_input_to_every_reading_command_exits_0_to_3_without_a_panic() {
     let _g = shared();
     let dir = virtlens_testkit::TempDir::new("exit-codes");
-    let mut inputs = Vec::new();
-    files(&virtlens_testkit::testdata(""), &mut inputs);
-    inputs.sort();
+    let mut inputs = virtlens_testkit::files_under(&virtlens_testkit::testdata(""));
     let hostile: [(&str, Vec<u8>); 5] = [
         ("empty", Vec::new()),
         ("nuls", vec![0; 4096]),

@@ -30,27 +30,10 @@ fn parallel(path: &Path, name: &str, workers: usize, block: usize) -> String {
     }
 }
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 /// The traces under `testdata/` that are read as trace text (uncompressed).
 fn traces() -> Vec<(PathBuf, Vec<u8>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let mut all = Vec::new();
-    files(&root, &mut all);
-    all.sort();
-    all.into_iter()
+    virtlens_testkit::files_under(&virtlens_testkit::testdata(""))
+        .into_iter()
         .filter_map(|p| {
             let bytes = std::fs::read(&p).ok()?;
             let head = &bytes[..bytes.len().min(crate::sources::DETECT_BYTES)];
@@ -184,7 +167,10 @@ fn generated_traces_read_the_same_at_every_block_size() {
     let want = sequential(text.as_bytes(), "gen");
     assert!(want.contains("vmexit"), "{want}");
     // The vCPU threads' scheduling is in the timeline (its blocks must replay in order too).
-    assert!(want.contains("\"running_ns\""), "no scheduler states: {want}");
+    assert!(
+        want.contains("\"running_ns\""),
+        "no scheduler states: {want}"
+    );
     for block in [50, 131, 1000, 4096, text.len() / 7 + 1, text.len()] {
         for workers in [1, 2, 3, 7] {
             assert!(
