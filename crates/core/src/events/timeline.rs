@@ -6,10 +6,7 @@
 //! ones in `other`), [`HELD_THREADS`] threads followed.
 //!
 //! Buckets are aligned to multiples of their width on the trace clock, so the layout depends
-//! only on the first and last time seen: [`TimelineAcc::merge`] of the accumulators of two
-//! consecutive chunks of a stream gives the exit counts the whole stream gives (while no cap
-//! was reached; totals always). Scheduler time across the cut is joined from the first
-//! chunk's last state of a thread to its first event in the second chunk.
+//! only on the first and last time seen, not on the order of the stamps in between.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -58,8 +55,6 @@ struct Thread {
     lane: LaneKey,
     /// Its state and since when, once known.
     state: Option<(State, u64)>,
-    /// When this accumulator first saw it (where a merge joins the earlier chunk's state).
-    head: u64,
 }
 
 /// One lane's counts.
@@ -279,7 +274,6 @@ impl TimelineAcc {
                     Thread {
                         lane,
                         state: Some((State::Running, ts)),
-                        head: ts,
                     },
                 );
             }
@@ -389,88 +383,6 @@ impl TimelineAcc {
         for b in lanes.flat_map(LaneAcc::all_buckets) {
             let old = std::mem::replace(b, zero());
             add_rebinned(b, &old, was, now);
-        }
-    }
-
-    /// Adds `other`, the accumulator of the chunk of the stream that follows this one's.
-    #[cfg_attr(
-        not(test),
-        allow(
-            dead_code,
-            reason = "for merging the partial builders of parallel readers"
-        )
-    )]
-    pub(crate) fn merge(&mut self, other: TimelineAcc) {
-        let Some(theirs) = other.layout else { return };
-        self.recent = [None; RECENT];
-        let now = match self.layout {
-            None => theirs,
-            Some(l) => {
-                let wider = Layout {
-                    shift: l.shift.max(theirs.shift),
-                    ..l
-                };
-                wider.holding(l.lo.min(theirs.lo), l.hi.max(theirs.hi))
-            }
-        };
-        if self.layout.is_some() {
-            self.relayout(now);
-        } else {
-            self.layout = Some(now);
-        }
-        self.exits_at = match (self.exits_at, other.exits_at) {
-            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
-            (a, b) => a.or(b),
-        };
-        let map: Vec<u32> = other
-            .reasons
-            .iter()
-            .map(|r| self.intern(r.clone()))
-            .collect();
-        for k in other.rest_keys {
-            if self.rest_keys.len() < COUNTED_REST && !self.lane_ids.contains_key(&k) {
-                self.rest_keys.insert(k);
-            }
-        }
-        let folded = other.rest.into_iter().map(|l| (true, l));
-        for (rest, theirs_lane) in other.lanes.into_iter().map(|l| (false, l)).chain(folded) {
-            let mine = if rest {
-                self.rest.get_or_insert_with(|| LaneAcc::new((None, None)))
-            } else {
-                self.lane(theirs_lane.key)
-            };
-            mine.exits += theirs_lane.exits;
-            for (r, b) in &theirs_lane.series {
-                let r = map.get(*r as usize).copied().unwrap_or(OTHER);
-                add_rebinned(mine.series(r), b, theirs, now);
-            }
-            if let Some(s) = &theirs_lane.sched {
-                let m = mine.sched.get_or_insert_with(|| [zero(), zero(), zero()]);
-                for (into, from) in m.iter_mut().zip(s.iter()) {
-                    add_rebinned(into, from, theirs, now);
-                }
-            }
-        }
-        for (tid, mut t) in other.threads {
-            // The second chunk first saw the thread exiting (running) at `head`: the first
-            // chunk's last state of it lasted until then, or goes on when it was running.
-            if let Some(mine) = self.threads.get(&tid).copied()
-                && let Some((state, since)) = mine.state
-            {
-                if state == State::Running && t.state == Some((State::Running, t.head)) {
-                    t.state = mine.state;
-                } else {
-                    self.spend(mine.lane, state, since, t.head);
-                }
-            }
-            let full = self.threads.len() >= HELD_THREADS;
-            match self.threads.get_mut(&tid) {
-                Some(m) => *m = Thread { head: m.head, ..t },
-                None if !full => {
-                    self.threads.insert(tid, t);
-                }
-                None => {}
-            }
         }
     }
 }
