@@ -119,7 +119,7 @@ impl Aggregation {
         let mut attached = Vec::new();
         let mut first_error = None;
         for (p, raw) in &plans {
-            match attach(p, raw.as_ref(), &fds, &tag) {
+            match attach(p, raw.as_ref(), &fds, &tag, &mut notes) {
                 Ok(a) => attached.push(a),
                 Err(e) => {
                     notes.push(format!("kvm:{} has no program: {e}", p.event));
@@ -181,18 +181,24 @@ impl Aggregation {
 /// Attaches the program of an event: to its raw tracepoint when `raw` plans one (the program
 /// runs straight from the tracepoint: no perf record is built, no perf event walked, the
 /// part of the cost per event that the kernel's timing of the program leaves out), else, or
-/// when the kernel refuses that (older kernels; the refusal is not kept), through a perf event
-/// of the tracepoint with the format-file program `p`.
+/// when the kernel refuses that (older kernels: noted, as the capture then costs more per
+/// event), through a perf event of the tracepoint with the format-file program `p`.
 fn attach(
     p: &plan::Plan,
     raw: Option<&plan::Plan>,
     fds: &MapFds,
     tag: &str,
+    notes: &mut Vec<String>,
 ) -> Result<Attached, String> {
-    if let Some(raw) = raw
-        && let Ok(a) = attach_raw(raw, fds, tag)
-    {
-        return Ok(a);
+    if let Some(raw) = raw {
+        match attach_raw(raw, fds, tag) {
+            Ok(a) => return Ok(a),
+            Err(e) => notes.push(format!(
+                "kvm:{}: the raw tracepoint was refused ({e}); its program runs through a \
+                 perf event instead, at a higher cost per event",
+                p.event
+            )),
+        }
     }
     let insns = program::generate(p, fds)?;
     let prog = load(&insns, false, p, tag)?;
