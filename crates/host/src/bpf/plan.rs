@@ -206,13 +206,18 @@ mod tests {
     const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
         \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
 
-    #[test]
-    fn pio_counts_by_direction_and_port_at_the_format_s_offsets() {
-        let f = format(&format!(
+    /// kvm_pio's format: direction and port after the common fields.
+    fn pio() -> EventFormat {
+        format(&format!(
             "name: kvm_pio\nID: 110\nformat:\n{COMMON}\
              \tfield:unsigned int rw;\toffset:8;\tsize:4;\tsigned:0;\n\
              \tfield:unsigned int port;\toffset:12;\tsize:4;\tsigned:0;\n"
-        ));
+        ))
+    }
+
+    #[test]
+    fn pio_counts_by_direction_and_port_at_the_format_s_offsets() {
+        let f = pio();
         let mut notes = Vec::new();
         let p = plan(&f, Ctx::Format, &mut notes).unwrap();
         assert_eq!((p.index, p.id), (2, 110));
@@ -230,11 +235,7 @@ mod tests {
 
     #[test]
     fn raw_plans_read_the_tracepoint_s_arguments() {
-        let f = format(&format!(
-            "name: kvm_pio\nID: 110\nformat:\n{COMMON}\
-             \tfield:unsigned int rw;\toffset:8;\tsize:4;\tsigned:0;\n\
-             \tfield:unsigned int port;\toffset:12;\tsize:4;\tsigned:0;\n"
-        ));
+        let f = pio();
         let mut notes = Vec::new();
         let c = plan(&f, Ctx::Raw, &mut notes)
             .and_then(|p| p.count)
