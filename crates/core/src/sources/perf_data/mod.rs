@@ -19,13 +19,15 @@ pub(crate) mod kvm;
 mod order;
 mod records;
 mod setup;
+mod sink;
 mod stream;
 #[cfg(test)]
 mod synth;
 mod tracing_data;
 pub(crate) mod userspace_exit;
 
-use std::io::{BufRead, Read, Seek, SeekFrom};
+use std::io::{BufRead, Read as _, Seek, SeekFrom};
+use std::sync::mpsc;
 
 use crate::decode::Isa;
 use crate::error::{Error, Result};
@@ -34,6 +36,7 @@ use crate::profile::{Note, Origin, Profile};
 use header::{HEADER_SIZE, Meta};
 use records::Records;
 use setup::Setup;
+use sink::{Outbox, Sink};
 use stream::Stream;
 
 /// The name of this format (`--format perf-data`, `origin.format`).
@@ -90,37 +93,49 @@ pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profi
     })?;
 
     let builder = ProfileBuilder::new(origin(path, &meta));
-    let mut stream = Stream::new(&setup, builder);
     reader
         .seek(SeekFrom::Start(meta.header.data.offset))
         .map_err(io)?;
-    let mut records = Records::new(
+    let records = Records::new(
         reader,
         meta.header.endian,
         meta.header.data.offset,
         meta.data_end,
     );
-    let damage = loop {
-        match records.next() {
-            Ok(Some(r)) => stream.record(&r),
-            Ok(None) => break None,
-            Err(e) => break Some(e),
-        }
+    // The record loop here, the profile builder on a thread of its own (see `sink`).
+    let (read, built) = std::thread::scope(|s| {
+        let (tx, rx) = mpsc::sync_channel(sink::IN_FLIGHT);
+        let (spent, spares) = mpsc::channel();
+        let sink = Sink::new(&setup, builder);
+        let built = s.spawn(move || sink.run(rx, spent));
+        let outbox = Outbox::new(tx, spares);
+        let read = read_records(records, Stream::new(&setup, outbox));
+        (read, built.join())
+    });
+    let Ok((builder, pids)) = built else {
+        return Err(fail(
+            "the thread that builds the profile stopped early".into(),
+        ));
     };
+    let Read {
+        damage,
+        samples,
+        compressed,
+        notes: stream_notes,
+        comms,
+    } = read;
     if let Some(damage) = &damage
-        && stream.samples == 0
+        && samples == 0
     {
         return Err(fail(damage.clone()));
     }
-    if stream.samples == 0 && stream.compressed() > 0 {
+    if samples == 0 && compressed > 0 {
         return Err(fail(
             "the records are zstd-compressed (perf record -z), which virtlens does not read; \
              record without -z"
                 .into(),
         ));
     }
-    let samples = stream.samples;
-    let (builder, pids, stream_notes, comms) = stream.finish();
     let mut profile = builder.finish();
     for pid in pids {
         let name = comms
@@ -166,6 +181,37 @@ pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profi
             message,
         }));
     Ok(profile)
+}
+
+/// What the record loop found.
+struct Read {
+    /// Why reading stopped before the end of the records, if it did.
+    damage: Option<String>,
+    samples: u64,
+    compressed: u64,
+    notes: Vec<String>,
+    comms: stream::Comms,
+}
+
+/// Feeds every record to `stream` until the end or the first damage, then hangs up on the
+/// profile builder's thread.
+fn read_records<R: BufRead>(mut records: Records<R>, mut stream: Stream<'_>) -> Read {
+    let damage = loop {
+        match records.next() {
+            Ok(Some(r)) => stream.record(&r),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    let (samples, compressed) = (stream.samples, stream.compressed());
+    let (notes, comms) = stream.finish();
+    Read {
+        damage,
+        samples,
+        compressed,
+        notes,
+        comms,
+    }
 }
 
 /// The origin: vendor and ISA from the CPUID header, the CPU's name (and whether software

@@ -1,16 +1,16 @@
 //! The record loop's state: samples become decoded events that wait in time order
-//! ([`Order`]) and then go to the profile builder with their thread's name; COMM records keep
+//! ([`Order`]) and then go to the profile builder's thread ([`super::sink`]); COMM records keep
 //! the thread names (and so the VMM process names); lost-event, damage and skip counts become
 //! warnings. Memory grows with threads, names and keys, not with samples.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use super::bytes::padded_str;
 use super::kvm::{Kind, NONE};
 use super::order::{Order, Stamped};
 use super::records::Record;
 use super::setup::Setup;
-use crate::events::{Event, EventKind, NameId, ProfileBuilder};
+use super::sink::Outbox;
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_COMM: u32 = 3;
@@ -22,27 +22,24 @@ const PERF_RECORD_COMPRESSED2: u32 = 83;
 
 /// A decoded sample waiting for its turn: 48 bytes, absent values as [`NONE`] / [`NO_TS`].
 #[derive(Debug, Clone, Copy)]
-struct Pending {
-    ts: u64,
-    pid: u32,
-    tid: u32,
-    cpu: u32,
-    comm: u32,
-    kind: Kind,
+pub(super) struct Pending {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub cpu: u32,
+    /// The thread's name id in [`Comms`].
+    pub comm: u32,
+    pub kind: Kind,
 }
 
 /// "No timestamp" in [`Pending::ts`].
-const NO_TS: u64 = u64::MAX;
+pub(super) const NO_TS: u64 = u64::MAX;
 
 impl Stamped for Pending {
     #[inline]
     fn ts(&self) -> u64 {
         self.ts
     }
-}
-
-fn opt(v: u32) -> Option<u32> {
-    (v != NONE).then_some(v)
 }
 
 /// Thread names from COMM records, interned.
@@ -90,48 +87,17 @@ impl Comms {
     pub(super) fn get(&self, id: u32) -> Option<&str> {
         self.strings.get(id as usize).map(String::as_str)
     }
-}
 
-/// Where decoded events go.
-struct Sink<'s> {
-    builder: ProfileBuilder,
-    names: &'s [String],
-    /// `names` interned in `builder`, so events of other kinds cost no string work.
-    ids: Vec<NameId>,
-    buf: String,
-    pids: BTreeSet<u32>,
-    last_pid: u32,
-}
-
-impl Sink<'_> {
-    #[inline]
-    fn push(&mut self, p: Pending, comms: &Comms) {
-        if p.pid != self.last_pid {
-            self.last_pid = p.pid;
-            self.pids.extend(opt(p.pid));
-        }
-        let kind = match p.kind {
-            Kind::Other { target } if (target as usize) < self.ids.len() => EventKind::Interned {
-                name: self.ids[target as usize],
-            },
-            k => k.to_event_kind(self.names, &mut self.buf),
-        };
-        let ev = Event {
-            ts_ns: (p.ts != NO_TS).then_some(p.ts),
-            tid: opt(p.tid),
-            pid: opt(p.pid),
-            cpu: opt(p.cpu),
-            comm: opt(p.comm).and_then(|c| comms.get(c)),
-            kind,
-        };
-        self.builder.push(&ev);
+    /// The names interned from id `from` on.
+    pub(super) fn interned_from(&self, from: usize) -> &[String] {
+        self.strings.get(from..).unwrap_or(&[])
     }
 }
 
 /// The loop state; feed it records, then [`Stream::finish`].
 pub(super) struct Stream<'s> {
     setup: &'s Setup,
-    sink: Sink<'s>,
+    out: Outbox,
     order: Order<Pending>,
     pub comms: Comms,
     pub samples: u64,
@@ -144,18 +110,10 @@ pub(super) struct Stream<'s> {
 }
 
 impl<'s> Stream<'s> {
-    pub(super) fn new(setup: &'s Setup, mut builder: ProfileBuilder) -> Self {
-        let ids = setup.names.iter().map(|n| builder.intern(n)).collect();
+    pub(super) fn new(setup: &'s Setup, out: Outbox) -> Self {
         Self {
             setup,
-            sink: Sink {
-                builder,
-                names: &setup.names,
-                ids,
-                buf: String::new(),
-                pids: BTreeSet::new(),
-                last_pid: NONE,
-            },
+            out,
             order: Order::default(),
             comms: Comms::default(),
             samples: 0,
@@ -175,8 +133,8 @@ impl<'s> Stream<'s> {
         match r.kind {
             PERF_RECORD_SAMPLE => self.sample(r),
             PERF_RECORD_FINISHED_ROUND => {
-                let (sink, comms) = (&mut self.sink, &self.comms);
-                self.order.round(|p| sink.push(p, comms));
+                let (out, comms) = (&mut self.out, &self.comms);
+                self.order.round(|p| out.push(p, comms));
             }
             PERF_RECORD_COMM => {
                 if let (Some(pid), Some(tid), Some(name)) =
@@ -233,7 +191,7 @@ impl<'s> Stream<'s> {
             comm: s.tid.map_or(NONE, |t| self.comms.of_tid(t)),
             kind,
         };
-        let (sink, comms) = (&mut self.sink, &self.comms);
+        let (out, comms) = (&mut self.out, &self.comms);
         // Only events that pair (begin/end on a thread) need time order; the others are
         // counted, and their times only widen the window (a min/max), so they skip the buffer.
         let paired = matches!(
@@ -245,15 +203,17 @@ impl<'s> Stream<'s> {
                 | Kind::Msr { .. }
         );
         match s.time {
-            Some(ts) if ts != NO_TS && paired => self.order.push(p, |p| sink.push(p, comms)),
-            _ => sink.push(p, comms),
+            Some(ts) if ts != NO_TS && paired => self.order.push(p, |p| out.push(p, comms)),
+            _ => out.push(p, comms),
         }
     }
 
-    /// Releases what is held; returns the builder, the VMM process ids seen, and warnings.
-    pub(super) fn finish(mut self) -> (ProfileBuilder, BTreeSet<u32>, Vec<String>, Comms) {
-        let (sink, comms) = (&mut self.sink, &self.comms);
-        self.order.finish(|p| sink.push(p, comms));
+    /// Releases what is held to the sink, and hangs up (the sink's thread then ends);
+    /// returns the warnings and the thread names.
+    pub(super) fn finish(mut self) -> (Vec<String>, Comms) {
+        let (out, comms) = (&mut self.out, &self.comms);
+        self.order.finish(|p| out.push(p, comms));
+        out.flush(comms);
         let mut w = Vec::new();
         if self.lost > 0 {
             w.push(format!(
@@ -291,7 +251,7 @@ impl<'s> Stream<'s> {
                 super::order::MAX_HELD
             ));
         }
-        (self.sink.builder, self.sink.pids, w, self.comms)
+        (w, self.comms)
     }
 
     /// Whether any sample or compressed block was seen.

@@ -189,3 +189,57 @@ fn amd_files_decode_svm_codes_and_unknown_vendors_stay_numeric() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(vmexit_rows(&p)[0].0.contains("120") || vmexit_rows(&p)[0].0.contains("0x78"));
 }
+
+/// A COMM record: thread `tid` of process 4000 is now called `name`.
+fn comm(tid: u32, name: &str) -> Vec<u8> {
+    let mut body = u32s(4000).to_vec();
+    body.extend(u32s(tid));
+    let mut n = name.as_bytes().to_vec();
+    n.resize(16, 0);
+    body.extend(n);
+    let mut r = u32s(3).to_vec();
+    r.extend(u16s(0));
+    r.extend(u16s((body.len() + 8) as u16));
+    r.extend(body);
+    r
+}
+
+#[test]
+fn batches_to_the_builder_thread_keep_every_pair() {
+    // Enough exits for several batches to the builder's thread, with round markers and thread
+    // names arriving between them: every exit pairs with its entry, to the nanosecond (the
+    // names themselves are compared with the one-thread reader on real files by the suite).
+    let pairs = 3 * 16384 / 2 + 7;
+    let mut records = Vec::new();
+    for i in 0..pairs as u32 {
+        let (tid, ts) = (100 + i % 4, 10 * u64::from(i));
+        if i % 5000 == 0 {
+            records.push(comm(tid, &format!("CPU {}/KVM", i % 4)));
+        }
+        records.push(sample(1, tid, i % 2, ts, &exit_raw(30, i % 4)));
+        records.push(sample(2, tid, i % 2, ts + 3, &entry_raw(i % 4)));
+        if i % 1000 == 999 {
+            records.push(round());
+        }
+    }
+    records.push(round());
+    let p = read_bytes(
+        &file(&records, "GenuineIntel,6,85,4"),
+        "s.data",
+        Some(Format::PerfData),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let rows = vmexit_rows(&p);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), pairs as u64);
+    assert_eq!(
+        rows.iter().map(|r| r.2.unwrap_or(0)).sum::<u64>(),
+        3 * pairs as u64
+    );
+    assert_eq!(
+        p.origin.vm_names.len(),
+        0,
+        "no thread is the process itself"
+    );
+}
