@@ -128,6 +128,12 @@ fn file(records: &[Vec<u8>], cpuid: &str) -> Vec<u8> {
     f
 }
 
+/// The profile of a synthetic file of `records` under CPUID `cpuid`.
+fn read_synth(records: &[Vec<u8>], cpuid: &str) -> Profile {
+    read_bytes(&file(records, cpuid), "s.data", Some(Format::PerfData))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn vmexit_rows(p: &Profile) -> Vec<(String, u64, Option<u64>, Option<u32>)> {
     p.tables
         .iter()
@@ -149,12 +155,7 @@ fn exits_pair_with_entries_in_time_order_under_the_vendor_isa() {
         round(),
         round(),
     ];
-    let p = read_bytes(
-        &file(&records, "GenuineIntel,6,85,4"),
-        "s.data",
-        Some(Format::PerfData),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let p = read_synth(&records, "GenuineIntel,6,85,4");
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     assert_eq!(p.origin.vendor.as_deref(), Some("GenuineIntel"));
     let mut rows = vmexit_rows(&p);
@@ -174,19 +175,9 @@ fn amd_files_decode_svm_codes_and_unknown_vendors_stay_numeric() {
         sample(1, 7, 0, 10, &exit_raw(0x78, 1)),
         sample(2, 7, 0, 20, &entry_raw(1)),
     ];
-    let p = read_bytes(
-        &file(&records, "AuthenticAMD,25,1,1"),
-        "s.data",
-        Some(Format::PerfData),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let p = read_synth(&records, "AuthenticAMD,25,1,1");
     assert_eq!(vmexit_rows(&p)[0].0.to_lowercase(), "hlt");
-    let p = read_bytes(
-        &file(&records, "CentaurHauls,6,15,1"),
-        "s.data",
-        Some(Format::PerfData),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let p = read_synth(&records, "CentaurHauls,6,15,1");
     assert!(vmexit_rows(&p)[0].0.contains("120") || vmexit_rows(&p)[0].0.contains("0x78"));
 }
 
@@ -223,12 +214,7 @@ fn batches_to_the_builder_thread_keep_every_pair() {
         }
     }
     records.push(round());
-    let p = read_bytes(
-        &file(&records, "GenuineIntel,6,85,4"),
-        "s.data",
-        Some(Format::PerfData),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let p = read_synth(&records, "GenuineIntel,6,85,4");
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
     let rows = vmexit_rows(&p);
     assert_eq!(rows.len(), 4, "{rows:?}");
