@@ -15,8 +15,14 @@ events (target <= 0.5), and checks with DuckDB that every virtlens capture holds
 `kvm_pio` rows for the port from the guest's process (other processes may run micro-VMs
 on the same port meanwhile: a capture is system-wide).
 
+With --baseline BINARY (another virtlens, e.g. a build of main), its tracefs and BPF modes
+run in the same shuffled rounds (`tracefs-base`, `bpf-base`) and the ratio of the added
+costs, ours/baseline, is printed (A/B). A wrong count always fails the run (exit 1); a missed
+target fails it too, except with --check (the CI's smoke run: correctness only, never time).
+
 Needs root, /dev/kvm, perf and tracefs; installs DuckDB from PyPI when it is missing. Usage:
   bench/capture_overhead.py [--writes 20000] [--rounds 15] [--port 0x510] [--no-build]
+      [--baseline PATH] [--binary PATH] [--guest PATH] [--check]
   bench/capture_overhead.py --modes none,perf,bpf     (a subset of none,perf,tracefs,bpf)
 """
 import argparse
@@ -32,15 +38,9 @@ import time
 import json
 import urllib.request
 
+from benchlib import add_binary_args, binaries
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def build():
-    for args in (["-p", "virtlens"], ["-p", "virtlens-host", "--example", "pio_guest"]):
-        subprocess.run(["cargo", "build", "--release", "-q"] + args, cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    return (os.path.join(target, "release", "virtlens"),
-            os.path.join(target, "release", "examples", "pio_guest"))
 
 
 def duckdb():
@@ -194,20 +194,21 @@ def main():
     ap.add_argument("--settle", type=float, default=0.5,
                     help="seconds between the recorder being ready and the guest starting")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--baseline", help="another virtlens binary: its modes run too (A/B)")
+    ap.add_argument("--check", action="store_true",
+                    help="fail only on a wrong count, never on a missed time target")
+    add_binary_args(ap, guest=True)
     ap.add_argument("--modes", default="none,perf,tracefs,bpf",
                     help="comma-separated subset of none,perf,tracefs,bpf (none and perf are "
                          "always run: they are the anchors)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("needs root (perf -a, tracefs)")
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    if a.no_build:
-        virtlens = os.path.join(target, "release", "virtlens")
-        guest = os.path.join(target, "release", "examples", "pio_guest")
-    else:
-        virtlens, guest = build()
+    virtlens, guest = binaries(a, guest=True)
     port = int(a.port, 0)
     modes = ["none", "perf"] + [m for m in ("tracefs", "bpf") if m in a.modes.split(",")]
+    if a.baseline:
+        modes += [f"{m}-base" for m in modes if m in ("tracefs", "bpf")]
     # Only the tracefs captures are checked with DuckDB (the lab host has no pip).
     ddb = duckdb() if "tracefs" in modes else None
     times = {m: [] for m in modes}
@@ -219,11 +220,13 @@ def main():
             order = modes[:]
             random.shuffle(order)
             for m in order:
-                ms, pid, size, path = run_mode(m, virtlens, guest, a.writes, a.port, tmp, a.settle)
+                exe = a.baseline if m.endswith("-base") else virtlens
+                ms, pid, size, path = run_mode(m.removesuffix("-base"), exe, guest, a.writes,
+                                               a.port, tmp, a.settle)
                 times[m].append(ms)
                 if size is not None:
                     sizes[m].append(size)
-                if m == "tracefs":
+                if m.startswith("tracefs"):
                     n = ddb.sql(f"SELECT count(*) FROM '{path}' WHERE event = 'kvm_pio' "
                                 f"AND port = {port} AND pid = {pid}").fetchall()[0][0]
                     if n != a.writes:
@@ -233,7 +236,7 @@ def main():
                                  f"round {r}: DuckDB counts {n} kvm_pio rows for port "
                                  f"{a.port} in the capture, expected {a.writes}")
                     rows = ddb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
-                    last["tracefs"] = (path, rows)
+                    last[m] = (path, rows)
                 if m == "perf":
                     last["perf"] = path
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(
@@ -288,8 +291,18 @@ def main():
               f"{prog[0]:.0f} ns per program run, {prog[1]:.2f} runs per guest write "
               f"(system-wide: other VMs' events count too): {prog[0] * prog[1]:.0f} ns per "
               f"write, {prog[0] * prog[1] / add_perf:.2f} of perf's added cost")
+    for m in ("tracefs", "bpf"):
+        if f"{m}-base" in modes:
+            ours, base = med[m] - med["none"], med[f"{m}-base"] - med["none"]
+            pours, pbase = paired[m], paired[f"{m}-base"]
+            print(f"A/B added cost per guest exit, {m}: ours/baseline = "
+                  f"{ours / base if base > 0 else float('nan'):.2f} (medians), "
+                  f"{pours / pbase if pbase > 0 else float('nan'):.2f} (paired)")
     print(f"load average (1, 5, 15 min) at the end: {os.getloadavg()}")
     print("PASS" if ok else "FAIL")
+    if a.check:
+        print("--check: every count was exact (the targets above are times, not checked here)")
+        return 0
     return 0 if ok else 1
 
 

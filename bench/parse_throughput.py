@@ -9,7 +9,11 @@ the script prints medians, min-max spread, MB/s, the ratio to the anchor and pea
 With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
 ratio of the medians is printed (A/B on the same file in the same run).
 
-Usage: bench/parse_throughput.py [--size-mb 1024] [--runs 5] [--baseline PATH] [--keep]
+Correctness (the run exits 1 when one fails, never on a time): the report's exits are the
+sum of the transcript's `Total Samples:` lines; with --baseline, both reports are the same.
+
+Usage: bench/parse_throughput.py [--size-mb 1024] [--runs 5] [--baseline PATH] [--binary PATH]
+       [--keep]
 """
 import argparse
 import os
@@ -19,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from benchlib import add_binary_args, binaries, check, exit_status, report_json, same_reports
+from benchlib import table_total
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,14 +56,23 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--baseline", help="another virtlens binary, run interleaved (A/B)")
+    add_binary_args(ap)
     a = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
-    exe = os.path.join(ROOT, "target", "release", "virtlens")
+    exe = binaries(a)
     tmp = tempfile.mkdtemp(prefix="virtlens-bench-")
     path = os.path.join(tmp, "live.txt")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
                     path, str(a.size_mb)], check=True)
     size = os.path.getsize(path)
+    samples = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(b"Total Samples:"):
+                samples += int(line[len(b"Total Samples:"):].split(b",")[0])
+    counted = table_total(report_json(exe, path), "vmexit")
+    check(counted == samples, f"{counted:,} exits counted, {samples:,} in `Total Samples:` lines")
+    if a.baseline:
+        same_reports(exe, a.baseline, path)
     anchor, ours, base, cpu_ours, cpu_base = [], [], [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     for _ in range(a.runs):
@@ -95,7 +111,8 @@ def main():
         os.remove(path)
         os.remove(rss_small_path)
         os.rmdir(tmp)
+    return exit_status()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,8 +9,13 @@ The script prints the recording's size and time, the medians, the min-max spread
 (targets: virtlens <= 1/50 of perf script's time and <= 2x cat's), virtlens's peak RSS, the load
 average, and checks that virtlens counted as many events as perf script printed.
 
+Correctness (the run exits 1 when one fails, never on a time): virtlens counts as many events
+as perf script prints; with --baseline BINARY (another virtlens, run interleaved too: A/B),
+both reports are the same.
+
 Needs root, /dev/kvm and perf. Usage:
-  bench/perf_data_vs_perf_script.py [--events 5000000] [--runs 3] [--file F] [--keep] [--no-build]
+  bench/perf_data_vs_perf_script.py [--events 5000000] [--runs 3] [--file F] [--keep]
+      [--no-build] [--baseline PATH] [--binary PATH] [--guest PATH]
 (--file reuses an existing recording instead of making one.)
 """
 import argparse
@@ -24,20 +29,10 @@ import sys
 import tempfile
 import time
 
+from benchlib import add_binary_args, binaries, check, exit_status, same_reports
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENTS_PER_WRITE = 7  # kvm_pio, kvm_userspace_exit, 2 kvm_fpu, 3 kvm_emulate_insn (PVM)
-
-
-def build():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens",
-                    "-p", "virtlens-host", "--example", "pio_guest"], cwd=ROOT, check=True)
-    return binaries()
-
-
-def binaries():
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    return (os.path.join(target, "release", "virtlens"),
-            os.path.join(target, "release", "examples", "pio_guest"))
 
 
 def record(guest, path, events):
@@ -87,10 +82,12 @@ def main():
     ap.add_argument("--file")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--no-build", action="store_true", help="use the release binaries as built")
+    ap.add_argument("--baseline", help="another virtlens binary, run interleaved (A/B)")
+    add_binary_args(ap, guest=True)
     a = ap.parse_args()
     if not shutil.which("perf"):
         sys.exit("perf is not installed (Debian: apt-get install linux-perf)")
-    virtlens, guest = build() if not a.no_build else binaries()
+    virtlens, guest = binaries(a, guest=True)
     tmp = None
     if a.file:
         path = a.file
@@ -103,21 +100,26 @@ def main():
               f"({took:.1f} s; guest: {guest_out.splitlines()[0] if guest_out else '?'})")
     size = os.path.getsize(path)
     ours, perfs = event_counts(virtlens, path)
-    print(f"file: {size / 1e6:.1f} MB, {perfs:,} events (perf script), {ours:,} (virtlens)"
-          f"{'' if ours == perfs else '  <-- MISMATCH'}")
+    print(f"file: {size / 1e6:.1f} MB")
+    check(ours == perfs, f"{ours:,} events counted, {perfs:,} printed by perf script")
+    if a.baseline:
+        same_reports(virtlens, a.baseline, path)
 
     perf_cmd = ["perf", "script", "-i", path]
     vl_cmd = [virtlens, "report", path]
     cat_cmd = ["cat", path]
     timed(vl_cmd)  # warm the page cache
-    perf_t, vl_t, cat_t = [], [], []
+    perf_t, vl_t, cat_t, base_t = [], [], [], []
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     for i in range(a.runs):
         perf_t.append(timed(perf_cmd))
         vl_t.append(timed(vl_cmd))
         cat_t.append(timed(cat_cmd))
+        if a.baseline:
+            base_t.append(timed([a.baseline, "report", path]))
         print(f"  run {i + 1}: perf script {perf_t[-1]:.3f} s, virtlens {vl_t[-1]:.3f} s, "
-              f"cat {cat_t[-1]:.3f} s", flush=True)
+              f"cat {cat_t[-1]:.3f} s"
+              + (f", baseline {base_t[-1]:.3f} s" if base_t else ""), flush=True)
     pm, vm, cm = (statistics.median(perf_t), statistics.median(vl_t),
                   statistics.median(cat_t))
     print(f"perf script -i FILE > /dev/null:      median {pm:.3f} s "
@@ -126,6 +128,11 @@ def main():
           f"(min {min(vl_t):.3f}, max {max(vl_t):.3f}), {ours / vm / 1e6:.2f} M events/s")
     print(f"cat FILE > /dev/null:                 median {cm:.3f} s "
           f"(min {min(cat_t):.3f}, max {max(cat_t):.3f}), {size / cm / 1e6:.0f} MB/s")
+    if base_t:
+        bm = statistics.median(base_t)
+        print(f"baseline report FILE > /dev/null:     median {bm:.3f} s "
+              f"(min {min(base_t):.3f}, max {max(base_t):.3f}); ratio virtlens/baseline: "
+              f"{vm / bm:.2f}")
     rss = peak_rss_kib(vl_cmd)
     if rss:
         print(f"virtlens peak RSS: {rss / 1024:.1f} MiB")
@@ -138,7 +145,8 @@ def main():
         shutil.rmtree(tmp)
     elif tmp:
         print(f"kept {path}")
+    return exit_status()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

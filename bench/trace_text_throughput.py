@@ -10,7 +10,11 @@ Python child), on the big file and on one 1/16 its size (memory must not grow wi
 With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
 ratio of the medians is printed (A/B on the same file in the same run).
 
-Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--baseline PATH] [--keep]
+Correctness (the run exits 1 when one fails, never on a time): the report counts every line
+as an event and every `kvm_exit` line as an exit; with --baseline, both reports are the same.
+
+Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--baseline PATH]
+       [--binary PATH] [--keep]
 """
 import argparse
 import os
@@ -22,6 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from benchlib import add_binary_args, binaries, check, exit_status, report_json, same_reports
+from benchlib import table_total
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = os.path.join(ROOT, "bench", "gen_trace_text.py")
@@ -69,9 +76,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--baseline", help="another virtlens binary, run interleaved (A/B)")
+    add_binary_args(ap)
     a = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "virtlens"], cwd=ROOT, check=True)
-    exe = os.path.join(ROOT, "target", "release", "virtlens")
+    exe = binaries(a)
     tmp = tempfile.mkdtemp(prefix="virtlens-trace-bench-")
     path = os.path.join(tmp, "trace.txt")
     small = os.path.join(tmp, "small.txt")
@@ -80,8 +87,18 @@ def main():
     subprocess.run([sys.executable, GEN, small, str(a.size_mb / 16)], check=True)
     gen_s = time.perf_counter() - t0
     size = os.path.getsize(path)
+    lines = exits = 0
     with open(path, "rb") as f:
-        lines = sum(buf.count(b"\n") for buf in iter(lambda: f.read(1 << 24), b""))
+        for buf in iter(lambda: f.read(1 << 24), b""):
+            lines += buf.count(b"\n")
+            exits += buf.count(b" kvm:kvm_exit: ")
+    report = report_json(exe, path)
+    check(table_total(report, "events") == lines,
+          f"{table_total(report, 'events'):,} events counted, {lines:,} lines")
+    check(table_total(report, "vmexit") == exits,
+          f"{table_total(report, 'vmexit'):,} exits counted, {exits:,} kvm_exit lines")
+    if a.baseline:
+        same_reports(exe, a.baseline, path)
     timed([exe, "report", path])  # warm the page cache and the binary once
     anchor, ours, base = [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -119,7 +136,8 @@ def main():
         print(f"kept: {path}")
     else:
         shutil.rmtree(tmp)
+    return exit_status()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

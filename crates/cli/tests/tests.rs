@@ -14,6 +14,7 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
+mod bench_scripts;
 mod browser;
 mod common;
 

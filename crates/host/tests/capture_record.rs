@@ -108,13 +108,14 @@ fn record_profile_counts_every_port_write_of_this_vm() {
             let _ = ready_tx.send(());
         })
     });
-    let instance = virtlens_testkit::tracefs_instance(me);
     if ready_rx.recv().is_err() {
         panic!(
             "the capture ended before it was ready: {:?}",
             capture.join()
         );
     }
+    // Looked up once it exists: a later capture of this process has a suffixed name.
+    let instance = virtlens_testkit::tracefs_instance(me);
     assert!(
         Path::new(&instance).exists(),
         "ready means the instance is on"
@@ -258,5 +259,56 @@ fn an_unregistered_instance_names_its_owner_so_a_reused_pid_does_not_keep_it() {
     assert!(
         live_kept,
         "the instance of a live owner was removed: {notes:?}"
+    );
+}
+
+/// A VM in another process that exits before the capture reads its events (the capture is
+/// stopped only after the process is gone, and a short guest ends before the first read)
+/// still counts under that process: the capture's instance sets `record-tgid`, so the
+/// kernel's `saved_tgids` names the exited thread's process.
+#[test]
+fn a_vm_that_exited_before_its_events_were_read_keeps_its_process() {
+    if !require(&HOST) {
+        return;
+    }
+    // Alone: a capture's tracefs instance is named after this process, as the other test's is.
+    let _g = virtlens_testkit::exclusive();
+    let guest = crate::perf_data_record::example();
+    const WRITES: u32 = 500;
+    const GONE_PORT: u16 = 0x5e2;
+    let opts = CaptureOptions::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_flag = Arc::clone(&stop);
+    let capture = std::thread::spawn(move || {
+        capture_until(&opts, &stop_flag, &mut || {
+            let _ = ready_tx.send(());
+        })
+    });
+    if ready_rx.recv().is_err() {
+        panic!(
+            "the capture ended before it was ready: {:?}",
+            capture.join()
+        );
+    }
+    let child = std::process::Command::new(&guest)
+        .args([WRITES.to_string(), format!("{GONE_PORT:#x}")])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "pio_guest failed: {out:?}");
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the VM is gone"
+    );
+    stop.store(true, Ordering::Relaxed);
+    let profile = capture.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
+    let (count, _) = port_writes(&profile, GONE_PORT, pid);
+    assert_eq!(
+        count,
+        u64::from(WRITES),
+        "kvm_pio events for port {GONE_PORT:#x} under the exited process {pid}"
     );
 }

@@ -17,7 +17,7 @@ const N: u32 = 300;
 const PORT: u16 = 0x510;
 
 /// The `pio_guest` example next to this test binary, built if it is not there yet.
-fn example() -> PathBuf {
+pub(crate) fn example() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
     let bin = profile_dir.join("examples").join("pio_guest");

@@ -81,8 +81,8 @@ impl Drop for TempDir {
 }
 
 /// The tracefs instance of virtlens process `pid` (`/sys/kernel/tracing/instances/
-/// virtlens-<pid>-s<start time>`): the one on disk, else the name it would have (from the
-/// process's start time, while it runs).
+/// virtlens-<pid>-s<start time>`, `…-<n>` for a later capture of the same process): the one
+/// on disk, else the name the first would have (from the process's start time, while it runs).
 pub fn tracefs_instance(pid: u32) -> PathBuf {
     let dir = Path::new("/sys/kernel/tracing/instances");
     let prefix = format!("virtlens-{pid}-s");
@@ -91,8 +91,12 @@ pub fn tracefs_instance(pid: u32) -> PathBuf {
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .find(|n| {
-                n.strip_prefix(&prefix)
-                    .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
+                n.strip_prefix(&prefix).is_some_and(|rest| {
+                    rest.split('-').count() <= 2
+                        && rest
+                            .split('-')
+                            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                })
             })
     });
     let name = on_disk.unwrap_or_else(|| {

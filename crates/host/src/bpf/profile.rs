@@ -44,7 +44,7 @@ pub(crate) fn profile(
     // only from processes that use KVM), so a VM that ran and exited between two reads still
     // counts; its vCPU is known while the thread lives.
     let place = |ids: &mut Identities, tgid: u32, tid: u32| -> Option<(Option<u32>, Option<u32>)> {
-        ids.see(tid);
+        ids.see(tid, true);
         let vcpu = ids
             .get(tid)
             .filter(|t| t.pid == Some(tgid))

@@ -2,8 +2,15 @@
 //! the first time a capture sees them: their process (kept only when it is a VMM, see
 //! `discovery`), name and vCPU. VMMs are looked at once each; their names fill the profile's
 //! `origin.vm_names`.
+//!
+//! A VMM that ran and exited between two reads of the buffers is gone from /proc by the time
+//! its events are read. Its threads are then found in what the kernel kept while tracing
+//! (`saved_tgids`, filled because the capture's instance sets `record-tgid`, and
+//! `saved_cmdlines`); a thread that hit a `kvm` event belongs to a process that used KVM, so
+//! that process counts as the VMM, without a name.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 
 use virtlens_core::capture::ThreadInfo;
 
@@ -20,8 +27,13 @@ struct VmmName {
 pub(crate) struct Identities {
     threads: HashMap<u32, ThreadInfo>,
     vmms: HashMap<u32, Option<VmmName>>,
-    /// The last thread looked up, since events come in runs from one thread.
-    last: Option<u32>,
+    /// The last thread looked up, since events come in runs from one thread, and whether its
+    /// process is settled (else a `kvm` event may still give it one, see [`Self::see`]).
+    last: Option<(u32, bool)>,
+    /// The tracefs root whose `saved_tgids`/`saved_cmdlines` name exited threads.
+    saved: Option<PathBuf>,
+    /// Exited threads with their process, not yet seen hitting a `kvm` event.
+    exited: HashMap<u32, u32>,
 }
 
 impl Identities {
@@ -49,17 +61,32 @@ impl Identities {
         }
     }
 
-    /// Resolves thread `tid` if it is new.
+    /// Exited threads are looked up in `saved_tgids` and `saved_cmdlines` under `root`.
+    pub(crate) fn with_saved(mut self, root: PathBuf) -> Self {
+        self.saved = Some(root);
+        self
+    }
+
+    /// Resolves thread `tid` if it is new; `kvm`: the event it hit is a `kvm` one.
     #[inline]
-    pub(crate) fn see(&mut self, tid: u32) {
-        if self.last == Some(tid) {
+    pub(crate) fn see(&mut self, tid: u32, kvm: bool) {
+        if let Some((t, settled)) = self.last
+            && t == tid
+            && (settled || !kvm)
+        {
             return;
         }
-        self.last = Some(tid);
         if !self.threads.contains_key(&tid) {
             let info = self.resolve(tid);
             self.threads.insert(tid, info);
         }
+        if kvm
+            && let Some(tgid) = self.exited.remove(&tid)
+            && let Some(t) = self.threads.get_mut(&tid)
+        {
+            t.pid = Some(tgid);
+        }
+        self.last = Some((tid, !self.exited.contains_key(&tid)));
     }
 
     fn resolve(&mut self, tid: u32) -> ThreadInfo {
@@ -67,7 +94,7 @@ impl Identities {
             return ThreadInfo::default();
         }
         let Some((tgid, comm)) = discovery::thread_owner(tid) else {
-            return ThreadInfo::default();
+            return self.exited_thread(tid);
         };
         if let std::collections::hash_map::Entry::Vacant(slot) = self.vmms.entry(tgid) {
             match discovery::probe(tgid) {
@@ -89,6 +116,21 @@ impl Identities {
             }
             _ => ThreadInfo::new(None, Some(comm), None),
         }
+    }
+
+    /// A thread gone from /proc: its process and name as the kernel saved them while tracing
+    /// (its process is set once it is seen hitting a `kvm` event).
+    fn exited_thread(&mut self, tid: u32) -> ThreadInfo {
+        let Some(root) = &self.saved else {
+            return ThreadInfo::default();
+        };
+        let tgid = saved_entry(&root.join("saved_tgids"), tid).and_then(|v| v.parse().ok());
+        let comm = saved_entry(&root.join("saved_cmdlines"), tid);
+        if let Some(tgid) = tgid {
+            self.exited.insert(tid, tgid);
+        }
+        let vcpu = comm.as_deref().and_then(vcpus::vcpu_of_thread);
+        ThreadInfo::new(None, comm, vcpu)
     }
 
     /// What is known of thread `tid`.
@@ -113,6 +155,17 @@ impl Identities {
     }
 }
 
+/// The value after `tid` in a `TID VALUE` listing of tracefs (`saved_tgids`,
+/// `saved_cmdlines`).
+fn saved_entry(path: &std::path::Path, tid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let key = tid.to_string();
+    text.lines().find_map(|l| {
+        let (t, v) = l.split_once(' ')?;
+        (t == key).then(|| v.trim().to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,11 +174,11 @@ mod tests {
     fn this_thread_is_resolved_once() {
         let me = std::process::id();
         let mut ids = Identities::default();
-        ids.see(me);
-        ids.see(me);
+        ids.see(me, false);
+        ids.see(me, false);
         let t = ids.get(me).cloned().unwrap_or_default();
         assert!(t.comm.is_some());
-        ids.see(0);
+        ids.see(0, true);
         assert_eq!(ids.get(0), Some(&ThreadInfo::default()));
     }
 }

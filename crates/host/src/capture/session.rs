@@ -43,6 +43,8 @@ pub(crate) struct Session {
     filter_tids: BTreeSet<u32>,
     /// Events seen per format index.
     pub seen: Vec<u64>,
+    /// Whether the event of each format index is a `kvm` one.
+    kvm: Vec<bool>,
     pub events: u64,
     pub clock: String,
     pub realtime_offset_ns: i64,
@@ -108,6 +110,10 @@ impl Session {
         inst.write("buffer_size_kb", &buffers.per_cpu_kb.to_string())?;
         // Full buffer: drop new events (counted) instead of overwriting unread ones.
         let _ = inst.write("options/overwrite", "0");
+        // The kernel keeps each traced thread's process (saved_tgids), so a VM that exits
+        // before its events are read is still attributed (see `identity`). Kernels without
+        // the option lose only that.
+        let _ = inst.write("options/record-tgid", "1");
         if let Ok(kb) = inst.read("buffer_subbuf_size_kb")
             && let Ok(kb) = kb.trim().parse::<usize>()
             && kb * 1024 > layout.data_offset
@@ -133,6 +139,7 @@ impl Session {
                 "none of the selected tracepoints could be enabled".into(),
             ));
         }
+        let kvm = kept.iter().map(|f| f.system == "kvm").collect();
         let table = EventTable::new(kept);
         let seen = vec![0; table.formats().len()];
 
@@ -157,11 +164,12 @@ impl Session {
             layout,
             table,
             enabled,
-            identities: Identities::from_scan(&vmms),
+            identities: Identities::from_scan(&vmms).with_saved(tfs.root().to_path_buf()),
             selected: selected.map(|s| s.iter().map(|v| v.pid).collect()),
             filter: None,
             filter_tids: BTreeSet::new(),
             seen,
+            kvm,
             events: 0,
             clock,
             realtime_offset_ns: clock::realtime_offset_ns(),
@@ -282,13 +290,13 @@ impl Session {
                     Ok(p) => {
                         for e in p.events() {
                             self.events += 1;
-                            if let Some(idx) = self.table.index_of(e.payload)
-                                && let Some(n) = self.seen.get_mut(idx)
-                            {
+                            let idx = self.table.index_of(e.payload);
+                            if let Some(n) = idx.and_then(|i| self.seen.get_mut(i)) {
                                 *n += 1;
                             }
                             if let Some(tid) = self.table.tid_of(e.payload) {
-                                self.identities.see(tid);
+                                let kvm = idx.and_then(|i| self.kvm.get(i)) == Some(&true);
+                                self.identities.see(tid, kvm);
                             }
                         }
                         // The header, the events and the lost count that may follow them.

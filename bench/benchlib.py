@@ -1,0 +1,66 @@
+"""What the bench scripts share: which binaries they time, and the correctness checks that
+make a run fail (a count that differs from its anchor's, an A/B pair whose reports differ).
+Times never fail a run: these machines are too noisy for that (see docs/performance.md).
+
+--binary and --guest name the builds to time (the CI's smoke run passes its debug builds);
+without them the scripts build the release ones first.
+"""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+FAILURES = []
+
+
+def add_binary_args(ap, guest=False):
+    ap.add_argument("--binary", help="the virtlens to time (default: build target/release's)")
+    if guest:
+        ap.add_argument("--guest", help="the pio_guest example to run (default: build the "
+                                        "release one)")
+
+
+def binaries(a, guest=False):
+    """The virtlens (and pio_guest) to time: as given, else freshly built release ones."""
+    need = [] if a.binary else ["-p", "virtlens"]
+    if guest and not a.guest:
+        need += ["-p", "virtlens-host", "--example", "pio_guest"]
+    if need and not getattr(a, "no_build", False):
+        subprocess.run(["cargo", "build", "--release", "-q"] + need, cwd=ROOT, check=True)
+    exe = a.binary or os.path.join(TARGET, "release", "virtlens")
+    if not guest:
+        return exe
+    return exe, a.guest or os.path.join(TARGET, "release", "examples", "pio_guest")
+
+
+def report_json(exe, path):
+    out = subprocess.run([exe, "report", "--json", path], check=True, capture_output=True,
+                         text=True)
+    return json.loads(out.stdout)
+
+
+def table_total(report, kind):
+    return sum(t["total"]["count"] for t in report["tables"] if t["kind"] == kind)
+
+
+def check(ok, what):
+    """Records a correctness failure (the run goes on, and exits 1 at the end)."""
+    print(f"{'ok' if ok else 'MISMATCH'}: {what}", flush=True)
+    if not ok:
+        FAILURES.append(what)
+
+
+def same_reports(exe, baseline, path):
+    """A/B: both binaries must make the same report of the same file."""
+    a, b = report_json(exe, path), report_json(baseline, path)
+    check(a == b, f"the baseline's report of {os.path.basename(path)} is the same as ours")
+
+
+def exit_status():
+    """1 when a check failed, else 0."""
+    if FAILURES:
+        print(f"{len(FAILURES)} correctness check(s) failed", file=sys.stderr)
+        return 1
+    return 0

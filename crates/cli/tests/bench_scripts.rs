@@ -1,0 +1,128 @@
+//! The bench scripts' small variants, as CI runs them: each must finish with its correctness
+//! checks holding (the counts equal to its anchor's: the lines of the trace, the transcript's
+//! `Total Samples:`, perf script's events, the guest's port writes; and the A/B mode's two
+//! reports identical). The times they print are never checked: these machines are too noisy.
+//! This build's virtlens is timed, against itself as the A/B baseline (the mode then checks
+//! that two runs agree). The perf.data and capture ones need root, /dev/kvm, perf and tracefs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use virtlens_testkit::{Need, require};
+
+const BIN: &str = env!("CARGO_BIN_EXE_virtlens");
+
+/// Runs `bench/NAME ARGS --binary BIN --baseline BIN`; returns its output, failing on a
+/// non-zero exit (a correctness check failed) or a mismatch it printed.
+fn bench(name: &str, args: &[&str]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("python3")
+        .arg(root.join("bench").join(name))
+        .args(args)
+        .args(["--binary", BIN, "--baseline", BIN])
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3 bench/{name}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "bench/{name} failed:\n{text}");
+    assert!(!text.contains("MISMATCH"), "{text}");
+    text
+}
+
+/// [`bench`] of a script whose A/B mode compares the two binaries' reports.
+fn bench_ab(name: &str, args: &[&str]) -> String {
+    let text = bench(name, args);
+    assert!(
+        text.contains("ok: the baseline's report"),
+        "bench/{name} ran no A/B check:\n{text}"
+    );
+    text
+}
+
+/// The `pio_guest` example of this build, built if it is not there yet.
+fn pio_guest() -> PathBuf {
+    let dir = Path::new(BIN).parent().unwrap_or(Path::new("."));
+    let guest = dir.join("examples").join("pio_guest");
+    if !guest.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "virtlens-host", "--example", "pio_guest"])
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo: {e}"));
+        assert!(status.success(), "building the pio_guest example failed");
+    }
+    guest
+}
+
+#[test]
+fn text_benches_count_every_line_and_every_exit() {
+    let out = bench(
+        "trace_text_throughput.py",
+        &["--size-mb", "2", "--runs", "1"],
+    );
+    assert!(
+        out.contains("ok: ") && out.contains("events counted"),
+        "{out}"
+    );
+    let out = bench_ab("parse_throughput.py", &["--size-mb", "2", "--runs", "1"]);
+    assert!(out.contains("in `Total Samples:` lines"), "{out}");
+}
+
+#[test]
+fn perf_data_bench_counts_what_perf_script_prints() {
+    if !require(&[Need::Root, Need::Kvm, Need::Perf]) {
+        return;
+    }
+    let _g = virtlens_testkit::shared();
+    let guest = pio_guest();
+    let out = bench_ab(
+        "perf_data_vs_perf_script.py",
+        &[
+            "--events",
+            "20000",
+            "--runs",
+            "1",
+            "--guest",
+            &guest.to_string_lossy(),
+        ],
+    );
+    assert!(out.contains("printed by perf script"), "{out}");
+}
+
+#[test]
+fn capture_bench_counts_every_port_write_in_every_mode() {
+    if !require(&[
+        Need::Root,
+        Need::Kvm,
+        Need::Perf,
+        Need::Tracefs,
+        Need::Bpf,
+        Need::Duckdb,
+    ]) {
+        return;
+    }
+    // Alone: its counts are of one port system-wide, and its timings should not be others'.
+    let _g = virtlens_testkit::exclusive();
+    let guest = pio_guest();
+    let guest = guest.to_string_lossy();
+    let text = bench(
+        "capture_overhead.py",
+        &[
+            "--rounds", "1", "--writes", "1000", "--settle", "0", "--check", "--guest", &guest,
+        ],
+    );
+    assert!(
+        text.contains("every capture holds exactly 1000 kvm_pio rows"),
+        "{text}"
+    );
+    assert!(
+        text.contains("counted exactly 1000 port writes of the guest every round"),
+        "{text}"
+    );
+    assert!(
+        text.contains("A/B added cost per guest exit, bpf"),
+        "{text}"
+    );
+}
