@@ -5,7 +5,7 @@
 //! This build's virtlens is timed, against itself as the A/B baseline (the mode then checks
 //! that two runs agree). The perf.data and capture ones need root, /dev/kvm, perf and tracefs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use virtlens_testkit::{Need, require};
@@ -42,20 +42,6 @@ fn bench_ab(name: &str, args: &[&str]) -> String {
     text
 }
 
-/// The `pio_guest` example of this build, built if it is not there yet.
-fn pio_guest() -> PathBuf {
-    let dir = Path::new(BIN).parent().unwrap_or(Path::new("."));
-    let guest = dir.join("examples").join("pio_guest");
-    if !guest.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "virtlens-host", "--example", "pio_guest"])
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run cargo: {e}"));
-        assert!(status.success(), "building the pio_guest example failed");
-    }
-    guest
-}
-
 #[test]
 fn text_benches_count_every_line_and_every_exit() {
     let out = bench(
@@ -76,7 +62,7 @@ fn perf_data_bench_counts_what_perf_script_prints() {
         return;
     }
     let _g = virtlens_testkit::shared();
-    let guest = pio_guest();
+    let guest = virtlens_testkit::pio_guest();
     let out = bench_ab(
         "perf_data_vs_perf_script.py",
         &[
@@ -105,7 +91,7 @@ fn capture_bench_counts_every_port_write_in_every_mode() {
     }
     // Alone: its counts are of one port system-wide, and its timings should not be others'.
     let _g = virtlens_testkit::exclusive();
-    let guest = pio_guest();
+    let guest = virtlens_testkit::pio_guest();
     let guest = guest.to_string_lossy();
     let text = bench(
         "capture_overhead.py",

@@ -35,6 +35,30 @@ fn capture_until(
     capture::record_profile(opts, ctl)
 }
 
+/// A capture with `opts` on its own thread, returned once tracing is on, with its stop flag.
+fn start_capture(
+    opts: CaptureOptions,
+) -> (
+    std::thread::JoinHandle<Result<Profile, CaptureError>>,
+    Arc<AtomicBool>,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_flag = Arc::clone(&stop);
+    let capture = std::thread::spawn(move || {
+        capture_until(&opts, &stop_flag, &mut || {
+            let _ = ready_tx.send(());
+        })
+    });
+    if ready_rx.recv().is_err() {
+        panic!(
+            "the capture ended before it was ready: {:?}",
+            capture.join()
+        );
+    }
+    (capture, stop)
+}
+
 const N: u32 = 700;
 const PORT: u16 = 0x5e1;
 
@@ -100,20 +124,7 @@ fn record_profile_counts_every_port_write_of_this_vm() {
         pid: Some(me),
         ..CaptureOptions::default()
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let stop_flag = Arc::clone(&stop);
-    let capture = std::thread::spawn(move || {
-        capture_until(&opts, &stop_flag, &mut || {
-            let _ = ready_tx.send(());
-        })
-    });
-    if ready_rx.recv().is_err() {
-        panic!(
-            "the capture ended before it was ready: {:?}",
-            capture.join()
-        );
-    }
+    let (capture, stop) = start_capture(opts);
     // Looked up once it exists: a later capture of this process has a suffixed name.
     let instance = virtlens_testkit::tracefs_instance(me);
     assert!(
@@ -273,24 +284,11 @@ fn a_vm_that_exited_before_its_events_were_read_keeps_its_process() {
     }
     // Alone: a capture's tracefs instance is named after this process, as the other test's is.
     let _g = virtlens_testkit::exclusive();
-    let guest = crate::perf_data_record::example();
+    let guest = virtlens_testkit::pio_guest();
     const WRITES: u32 = 500;
     const GONE_PORT: u16 = 0x5e2;
     let opts = CaptureOptions::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let stop_flag = Arc::clone(&stop);
-    let capture = std::thread::spawn(move || {
-        capture_until(&opts, &stop_flag, &mut || {
-            let _ = ready_tx.send(());
-        })
-    });
-    if ready_rx.recv().is_err() {
-        panic!(
-            "the capture ended before it was ready: {:?}",
-            capture.join()
-        );
-    }
+    let (capture, stop) = start_capture(opts);
     let child = std::process::Command::new(&guest)
         .args([WRITES.to_string(), format!("{GONE_PORT:#x}")])
         .stdout(std::process::Stdio::null())

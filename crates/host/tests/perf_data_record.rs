@@ -16,24 +16,6 @@ use virtlens_testkit::{Need, TempDir, require};
 const N: u32 = 300;
 const PORT: u16 = 0x510;
 
-/// The `pio_guest` example next to this test binary, built if it is not there yet.
-pub(crate) fn example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let bin = profile_dir.join("examples").join("pio_guest");
-    if !bin.exists() {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "virtlens-host", "--example", "pio_guest"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().unwrap();
-        assert!(status.success(), "building the pio_guest example failed");
-    }
-    assert!(bin.exists(), "no example at {}", bin.display());
-    bin
-}
-
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
     assert!(
@@ -95,7 +77,7 @@ fn recorded_files_match_perf_script() {
         return;
     }
     let _g = virtlens_testkit::shared();
-    let guest = example();
+    let guest = virtlens_testkit::pio_guest();
     let dir = TempDir::new("perf-record");
     let file = dir.0.join("pio.data");
     run(Command::new("perf")
@@ -171,7 +153,7 @@ fn perf_kvm_stat_record_files_are_read() {
         return;
     }
     let _g = virtlens_testkit::shared();
-    let guest = example();
+    let guest = virtlens_testkit::pio_guest();
     let dir = TempDir::new("perf-kvm-stat");
     let file = dir.0.join("kvm-stat.data");
     run(Command::new("perf")

@@ -109,3 +109,28 @@ pub fn tracefs_instance(pid: u32) -> PathBuf {
     });
     dir.join(name)
 }
+
+/// The `pio_guest` example of the build the running test belongs to (next to its `deps/`),
+/// built first if it is not there yet.
+pub fn pio_guest() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let bin = profile_dir.join("examples").join("pio_guest");
+    if !bin.exists() {
+        let mut cmd = std::process::Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "virtlens-host", "--example", "pio_guest"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run cargo: {e}"));
+        assert!(status.success(), "building the pio_guest example failed");
+    }
+    assert!(bin.exists(), "no example at {}", bin.display());
+    bin
+}

@@ -25,7 +25,7 @@ pub mod files;
 pub mod machine;
 pub mod ready;
 
-pub use files::{TempDir, files_under, repo_root, testdata, tracefs_instance};
+pub use files::{TempDir, files_under, pio_guest, repo_root, testdata, tracefs_instance};
 pub use machine::{Guard, exclusive, in_own_process, shared};
 
 use std::io::Write;
