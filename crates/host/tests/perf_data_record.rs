@@ -6,7 +6,7 @@
 //! Needs /dev/kvm, perf and root (`virtlens_testkit::require`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use virtlens_core::profile::{Access, Key, Profile, TableKind};
