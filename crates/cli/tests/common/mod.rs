@@ -119,8 +119,13 @@ pub fn spawn_command_with_ready(cmd: &Command) -> (Running, Ready) {
 /// Starts `virtlens ARGS… --ready-fd 3` with stdout and stderr piped, and returns it once it
 /// said it is ready (tracing on); panics with its stderr when it exited instead.
 pub fn start_ready(args: &[&str]) -> Running {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args).args(["--ready-fd", "3"]);
+    // Through `env --default-signal=HUP` (which then runs virtlens in the same process): a
+    // test run started under nohup would hand its SIGHUP-ignored disposition on, and virtlens
+    // rightly keeps an ignored SIGHUP ignored, so a test's SIGHUP would never stop it.
+    let mut cmd = Command::new("env");
+    cmd.args(["--default-signal=HUP", BIN])
+        .args(args)
+        .args(["--ready-fd", "3"]);
     start_command_ready(&cmd)
 }
 
