@@ -122,7 +122,12 @@ proptest! {
         let shown = String::from_utf8_lossy(damaged);
         let cut_short = !shown.trim().is_empty() && shown.trim().len() < original.len()
             && original.starts_with(shown.trim());
-        prop_assert!(read || noted || cut_short, "line {} `{}` neither read nor noted: {:?}",
+        // A cut inside a name can leave another row's name (`kvm_nested_intr_vmexit` less
+        // `intr_` is `kvm_nested_vmexit`): the row is read, into that one.
+        let merged = shown.split_whitespace().find(|w| w.contains("kvm:")).is_some_and(|name| {
+            text.lines().enumerate().any(|(i, l)| i != line && l.split([' ', ',']).any(|w| w == name))
+        });
+        prop_assert!(read || noted || cut_short || merged, "line {} `{}` neither read nor noted: {:?}",
             line + 1, shown, p.warnings);
     }
 
