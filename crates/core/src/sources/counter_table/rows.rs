@@ -4,7 +4,12 @@
 /// Whether `name` is named like a counter (`% …`, `…/sec`, `… Cost`, `… Per Dispatch`).
 pub(super) fn counter_like(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    n.starts_with('%') || n.contains("/sec") || n.ends_with(" cost") || n.ends_with("per dispatch")
+    // A name has a word in it: a lone `%` is a damaged row's stray sign, not a counter.
+    let named = n.starts_with('%')
+        || n.contains("/sec")
+        || n.ends_with(" cost")
+        || n.ends_with("per dispatch");
+    named && n.bytes().any(|b| b.is_ascii_alphabetic())
 }
 
 /// Whether `t` is a number as tables print them (`9,214,942`, `21.465`, `21,5%`, `-1`).
