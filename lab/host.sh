@@ -38,6 +38,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${LAB_CACHE:-$root/target/lab-host}
 
 die() { echo "lab/host.sh: $*" >&2; exit 2; }
+# shellcheck source=lab/lib.sh
+. "$root/lab/lib.sh"
 
 need_tools() {
   local t
@@ -45,22 +47,6 @@ need_tools() {
     command -v "$t" >/dev/null ||
       die "missing $t (apt-get install qemu-system-x86 busybox-static cpio binutils xz-utils)"
   done
-}
-
-# Debian's kernel package ($LAB_KERNEL, default: what linux-image-amd64 depends on), unpacked
-# in $cache/kernel, its modules uncompressed.
-fetch_kernel() {
-  [ -f "$cache/kernel/ok" ] && return
-  local pkg deb
-  pkg=${LAB_KERNEL:-$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')}
-  [ -n "$pkg" ] || die "apt-cache knows no linux-image-amd64 (run apt-get update)"
-  (cd "$cache" && rm -f linux-image-*.deb && apt-get download "$pkg" >/dev/null 2>&1) ||
-    die "apt-get download $pkg failed"
-  deb=$(ls "$cache"/linux-image-*.deb | head -1)
-  rm -rf "$cache/kernel" && dpkg-deb -x "$deb" "$cache/kernel"
-  rm -f "$deb"
-  find "$cache/kernel/lib/modules" -name '*.ko.xz' -exec xz -d {} +
-  touch "$cache/kernel/ok"
 }
 
 # kvm_stat, from the Debian source package of the same kernel series.
@@ -77,45 +63,17 @@ fetch_kvm_stat() {
   chmod +x "$cache/kvm_stat.part" && mv "$cache/kvm_stat.part" "$cache/kvm_stat"
 }
 
-kver() { ls "$cache/kernel/lib/modules/" | head -1; }
-modules_dir() { echo "$cache/kernel/lib/modules/$(kver)/kernel"; }
-
-# Prints the paths of the named modules and of everything they depend on, dependencies first
-# (from each module's own `depends=` field; Debian ships no modules.dep before depmod runs).
-modules_closure() {
-  local dir all name path
-  dir=$(modules_dir)
-  declare -A done_
-  all=$(find "$dir" -name '*.ko')
-  builtin=$(cat "$dir/../modules.builtin" 2>/dev/null || true)
-  visit() {
-    local n=$1 p d
-    [ -n "${done_[$n]:-}" ] && return
-    done_[$n]=1
-    grep -qE "/${n//_/[-_]}\.ko$" <<<"$builtin" && return
-    p=$(grep -E "/${n//_/[-_]}\.ko$" <<<"$all" | head -1)
-    [ -n "$p" ] || die "no module $n in the kernel package"
-    for d in $(strings "$p" | sed -n 's/^depends=//p' | tr ',' ' '); do visit "$d"; done
-    echo "$p"
-  }
-  for name in "$@"; do visit "$name"; done
-}
-
 # The host's initramfs: busybox, the modules it loads, and an init that mounts the shares and
 # runs the command.
 build_host_initramfs() {
-  local ird n=0 m
+  local ird
   [ -f "$cache/host.gz" ] && [ "$cache/host.gz" -nt "$0" ] && return
   # Staged in a folder of its own and renamed into place: two builds at once do not collide.
   ird=$(mktemp -d "$cache/host-initramfs.XXXXXX")
   mkdir -p "$ird"/{bin,proc,sys,dev,mods,newroot}
   cp "$(command -v busybox)" "$ird/bin/busybox"
   for m in sh mount umount insmod mkdir chroot poweroff sync cat echo; do ln -s busybox "$ird/bin/$m"; done
-  local mods
-  mods=$(modules_closure kvm_amd 9p 9pnet_virtio virtio_pci) || die "resolving the host's modules"
-  for m in $mods; do
-    n=$((n + 1)); cp "$m" "$ird/mods/$(printf %02d "$n")-$(basename "$m")"
-  done
+  stage_modules "$ird/mods" kvm_amd 9p 9pnet_virtio virtio_pci
   cat > "$ird/init" <<'INIT'
 #!/bin/sh
 # The lab host's init: modules, the machine's root over 9p, the kernel file systems, the command.
@@ -190,10 +148,8 @@ build_guest_initramfs() {
   fi
   for l in $(ldd "$bin" | grep -o '/[^ ]*'); do mkdir -p "$ird$(dirname "$l")"; cp -L "$l" "$ird$l"; done
   for m in virtio_pci virtio_blk virtio_net e1000; do
-    local n=0 f deps
-    deps=$(modules_closure "$m") || die "resolving module $m"
     mkdir -p "$ird/mods/$m"
-    for f in $deps; do n=$((n + 1)); cp "$f" "$ird/mods/$m/$(printf %02d "$n")-$(basename "$f")"; done
+    stage_modules "$ird/mods/$m" "$m"
   done
   cp "$root/lab/guest-init" "$ird/init" && chmod +x "$ird/init"
   (cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) > "$ird.gz"
@@ -204,7 +160,7 @@ build_guest_initramfs() {
 build() {
   need_tools
   mkdir -p "$cache"
-  fetch_kernel
+  fetch_kernel linux-image-amd64
   fetch_kvm_stat
   build_host_initramfs
   cp "$(ls "$cache"/kernel/boot/vmlinuz-* | head -1)" "$cache/vmlinuz"

@@ -135,6 +135,7 @@ Examples:
   sudo virtlens top --vm win10 --interval 1
   sudo virtlens top --once --json          one interval, as JSON";
 
+#[cfg(target_arch = "x86_64")]
 pub const LOAD: &str = "\
 A load generator for any guest or host: worker threads take fixed tasks (fill a collection with
 random data and search it); the elapsed time is the measure, with task latencies, CPU time,
@@ -144,6 +145,7 @@ Examples:
   virtlens load --workers 4 --tasks 64
   virtlens load --contention 0.5 --json > host.json     half the work under one shared lock";
 
+#[cfg(target_arch = "x86_64")]
 pub const BENCH: &str = "\
 The guest-side benchmark suite: compute, clock reads, system calls, cross-CPU wake-ups, TLB-heavy
 access on small and huge pages, memory copies (and fio, iperf3 when asked), each repeated, with
@@ -155,6 +157,7 @@ Examples:
   virtlens stretch native.json vm.json
   virtlens bench --quick                                for slow (emulated) layers";
 
+#[cfg(target_arch = "x86_64")]
 pub const WORKLOAD: &str = "\
 Runs inside a guest and switches on one known cause of VM exits, so the host sees what that cause
 looks like: clock reads (exits when the clocksource is the ACPI PM timer or the HPET), a cross-CPU

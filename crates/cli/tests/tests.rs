@@ -30,6 +30,7 @@ mod help_examples;
 mod html_charts;
 mod html_pages;
 mod json_schemas;
+mod lab_arm64;
 mod lab_cases;
 mod lab_host;
 mod lint_cli;

@@ -40,6 +40,8 @@ pub enum Backend {
     Svm,
     /// kvm_pvm: paravirtualised, guest ring-0 code run by KVM's instruction emulator.
     Pvm,
+    /// KVM on arm64 (built in): the guest runs at EL1 and traps to EL2.
+    Arm64,
     /// Another backend module, by name.
     Other(String),
     /// No KVM backend is loaded.
@@ -54,6 +56,7 @@ impl Backend {
             "vmx" => Backend::Vmx,
             "svm" => Backend::Svm,
             "pvm" => Backend::Pvm,
+            "arm64" => Backend::Arm64,
             "none" => Backend::None,
             other => Backend::Other(other.to_string()),
         }
@@ -61,13 +64,14 @@ impl Backend {
 
     /// True when exit costs measured on this backend are costs of real VM exits.
     pub fn is_hardware(&self) -> bool {
-        matches!(self, Backend::Vmx | Backend::Svm)
+        matches!(self, Backend::Vmx | Backend::Svm | Backend::Arm64)
     }
 
     /// What numbers measured here mean, in one sentence, for labels.
     pub fn caveat(&self) -> &'static str {
         match self {
             Backend::Vmx | Backend::Svm => "hardware virtualization: exit costs are real VM exits",
+            Backend::Arm64 => "hardware virtualization (arm64 EL2): exit costs are real traps",
             Backend::Pvm => {
                 "PVM backend: guest ring-0 code is emulated instruction by instruction; \
                  these are not hardware exit costs"
@@ -86,6 +90,7 @@ impl fmt::Display for Backend {
             Backend::Vmx => f.write_str("vmx"),
             Backend::Svm => f.write_str("svm"),
             Backend::Pvm => f.write_str("pvm"),
+            Backend::Arm64 => f.write_str("arm64"),
             Backend::Other(name) => f.write_str(name),
             Backend::None => f.write_str("none"),
         }
@@ -178,9 +183,13 @@ impl ExitTiming {
     pub fn of(backend: Option<&Backend>, emulator: Option<&str>, nested: Option<bool>) -> Self {
         match (backend, emulator) {
             (Some(Backend::Pvm), _) => ExitTiming::Pvm,
-            (Some(Backend::Vmx | Backend::Svm), Some(e)) => ExitTiming::EmulatedCpu(e.to_string()),
-            (Some(Backend::Vmx | Backend::Svm), None) if nested == Some(true) => ExitTiming::Nested,
-            (Some(Backend::Vmx | Backend::Svm), None) => ExitTiming::Hardware,
+            (Some(Backend::Vmx | Backend::Svm | Backend::Arm64), Some(e)) => {
+                ExitTiming::EmulatedCpu(e.to_string())
+            }
+            (Some(Backend::Vmx | Backend::Svm | Backend::Arm64), None) if nested == Some(true) => {
+                ExitTiming::Nested
+            }
+            (Some(Backend::Vmx | Backend::Svm | Backend::Arm64), None) => ExitTiming::Hardware,
             _ => ExitTiming::Unknown,
         }
     }

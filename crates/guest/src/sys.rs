@@ -7,6 +7,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::AtomicU32;
 
 /// CPUID `leaf`/`subleaf`: `[eax, ebx, ecx, edx]`.
+#[cfg(target_arch = "x86_64")]
 pub(crate) fn cpuid(leaf: u32, subleaf: u32) -> [u32; 4] {
     #[allow(unused_unsafe)]
     // SAFETY: CPUID exists on every x86-64 CPU and has no side effects.

@@ -28,21 +28,34 @@ pub(crate) fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
     let param = |m: &str, p: &str| {
         read(&format!("sys/module/{m}/parameters/{p}")).map(|v| matches!(v.trim(), "Y" | "1" | "y"))
     };
+    // arm64 has no vendor_id or model name: its MIDR fields say the CPU.
+    let implementer = field("CPU implementer");
+    let arm = implementer.is_some();
     let backend = if module("kvm_intel") {
         Backend::Vmx
     } else if module("kvm_amd") {
         Backend::Svm
     } else if module("kvm_pvm") {
         Backend::Pvm
+    } else if arm && (module("kvm") || root.join("dev/kvm").exists()) {
+        Backend::Arm64
     } else if module("kvm") {
         Backend::Other("kvm".into())
     } else {
         Backend::None
     };
-    let cpu_model = field("model name");
+    let cpu_model = field("model name").or_else(|| {
+        let part = field("CPU part").unwrap_or_default();
+        implementer
+            .as_ref()
+            .map(|i| format!("arm64 CPU, implementer {i}, part {part}"))
+    });
+    // MIDR implementer 0x00 is reserved for software: QEMU's emulated arm64 CPUs report it.
+    let software = implementer.as_deref() == Some("0x00");
     HostFacts {
         vendor: field("vendor_id").map(|v| Vendor::from_cpuid(&v)),
-        cpu_emulator: virtlens_core::cpu_emulator(cpu_model.as_deref(), hypervisor),
+        cpu_emulator: virtlens_core::cpu_emulator(cpu_model.as_deref(), hypervisor)
+            .or_else(|| software.then(|| "QEMU TCG (arm64 implementer 0x00)".to_string())),
         cpu_model,
         kernel: read("proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
         hardware_virtualization: (!cpuinfo.is_empty()).then(|| has("vmx") || has("svm")),
@@ -59,8 +72,12 @@ pub(crate) fn probe_at(root: &Path, hypervisor: Option<&str>) -> HostFacts {
 
 /// The facts of this host.
 pub fn probe() -> HostFacts {
-    let fingerprint = virtlens_guest::probe_fingerprint();
-    probe_at(Path::new("/"), fingerprint.hypervisor_vendor.as_deref())
+    // The CPUID hypervisor signature; other architectures have no such instruction.
+    #[cfg(target_arch = "x86_64")]
+    let hypervisor = virtlens_guest::probe_fingerprint().hypervisor_vendor;
+    #[cfg(not(target_arch = "x86_64"))]
+    let hypervisor: Option<String> = None;
+    probe_at(Path::new("/"), hypervisor.as_deref())
 }
 
 /// The origin of a profile read live from this host by source `format`: its kernel, KVM
@@ -84,6 +101,7 @@ pub(crate) fn origin(format: &str) -> Origin {
     origin.isa = match facts.backend {
         Some(Backend::Vmx) => Some(Isa::Vmx),
         Some(Backend::Svm) => Some(Isa::Svm),
+        Some(Backend::Arm64) => Some(Isa::Arm64),
         _ => None,
     };
     origin
@@ -167,6 +185,32 @@ mod tests {
         let r2 = root("tcg-epyc", cpu, &[("kvm", &[]), ("kvm_amd", &[])]);
         let f = probe_at(&r2, Some("TCGTCGTCGTCG"));
         assert_eq!(f.cpu_emulator.as_deref(), Some("QEMU TCG"));
+        let _ = fs::remove_dir_all(&r);
+        let _ = fs::remove_dir_all(&r2);
+    }
+
+    /// The arm64 lab host: Debian's arm64 kernel under QEMU TCG `-cpu max` (its /proc/cpuinfo
+    /// as it printed it): KVM is built in, the CPU has no vendor_id, and MIDR implementer 0x00
+    /// (reserved for software) says it is emulated. A hardware implementer (0x41, Arm) is not.
+    #[test]
+    fn arm64_kvm_on_a_software_cpu_is_not_hardware_timing() {
+        let cpu = "processor\t: 0\nBogoMIPS\t: 125.00\nFeatures\t: fp asimd evtstrm aes\n\
+                   CPU implementer\t: 0x00\nCPU architecture: 8\nCPU variant\t: 0x0\n\
+                   CPU part\t: 0x051\nCPU revision\t: 0\n";
+        let r = root("arm64-tcg", cpu, &[("kvm", &[])]);
+        let f = probe_at(&r, None);
+        assert_eq!(f.backend, Some(Backend::Arm64));
+        assert!(f.cpu_emulator.is_some(), "{f:?}");
+        assert!(!f.exit_timing().is_hardware());
+        let r2 = root(
+            "arm64-neoverse",
+            &cpu.replace("0x00", "0x41"),
+            &[("kvm", &[])],
+        );
+        let f = probe_at(&r2, None);
+        assert_eq!(f.backend, Some(Backend::Arm64));
+        assert_eq!(f.cpu_emulator, None);
+        assert!(f.exit_timing().is_hardware());
         let _ = fs::remove_dir_all(&r);
         let _ = fs::remove_dir_all(&r2);
     }

@@ -9,11 +9,18 @@
 pub mod bpf;
 pub mod capture;
 pub mod discovery;
+// The micro-VMs are x86-64 guests (real-mode and long-mode code, port I/O, CPUID): the lab and
+// exit-cost measurement are built on x86-64 hosts only. Capture, serving and discovery work on
+// every KVM architecture.
+#[cfg(target_arch = "x86_64")]
 pub mod lab;
+#[cfg(target_arch = "x86_64")]
 pub mod microvm;
 pub mod serve;
 
 mod facts;
+// The micro-VMs read more of it than capture does.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unreachable_pub))]
 mod kvm_stats;
 mod sched;
 
@@ -30,6 +37,7 @@ pub mod testing {
     /// tests/capture_record.rs: a capture's leftovers carry this process as their owner.
     pub use crate::capture::leftovers::Owner as LeftoverOwner;
     /// tests/io_path.rs, io_path_diagnosed.rs: one io_path lab configuration, run and checked.
+    #[cfg(target_arch = "x86_64")]
     pub use crate::lab::io_path::{
         Config as IoPathConfig, RunCounts,
         profile::{iops as io_path_iops, profile as io_path_profile},

@@ -69,6 +69,10 @@ pub enum Need {
     /// The lab host (`lab/host.sh`): QEMU, busybox, cpio and strip on PATH, and the Debian
     /// kernel and kvm_stat fetched into `target/lab-host` (`lab/host.sh build`; .ci/run does).
     LabHost,
+    /// The arm64 lab host (`lab/arm64-host.sh`): qemu-system-aarch64, the arm64 kernel and
+    /// busybox in `target/lab-arm64`, and virtlens and the lab guest cross-built for aarch64
+    /// (`lab/arm64-host.sh build`; .ci/run does).
+    LabArm64,
 }
 
 impl Need {
@@ -90,6 +94,7 @@ impl Need {
             Need::Qemu => "qemu",
             Need::Pdftotext => "pdftotext",
             Need::LabHost => "lab-host",
+            Need::LabArm64 => "lab-arm64",
         }
     }
 
@@ -130,6 +135,7 @@ impl Need {
             Need::Qemu => runs("qemu-system-x86_64", &["--version"]),
             Need::Pdftotext => runs("pdftotext", &["-v"]),
             Need::LabHost => lab_host_missing(),
+            Need::LabArm64 => lab_arm64_missing(),
         }
     }
 }
@@ -196,6 +202,22 @@ fn lab_host_missing() -> Option<String> {
         .iter()
         .find(|f| !cache.join(f).is_file())
         .map(|f| format!("no {f} in {} (run lab/host.sh build)", cache.display()))
+}
+
+fn lab_arm64_missing() -> Option<String> {
+    if let Some(why) = runs("qemu-system-aarch64", &["--version"]) {
+        return Some(why);
+    }
+    let root = repo_root();
+    [
+        "target/lab-arm64/vmlinuz",
+        "target/lab-arm64/host.gz",
+        "target/aarch64-unknown-linux-gnu/release/virtlens",
+        "target/arm64-guest/aarch64-unknown-linux-gnu/release/arm64-guest",
+    ]
+    .iter()
+    .find(|f| !root.join(f).is_file())
+    .map(|f| format!("no {f} (run lab/arm64-host.sh build)"))
 }
 
 fn is_root() -> bool {

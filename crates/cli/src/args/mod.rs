@@ -67,12 +67,15 @@ pub enum Command {
     /// Live per-VM view of exit reasons and events, like kvm_stat with names (`q` quits)
     #[command(after_long_help = help::TOP)]
     Top(TopArgs),
+    #[cfg(target_arch = "x86_64")]
     /// Run the load generator: fixed work on worker threads, elapsed time is the measure
     #[command(after_long_help = help::LOAD)]
     Load(virtlens_guest::cli::LoadArgs),
+    #[cfg(target_arch = "x86_64")]
     /// Run the guest-side benchmark suite (one JSON per layer, for `virtlens stretch`)
     #[command(after_long_help = help::BENCH)]
     Bench(virtlens_guest::cli::BenchArgs),
+    #[cfg(target_arch = "x86_64")]
     /// Switch on one known cause of VM exits inside a guest and keep it running (the causal lab's
     /// workloads)
     #[command(after_long_help = help::WORKLOAD)]

@@ -7,12 +7,16 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::bail;
 use serde_json::{Map, Value};
-use virtlens_core::render::{Export, LabRecording};
+use virtlens_core::render::Export;
+#[cfg(target_arch = "x86_64")]
+use virtlens_core::render::LabRecording;
 
 use super::command_line::{self, Parsed, Spec};
 use super::paths::Roots;
 use crate::args::Command;
-use crate::commands::{compare, counters, diagnose, exitcost, inputs, lab, lint, record, report};
+use crate::commands::{compare, counters, diagnose, inputs, lint, record, report};
+#[cfg(target_arch = "x86_64")]
+use crate::commands::{exitcost, lab};
 use crate::commands::{record_summary, top};
 
 /// One tool.
@@ -263,6 +267,7 @@ pub fn call(ctx: &Context, tool: &Tool, args: &Map<String, Value>) -> anyhow::Re
             counters::build(&p, &a)?.json()
         }
         ("lint", Command::Lint(a)) => lint::build(&a, texts.first().map(String::as_str))?.json(),
+        #[cfg(target_arch = "x86_64")]
         ("lab", Command::Lab(a)) => match lab::shown(&a, false)? {
             lab::Shown::Measured(r) => r.json(),
             lab::Shown::Recording { report, why } => LabRecording {
@@ -271,6 +276,7 @@ pub fn call(ctx: &Context, tool: &Tool, args: &Map<String, Value>) -> anyhow::Re
             }
             .json(),
         },
+        #[cfg(target_arch = "x86_64")]
         ("exitcost", Command::Exitcost(a)) => exitcost::measure(&a, false)?.json(),
         ("top_snapshot", Command::Top(a)) => top::snapshot(&a, &ctx.stop)?,
         ("diagnose_live", Command::Diagnose(a)) => {

@@ -79,6 +79,7 @@ impl Size {
 pub(crate) enum Alu {
     Add = 0x00,
     Sub = 0x10,
+    Or = 0x40,
     And = 0x50,
     Lsh = 0x60,
     Rsh = 0x70,

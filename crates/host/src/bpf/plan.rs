@@ -77,6 +77,9 @@ pub(crate) struct Plan {
     pub count: Option<Count>,
     /// Opens `pair` for this thread, remembering `detail`.
     pub begin: Option<(Pair, Option<FieldRef>)>,
+    /// A second field the start keeps, in the detail's high 32 bits (arm64's exception type
+    /// beside its class: together they name the exit).
+    pub begin_high: Option<FieldRef>,
     /// Closes `pair` for this thread, when `field == value` if a condition is given.
     pub end: Option<(Pair, Option<(FieldRef, i32)>)>,
     /// Records the value of a field (ns) in `pair`'s histogram, keyed by `detail`.
@@ -157,10 +160,19 @@ pub(crate) fn plan(f: &EventFormat, ctx: Ctx, notes: &mut Vec<String>) -> Option
         id: f.id,
         count: None,
         begin: None,
+        begin_high: None,
         end: None,
         value: None,
     };
     match f.name.as_str() {
+        // arm64: the exception type (`ret`) and, for a trap, its class (`esr_ec`); the count
+        // keeps the type as its `sub`.
+        "kvm_exit" if f.field("esr_ec").is_some() => {
+            let (ret, class) = (field("ret"), field("esr_ec"));
+            p.count = count(ret, class);
+            p.begin = Some((Pair::Exit, class));
+            p.begin_high = ret;
+        }
         "kvm_exit" => {
             let reason = field("exit_reason");
             p.count = count(field("isa"), reason);
@@ -267,5 +279,24 @@ mod tests {
         // kvm_fpu without `load` cannot tell load from unload: no program.
         let fpu = format("name: kvm_fpu\nID: 37\nformat:\n");
         assert!(plan(&fpu, Ctx::Format, &mut notes).is_none());
+    }
+
+    /// arm64's kvm_exit, as Debian's 6.1 arm64 kernel has it: counted by type (`ret`) and
+    /// class (`esr_ec`), both kept by the start for the exit's duration; read from the format
+    /// only (the raw arguments are not yet masked as the record's fields are).
+    #[test]
+    fn arm64_exits_are_counted_by_type_and_class() {
+        let f = format(include_str!(
+            "../../../../testdata/arm64-lab/formats/kvm_exit"
+        ));
+        let mut notes = Vec::new();
+        assert!(plan(&f, Ctx::Raw, &mut notes).is_none());
+        let p = plan(&f, Ctx::Format, &mut notes).unwrap();
+        let c = p.count.unwrap();
+        assert_eq!(c.sub.map(|f| f.offset), Some(8), "ret");
+        assert_eq!(c.detail.map(|f| f.offset), Some(12), "esr_ec");
+        assert_eq!(p.begin.and_then(|b| b.1).map(|f| f.offset), Some(12));
+        assert_eq!(p.begin_high.map(|f| f.offset), Some(8));
+        assert!(notes.is_empty(), "{notes:?}");
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_core::decode::{Isa, display_exit_key};
+use virtlens_core::decode::{Isa, arm64_code, display_exit_key};
 use virtlens_core::profile::{Access, Key, Note, Profile, Row, Table, TableKind, TimeStats};
 use virtlens_core::sources::userspace_exit_name;
 
@@ -194,8 +194,12 @@ fn keyed(event: &str, sub: u32, detail: u64, isa: Option<Isa>) -> Option<(TableK
 /// Where a latency pair's durations go.
 fn timed_slot(pair: Pair, detail: u64, isa: Option<Isa>) -> Option<(TableKind, Key)> {
     Some(match pair {
-        // The exit's ISA is not in the pair's key: the host's is.
-        Pair::Exit => (TableKind::Vmexit, exit_key(0, detail, isa)),
+        // The exit's ISA is not in the pair's key: the host's is. On arm64 the start kept the
+        // exception type in the high half.
+        Pair::Exit => (
+            TableKind::Vmexit,
+            exit_key((detail >> 32) as u32, detail & 0xffff_ffff, isa),
+        ),
         Pair::Vmm => (TableKind::UserspaceExit, userspace_key(detail, 0)),
         Pair::Halt => (
             TableKind::Halt,
@@ -214,12 +218,14 @@ fn userspace_key(reason: u64, errno: u32) -> Key {
     }
 }
 
-/// An exit reason's key: `isa` field 1 VMX, 2 SVM, else the host's.
-fn exit_key(isa_field: u32, code: u64, host: Option<Isa>) -> Key {
-    let isa = match isa_field {
-        1 => Some(Isa::Vmx),
-        2 => Some(Isa::Svm),
-        _ => host,
+/// An exit reason's key. On an arm64 host `sub` is the exception type and `detail` its class;
+/// elsewhere `detail` is the reason and `sub` the `isa` field (1 VMX, 2 SVM, else the host's).
+fn exit_key(sub: u32, detail: u64, host: Option<Isa>) -> Key {
+    let (isa, code) = match (host, sub) {
+        (Some(Isa::Arm64), ret) => (host, arm64_code(u64::from(ret), detail)),
+        (_, 1) => (Some(Isa::Vmx), detail),
+        (_, 2) => (Some(Isa::Svm), detail),
+        _ => (host, detail),
     };
     let name = display_exit_key(isa, code);
     Key::Exit {
@@ -259,5 +265,28 @@ mod tests {
             Some("restart".to_string())
         );
         assert!(k("kvm_fpu", 1, 0).is_none());
+    }
+
+    /// On an arm64 host a count's `sub` is the exception type and its detail the class, and a
+    /// duration's detail holds both (type in the high half).
+    #[test]
+    fn arm64_exits_are_named_by_class_or_type() {
+        let arm = Some(Isa::Arm64);
+        let name = |(_, k): (TableKind, Key)| k.key_text();
+        // ret 2 (TRAP) with class 0x24; ret 0 (IRQ) with no class.
+        assert_eq!(
+            keyed("kvm_exit", 2, 0x24, arm).map(name),
+            Some("DABT_LOW".into())
+        );
+        assert_eq!(keyed("kvm_exit", 0, 0, arm).map(name), Some("IRQ".into()));
+        assert_eq!(
+            timed_slot(Pair::Exit, 2 << 32 | 0x16, arm).map(name),
+            Some("HVC64".into())
+        );
+        // An x86 host's durations are keyed by the reason alone, as before.
+        assert_eq!(
+            timed_slot(Pair::Exit, 30, Some(Isa::Vmx)).map(name),
+            Some("IO_INSTRUCTION".into())
+        );
     }
 }

@@ -64,7 +64,7 @@ pub(crate) fn generate(plan: &Plan, maps: &MapFds) -> Result<Vec<Insn>, String> 
         count(&mut a, plan.index, maps);
     }
     if let Some((pair, detail)) = plan.begin {
-        begin(&mut a, pair, detail, maps);
+        begin(&mut a, pair, detail, plan.begin_high, maps);
     }
     if let Some((pair, cond)) = plan.end {
         end(&mut a, pair, cond, maps);
@@ -192,12 +192,17 @@ fn start_key(a: &mut Asm, pair: Pair) {
     a.store_imm(Size::W, FP, START_KEY + 4, pair as i32);
 }
 
-/// starts[tid, pair] = (now, detail).
-fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, maps: &MapFds) {
+/// starts[tid, pair] = (now, detail | high << 32).
+fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, high: Option<FieldRef>, maps: &MapFds) {
     let insert = a.new_label();
     let done = a.new_label();
     start_key(a, pair);
     load(a, R8, detail);
+    if let Some(high) = high {
+        load(a, R1, Some(high));
+        a.alu_imm(Alu::Lsh, R1, 32);
+        a.alu_reg(Alu::Or, R8, R1);
+    }
     lookup(a, maps.starts, START_KEY);
     a.jump_imm(Cond::Eq, R0, 0, insert);
     a.mov(R9, R0);
@@ -293,6 +298,7 @@ mod tests {
                 detail: f(8),
             }),
             begin: Some((Pair::Vmm, f(8))),
+            begin_high: None,
             end: None,
             value: None,
         }

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Runs inside the arm64 lab host (lab/arm64-host.sh run OUT sh lab/arm64-inside.sh WRITES HVCS):
+# the lab guest under each live path of virtlens, one run of the guest per path, so that each
+# capture holds exactly one guest's exits. Into OUT:
+#   formats/EVENT            the kernel's format of each kvm event virtlens reads
+#   record.parquet           `virtlens record -o` (tracefs) around one guest run
+#   summary.json             `virtlens record --summary --json` (in-kernel counting, BPF)
+#   guest-*.txt              what the guest saw in each run
+set -eu
+out=$LAB_OUT writes=$1 hvcs=$2
+ev=/sys/kernel/tracing/events/kvm
+mkdir -p "$out/formats"
+for e in kvm_exit kvm_entry kvm_mmio kvm_userspace_exit kvm_fpu kvm_vcpu_wakeup kvm_halt_poll_ns \
+  kvm_hvc_arm64 kvm_wfx_arm64 kvm_sys_access kvm_handle_sys_reg kvm_guest_fault; do
+  [ -f "$ev/$e/format" ] && cp "$ev/$e/format" "$out/formats/$e"
+done
+
+# One recorder around one guest run: the recorder is started with --ready-fd and the guest only
+# once it says tracing is on; then it is stopped with SIGINT, as at Ctrl-C.
+around() {
+  name=$1; shift
+  rm -f /tmp/ready; mkfifo /tmp/ready
+  "$@" --ready-fd 3 3>/tmp/ready &
+  pid=$!
+  read -r line < /tmp/ready
+  [ "$line" = ready ] || { echo "arm64-inside: $name said '$line', not ready" >&2; exit 1; }
+  arm64-guest "$writes" "$hvcs" > "$out/guest-$name.txt"
+  kill -INT "$pid"
+  wait "$pid"
+}
+
+around record virtlens record -o "$out/record.parquet" --force
+around summary sh -c 'exec virtlens record --summary --json "$@" > "$0"' "$out/summary.json"
+echo "arm64-inside: done"
