@@ -5,6 +5,7 @@
 #   formats/EVENT            the kernel's format of each kvm event virtlens reads
 #   record.parquet           `virtlens record -o` (tracefs) around one guest run
 #   summary.json             `virtlens record --summary --json` (in-kernel counting, BPF)
+#   serve.txt                `virtlens serve`'s /metrics once it has the guest's last exit
 #   guest-*.txt              what the guest saw in each run
 set -eu
 out=$LAB_OUT writes=$1 hvcs=$2
@@ -31,4 +32,18 @@ around() {
 
 around record virtlens record -o "$out/record.parquet" --force
 around summary sh -c 'exec virtlens record --summary --json "$@" > "$0"' "$out/summary.json"
+# The exporter: scraped until it has counted the guest's last exit (the power-off HVC64 makes
+# the count HVCS + 1), at most 100 tries; the test then checks every count of that scrape.
+virtlens serve --listen 127.0.0.1:9815 --interval 0.2 --ready-fd 3 3>/tmp/ready > /tmp/serve.json &
+pid=$!
+read -r line < /tmp/ready
+arm64-guest "$writes" "$hvcs" > "$out/guest-serve.txt"
+want="virtlens_exits_total{.*reason=\"HVC64\".* $((hvcs + 1))\$"
+i=0
+while [ $i -lt 100 ]; do
+  wget -qO /tmp/metrics http://127.0.0.1:9815/metrics && grep -q "$want" /tmp/metrics && break
+  i=$((i + 1)); sleep 0.1
+done
+cp /tmp/metrics "$out/serve.txt"
+kill -INT "$pid"; wait "$pid"
 echo "arm64-inside: done"

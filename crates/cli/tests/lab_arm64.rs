@@ -3,9 +3,9 @@
 //!
 //! One boot runs lab/arm64-inside.sh: the lab guest (lab/arm64-guest) makes a known number of
 //! MMIO stores (DABT_LOW exits handed to its VMM) and PSCI calls (HVC64 exits KVM answers),
-//! once under `virtlens record -o` (tracefs) and once under `record --summary` (in-kernel
-//! counting, BPF). Each capture must hold exactly those exits, keyed by their exception class,
-//! with the times labelled as the emulator's.
+//! once under `virtlens record -o` (tracefs), once under `record --summary` (in-kernel
+//! counting, BPF) and once under `serve` (scraped). Each must hold exactly those exits, keyed by
+//! their exception class, with the times labelled as the emulator's.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -115,5 +115,29 @@ fn arm64_exits_are_keyed_by_their_class_on_every_live_path() {
             "{name}: the emulated CPU is not said: {notes}"
         );
     }
+    // The exporter's scrape, taken once it had the power-off exit.
+    let metrics = std::fs::read_to_string(out.join("serve.txt")).unwrap();
+    let guest = std::fs::read_to_string(out.join("guest-serve.txt")).unwrap();
+    assert_eq!(guest.trim(), format!("mmio_writes={WRITES} system_off=1"));
+    // The sum of the series whose line starts with `prefix` and contains `label`.
+    let sum = |prefix: &str, label: &str| -> u64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(prefix) && l.contains(label))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+            .sum()
+    };
+    let exits = |reason: &str| sum("virtlens_exits_total{", &format!("reason=\"{reason}\""));
+    assert_eq!(exits("DABT_LOW"), WRITES, "serve:\n{metrics}");
+    assert_eq!(exits("HVC64"), HVCS + 1, "serve:\n{metrics}");
+    assert_eq!(
+        sum("virtlens_mmio_exits_total{", ""),
+        WRITES,
+        "serve:\n{metrics}"
+    );
+    assert!(
+        metrics.contains("backend=\"arm64\",timing=\"emulated-cpu\""),
+        "serve:\n{metrics}"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

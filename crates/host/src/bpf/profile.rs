@@ -89,7 +89,10 @@ pub(crate) fn profile(
     let mut profile = Profile::new(origin);
     let mut tables: BTreeMap<TableKind, Table> = BTreeMap::new();
     for ((kind, key, pid, vcpu), acc) in accs {
-        let mut row = Row::new(key, acc.count.max(acc.timed));
+        // The count is the counts map's (or, for halts, the histogram's): an exit counted in
+        // one interval may end, and be timed, in the next, so an interval's timed samples are
+        // no count of its own (taking the larger, `serve` summed two exits too many per 2,000).
+        let mut row = Row::new(key, acc.count);
         row.pid = pid;
         row.vcpu = vcpu;
         if acc.timed > 0 {
