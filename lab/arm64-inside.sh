@@ -6,6 +6,9 @@
 #   record.parquet           `virtlens record -o` (tracefs) around one guest run
 #   summary.json             `virtlens record --summary --json` (in-kernel counting, BPF)
 #   serve.txt                `virtlens serve`'s /metrics once it has the guest's last exit
+#   top-bpf.json, top-tracefs.json
+#                            `virtlens top --once --json` (BPF, then --no-bpf) while a longer
+#                            guest run (50,000 stores) goes on; top-guest.pid is its process
 #   guest-*.txt              what the guest saw in each run
 set -eu
 out=$LAB_OUT writes=$1 hvcs=$2
@@ -46,4 +49,12 @@ while [ $i -lt 100 ]; do
 done
 cp /tmp/metrics "$out/serve.txt"
 kill -INT "$pid"; wait "$pid"
+# top: one interval each way while a longer guest runs (about 5 s under the emulated host).
+arm64-guest 50000 1 > "$out/guest-top.txt" &
+guest=$!
+echo "$guest" > "$out/top-guest.pid"
+virtlens top --once --json --interval 0.5 > "$out/top-bpf.json"
+virtlens top --once --json --interval 0.5 --no-bpf > "$out/top-tracefs.json"
+kill -0 "$guest" || echo "arm64-inside: the guest ended before both tops did" >&2
+wait "$guest"
 echo "arm64-inside: done"
