@@ -41,11 +41,18 @@ pub(crate) fn cost(c: &Cost) -> String {
     }
     match (c.time_ns, c.estimated_ns) {
         (Some(t), _) => parts.push(format::duration(t as f64)),
-        (None, Some(t)) if t > 0 => parts.push(format!(
-            "≈ {} (at {} each, typical)",
-            format::duration(t as f64),
-            format::duration(c.typical_ns.unwrap_or(0) as f64)
-        )),
+        (None, Some(t)) if t > 0 => parts.push(match c.typical_ns {
+            Some(each) => format!(
+                "≈ {} (at {} each, typical)",
+                format::duration(t as f64),
+                format::duration(each as f64)
+            ),
+            // Rows of several classes: each at its own class's typical cost.
+            None => format!(
+                "≈ {} (each exit at its class's typical cost)",
+                format::duration(t as f64)
+            ),
+        }),
         _ => {}
     }
     if let (Some(s), Some(of)) = (c.share, c.share_of) {
@@ -489,4 +496,31 @@ pub fn change(c: &Comparison, ch: &Change) -> String {
         s.push_str(&format!(" Biggest moves: {}.", moves.join(", ")));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An estimate over exits of one class names its typical cost; over several it names none
+    /// (it once printed "at 0 ns each").
+    #[test]
+    fn an_estimate_names_the_typical_cost_only_when_there_is_one() {
+        let one = Cost {
+            exits: 2_000,
+            estimated_ns: Some(13_000_000),
+            typical_ns: Some(6_500),
+            ..Cost::default()
+        };
+        assert!(cost(&one).contains("each, typical"), "{}", cost(&one));
+        let several = Cost {
+            typical_ns: None,
+            ..one
+        };
+        let text = cost(&several);
+        assert!(
+            text.contains("its class's typical cost") && !text.contains("0 ns"),
+            "{text}"
+        );
+    }
 }
