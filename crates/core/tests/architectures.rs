@@ -113,6 +113,30 @@ fn arm64_trace_lines_key_traps_by_class_and_other_exits_by_type() {
     assert!(!names.iter().any(|n| n.starts_with("UNKNOWN")), "{names:?}");
 }
 
+/// Real kernel output: the trace buffer of Debian's arm64 kernel in the arm64 lab host
+/// (lab/arm64-host.sh) while the lab guest made exactly 200 MMIO stores and 10 PSCI calls plus
+/// its power-off. Every one is read as its class, and the stores are the main problem.
+#[test]
+fn arm64_lab_trace_counts_the_guest_s_exits_exactly() {
+    let path = virtlens_testkit::repo_root().join("testdata/arm64-lab/trace.txt");
+    let p = sources::read_path(&path, None).unwrap();
+    assert_eq!(p.origin.isa, Some(Isa::Arm64));
+    let count = |kind: &str, key: &str| -> u64 {
+        p.tables
+            .iter()
+            .filter(|t| t.kind.to_string() == kind)
+            .flat_map(|t| &t.rows)
+            .filter(|r| r.key.key_text() == key)
+            .map(|r| r.count)
+            .sum()
+    };
+    assert_eq!(count("vmexit", "DABT_LOW"), 200);
+    assert_eq!(count("vmexit", "HVC64"), 11);
+    assert_eq!(count("mmio", "0x10000000"), 200);
+    let d = diagnose::diagnose(&[p], None, &Decoder::builtin(), &Options::default());
+    assert_eq!(ids(&d).first(), Some(&"arch.guest-abort"), "{:?}", ids(&d));
+}
+
 #[test]
 fn riscv_perf_kvm_stat_reads_both_eras_under_one_name() {
     let p = sources::read_path(&sample("exit-reports", "34-"), None).unwrap();
