@@ -32,7 +32,8 @@ cache=${LAB_CACHE:-$root/target/lab-arm64}
 target=aarch64-unknown-linux-gnu
 sysroot=/usr/aarch64-linux-gnu
 
-die() { echo "lab/arm64-host.sh: $*" >&2; exit 2; }
+me=lab/arm64-host.sh
+die() { echo "$me: $*" >&2; exit 2; }
 # shellcheck source=lab/lib.sh
 . "$root/lab/lib.sh"
 
@@ -140,24 +141,8 @@ run() {
     -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \
     -virtfs "local,path=$root,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" ||
     status=$?
-  if [ "$status" = 124 ]; then
-    echo "lab/arm64-host.sh: the host ran out of time (TIMEOUT=${TIMEOUT:-900} s); console: $out/console.log" >&2
-    return 124
-  fi
-  if [ ! -f "$out/.lab-status" ]; then
-    echo "lab/arm64-host.sh: the host stopped before the command ended; console:" >&2
-    tail -20 "$out/console.log" >&2
-    return 125
-  fi
-  return "$(cat "$out/.lab-status")"
+  run_result "$status" "$out" "${TIMEOUT:-900}"
 }
 
-main() {
-  case "${1:-}" in
-    build) build ;;
-    run) shift; run "$@" ;;
-    *) die "usage: lab/arm64-host.sh build | run OUT CMD…" ;;
-  esac
-}
 
-main "$@"; exit
+lab_main "$@"; exit

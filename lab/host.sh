@@ -37,7 +37,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${LAB_CACHE:-$root/target/lab-host}
 
-die() { echo "lab/host.sh: $*" >&2; exit 2; }
+me=lab/host.sh
+die() { echo "$me: $*" >&2; exit 2; }
 # shellcheck source=lab/lib.sh
 . "$root/lab/lib.sh"
 
@@ -189,26 +190,10 @@ run() {
     -virtfs "local,path=$root,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
     "${log[@]}" ||
     status=$?
-  if [ "$status" = 124 ]; then
-    echo "lab/host.sh: the host ran out of time (TIMEOUT=${TIMEOUT:-1200} s); console: $out/console.log" >&2
-    return 124
-  fi
-  if [ ! -f "$out/.lab-status" ]; then
-    echo "lab/host.sh: the host stopped before the command ended; console:" >&2
-    tail -20 "$out/console.log" >&2
-    return 125
-  fi
-  return "$(cat "$out/.lab-status")"
+  run_result "$status" "$out" "${TIMEOUT:-1200}"
 }
 
-main() {
-  case "${1:-}" in
-    build) build ;;
-    run) shift; run "$@" ;;
-    *) die "usage: lab/host.sh build | run OUT CMD…" ;;
-  esac
-}
 
 # On one line, so that bash has read it all before it runs: an edit of this file while a run
 # is under way cannot change what the run does once it returns.
-main "$@"; exit
+lab_main "$@"; exit

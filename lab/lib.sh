@@ -1,6 +1,7 @@
 # What lab/host.sh (x86-64, SVM) and lab/arm64-host.sh share: fetching Debian's kernel package
-# into $cache/kernel and resolving the modules an initramfs loads. Sourced; needs $cache set and
-# a die function.
+# into $cache/kernel, resolving the modules an initramfs loads, a run's exit status, and the
+# command line. Sourced; needs $cache and $me (the script's name) set, a die function, and the
+# script's build and run functions.
 
 # Debian's kernel package that the meta package $1 depends on ($LAB_KERNEL overrides), unpacked
 # in $cache/kernel with its modules uncompressed.
@@ -50,4 +51,28 @@ stage_modules() {
   for m in $mods; do
     n=$((n + 1)); cp "$m" "$to/$(printf %02d "$n")-$(basename "$m")"
   done
+}
+
+# The status of a run whose QEMU ended with $1 (OUT $2, timeout $3 s): 124 when the host ran
+# out of time, 125 when it stopped before the command ended, else the command's own.
+run_result() {
+  local status=$1 out=$2 timeout=$3
+  if [ "$status" = 124 ]; then
+    echo "$me: the host ran out of time (TIMEOUT=$timeout s); console: $out/console.log" >&2
+    return 124
+  fi
+  if [ ! -f "$out/.lab-status" ]; then
+    echo "$me: the host stopped before the command ended; console:" >&2
+    tail -20 "$out/console.log" >&2
+    return 125
+  fi
+  return "$(cat "$out/.lab-status")"
+}
+
+lab_main() {
+  case "${1:-}" in
+    build) build ;;
+    run) shift; run "$@" ;;
+    *) die "usage: $me build | run OUT CMD…" ;;
+  esac
 }
