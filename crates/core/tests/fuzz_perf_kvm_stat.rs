@@ -78,31 +78,9 @@ fn row_lines(text: &str) -> Vec<(usize, u64)> {
         .collect()
 }
 
-/// Every row count of the profile, sorted.
-fn counts(p: &virtlens_core::profile::Profile) -> Vec<u64> {
-    let mut c: Vec<u64> = p
-        .tables
-        .iter()
-        .flat_map(|t| t.rows.iter().map(|r| r.count))
-        .collect();
-    c.sort_unstable();
-    c
-}
-
 fn check(bytes: &[u8], forced: bool) -> Result<(), TestCaseError> {
-    let format = forced.then_some(Format::PerfKvmStat);
-    match sources::read_bytes(bytes, "fuzz.txt", format) {
-        Ok(p) => {
-            prop_assert!(!p.tables.is_empty());
-            // Whatever was read must serialise and come back equal.
-            let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let back: virtlens_core::profile::Profile =
-                serde_json::from_str(&json).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(back.tables.len(), p.tables.len());
-        }
-        Err(e) => common::check_error(e, "fuzz.txt", bytes)?,
-    }
-    Ok(())
+    let format = Format::PerfKvmStat;
+    common::check_tables_read(bytes, forced.then_some(format), &[format])
 }
 
 proptest! {
@@ -138,11 +116,11 @@ proptest! {
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let p = sources::read_bytes(&input, "one-bad-row.txt", Some(Format::PerfKvmStat))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let mut others = counts(&full);
+        let mut others = common::sorted_counts(&full);
         if let Some(i) = others.iter().position(|c| *c == count) {
             others.remove(i);
         }
-        let mut got = counts(&p);
+        let mut got = common::sorted_counts(&p);
         for c in &others {
             let i = got.iter().position(|g| g == c);
             prop_assert!(i.is_some(), "row count {} lost: {:?}", c, p.warnings);

@@ -152,6 +152,17 @@ pub fn rows(p: &virtlens_core::profile::Profile) -> usize {
     p.tables.iter().map(|t| t.rows.len()).sum()
 }
 
+/// Every row count of the profile, sorted.
+pub fn sorted_counts(p: &virtlens_core::profile::Profile) -> Vec<u64> {
+    let mut c: Vec<u64> = p
+        .tables
+        .iter()
+        .flat_map(|t| t.rows.iter().map(|r| r.count))
+        .collect();
+    c.sort_unstable();
+    c
+}
+
 /// What any reading of fuzzed `bytes` must do: a profile with tables (each of a format in
 /// `ours` with rows and the line it starts at) that serialises and comes back with as many
 /// tables, or an error that names the input and says what was expected.
