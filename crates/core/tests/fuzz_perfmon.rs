@@ -149,9 +149,18 @@ proptest! {
                     path, other, v, damaged, p.warnings),
             }
         }
-        let others = got.iter().filter(|(p, _)| !full.iter().any(|(q, _)| q == p)).count();
-        // The damaged row read under another name (its name damaged) is the one extra allowed.
-        prop_assert!(others <= 1, "{:?} after damaging `{}`", got, damaged);
+        // The damaged row may be read under another name (its name damaged), or as two rows
+        // when the damage looks like a lost line break (`% G<TAB>0%uest Run Time  21.465`):
+        // every extra counter is named from the damaged line, and there are two at most.
+        let extra: Vec<&String> = got
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| !full.iter().any(|(q, _)| q == *p))
+            .collect();
+        let from_damaged = extra
+            .iter()
+            .all(|p| p.rsplit('\\').next().is_some_and(|n| damaged.contains(n.trim())));
+        prop_assert!(extra.len() <= 2 && from_damaged, "{:?} after damaging `{}`", got, damaged);
         let read = got.len() >= full.len();
         let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
         prop_assert!(read || noted, "`{}` neither read nor noted: {:?}", damaged, p.warnings);
