@@ -6,9 +6,6 @@
 #   record.parquet           `virtlens record -o` (tracefs) around one guest run
 #   summary.json             `virtlens record --summary --json` (in-kernel counting, BPF)
 #   serve.txt                `virtlens serve`'s /metrics once it has the guest's last exit
-#   top-bpf.json, top-tracefs.json
-#                            `virtlens top --once --json` (BPF, then --no-bpf) while a guest
-#                            stores without end; top-guest.pid is its process
 #   guest-*.txt              what the guest saw in each run
 set -eu
 out=$LAB_OUT writes=$1 hvcs=$2
@@ -50,13 +47,4 @@ while [ $i -lt 1200 ]; do
 done
 cp /tmp/metrics "$out/serve.txt"
 kill -INT "$pid"; wait "$pid"
-# top: one interval each way while a guest stores without end (2^32 - 1 times: hours here);
-# it is killed once both have printed.
-arm64-guest 4294967295 1 > /dev/null &
-guest=$!
-echo "$guest" > "$out/top-guest.pid"
-virtlens top --once --json --interval 0.5 > "$out/top-bpf.json"
-virtlens top --once --json --interval 0.5 --no-bpf > "$out/top-tracefs.json"
-kill -0 "$guest" || { echo "arm64-inside: the guest ended before both tops did" >&2; exit 1; }
-kill "$guest"; wait "$guest" || true
 echo "arm64-inside: done"

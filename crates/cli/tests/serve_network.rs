@@ -92,14 +92,15 @@ fn two_thousand_hostile_connections_do_not_stop_the_scrapes() {
             }
         }
         // Between the waves, while every connection is still held: a scrape gets through.
-        let (status, took) = scrape(addr, Duration::from_secs(1))
-            .unwrap_or_else(|| panic!("no answer within 1 s with {} connections held", held.len()));
+        // A bound that says "not stopped", not a speed: a loaded CI machine once took over 1 s.
+        let (status, took) = scrape(addr, Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("no answer within 5 s with {} connections held", held.len()));
         assert_eq!(status, 200);
         slowest = slowest.max(took);
     }
     assert!(held.len() >= 2_000, "{} connections", held.len());
     for _ in 0..20 {
-        let (status, took) = scrape(addr, Duration::from_secs(1)).expect("an answer within 1 s");
+        let (status, took) = scrape(addr, Duration::from_secs(5)).expect("an answer within 5 s");
         assert_eq!(status, 200);
         slowest = slowest.max(took);
     }
