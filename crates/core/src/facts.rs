@@ -183,13 +183,9 @@ impl ExitTiming {
     pub fn of(backend: Option<&Backend>, emulator: Option<&str>, nested: Option<bool>) -> Self {
         match (backend, emulator) {
             (Some(Backend::Pvm), _) => ExitTiming::Pvm,
-            (Some(Backend::Vmx | Backend::Svm | Backend::Arm64), Some(e)) => {
-                ExitTiming::EmulatedCpu(e.to_string())
-            }
-            (Some(Backend::Vmx | Backend::Svm | Backend::Arm64), None) if nested == Some(true) => {
-                ExitTiming::Nested
-            }
-            (Some(Backend::Vmx | Backend::Svm | Backend::Arm64), None) => ExitTiming::Hardware,
+            (Some(b), Some(e)) if b.is_hardware() => ExitTiming::EmulatedCpu(e.to_string()),
+            (Some(b), None) if b.is_hardware() && nested == Some(true) => ExitTiming::Nested,
+            (Some(b), None) if b.is_hardware() => ExitTiming::Hardware,
             _ => ExitTiming::Unknown,
         }
     }
