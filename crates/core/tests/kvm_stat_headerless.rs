@@ -143,8 +143,9 @@ proptest! {
         };
         let (before, after) = (total(&full), total(&p));
         prop_assert!(after.saturating_add(count) >= before, "{} of {}: {:?}", after, before, p.warnings);
-        let n_rows = |p: &Profile| p.tables.iter().filter(|t| t.kind == TableKind::KvmStat)
-            .map(|t| t.rows.len()).sum::<usize>();
+        // A row indented further than the others (`   vm_entry` after its `k` is cut) reads as
+        // a child of the row above it, as kvm_stat draws children: it moves to another table.
+        let n_rows = |p: &Profile| p.tables.iter().map(|t| t.rows.len()).sum::<usize>();
         let read_it = n_rows(&p) >= n_rows(&full) || after.saturating_add(count) != before;
         let noted = p.warnings.iter().any(|w| w.line == Some(line + 1));
         prop_assert!(read_it || noted, "line {} neither read nor noted: {:?}", line + 1, p.warnings);

@@ -3,7 +3,7 @@
 //! indentation), the `Total` row, the filter and status lines, and remarks about pasted junk.
 
 use super::build::{Counter, Run, RunKind};
-use super::names::{EXIT_PARENT, split_child};
+use super::names::{EXIT_PARENT, is_event, split_child};
 use super::screen::{self, Columns, Header, Title};
 use crate::profile::Note;
 
@@ -156,7 +156,9 @@ impl Board {
                 true,
             ),
             None => match &self.last_parent {
-                Some(parent) if row.indent >= base + 2 && !self.run.by_guest => {
+                Some(parent)
+                    if row.indent >= base + 2 && !self.run.by_guest && !is_event(&row.name) =>
+                {
                     let exit = (parent == EXIT_PARENT).then(|| row.name.clone());
                     let name = if parent.starts_with("kvm_") {
                         format!("{parent}({})", row.name)

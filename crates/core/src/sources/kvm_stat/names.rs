@@ -23,6 +23,13 @@ pub(super) fn split_child(name: &str) -> Option<(&str, &str)> {
 /// The tracepoint whose children are VM-exit reasons.
 pub(super) const EXIT_PARENT: &str = "kvm_exit";
 
+/// Whether `name` is a KVM tracepoint (`kvm_entry`), which is never the child of another row:
+/// children are the values a tracepoint is filtered on (`HLT`, `npf`, `DABT_LOW`), so a
+/// tracepoint indented deeper than its neighbours (a damaged paste) is a row of its own.
+pub(super) fn is_event(name: &str) -> bool {
+    name.starts_with("kvm_") && !name.contains('(')
+}
+
 /// KVM's debugfs / binary-stats counters that kvm_stat shows (x86, arm64, s390, ppc), as far as
 /// they do not start with one of [`PREFIXES`].
 const COUNTERS: &[&str] = &[
