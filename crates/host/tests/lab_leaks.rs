@@ -4,6 +4,8 @@
 //! Needs /dev/kvm. The other tests of the suite open fds and start threads in the same process:
 //! the test runs again in a process of its own (`virtlens_testkit::in_own_process`).
 
+use std::time::{Duration, Instant};
+
 use virtlens_host::lab::{self, Options};
 use virtlens_testkit::{Need, require};
 
@@ -44,5 +46,12 @@ fn a_lab_run_leaves_no_fd_thread_or_kvm_object() {
         !fds_after.iter().any(|t| t.contains("kvm")),
         "a KVM fd is still open: {fds_after:?}"
     );
+    // A joined thread leaves /proc a moment after `join` returns: the kernel clears its thread
+    // id (which wakes the joiner) before it releases the task. Wait for that, boundedly; a
+    // thread that is still running never leaves and fails the test.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads() > threads_before && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
     assert_eq!(threads(), threads_before, "threads before and after");
 }

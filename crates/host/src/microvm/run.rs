@@ -170,11 +170,17 @@ impl MicroVm {
                 .name("kvm-watchdog".into())
                 .spawn_scoped(scope, || dog.watch())
                 .map_err(|e| Error::Watchdog(format!("spawning the watchdog thread: {e}")))?;
-            let _stop = StopOnDrop {
-                watchdog: &dog,
-                thread: thread.thread().clone(),
+            let result = {
+                let _stop = StopOnDrop {
+                    watchdog: &dog,
+                    thread: thread.thread().clone(),
+                };
+                self.run_loop(devices, &dog)
             };
-            self.run_loop(devices, &dog)
+            // Joined, not only finished: the scope alone returns once the watchdog's closure
+            // is done, while its OS thread may still be exiting.
+            let _ = thread.join();
+            Ok(result?)
         })
     }
 
