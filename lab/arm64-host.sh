@@ -19,6 +19,10 @@
 #                                     to OUT/console.log; the exit status is CMD's (124 on
 #                                     timeout, 125 when the host failed before CMD ran)
 #
+# Environment: TIMEOUT (seconds, 900), SMP (4), MEM (MiB, 2048), TCG_THREAD (multi; `single`
+# runs every emulated CPU on one host thread: slower, and free of the missed-tracepoint artefact
+# lab/README.md describes).
+#
 # Inside, CMD finds virtlens and arm64-guest on PATH, /dev/kvm, tracefs at /sys/kernel/tracing,
 # debugfs, bpffs and a tmpfs /tmp.
 #
@@ -132,7 +136,7 @@ run() {
   { printf '%q ' "$@"; echo; } > "$out/.lab-cmd"
   local status=0
   # pauth-impdef: QEMU's own pointer-authentication hash, much cheaper to emulate than QARMA.
-  timeout "${TIMEOUT:-900}" qemu-system-aarch64 -accel "tcg,thread=multi" \
+  timeout "${TIMEOUT:-900}" qemu-system-aarch64 -accel "tcg,thread=${TCG_THREAD:-multi}" \
     -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -smp "${SMP:-4}" -m "${MEM:-2048}" \
     -kernel "$cache/vmlinuz" -initrd "$cache/host.gz" \
     -append "console=ttyAMA0 quiet panic=-1 lab_out=$out lab_repo=$root" \

@@ -6,6 +6,11 @@
 #   record.parquet           `virtlens record -o` (tracefs) around one guest run
 #   summary.json             `virtlens record --summary --json` (in-kernel counting, BPF)
 #   serve.txt                `virtlens serve`'s /metrics once it has the guest's last exit
+#   top-bpf.json, top-tracefs.json
+#                            `virtlens top --once --json` (BPF, then --no-bpf) around one guest
+#                            run, its one interval ended by SIGINT
+#   running-bpf.json, running-tracefs.json, running.pid
+#                            the same, 0.5 s of a guest that stores without end
 #   guest-*.txt              what the guest saw in each run
 set -eu
 out=$LAB_OUT writes=$1 hvcs=$2
@@ -32,6 +37,9 @@ around() {
 
 around record virtlens record -o "$out/record.parquet" --force
 around summary sh -c 'exec virtlens record --summary --json "$@" > "$0"' "$out/summary.json"
+around top-bpf sh -c 'exec virtlens top --once --json --interval 3600 "$@" > "$0"' "$out/top-bpf.json"
+around top-tracefs sh -c 'exec virtlens top --once --json --interval 3600 --no-bpf "$@" > "$0"' \
+  "$out/top-tracefs.json"
 # The exporter: scraped until it has counted the guest's last exit (the power-off HVC64 makes
 # the count HVCS + 1), at most 1,200 tries (two minutes: a loaded machine slows the emulated
 # host); the test then checks every count of that scrape.
@@ -47,4 +55,12 @@ while [ $i -lt 1200 ]; do
 done
 cp /tmp/metrics "$out/serve.txt"
 kill -INT "$pid"; wait "$pid"
+# top over a guest that was already running (2^32 - 1 stores: hours here), as users run it.
+arm64-guest 4294967295 1 > /dev/null &
+guest=$!
+echo "$guest" > "$out/running.pid"
+virtlens top --once --json --interval 0.5 > "$out/running-bpf.json"
+virtlens top --once --json --interval 0.5 --no-bpf > "$out/running-tracefs.json"
+kill -0 "$guest" || { echo "arm64-inside: the guest ended before both tops did" >&2; exit 1; }
+kill "$guest"; wait "$guest" || true
 echo "arm64-inside: done"

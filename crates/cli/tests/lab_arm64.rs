@@ -5,11 +5,14 @@
 //! MMIO stores (DABT_LOW exits handed to its VMM) and PSCI calls (HVC64 exits KVM answers),
 //! once under `virtlens record -o` (tracefs), once under `record --summary` (in-kernel
 //! counting, BPF) and once under `serve` (scraped). Each must hold exactly those exits, keyed by
-//! their exception class, with the times labelled as the emulator's.
+//! their exception class, with the times labelled as the emulator's. `top --once` (BPF, then
+//! tracefs) around one guest run, its interval ended by SIGINT, must show the same counts.
 //!
-//! `top` is not checked here: on this host `top --once` over an interval of a running guest
-//! showed no exit rows at all in about one run of three (both modes; its MMIO rows were there),
-//! a defect not yet understood.
+//! Then `top` looks at 0.5 s of a guest that was already running, as users run it. On this
+//! emulated host (multi-threaded TCG) a tracepoint switched on while a vCPU runs is now and then
+//! not seen by that vCPU for the whole interval (6 of 36 such runs missed every `kvm_exit`;
+//! 0 of 48 with `TCG_THREAD=single`): each interval must either count the stores as DABT_LOW
+//! exits or say that its exit reasons are missing, never show a VM without exits in silence.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -143,5 +146,85 @@ fn arm64_exits_are_keyed_by_their_class_on_every_live_path() {
         metrics.contains("backend=\"arm64\",timing=\"emulated-cpu\""),
         "serve:\n{metrics}"
     );
+    // top around one guest run, each way: exactly the guest's exits.
+    for name in ["top-bpf", "top-tracefs"] {
+        let guest = std::fs::read_to_string(out.join(format!("guest-{name}.txt"))).unwrap();
+        assert_eq!(guest.trim(), format!("mmio_writes={WRITES} system_off=1"));
+        let (rows, _) = top_rows(&out.join(format!("{name}.json")), None);
+        assert_eq!(
+            rows.get(&exit("DABT_LOW")),
+            Some(&WRITES),
+            "{name}: {rows:?}"
+        );
+        assert_eq!(
+            rows.get(&exit("HVC64")),
+            Some(&(HVCS + 1)),
+            "{name}: {rows:?}"
+        );
+        let writes = ("mmio".to_string(), "0x10000000 write".to_string());
+        assert_eq!(rows.get(&writes), Some(&WRITES), "{name}: {rows:?}");
+        assert!(
+            rows.keys()
+                .all(|(k, key)| k != "exit" || !key.starts_with("UNKNOWN")),
+            "{name}: {rows:?}"
+        );
+    }
+    // top over a running guest: its stores are DABT_LOW exits, or the interval says its exits
+    // are missing. Give or take the edges: the programs (or events) are switched on one after
+    // another and read one after another, while the guest exits thousands of times a second.
+    let pid: u64 = std::fs::read_to_string(out.join("running.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    for name in ["running-bpf", "running-tracefs"] {
+        let (rows, notes) = top_rows(&out.join(format!("{name}.json")), Some(pid));
+        let writes = rows
+            .get(&("mmio".to_string(), "0x10000000 write".to_string()))
+            .copied()
+            .unwrap_or(0);
+        assert!(writes > 0, "{name}: {rows:?}");
+        match rows.get(&exit("DABT_LOW")) {
+            Some(&stores) => assert!(
+                stores.abs_diff(writes) <= 2 + writes / 100,
+                "{name}: {stores} DABT_LOW, {writes} writes"
+            ),
+            None => assert!(
+                notes.contains(&format!("pid {pid}) returned to its VMM"))
+                    || notes.contains(&format!("pid {pid} returned to its VMM")),
+                "{name}: no exits and no note: {rows:?} {notes}"
+            ),
+        }
+    }
     let _ = std::fs::remove_dir_all(&out);
+}
+
+fn exit(reason: &str) -> (String, String) {
+    ("exit".to_string(), reason.to_string())
+}
+
+/// The (kind, key) → count rows of the VM of `pid` (the only VM, without one) in a
+/// `top --once --json` document, and its notes.
+fn top_rows(path: &Path, pid: Option<u64>) -> (BTreeMap<(String, String), u64>, String) {
+    let top: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let vms = top["vms"].as_array().unwrap();
+    let vm = match pid {
+        Some(pid) => vms.iter().find(|v| v["pid"] == pid),
+        None if vms.len() == 1 => vms.first(),
+        None => None,
+    }
+    .unwrap_or_else(|| panic!("{}: no VM {pid:?} alone: {top}", path.display()));
+    let rows = vm["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let key = (
+                r["kind"].as_str().unwrap().to_string(),
+                r["key"].as_str().unwrap().to_string(),
+            );
+            (key, r["count"].as_u64().unwrap())
+        })
+        .collect();
+    (rows, top["notes"].to_string())
 }

@@ -182,9 +182,9 @@ fn the_kernel_times_each_program_while_asked_to() {
     vm.load_real_mode(&pio_loop(0x5d4, N).unwrap()).unwrap();
     vm.run(Duration::from_secs(30)).unwrap();
     let runs = agg.program_runs();
-    let pio = runs.iter().find(|(e, _, _)| e == "kvm_pio").unwrap();
+    let pio = runs.iter().find(|p| p.event == "kvm_pio").unwrap();
     // At least this VM's writes (other VMs on the machine may add), each timed.
-    assert!(pio.2 >= u64::from(N), "{runs:?}");
-    assert!(pio.1 > 0, "{runs:?}");
+    assert!(pio.runs >= u64::from(N), "{runs:?}");
+    assert!(pio.run_ns > 0, "{runs:?}");
     drop(stats);
 }

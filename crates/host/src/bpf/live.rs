@@ -12,7 +12,7 @@ use virtlens_core::profile::Origin;
 use super::maps::{HIST_BUCKETS, Hist};
 use super::plan::Pair;
 use super::snapshot::Snapshot;
-use super::{Aggregation, Limits, Unavailable};
+use super::{Aggregation, Limits, ProgramRuns, Unavailable};
 use crate::capture::CaptureOptions;
 use crate::capture::identity::Identities;
 use crate::capture::live::Interval;
@@ -35,9 +35,8 @@ pub struct Extras {
     pub unkeyed: Vec<(String, u64)>,
     /// Latency samples dropped (the histogram map was full).
     pub dropped_latencies: u64,
-    /// Per event, its program's total run time (ns) and runs so far (see
-    /// [`Aggregation::program_runs`]).
-    pub programs: Vec<(String, u64, u64)>,
+    /// Per event, what the kernel counted of its program so far.
+    pub programs: Vec<ProgramRuns>,
 }
 
 /// A running aggregation read as intervals.
@@ -48,6 +47,8 @@ pub struct BpfLive {
     ids: Identities,
     selected: Option<BTreeSet<u32>>,
     origin: Origin,
+    /// Per event, the program runs the kernel skipped as of the previous read.
+    misses: BTreeMap<String, u64>,
 }
 
 impl BpfLive {
@@ -66,12 +67,14 @@ impl BpfLive {
             .read()
             .map_err(|e| Unavailable(format!("reading the BPF maps failed: {e}")))?;
         let origin = crate::facts::origin(super::profile::FORMAT);
+        let misses = missed(&agg.program_runs());
         Ok(BpfLive {
             agg,
             prev,
             ids: Identities::from_scan(&vmms),
             selected,
             origin,
+            misses,
         })
     }
 
@@ -102,6 +105,21 @@ impl BpfLive {
                 line: None,
                 message: m.clone(),
             }));
+        let programs = self.agg.program_runs();
+        let misses = missed(&programs);
+        for (event, &n) in &misses {
+            let new = n.saturating_sub(self.misses.get(event).copied().unwrap_or(0));
+            if new > 0 {
+                profile.warnings.push(virtlens_core::profile::Note {
+                    line: None,
+                    message: format!(
+                        "{new} {event} events were not counted: the kernel skipped their \
+                         program because another BPF program was running on that CPU"
+                    ),
+                });
+            }
+        }
+        self.misses = misses;
         let events = delta.counts.iter().map(|(_, n)| n).sum();
         let extras = Extras {
             hists: per_vm(&delta),
@@ -111,7 +129,7 @@ impl BpfLive {
                 .map(|(e, n)| (e.to_string(), n))
                 .collect(),
             dropped_latencies: delta.dropped_latencies(),
-            programs: self.agg.program_runs(),
+            programs,
         };
         self.prev = now;
         if self.agg.prune_exited()? > 0 {
@@ -129,6 +147,14 @@ impl BpfLive {
             extras,
         ))
     }
+}
+
+/// Per event, the runs of its program the kernel skipped so far.
+fn missed(programs: &[ProgramRuns]) -> BTreeMap<String, u64> {
+    programs
+        .iter()
+        .map(|p| (p.event.clone(), p.misses))
+        .collect()
 }
 
 /// The histograms of `delta` summed per VMM and pair.

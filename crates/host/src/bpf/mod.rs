@@ -157,15 +157,18 @@ impl Aggregation {
         })
     }
 
-    /// Per event, how long its program has run in total (ns) and how often: the
-    /// aggregation's own cost, counted by the kernel while `kernel.bpf_stats_enabled` is 1
-    /// (0 otherwise).
-    pub fn program_runs(&self) -> Vec<(String, u64, u64)> {
+    /// Per event, what the kernel counted of its program so far (see [`ProgramRuns`]).
+    pub fn program_runs(&self) -> Vec<ProgramRuns> {
         self.attached
             .iter()
             .filter_map(|a| {
-                let (ns, n) = sys::program_runs(a.prog.as_fd()).ok()?;
-                Some((a.event.clone(), ns, n))
+                let (run_ns, runs, misses) = sys::program_runs(a.prog.as_fd()).ok()?;
+                Some(ProgramRuns {
+                    event: a.event.clone(),
+                    run_ns,
+                    runs,
+                    misses,
+                })
             })
             .collect()
     }
@@ -253,6 +256,19 @@ fn finish(p: &plan::Plan, prog: OwnedFd) -> Result<Attached, String> {
         _link: perf,
         prog,
     })
+}
+
+/// What the kernel counted of the program of one event since it was loaded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramRuns {
+    pub event: String,
+    /// Its total run time and its runs: the aggregation's own cost (counted only while
+    /// `kernel.bpf_stats_enabled` is 1, else 0).
+    pub run_ns: u64,
+    pub runs: u64,
+    /// Events whose program the kernel skipped because a BPF program was already running on
+    /// that CPU (`recursion_misses`): each is an event not counted.
+    pub misses: u64,
 }
 
 /// Has the kernel count the run time of every BPF program while this lives (see

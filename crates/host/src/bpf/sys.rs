@@ -299,16 +299,18 @@ fn info_of(fd: BorrowedFd<'_>) -> io::Result<[u8; 256]> {
     Ok(info)
 }
 
-/// How long program `prog` has run and how often (`run_time_ns`, `run_cnt` of its
-/// `bpf_prog_info`); both stay 0 unless `kernel.bpf_stats_enabled` is 1.
-pub(super) fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
+/// How long program `prog` has run, how often, and how often the kernel skipped it
+/// (`run_time_ns`, `run_cnt`, `recursion_misses` of its `bpf_prog_info`). The first two stay
+/// 0 unless `kernel.bpf_stats_enabled` is 1; the misses are always counted (Linux 5.12; 0
+/// before).
+pub(super) fn program_runs(prog: BorrowedFd<'_>) -> io::Result<(u64, u64, u64)> {
     let info = info_of(prog)?;
     let at = |off: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&info[off..off + 8]);
         u64::from_ne_bytes(b)
     };
-    Ok((at(192), at(200)))
+    Ok((at(192), at(200), at(208)))
 }
 
 /// Has the kernel count every BPF program's run time while the returned fd is open

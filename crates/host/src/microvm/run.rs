@@ -180,7 +180,7 @@ impl MicroVm {
             // Joined, not only finished: the scope alone returns once the watchdog's closure
             // is done, while its OS thread may still be exiting.
             let _ = thread.join();
-            Ok(result?)
+            result
         })
     }
 

@@ -198,9 +198,9 @@ fn host(state: &State, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Erro
         None,
         MetricType::Counter,
     )?;
-    for (event, ns, _) in &h.programs {
-        ConstCounter::new(*ns as f64 / 1e9)
-            .encode(m.encode_family(&vec![("event", event.clone())])?)?;
+    for p in &h.programs {
+        ConstCounter::new(p.run_ns as f64 / 1e9)
+            .encode(m.encode_family(&vec![("event", p.event.clone())])?)?;
     }
     let mut m = enc.encode_descriptor(
         "virtlens_bpf_program_runs",
@@ -209,8 +209,18 @@ fn host(state: &State, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Erro
         None,
         MetricType::Counter,
     )?;
-    for (event, _, n) in &h.programs {
-        ConstCounter::new(*n).encode(m.encode_family(&vec![("event", event.clone())])?)?;
+    for p in &h.programs {
+        ConstCounter::new(p.runs).encode(m.encode_family(&vec![("event", p.event.clone())])?)?;
+    }
+    let mut m = enc.encode_descriptor(
+        "virtlens_bpf_program_misses",
+        "Events of each tracepoint not counted: the kernel skipped the aggregation's program \
+         because another BPF program was running on that CPU (recursion_misses).",
+        None,
+        MetricType::Counter,
+    )?;
+    for p in &h.programs {
+        ConstCounter::new(p.misses).encode(m.encode_family(&vec![("event", p.event.clone())])?)?;
     }
     let mut m = enc.encode_descriptor(
         "virtlens_unkeyed_events",

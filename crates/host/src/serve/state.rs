@@ -194,8 +194,8 @@ pub struct HostState {
     pub vms_over_limit: usize,
     pub collect_seconds: f64,
     pub collects: u64,
-    /// Per event, the BPF program's run time (ns) and runs so far.
-    pub programs: Vec<(String, u64, u64)>,
+    /// Per event, what the kernel counted of its BPF program so far.
+    pub programs: Vec<crate::bpf::ProgramRuns>,
 }
 
 /// The exporter's state; see the module doc.
