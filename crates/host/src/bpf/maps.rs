@@ -5,8 +5,13 @@
 //! - `hists` (hash, [`Limits::hists`] entries): key [`Key`] with `event` = the latency
 //!   [`Pair`](super::plan::Pair) → [`HIST_BUCKETS`] log2 buckets of ns and their sum, added
 //!   atomically (a per-CPU value of 520 bytes would cost 520 bytes × CPUs per key).
-//! - `starts` (LRU hash): thread and pair → the open pair's start time and detail; when full
-//!   the least recently used start is forgotten (one latency sample lost, nothing else).
+//! - `starts` (array of [`STARTS_SLOTS`]): the open pair of a thread, in the slot of its
+//!   thread id and pair (`((tid << 2) | pair) & (STARTS_SLOTS - 1)`): the thread id, the
+//!   start time and the detail. An array lookup is a bounds check and an address (the
+//!   verifier inlines it), where the LRU hash it replaced cost a hash and a bucket walk at
+//!   each end of every pair. Two threads whose ids share a slot overwrite each other's open
+//!   pair: the end sees another thread's id and drops that one latency sample (counted, with
+//!   the samples `hists` had no room for).
 //! - `overflow` (per-CPU array): per event, the events counted while `counts` was full (the
 //!   `other` bucket), and in slot [`HIST_FULL_SLOT`] the latency samples dropped while
 //!   `hists` was full.
@@ -23,7 +28,6 @@ const HASH: u32 = 1;
 const ARRAY: u32 = 2;
 const PERCPU_HASH: u32 = 5;
 const PERCPU_ARRAY: u32 = 6;
-const LRU_HASH: u32 = 9;
 
 /// Log2 buckets of a latency histogram: bucket `b` holds durations in `[2^b, 2^(b+1))` ns
 /// (bucket 0 also 0 ns).
@@ -39,12 +43,16 @@ pub(crate) const OVERFLOW_SLOTS: u32 = 16;
 /// The overflow slot counting latency samples dropped while `hists` was full.
 pub(crate) const HIST_FULL_SLOT: u32 = OVERFLOW_SLOTS - 1;
 
+/// Slots of the `starts` array (a power of two): 2^15 threads × 4 pairs, 3 MiB.
+pub(crate) const STARTS_SLOTS: u32 = 1 << 17;
+/// Bytes of a `starts` value: thread id (u32, then 4 bytes unused), start ns, detail.
+pub(crate) const START_VALUE: usize = 24;
+
 /// How many entries each bounded map holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub counts: u32,
     pub hists: u32,
-    pub starts: u32,
 }
 
 impl Default for Limits {
@@ -52,7 +60,6 @@ impl Default for Limits {
         Limits {
             counts: 16_384,
             hists: 4_096,
-            starts: 16_384,
         }
     }
 }
@@ -151,7 +158,14 @@ impl Maps {
                 1,
                 &name("hists"),
             )?,
-            starts: Map::create(LRU_HASH, 8, 16, limits.starts, 1, &name("starts"))?,
+            starts: Map::create(
+                ARRAY,
+                4,
+                START_VALUE as u32,
+                STARTS_SLOTS,
+                1,
+                &name("starts"),
+            )?,
             overflow: Map::create(PERCPU_ARRAY, 4, 8, OVERFLOW_SLOTS, cpus, &name("ovfl"))?,
             zero,
             limits,

@@ -137,7 +137,8 @@ pub(crate) fn profile(
         profile.warnings.push(Note {
             line: None,
             message: format!(
-                "{} latency samples were dropped: the in-kernel histogram map was full",
+                "{} latency samples were dropped: the in-kernel histogram map was full, or \
+                 two threads shared a start slot",
                 delta.dropped_latencies()
             ),
         });

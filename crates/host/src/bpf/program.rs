@@ -16,22 +16,19 @@
 //! fp-24 .. fp-0    counts/hists key: tgid u32, tid u32, event u32, sub u32, detail u64
 //! fp-32            u64 0 (the value of a new count)
 //! fp-36            u32 overflow slot / zero-template index
-//! fp-48            starts key: tid u32, pair u32
-//! fp-64 .. fp-48   starts value: start ns u64, detail u64
+//! fp-48            starts key: the slot u32 of (tid, pair)
 //! ```
 //! r6 holds the context, r7 `pid_tgid`, r8/r9 a duration and its detail.
 
 use super::insn::{Alu, Asm, Cond, FP, Helper, Insn, Label, R0, R1, R2, R3, R4, R6, R7, R8, R9};
 use super::insn::{Reg, Size};
-use super::maps::{HIST_FULL_SLOT, HIST_SUM_OFFSET};
+use super::maps::{HIST_FULL_SLOT, HIST_SUM_OFFSET, STARTS_SLOTS};
 use super::plan::{FieldRef, Pair, Plan};
 
 const KEY: i16 = -24;
 const ZERO: i16 = -32;
 const SLOT: i16 = -36;
 const START_KEY: i16 = -48;
-const START_VAL: i16 = -64;
-const BPF_ANY: i32 = 0;
 const BPF_NOEXIST: i32 = 1;
 const EEXIST: i32 = -17;
 
@@ -186,36 +183,51 @@ fn count(a: &mut Asm, event: u32, maps: &MapFds) {
     a.label(done);
 }
 
-/// Writes the starts key (tid, pair) at `START_KEY`.
+/// Writes the thread's `starts` slot of `pair` at `START_KEY`:
+/// `((tid << 2) | pair) & (STARTS_SLOTS - 1)` (the mask drops the tgid the shift moved up).
 fn start_key(a: &mut Asm, pair: Pair) {
-    a.store(Size::W, FP, START_KEY, R7);
-    a.store_imm(Size::W, FP, START_KEY + 4, pair as i32);
+    a.mov(R1, R7);
+    a.alu_imm(Alu::Lsh, R1, 2);
+    a.alu_imm(Alu::Or, R1, pair as i32);
+    a.alu_imm(Alu::And, R1, (STARTS_SLOTS - 1) as i32);
+    a.store(Size::W, FP, START_KEY, R1);
 }
 
-/// starts[tid, pair] = (now, detail | high << 32).
-fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, high: Option<FieldRef>, maps: &MapFds) {
-    let insert = a.new_label();
-    let done = a.new_label();
+/// `r0` = the thread's `starts` slot of `pair` (goes to `done` if the lookup failed, which an
+/// index below the array's size never does).
+fn start_slot(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
     start_key(a, pair);
+    lookup(a, maps.starts, START_KEY);
+    a.jump_imm(Cond::Eq, R0, 0, done);
+}
+
+/// starts[slot] = (tid, now, detail | high << 32). A start of another thread still open in
+/// the slot is overwritten and counted as a dropped latency sample.
+fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, high: Option<FieldRef>, maps: &MapFds) {
+    let write = a.new_label();
+    let done = a.new_label();
     load(a, R8, detail);
     if let Some(high) = high {
         load(a, R1, Some(high));
         a.alu_imm(Alu::Lsh, R1, 32);
         a.alu_reg(Alu::Or, R8, R1);
     }
-    lookup(a, maps.starts, START_KEY);
-    a.jump_imm(Cond::Eq, R0, 0, insert);
+    start_slot(a, pair, maps, done);
     a.mov(R9, R0);
+    // Another thread's open start: r1 = its tid, compared with ours (the low half of r7).
+    a.load(Size::W, R1, R9, 0);
+    a.store(Size::W, FP, SLOT, R7);
+    a.load(Size::W, R2, FP, SLOT);
+    a.alu_reg(Alu::Sub, R1, R2);
+    a.jump_imm(Cond::Eq, R1, 0, write);
+    a.load(Size::DW, R1, R9, 8);
+    a.jump_imm(Cond::Eq, R1, 0, write);
+    overflow(a, HIST_FULL_SLOT, maps, write);
+    a.label(write);
+    a.store(Size::W, R9, 0, R7);
     a.call(Helper::KtimeGetNs);
-    a.store(Size::DW, R9, 0, R0);
-    a.store(Size::DW, R9, 8, R8);
-    a.jump(done);
-
-    a.label(insert);
-    a.call(Helper::KtimeGetNs);
-    a.store(Size::DW, FP, START_VAL, R0);
-    a.store(Size::DW, FP, START_VAL + 8, R8);
-    update(a, maps.starts, START_KEY, Some(START_VAL), BPF_ANY);
+    a.store(Size::DW, R9, 8, R0);
+    a.store(Size::DW, R9, 16, R8);
     a.label(done);
 }
 
@@ -227,13 +239,17 @@ fn end(a: &mut Asm, pair: Pair, cond: Option<(FieldRef, i32)>, maps: &MapFds) {
         load(a, R1, Some(field));
         a.jump_imm(Cond::Ne, R1, value, done);
     }
-    start_key(a, pair);
-    lookup(a, maps.starts, START_KEY);
-    a.jump_imm(Cond::Eq, R0, 0, done);
-    a.load(Size::DW, R8, R0, 0);
+    start_slot(a, pair, maps, done);
+    // The slot holds another thread's start (or none): nothing to close.
+    a.load(Size::W, R1, R0, 0);
+    a.store(Size::W, FP, SLOT, R7);
+    a.load(Size::W, R2, FP, SLOT);
+    a.alu_reg(Alu::Sub, R1, R2);
+    a.jump_imm(Cond::Ne, R1, 0, done);
+    a.load(Size::DW, R8, R0, 8);
     a.jump_imm(Cond::Eq, R8, 0, done);
-    a.load(Size::DW, R9, R0, 8);
-    a.store_imm(Size::DW, R0, 0, 0);
+    a.load(Size::DW, R9, R0, 16);
+    a.store_imm(Size::DW, R0, 8, 0);
     a.call(Helper::KtimeGetNs);
     a.alu_reg(Alu::Sub, R0, R8);
     a.mov(R8, R0);

@@ -188,7 +188,8 @@ fn host(state: &State, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Erro
     counter(
         enc,
         "virtlens_dropped_latency_samples",
-        "Latency samples dropped because the in-kernel histogram map was full.",
+        "Latency samples dropped because the in-kernel histogram map was full, or two threads \
+         shared a start slot.",
         h.dropped_latencies,
     )?;
     let mut m = enc.encode_descriptor(
