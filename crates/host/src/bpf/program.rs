@@ -201,6 +201,16 @@ fn start_slot(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
     a.jump_imm(Cond::Eq, R0, 0, done);
 }
 
+/// Jumps to `target` when the thread id in the slot at `slot` is ours (`Cond::Eq`) or is not
+/// (`Cond::Ne`); ours is the low half of r7. Clobbers r1 and r2.
+fn slot_is_ours(a: &mut Asm, slot: Reg, cond: Cond, target: Label) {
+    a.load(Size::W, R1, slot, 0);
+    a.store(Size::W, FP, SLOT, R7);
+    a.load(Size::W, R2, FP, SLOT);
+    a.alu_reg(Alu::Sub, R1, R2);
+    a.jump_imm(cond, R1, 0, target);
+}
+
 /// starts[slot] = (tid, now, detail | high << 32). A start of another thread still open in
 /// the slot is overwritten and counted as a dropped latency sample.
 fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, high: Option<FieldRef>, maps: &MapFds) {
@@ -214,12 +224,8 @@ fn begin(a: &mut Asm, pair: Pair, detail: Option<FieldRef>, high: Option<FieldRe
     }
     start_slot(a, pair, maps, done);
     a.mov(R9, R0);
-    // Another thread's open start: r1 = its tid, compared with ours (the low half of r7).
-    a.load(Size::W, R1, R9, 0);
-    a.store(Size::W, FP, SLOT, R7);
-    a.load(Size::W, R2, FP, SLOT);
-    a.alu_reg(Alu::Sub, R1, R2);
-    a.jump_imm(Cond::Eq, R1, 0, write);
+    // Another thread's open start is overwritten: one sample dropped.
+    slot_is_ours(a, R9, Cond::Eq, write);
     a.load(Size::DW, R1, R9, 8);
     a.jump_imm(Cond::Eq, R1, 0, write);
     overflow(a, HIST_FULL_SLOT, maps, write);
@@ -241,11 +247,7 @@ fn end(a: &mut Asm, pair: Pair, cond: Option<(FieldRef, i32)>, maps: &MapFds) {
     }
     start_slot(a, pair, maps, done);
     // The slot holds another thread's start (or none): nothing to close.
-    a.load(Size::W, R1, R0, 0);
-    a.store(Size::W, FP, SLOT, R7);
-    a.load(Size::W, R2, FP, SLOT);
-    a.alu_reg(Alu::Sub, R1, R2);
-    a.jump_imm(Cond::Ne, R1, 0, done);
+    slot_is_ours(a, R0, Cond::Ne, done);
     a.load(Size::DW, R8, R0, 8);
     a.jump_imm(Cond::Eq, R8, 0, done);
     a.load(Size::DW, R9, R0, 16);
