@@ -1,8 +1,9 @@
-//! Where the live commands (`serve`, `top`) get each interval: the in-kernel aggregation
-//! ([`BpfLive`]) when this host allows BPF, else the tracefs capture ([`Live`]), with the
-//! reason it fell back. Both give
-//! the interval's [`Interval`] profile and per-VM log2 latency histograms; the tracefs capture
-//! has durations only for exit→entry pairs, and its histograms are re-binned from the rows'.
+//! Where the live commands (`serve`, `top`, `record --summary`) get each interval: the
+//! in-kernel aggregation ([`BpfLive`]) when this host allows BPF, else the tracefs capture
+//! ([`Live`]), with the reason it fell back. Both give the interval's [`Interval`] profile and
+//! per-VM log2 latency histograms; the tracefs capture has durations only for exit→entry pairs,
+//! and its histograms are re-binned from the rows'. Either way an interval in which a VM
+//! returned to its VMM without one exit counted says so (its exit reasons are missing).
 
 use std::collections::BTreeMap;
 
@@ -11,7 +12,8 @@ use crate::bpf::maps::{HIST_BUCKETS, Hist};
 use crate::bpf::{Limits, Pair};
 use crate::capture::live::{Interval, Live};
 use crate::capture::{CaptureError, CaptureOptions};
-use virtlens_core::profile::TableKind;
+use virtlens_core::Backend;
+use virtlens_core::profile::{Note, Profile, TableKind};
 
 /// The interval source in use.
 pub enum Source {
@@ -64,6 +66,24 @@ impl Source {
 
     /// The interval since the previous call.
     pub fn take(&mut self) -> Result<(Interval, Extras), CaptureError> {
+        let watched = self.watches_exits();
+        let (mut iv, extras) = self.take_raw()?;
+        if watched {
+            let missing = exits_missing(&iv.profile);
+            iv.profile.warnings.extend(missing);
+        }
+        Ok((iv, extras))
+    }
+
+    /// Whether `kvm_exit` is among the events counted.
+    fn watches_exits(&self) -> bool {
+        match self {
+            Source::Bpf(l) => l.events().contains(&"kvm_exit"),
+            Source::Tracefs(l) => l.enabled().iter().any(|e| e == "kvm:kvm_exit"),
+        }
+    }
+
+    fn take_raw(&mut self) -> Result<(Interval, Extras), CaptureError> {
         match self {
             Source::Bpf(l) => l
                 .take()
@@ -86,6 +106,56 @@ impl Source {
             Source::Tracefs(l) => l.stop(),
         }
     }
+}
+
+/// A note for each VM that returned to its VMM in `p` with no exit counted: every return to
+/// the VMM with an exit reason follows a VM exit, so `kvm_exit` did not fire (or was not seen)
+/// for it and the interval's exit reasons are missing. Not on PVM, which never fires
+/// `kvm_exit` and says so elsewhere. Seen on arm64 hosts emulated by multi-threaded QEMU TCG
+/// when tracing starts while a vCPU runs: the vCPU keeps running code translated before the
+/// tracepoint was switched on.
+fn exits_missing(p: &Profile) -> Vec<Note> {
+    if p.origin.backend.as_deref().map(Backend::named) == Some(Backend::Pvm) {
+        return Vec::new();
+    }
+    let per_vm = |kind: TableKind| {
+        let mut n: BTreeMap<Option<u32>, u64> = BTreeMap::new();
+        for t in p.tables.iter().filter(|t| t.kind == kind) {
+            for r in &t.rows {
+                // A KVM_RUN interrupted (`restart`) or failed (`error`) hands no exit over.
+                if !matches!(r.key.key_text().as_str(), "restart" | "error") {
+                    *n.entry(r.pid).or_default() += r.count;
+                }
+            }
+        }
+        n
+    };
+    let exits = per_vm(TableKind::Vmexit);
+    let why = match &p.origin.cpu_emulator {
+        Some(emu) => format!(
+            "; this host's CPU is emulated ({emu}), which can keep running code translated \
+             before tracing started"
+        ),
+        None => String::new(),
+    };
+    per_vm(TableKind::UserspaceExit)
+        .into_iter()
+        .filter(|(pid, n)| *n > 0 && exits.get(pid).copied().unwrap_or(0) == 0)
+        .map(|(pid, n)| {
+            let who = match (pid, pid.and_then(|pid| p.origin.vm_names.get(&pid))) {
+                (Some(pid), Some(name)) => format!("{name} (pid {pid})"),
+                (Some(pid), None) => format!("pid {pid}"),
+                (None, _) => "a VM".to_string(),
+            };
+            Note {
+                line: None,
+                message: format!(
+                    "{who} returned to its VMM {n} times but no kvm_exit was counted: the \
+                     exit reasons of this interval are missing{why}"
+                ),
+            }
+        })
+        .collect()
 }
 
 /// Per-VM log2 histograms of the exit→entry durations the tracefs capture measured.
@@ -119,4 +189,52 @@ fn rebinned(iv: &Interval) -> Vec<VmHist> {
             hist,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use virtlens_core::profile::{Key, Origin, Row, Table};
+
+    fn profile(backend: &str, rows: &[(TableKind, &str)]) -> Profile {
+        let mut p = Profile::new(Origin {
+            backend: Some(backend.into()),
+            cpu_emulator: Some("QEMU TCG".into()),
+            ..Origin::default()
+        });
+        for (kind, name) in rows {
+            let mut t = Table::new(kind.clone());
+            let mut r = Row::new(
+                Key::Event {
+                    name: name.to_string(),
+                },
+                3,
+            );
+            r.pid = Some(7);
+            t.rows.push(r);
+            p.tables.push(t);
+        }
+        p
+    }
+
+    /// Returns to the VMM without one exit are said, except on PVM, which never fires
+    /// `kvm_exit`; an exit row, no return to the VMM, or only interrupted runs say nothing.
+    #[test]
+    fn returns_to_the_vmm_without_exits_are_noted() {
+        let to_vmm = (TableKind::UserspaceExit, "KVM_EXIT_MMIO");
+        let notes = exits_missing(&profile("arm64", std::slice::from_ref(&to_vmm)));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let note = &notes[0].message;
+        assert!(
+            note.starts_with("pid 7 returned to its VMM 3 times"),
+            "{note}"
+        );
+        assert!(note.contains("QEMU TCG"), "{note}");
+        let exit = (TableKind::Vmexit, "DABT_LOW");
+        assert!(exits_missing(&profile("arm64", &[to_vmm.clone(), exit.clone()])).is_empty());
+        assert!(exits_missing(&profile("arm64", &[exit])).is_empty());
+        let restart = (TableKind::UserspaceExit, "restart");
+        assert!(exits_missing(&profile("arm64", &[restart])).is_empty());
+        assert!(exits_missing(&profile("pvm", &[to_vmm])).is_empty());
+    }
 }

@@ -51,6 +51,11 @@ impl Live {
         }
     }
 
+    /// `system:name` of every event the capture has enabled.
+    pub fn enabled(&self) -> &[String] {
+        &self.session.enabled
+    }
+
     /// Reads what the kernel has now into memory.
     pub fn poll(&mut self) -> Result<(), CaptureError> {
         let pages = &mut self.pages;

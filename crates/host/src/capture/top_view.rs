@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use virtlens_core::Backend;
 use virtlens_core::analysis::summarize_sched as summarize;
 use virtlens_core::decode::Decoder;
 use virtlens_core::events::TABLED;
@@ -145,8 +144,6 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
         });
     }
     out.sort_by(|a, b| b.events_per_s.total_cmp(&a.events_per_s));
-    let mut notes: Vec<String> = p.warnings.iter().map(|n| n.message.clone()).collect();
-    notes.extend(out.iter().filter_map(|vm| exits_missing(vm, &p.origin)));
     TopView {
         schema: SCHEMA.to_string(),
         interval_s: secs,
@@ -156,90 +153,8 @@ pub fn build(iv: &Interval, decoder: &Decoder, elapsed_s: f64) -> TopView {
         lost: iv.lost,
         backend: p.origin.backend.clone(),
         cpu_emulator: p.origin.cpu_emulator.clone(),
-        notes,
+        notes: p.warnings.iter().map(|n| n.message.clone()).collect(),
         vms: out,
         sched: p.sched.as_ref().map(summarize),
-    }
-}
-
-/// A note when `vm` returned to its VMM but no exit was counted for it: every return to the
-/// VMM follows an exit, so `kvm_exit` did not fire (or was not seen) in the interval and the
-/// exit reasons are missing. PVM never fires it, and says so elsewhere. Seen on arm64 hosts
-/// emulated by multi-threaded QEMU TCG when tracing starts while a vCPU runs: the vCPU keeps
-/// running the code translated before the tracepoint was switched on.
-fn exits_missing(vm: &TopVm, origin: &virtlens_core::profile::Origin) -> Option<String> {
-    let backend = origin.backend.as_deref().map(Backend::named);
-    if backend == Some(Backend::Pvm) {
-        return None;
-    }
-    let to_vmm: u64 = vm
-        .rows
-        .iter()
-        .filter(|r| r.kind == "to-vmm")
-        .map(|r| r.count)
-        .sum();
-    if to_vmm == 0 || vm.rows.iter().any(|r| r.kind == "exit") {
-        return None;
-    }
-    let who = match (vm.pid, &vm.name) {
-        (Some(pid), Some(name)) => format!("{name} (pid {pid})"),
-        (Some(pid), None) => format!("pid {pid}"),
-        _ => "a VM".to_string(),
-    };
-    let why = match &origin.cpu_emulator {
-        Some(emu) => format!(
-            "; this host's CPU is emulated ({emu}), which can keep running code translated \
-             before tracing started"
-        ),
-        None => String::new(),
-    };
-    Some(format!(
-        "{who} returned to its VMM {to_vmm} times but no kvm_exit was counted: the exit \
-         reasons of this interval are missing{why}"
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use virtlens_core::profile::Origin;
-
-    fn vm(kinds: &[&str]) -> TopVm {
-        TopVm {
-            pid: Some(7),
-            rows: kinds
-                .iter()
-                .map(|k| TopRow {
-                    kind: k.to_string(),
-                    count: 3,
-                    ..TopRow::default()
-                })
-                .collect(),
-            ..TopVm::default()
-        }
-    }
-
-    /// Returns to the VMM without one exit are said, except on PVM, which never fires
-    /// `kvm_exit`; an exit row, or no return to the VMM, says nothing.
-    #[test]
-    fn returns_to_the_vmm_without_exits_are_noted() {
-        let arm = Origin {
-            backend: Some("arm64".into()),
-            cpu_emulator: Some("QEMU TCG".into()),
-            ..Origin::default()
-        };
-        let note = exits_missing(&vm(&["to-vmm", "mmio"]), &arm).unwrap_or_default();
-        assert!(
-            note.starts_with("pid 7 returned to its VMM 3 times"),
-            "{note}"
-        );
-        assert!(note.contains("QEMU TCG"), "{note}");
-        assert_eq!(exits_missing(&vm(&["to-vmm", "exit"]), &arm), None);
-        assert_eq!(exits_missing(&vm(&["mmio"]), &arm), None);
-        let pvm = Origin {
-            backend: Some("pvm".into()),
-            ..Origin::default()
-        };
-        assert_eq!(exits_missing(&vm(&["to-vmm"]), &pvm), None);
     }
 }
