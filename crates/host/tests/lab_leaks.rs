@@ -46,9 +46,10 @@ fn a_lab_run_leaves_no_fd_thread_or_kvm_object() {
         !fds_after.iter().any(|t| t.contains("kvm")),
         "a KVM fd is still open: {fds_after:?}"
     );
-    // A joined thread leaves /proc a moment after `join` returns: the kernel clears its thread
-    // id (which wakes the joiner) before it releases the task. Wait for that, boundedly; a
-    // thread that is still running never leaves and fails the test.
+    // A finished thread leaves /proc a moment after its work is done (a scoped thread's scope
+    // returns when its closure has, and even a joined thread's id is cleared, which wakes the
+    // joiner, before the kernel releases the task). Wait for that, boundedly; a thread that is
+    // still running never leaves and fails the test.
     let deadline = Instant::now() + Duration::from_secs(10);
     while threads() > threads_before && Instant::now() < deadline {
         std::thread::yield_now();
