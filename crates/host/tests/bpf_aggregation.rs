@@ -82,9 +82,10 @@ fn a_full_count_map_counts_in_the_other_bucket() {
         return;
     }
     let _g = virtlens_testkit::shared();
-    // A map of one key: the first key takes it, every other key overflows.
+    // A map of one key and no hot slots: the first key takes it, every other key overflows.
     let limits = Limits {
         counts: 1,
+        hot_slots: 0,
         ..Limits::default()
     };
     let agg = Aggregation::start(None, limits).unwrap();
@@ -187,4 +188,88 @@ fn the_kernel_times_each_program_while_asked_to() {
     assert!(pio.runs >= u64::from(N), "{runs:?}");
     assert!(pio.run_ns > 0, "{runs:?}");
     drop(stats);
+}
+
+/// Runs `pio_guest N PORT` on CPU 0 to its end (taskset execs it: the pid stays): its pid.
+fn guest_on_cpu0(n: u32, port: u16) -> u32 {
+    let child = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .arg(virtlens_testkit::pio_guest())
+        .args([n.to_string(), format!("{port:#x}")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "pio_guest: {out:?}");
+    pid
+}
+
+#[test]
+fn hot_slots_count_exactly_and_pass_to_the_next_vmm_when_theirs_exits() {
+    if !require(&[Need::Root, Need::Kvm, Need::Bpf, Need::Tracefs]) {
+        return;
+    }
+    // Which key takes CPU 0's one slot depends on every KVM user of the machine.
+    let _g = virtlens_testkit::exclusive();
+    const N: u32 = 700;
+    let limits = Limits {
+        hot_slots: 1,
+        ..Limits::default()
+    };
+    let agg = Aggregation::start(None, limits).unwrap();
+    let pio = event_index("kvm_pio").unwrap();
+    let port_count = |s: &virtlens_host::bpf::Snapshot, pid: u32, port: u16| -> u64 {
+        s.counts
+            .iter()
+            .filter(|(k, _)| k.tgid == pid && k.event == pio && k.detail == u64::from(port))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let vmm_samples = |s: &virtlens_host::bpf::Snapshot, pid: u32| -> u64 {
+        s.hists
+            .iter()
+            .filter(|(k, _)| k.tgid == pid && k.event == Pair::Vmm as u32 && k.detail == 2)
+            .map(|(_, h)| h.count())
+            .sum()
+    };
+    let hot_pio = |pid: u32| {
+        let (counts, hists) = agg.hot_keys().unwrap();
+        let c = counts.iter().any(|k| k.tgid == pid && k.event == pio);
+        let h = hists
+            .iter()
+            .any(|k| k.tgid == pid && k.event == Pair::Vmm as u32);
+        (c, h)
+    };
+    let fpu = agg.events().contains(&"kvm_fpu");
+
+    // A takes CPU 0's slots; B, while A's are live, counts in the hashes; both exactly.
+    let a = guest_on_cpu0(N, 0x5e1);
+    let b = guest_on_cpu0(N, 0x5e2);
+    let s = agg.read().unwrap();
+    assert_eq!(port_count(&s, a, 0x5e1), u64::from(N));
+    assert_eq!(port_count(&s, b, 0x5e2), u64::from(N));
+    assert_eq!(hot_pio(a), (true, fpu), "A's keys are in the slots");
+    assert_eq!(
+        hot_pio(b),
+        (false, false),
+        "B's are not: the slots were A's"
+    );
+    if fpu {
+        assert_eq!(vmm_samples(&s, a), u64::from(N));
+        assert_eq!(vmm_samples(&s, b), u64::from(N));
+    }
+
+    // Both exited: their keys go, A's slots are retired, and C takes them over.
+    assert!(agg.prune_exited().unwrap() >= 2);
+    let s = agg.read().unwrap();
+    assert_eq!(port_count(&s, a, 0x5e1) + port_count(&s, b, 0x5e2), 0);
+    assert_eq!(hot_pio(a), (false, false));
+    let c = guest_on_cpu0(N, 0x5e3);
+    let s = agg.read().unwrap();
+    assert_eq!(port_count(&s, c, 0x5e3), u64::from(N));
+    assert_eq!(hot_pio(c), (true, fpu), "C took over A's retired slots");
+    if fpu {
+        assert_eq!(vmm_samples(&s, c), u64::from(N));
+    }
 }

@@ -218,6 +218,12 @@ impl Asm {
         self.push(CLASS_JMP | cond as u8, dst, Reg(0), 0, imm);
     }
 
+    /// `if dst <cond> src goto target`.
+    pub(crate) fn jump_reg(&mut self, cond: Cond, dst: Reg, src: Reg, target: Label) {
+        self.fixups.insert(self.insns.len(), target);
+        self.push(CLASS_JMP | cond as u8 | SRC_X, dst, src, 0, 0);
+    }
+
     /// `goto target`.
     pub(crate) fn jump(&mut self, target: Label) {
         self.fixups.insert(self.insns.len(), target);

@@ -16,18 +16,23 @@
 //!   `other` bucket), and in slot [`HIST_FULL_SLOT`] the latency samples dropped while
 //!   `hists` was full.
 //! - `zero`: one zeroed histogram value, the template a program inserts a new key with.
+//! - `hot` and `retire` (per-CPU arrays, [`Limits::hot_slots`] per event): the first keys of
+//!   each event on each CPU, counted without a hash lookup; see `hot`.
 //!
 //! Counts are cumulative and never reset by the programs; keys of processes that are gone
 //! are deleted after they were read ([`Maps::prune`]).
 
+use std::collections::HashMap;
 use std::io;
+
+use super::hot::HotTable;
 
 use super::sys::Map;
 
 const HASH: u32 = 1;
 const ARRAY: u32 = 2;
 const PERCPU_HASH: u32 = 5;
-const PERCPU_ARRAY: u32 = 6;
+pub(crate) const PERCPU_ARRAY: u32 = 6;
 
 /// Log2 buckets of a latency histogram: bucket `b` holds durations in `[2^b, 2^(b+1))` ns
 /// (bucket 0 also 0 ns).
@@ -43,6 +48,9 @@ pub(crate) const OVERFLOW_SLOTS: u32 = 16;
 /// The overflow slot counting latency samples dropped while `hists` was full.
 pub(crate) const HIST_FULL_SLOT: u32 = OVERFLOW_SLOTS - 1;
 
+/// Indexes of the histograms' hot slots: one per latency pair, and one spare.
+const HOT_PAIRS: u32 = 4;
+
 /// Slots of the `starts` array (a power of two): 2^15 threads × 4 pairs, 3 MiB.
 pub(crate) const STARTS_SLOTS: u32 = 1 << 17;
 /// Bytes of a `starts` value: thread id (u32, then 4 bytes unused), start ns, detail.
@@ -53,6 +61,10 @@ pub(crate) const START_VALUE: usize = 24;
 pub struct Limits {
     pub counts: u32,
     pub hists: u32,
+    /// Hot slots per event and CPU (see `hot`; at most 8, 0 for none): the first keys of
+    /// each event on each CPU are counted there instead of in `counts`; each latency pair
+    /// has half as many (rounded up) for its first histograms, instead of `hists`.
+    pub hot_slots: u32,
 }
 
 impl Default for Limits {
@@ -60,6 +72,7 @@ impl Default for Limits {
         Limits {
             counts: 16_384,
             hists: 4_096,
+            hot_slots: 4,
         }
     }
 }
@@ -104,7 +117,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes(x)
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_ne_bytes(x)
@@ -131,6 +144,9 @@ pub(crate) struct Maps {
     pub starts: Map,
     pub overflow: Map,
     pub zero: Map,
+    /// Hot slots of counts (by event) and of histograms (by pair).
+    pub hot_counts: Option<HotTable>,
+    pub hot_hists: Option<HotTable>,
     pub limits: Limits,
     cpus: usize,
 }
@@ -168,38 +184,63 @@ impl Maps {
             )?,
             overflow: Map::create(PERCPU_ARRAY, 4, 8, OVERFLOW_SLOTS, cpus, &name("ovfl"))?,
             zero,
+            hot_counts: HotTable::create(limits.hot_slots, OVERFLOW_SLOTS, 0, cpus, &name("hotc"))?,
+            hot_hists: HotTable::create(
+                limits.hot_slots.div_ceil(2),
+                HOT_PAIRS,
+                HIST_VALUE,
+                cpus,
+                &name("hoth"),
+            )?,
             limits,
             cpus,
         })
     }
 
-    /// Every count, summed over CPUs.
+    /// Every count, summed over CPUs and over the hash and the hot slots, in key order.
     pub(crate) fn counts(&self) -> io::Result<Vec<(Key, u64)>> {
-        let mut out = Vec::new();
+        let mut sum: HashMap<Key, u64> = HashMap::new();
         let mut value = vec![0u8; self.counts.value_len()];
         for k in keys(&self.counts)? {
             if self.counts.lookup(&k, &mut value)? {
-                let n = (0..self.cpus).map(|c| u64_at(&value, c * 8)).sum();
-                out.push((Key::from_bytes(&k), n));
+                let n: u64 = (0..self.cpus).map(|c| u64_at(&value, c * 8)).sum();
+                *sum.entry(Key::from_bytes(&k)).or_insert(0) += n;
             }
         }
+        if let Some(hot) = &self.hot_counts {
+            hot.each(|k, n, _| *sum.entry(k).or_insert(0) += n)?;
+        }
+        let mut out: Vec<(Key, u64)> = sum.into_iter().collect();
+        out.sort_unstable();
         Ok(out)
     }
 
-    /// Every latency histogram.
+    /// Every latency histogram, summed over the hash and the hot slots, in key order.
     pub(crate) fn hists(&self) -> io::Result<Vec<(Key, Hist)>> {
-        let mut out = Vec::new();
+        let mut sum: HashMap<Key, Hist> = HashMap::new();
+        let mut add = |k: Key, value: &[u8]| {
+            let h = sum.entry(k).or_insert(Hist {
+                buckets: [0; HIST_BUCKETS],
+                sum_ns: 0,
+            });
+            for (i, b) in h.buckets.iter_mut().enumerate() {
+                *b += u64_at(value, i * 8);
+            }
+            h.sum_ns = h
+                .sum_ns
+                .wrapping_add(u64_at(value, HIST_SUM_OFFSET as usize));
+        };
         let mut value = vec![0u8; self.hists.value_len()];
         for k in keys(&self.hists)? {
             if self.hists.lookup(&k, &mut value)? {
-                let mut buckets = [0u64; HIST_BUCKETS];
-                for (i, b) in buckets.iter_mut().enumerate() {
-                    *b = u64_at(&value, i * 8);
-                }
-                let sum_ns = u64_at(&value, HIST_SUM_OFFSET as usize);
-                out.push((Key::from_bytes(&k), Hist { buckets, sum_ns }));
+                add(Key::from_bytes(&k), &value);
             }
         }
+        if let Some(hot) = &self.hot_hists {
+            hot.each(|k, _, v| add(k, v))?;
+        }
+        let mut out: Vec<(Key, Hist)> = sum.into_iter().collect();
+        out.sort_unstable_by_key(|(k, _)| *k);
         Ok(out)
     }
 
@@ -218,10 +259,13 @@ impl Maps {
         Ok(out)
     }
 
-    /// Deletes the count and histogram keys of processes `gone` says are gone; returns how
-    /// many keys went.
+    /// Deletes the count and histogram keys of processes `gone` says are gone, and retires
+    /// their hot slots; returns how many keys went.
     pub(crate) fn prune(&self, gone: &dyn Fn(u32) -> bool) -> io::Result<usize> {
         let mut n = 0;
+        for hot in [&self.hot_counts, &self.hot_hists].into_iter().flatten() {
+            n += hot.retire(gone)?;
+        }
         for map in [&self.counts, &self.hists] {
             for k in keys(map)? {
                 if gone(Key::from_bytes(&k).tgid) && map.delete(&k)? {

@@ -2,7 +2,8 @@
 //! file. For each kvm tracepoint this kernel has and the aggregation uses (`plan`), a
 //! program is generated from the tracepoint's `format` file (`program`, encoded by
 //! `insn`) that counts the event per (VM process, thread, event, sub, detail) in a per-CPU
-//! hash map and keeps log2 latency histograms per thread (`maps`). virtlens reads the maps
+//! hash map, or for each CPU's first keys of an event in its hot slots (`hot`), and keeps log2
+//! latency histograms per thread (`maps`). virtlens reads the maps
 //! every interval ([`Aggregation::read`]); nothing per event reaches user space.
 //!
 //! Programs are attached to the raw tracepoints where the fields they read are the
@@ -16,6 +17,7 @@
 //! programs, lockdown, a verifier that refuses a program) [`Aggregation::start`] says why, and
 //! the caller falls back to the tracefs capture.
 
+pub(crate) mod hot;
 pub(crate) mod insn;
 pub(crate) mod live;
 pub(crate) mod maps;
@@ -115,6 +117,8 @@ impl Aggregation {
             starts: maps.starts.raw_fd(),
             overflow: maps.overflow.raw_fd(),
             zero: maps.zero.raw_fd(),
+            hot_counts: maps.hot_counts.as_ref().map(|h| h.fds()),
+            hot_hists: maps.hot_hists.as_ref().map(|h| h.fds()),
         };
         let mut attached = Vec::new();
         let mut first_error = None;
@@ -171,6 +175,19 @@ impl Aggregation {
                 })
             })
             .collect()
+    }
+
+    /// The count keys and the histogram keys in a live hot slot of some CPU (see `hot`):
+    /// which keys took the cheap path.
+    pub fn hot_keys(&self) -> std::io::Result<(Vec<Key>, Vec<Key>)> {
+        let keys = |t: &Option<hot::HotTable>| -> std::io::Result<Vec<Key>> {
+            let mut out = Vec::new();
+            if let Some(t) = t {
+                t.each(|k, _, _| out.push(k))?;
+            }
+            Ok(out)
+        };
+        Ok((keys(&self.maps.hot_counts)?, keys(&self.maps.hot_hists)?))
     }
 
     /// Forgets the keys of VMM processes that have exited (read them first: their last

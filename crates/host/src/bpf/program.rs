@@ -16,10 +16,13 @@
 //! fp-24 .. fp-0    counts/hists key: tgid u32, tid u32, event u32, sub u32, detail u64
 //! fp-32            u64 0 (the value of a new count)
 //! fp-36            u32 overflow slot / zero-template index
+//! fp-40            u32 index of the event's hot slots
 //! fp-48            starts key: the slot u32 of (tid, pair)
+//! fp-56            u64 the duration a histogram adds (while the hot slots use r8)
 //! ```
 //! r6 holds the context, r7 `pid_tgid`, r8/r9 a duration and its detail.
 
+use super::hot::{self, HotFds};
 use super::insn::{Alu, Asm, Cond, FP, Helper, Insn, Label, R0, R1, R2, R3, R4, R6, R7, R8, R9};
 use super::insn::{Reg, Size};
 use super::maps::{HIST_FULL_SLOT, HIST_SUM_OFFSET, STARTS_SLOTS};
@@ -28,6 +31,12 @@ use super::plan::{FieldRef, Pair, Plan};
 const KEY: i16 = -24;
 const ZERO: i16 = -32;
 const SLOT: i16 = -36;
+const HOT_INDEX: i16 = -40;
+const DURATION: i16 = -56;
+const HOT_FRAME: hot::Frame = hot::Frame {
+    key: KEY,
+    index: HOT_INDEX,
+};
 const START_KEY: i16 = -48;
 const BPF_NOEXIST: i32 = 1;
 const EEXIST: i32 = -17;
@@ -40,6 +49,8 @@ pub(crate) struct MapFds {
     pub starts: i32,
     pub overflow: i32,
     pub zero: i32,
+    pub hot_counts: Option<HotFds>,
+    pub hot_hists: Option<HotFds>,
 }
 
 /// The program for `plan`.
@@ -112,7 +123,7 @@ fn write_key(a: &mut Asm, event: u32, sub: Option<FieldRef>, detail: Option<Deta
 }
 
 /// `r0 = lookup(map, fp + key)`.
-fn lookup(a: &mut Asm, map: i32, key: i16) {
+pub(crate) fn lookup(a: &mut Asm, map: i32, key: i16) {
     a.load_map_fd(R1, map);
     a.mov(R2, FP);
     a.alu_imm(Alu::Add, R2, i32::from(key));
@@ -169,11 +180,16 @@ fn insert_then_lookup(
     a.jump_imm(Cond::Eq, R0, 0, done);
 }
 
-/// `counts[key] += 1`, inserting the key (at 0) when new; a full map counts in
-/// `overflow[event]`.
+/// `counts[key] += 1` (in a hot slot of this CPU when the key has or can take one), inserting
+/// the key (at 0) when new; a full map counts in `overflow[event]`.
 fn count(a: &mut Asm, event: u32, maps: &MapFds) {
     let have = a.new_label();
     let done = a.new_label();
+    if let Some(hot) = &maps.hot_counts {
+        let miss = a.new_label();
+        hot::find_or_take(a, hot, event, HOT_FRAME, miss, &hot::add_one, done);
+        a.label(miss);
+    }
     lookup(a, maps.counts, KEY);
     a.jump_imm(Cond::Ne, R0, 0, have);
     a.store_imm(Size::DW, FP, ZERO, 0);
@@ -264,6 +280,27 @@ fn end(a: &mut Asm, pair: Pair, cond: Option<(FieldRef, i32)>, maps: &MapFds) {
 fn hist_add(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
     let have = a.new_label();
     write_key(a, pair as u32, None, Some(Detail::Reg(R9)));
+    if let Some(hot) = &maps.hot_hists {
+        // This CPU's slot: no atomics (no other CPU writes it).
+        let miss = a.new_label();
+        a.store(Size::DW, FP, DURATION, R8);
+        let add = |a: &mut Asm, at: i16| {
+            hot::add_one(a, at);
+            a.load(Size::DW, R4, FP, DURATION);
+            bucket_offset(a, R4);
+            a.alu_reg(Alu::Add, R2, R8);
+            let bucket = at + hot::VALUE_AT;
+            a.load(Size::DW, R1, R2, bucket);
+            a.alu_imm(Alu::Add, R1, 1);
+            a.store(Size::DW, R2, bucket, R1);
+            a.load(Size::DW, R1, R8, bucket + HIST_SUM_OFFSET);
+            a.alu_reg(Alu::Add, R1, R4);
+            a.store(Size::DW, R8, bucket + HIST_SUM_OFFSET, R1);
+        };
+        hot::find_or_take(a, hot, pair as u32, HOT_FRAME, miss, &add, done);
+        a.label(miss);
+        a.load(Size::DW, R8, FP, DURATION);
+    }
     lookup(a, maps.hists, KEY);
     a.jump_imm(Cond::Ne, R0, 0, have);
     a.store_imm(Size::W, FP, SLOT, 0);
@@ -273,9 +310,19 @@ fn hist_add(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
     insert_then_lookup(a, maps.hists, None, HIST_FULL_SLOT, maps, done);
 
     a.label(have);
-    // r2 = floor(log2(r8)) by halving: r1 = r8, and for s in 32, 16, …, 1: if r1 >> s then
-    // r1 >>= s and r2 += s.
-    a.mov(R1, R8);
+    bucket_offset(a, R8);
+    a.mov(R1, R0);
+    a.alu_reg(Alu::Add, R1, R2);
+    a.mov_imm(R3, 1);
+    a.atomic_add64(R1, 0, R3);
+    a.atomic_add64(R0, HIST_SUM_OFFSET, R8);
+}
+
+/// `r2 = floor(log2(src)) * 8`, the offset of `src`'s bucket (0 and 1 in bucket 0), by
+/// halving: r1 = src, and for s in 32, 16, …, 1: if r1 >> s then r1 >>= s and r2 += s.
+/// Clobbers r1 and r3.
+fn bucket_offset(a: &mut Asm, src: Reg) {
+    a.mov(R1, src);
     a.mov_imm(R2, 0);
     for s in [32, 16, 8, 4, 2, 1] {
         let skip = a.new_label();
@@ -288,11 +335,6 @@ fn hist_add(a: &mut Asm, pair: Pair, maps: &MapFds, done: Label) {
     }
     a.alu_imm(Alu::And, R2, 63);
     a.alu_imm(Alu::Lsh, R2, 3);
-    a.mov(R1, R0);
-    a.alu_reg(Alu::Add, R1, R2);
-    a.mov_imm(R3, 1);
-    a.atomic_add64(R1, 0, R3);
-    a.atomic_add64(R0, HIST_SUM_OFFSET, R8);
 }
 
 #[cfg(test)]
@@ -330,6 +372,8 @@ mod tests {
             starts: 5,
             overflow: 6,
             zero: 7,
+            hot_counts: None,
+            hot_hists: None,
         };
         let insns = generate(&plan(), &fds).unwrap();
         assert_eq!(insns[0].bytes()[0], 0xbf, "mov r6, r1");

@@ -19,6 +19,7 @@ use super::insn::Insn;
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 const BPF_MAP_DELETE_ELEM: libc::c_long = 3;
 const BPF_MAP_GET_NEXT_KEY: libc::c_long = 4;
 const BPF_PROG_LOAD: libc::c_long = 5;
@@ -181,6 +182,14 @@ impl Map {
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Writes `value` (the whole value: per-CPU maps take every CPU's) under `key`.
+    pub(crate) fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        self.check(key, Some(value.len()))?;
+        // The kernel reads key_size bytes at key and value_len bytes at value, both checked.
+        let mut a = self.elem_attr(key, value.as_ptr() as u64, 0);
+        bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(|_| ())
     }
 
     /// Deletes `key`; `false` when it was not there.
