@@ -20,12 +20,11 @@
 //! - Values are cumulative, like the hashes': a key's count is the hash's plus its slots' on
 //!   every CPU, and so are a histogram's buckets and sum.
 //!
-//! Reading and writing race only where a slot is taken: the program writes the generation
-//! (or, for an empty slot, the count) last and the kernel copies an element out in address
-//! order, generation and count first, so a reader that sees them new sees the key new on x86's
-//! ordered stores; a reader that sees them old skips the slot or counts the dead key's last
-//! value. On weakly ordered CPUs (arm64) nothing orders those stores: a slot read in the
-//! nanoseconds of its being taken can show part of the old key, once.
+//! Reading and writing race only where a slot is taken: the program writes the key, then the
+//! count, then (taking over a retired slot) the generation, but on weakly ordered CPUs
+//! (arm64) nothing orders those stores for a reader. So user space reads each element twice
+//! and counts a slot only when both reads show it live with the same generation and key; a
+//! slot being taken was not live before, so leaving it to the next read loses nothing.
 //!
 //! [`Limits::hot_slots`]: super::maps::Limits::hot_slots
 
@@ -127,6 +126,7 @@ impl HotTable {
     /// Calls `f(key, count, value)` for every live slot; where it returns true the slot is
     /// retired (its generation in `retire` bumped). Returns how many were.
     fn walk(&self, mut f: impl FnMut(Key, u64, &[u8]) -> bool) -> io::Result<usize> {
+        let mut first = vec![0u8; self.slots.value_len()];
         let mut slots = vec![0u8; self.slots.value_len()];
         let mut gens = vec![0u8; self.retire.value_len()];
         let slot_stride = self.slots.value_len() / self.cpus;
@@ -137,7 +137,10 @@ impl HotTable {
         loop {
             let key = index.to_ne_bytes();
             // An array has every index below its size and none above.
-            if !self.slots.lookup(&key, &mut slots)? || !self.retire.lookup(&key, &mut gens)? {
+            if !self.slots.lookup(&key, &mut first)?
+                || !self.slots.lookup(&key, &mut slots)?
+                || !self.retire.lookup(&key, &mut gens)?
+            {
                 break;
             }
             let mut changed = false;
@@ -147,7 +150,17 @@ impl HotTable {
                     let gen_at = cpu * gen_stride + s * 8;
                     let count = u64_at(&slots, at + COUNT as usize);
                     let live = u64_at(&gens, gen_at);
-                    if count == 0 || u64_at(&slots, at + GEN as usize) != live {
+                    // Read twice: a slot taken meanwhile (its generation or key changed, or
+                    // it was empty) is left to the next read. It was not live before, and
+                    // where stores are not ordered (arm64) its key may show half written.
+                    let gen_bytes = at + GEN as usize..at + COUNT as usize;
+                    let key_bytes = at + KEY_AT as usize..at + HEAD;
+                    if count == 0
+                        || u64_at(&first, at + COUNT as usize) == 0
+                        || u64_at(&slots, at + GEN as usize) != live
+                        || first[gen_bytes.clone()] != slots[gen_bytes]
+                        || first[key_bytes.clone()] != slots[key_bytes]
+                    {
                         continue;
                     }
                     let mut k = [0u8; KEY_LEN];
