@@ -5,7 +5,7 @@
 //! find no slot go to the `counts` and `hists` hashes as before.
 //!
 //! Layout: a table's slots are a per-CPU array indexed by event (counts) or pair (histograms);
-//! each element holds [`Limits::hot_slots`] slots: generation (u64), count (u64: events, or
+//! each element holds [`Limits::hot_slots`] slots (histograms half as many): generation (u64), count (u64: events, or
 //! samples of the histogram), key (24 bytes, as in [`Key`]), then the histogram's value (none
 //! for counts). Its `retire` is a per-CPU array of the same index whose element holds one
 //! generation per slot, written only by user space.
@@ -59,10 +59,15 @@ pub(crate) struct HotFds {
     pub slots: i32,
     pub retire: i32,
     pub per_index: u32,
-    /// Bytes of a slot: the head and the value.
-    pub slot_bytes: usize,
-    /// Bytes of the value, zeroed when a slot is taken.
+    /// Bytes of the value after a slot's head, zeroed when a slot is taken.
     pub value_bytes: usize,
+}
+
+impl HotFds {
+    /// Bytes of a slot: the head and the value.
+    pub(crate) fn slot_bytes(&self) -> usize {
+        HEAD + self.value_bytes
+    }
 }
 
 impl HotTable {
@@ -79,22 +84,14 @@ impl HotTable {
         if per_index == 0 {
             return Ok(None);
         }
-        let slot_bytes = HEAD + value_bytes;
-        let slots = Map::create(
-            PERCPU_ARRAY,
-            4,
-            per_index * slot_bytes as u32,
-            indexes,
-            cpus,
-            name,
-        )?;
+        let slot_bytes = (HEAD + value_bytes) as u32;
+        let slots = Map::create(PERCPU_ARRAY, 4, per_index * slot_bytes, indexes, cpus, name)?;
         let retire_name = format!("{name}_r");
         let retire = Map::create(PERCPU_ARRAY, 4, per_index * 8, indexes, cpus, &retire_name)?;
         let fds = HotFds {
             slots: slots.raw_fd(),
             retire: retire.raw_fd(),
             per_index,
-            slot_bytes,
             value_bytes,
         };
         Ok(Some(HotTable {
@@ -109,7 +106,7 @@ impl HotTable {
         self.fds
     }
 
-    /// Calls `f(key, value)` for every live slot.
+    /// Calls `f(key, count, value)` for every live slot.
     pub(crate) fn each(&self, mut f: impl FnMut(Key, u64, &[u8])) -> io::Result<()> {
         self.walk(|k, n, v| {
             f(k, n, v);
@@ -131,7 +128,7 @@ impl HotTable {
         let mut gens = vec![0u8; self.retire.value_len()];
         let slot_stride = self.slots.value_len() / self.cpus;
         let gen_stride = self.retire.value_len() / self.cpus;
-        let bytes = self.fds.slot_bytes;
+        let bytes = self.fds.slot_bytes();
         let mut retired = 0;
         let mut index = 0u32;
         loop {
@@ -213,7 +210,7 @@ pub(crate) fn find_or_take(
     a.jump_imm(Cond::Eq, R0, 0, miss);
     a.mov(R9, R0);
     let slots: Vec<(i16, i16)> = (0..hot.per_index as i16)
-        .map(|s| (s * hot.slot_bytes as i16, s * 8))
+        .map(|s| (s * hot.slot_bytes() as i16, s * 8))
         .collect();
     let empty: Vec<Label> = slots.iter().map(|_| a.new_label()).collect();
     // A live slot holding the key.

@@ -16,8 +16,9 @@
 //!   `other` bucket), and in slot [`HIST_FULL_SLOT`] the latency samples dropped while
 //!   `hists` was full.
 //! - `zero`: one zeroed histogram value, the template a program inserts a new key with.
-//! - `hot` and `retire` (per-CPU arrays, [`Limits::hot_slots`] per event): the first keys of
-//!   each event on each CPU, counted without a hash lookup; see `hot`.
+//! - `hotc` and `hoth`, each with its `retire` array (per-CPU arrays): the first keys of each
+//!   event ([`Limits::hot_slots`] of them) and the first histograms of each pair (half as
+//!   many) on each CPU, kept without a hash lookup; see `hot`.
 //!
 //! Counts are cumulative and never reset by the programs; keys of processes that are gone
 //! are deleted after they were read ([`Maps::prune`]).
@@ -260,7 +261,7 @@ impl Maps {
     }
 
     /// Deletes the count and histogram keys of processes `gone` says are gone, and retires
-    /// their hot slots; returns how many keys went.
+    /// their hot slots; returns how many keys and slots went.
     pub(crate) fn prune(&self, gone: &dyn Fn(u32) -> bool) -> io::Result<usize> {
         let mut n = 0;
         for hot in [&self.hot_counts, &self.hot_hists].into_iter().flatten() {

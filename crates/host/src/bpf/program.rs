@@ -20,7 +20,8 @@
 //! fp-48            starts key: the slot u32 of (tid, pair)
 //! fp-56            u64 the duration a histogram adds (while the hot slots use r8)
 //! ```
-//! r6 holds the context, r7 `pid_tgid`, r8/r9 a duration and its detail.
+//! r6 holds the context, r7 `pid_tgid`, r8/r9 a duration and its detail (the hot slots borrow
+//! r8/r9 for their arrays once the key is written; the duration waits at fp-56).
 
 use super::hot::{self, HotFds};
 use super::insn::{Alu, Asm, Cond, FP, Helper, Insn, Label, R0, R1, R2, R3, R4, R6, R7, R8, R9};
@@ -32,12 +33,12 @@ const KEY: i16 = -24;
 const ZERO: i16 = -32;
 const SLOT: i16 = -36;
 const HOT_INDEX: i16 = -40;
+const START_KEY: i16 = -48;
 const DURATION: i16 = -56;
 const HOT_FRAME: hot::Frame = hot::Frame {
     key: KEY,
     index: HOT_INDEX,
 };
-const START_KEY: i16 = -48;
 const BPF_NOEXIST: i32 = 1;
 const EEXIST: i32 = -17;
 
