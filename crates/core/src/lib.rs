@@ -1,4 +1,5 @@
-//! virtlens-core: everything in virtlens that needs neither root nor unsafe code.
+//! virtlens-core: everything in virtlens that needs no root. Its one `unsafe` call maps input
+//! files read-only (`sources::mapped`).
 //!
 //! The folders follow the pipeline (docs/development.md has the layout):
 //! [`sources`] read files into a [`profile::Profile`] (the one data model), [`decode`] names

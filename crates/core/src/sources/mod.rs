@@ -14,6 +14,9 @@ pub(crate) mod kvm_stat;
 mod line_reader;
 pub use line_reader::REPAIR_NOTE;
 pub(crate) mod lines;
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub(crate) mod mapped;
 pub(crate) mod numbers;
 pub(crate) mod perf_data;
 pub(crate) mod perf_kvm_stat;

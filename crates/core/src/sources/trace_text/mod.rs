@@ -19,7 +19,8 @@
 //! lost or cut-off events mark the tables partial. Only an input with no event line at all is
 //! an error. Files: `line` splits the columns, `kinds` and `exit` read the event texts,
 //! `perf_top` the percentage view, `skip` the other lines, `finish` the notes and the end,
-//! `parallel` the block scan.
+//! `parallel` reads a file on every core (`queue` shares its blocks out between the threads,
+//! `scan` does the stateless part of each line).
 
 mod exit;
 mod fields;
@@ -29,6 +30,10 @@ mod line;
 #[cfg(unix)]
 mod parallel;
 mod perf_top;
+#[cfg(unix)]
+mod queue;
+#[cfg(unix)]
+mod scan;
 mod sched;
 mod skip;
 
@@ -78,7 +83,7 @@ pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
 #[cfg(unix)]
 pub(crate) fn read_file(file: &std::fs::File, path: &str) -> Result<Profile> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    parallel::read_file(file, path, workers, parallel::BLOCK)
+    parallel::read_file(file, path, workers, parallel::BLOCK, true)
 }
 
 /// The lines after which an input without a single event line is refused: a trace's header

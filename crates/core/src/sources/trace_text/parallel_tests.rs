@@ -1,7 +1,7 @@
 //! The parallel reader gives the sequential reader's profile, to the last bit: on every trace
 //! under `testdata/` the trace reader reads, and on generated traces, cut into blocks at every
 //! kind of place (between an exit and its entry, inside a wrapped line, at a line's first or
-//! last byte), with any number of workers.
+//! last byte), with any number of workers, the file mapped and read.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,10 +23,18 @@ fn sequential(bytes: &[u8], name: &str) -> String {
     outcome(super::super::read(bytes, name))
 }
 
+/// The parallel reader's outcome, mapped and read: when the two differ, both, so the
+/// comparison with the sequential reader fails.
 fn parallel(path: &Path, name: &str, workers: usize, block: usize) -> String {
-    match std::fs::File::open(path) {
-        Ok(f) => outcome(read_file(&f, name, workers, block)),
+    let read = |map: bool| match std::fs::File::open(path) {
+        Ok(f) => outcome(read_file(&f, name, workers, block, map)),
         Err(e) => format!("cannot open: {e}"),
+    };
+    let (mapped, read) = (read(true), read(false));
+    if mapped == read {
+        mapped
+    } else {
+        format!("mapped:\n{mapped}\nread:\n{read}")
     }
 }
 
