@@ -58,10 +58,49 @@ fn events() -> TableKind {
     TableKind::Events
 }
 
+/// What a read gave, to compare two: the tables and warnings, or the error (with `path`
+/// written as [`NAME`]).
+fn outcome(r: &Result<Profile, Error>, path: &str) -> String {
+    match r {
+        Ok(p) => serde_json::to_string(&(&p.tables, &p.warnings)).unwrap_or_default(),
+        Err(e) => e.to_string().replace(path, NAME),
+    }
+}
+
+/// Files for [`read_as_file`], one per call.
+static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The outcome of reading `bytes` from a file: mapped, where `read_bytes` streams them.
+fn read_as_file(bytes: &[u8]) -> String {
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "virtlens-fuzz-perf-data-{}-{n}.data",
+        std::process::id()
+    ));
+    let out = match std::fs::write(&path, bytes) {
+        Ok(()) => outcome(
+            &sources::read_path(&path, Some(Format::PerfData)),
+            &path.display().to_string(),
+        ),
+        Err(e) => format!("cannot write {}: {e}", path.display()),
+    };
+    let _ = std::fs::remove_file(&path);
+    out
+}
+
 /// Reads `bytes`: an error must name the input and say where or what; a profile must survive
-/// JSON.
+/// JSON; reading them from a file (mapped) gives the same.
 fn check(bytes: &[u8]) -> Result<Option<Profile>, TestCaseError> {
-    match sources::read_bytes(bytes, NAME, Some(Format::PerfData)) {
+    let read = sources::read_bytes(bytes, NAME, Some(Format::PerfData));
+    if !bytes.is_empty() {
+        // (An empty file is refused before its format is looked at.)
+        prop_assert_eq!(
+            outcome(&read, NAME),
+            read_as_file(bytes),
+            "streamed vs mapped"
+        );
+    }
+    match read {
         Ok(p) => {
             let json = serde_json::to_string(&p).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let back: Profile =
@@ -165,7 +204,16 @@ fn a_copy_damaged_among_its_records_keeps_what_came_before() {
 fn every_cut_point_is_an_error_or_a_warned_partial_profile() {
     for seed in [PIO, KVM_STAT] {
         for cut in (0..seed.len()).step_by(97) {
-            match sources::read_bytes(&seed[..cut], NAME, Some(Format::PerfData)) {
+            let read = sources::read_bytes(&seed[..cut], NAME, Some(Format::PerfData));
+            if cut > 0 {
+                // (An empty file is refused before its format is looked at.)
+                assert_eq!(
+                    outcome(&read, NAME),
+                    read_as_file(&seed[..cut]),
+                    "cut at {cut}"
+                );
+            }
+            match read {
                 Ok(p) => assert!(!p.warnings.is_empty(), "cut at {cut} read silently"),
                 Err(e) => assert!(e.to_string().starts_with("fuzz.data: "), "{e}"),
             }

@@ -74,6 +74,12 @@ pub(crate) fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> 
         let read = super::trace_text::read_file(reader.get_ref(), &name).map(super::checks::settle);
         return refused(read, &name, format, document);
     }
+    if format == Format::PerfData
+        && let Some(mapped) = super::mapped::Mapped::new(reader.get_ref())
+    {
+        let read = super::perf_data::read_mapped(&mapped, &name).map(super::checks::settle);
+        return refused(read, &name, format, document);
+    }
     refused(format.read(reader, &name), &name, format, document)
 }
 

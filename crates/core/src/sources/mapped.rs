@@ -13,7 +13,7 @@
 
 use std::fs::File;
 
-use memmap2::{Mmap, UncheckedAdvice};
+use memmap2::Mmap;
 
 /// A read-only map of a whole file.
 pub(crate) struct Mapped {
@@ -47,9 +47,10 @@ impl Mapped {
         // SAFETY: MADV_DONTNEED on a read-only file mapping only unmaps the pages: the next
         // access maps the file's page again, with the same bytes (nothing is written through
         // this map, so nothing is lost). A failure only leaves the pages resident.
+        #[cfg(unix)]
         let _ = unsafe {
             self.map
-                .unchecked_advise_range(UncheckedAdvice::DontNeed, start, end - start)
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
         };
     }
 }

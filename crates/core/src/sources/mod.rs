@@ -14,7 +14,6 @@ pub(crate) mod kvm_stat;
 mod line_reader;
 pub use line_reader::REPAIR_NOTE;
 pub(crate) mod lines;
-#[cfg(unix)]
 #[allow(unsafe_code)]
 pub(crate) mod mapped;
 pub(crate) mod numbers;

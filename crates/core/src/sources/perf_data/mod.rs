@@ -3,7 +3,8 @@
 //! The container (header, attributes, feature sections) is walked with bounds checks in
 //! [`header`]; the tracepoint formats come from the file's own `HEADER_TRACING_DATA`
 //! ([`tracing_data`], [`crate::decode::trace_format`]), so payloads are decoded from the recording kernel's
-//! layout ([`kvm`]); records stream through one buffer ([`records`]), are put back in time
+//! layout ([`kvm`]); records are read where the file is mapped, or through one buffer
+//! when it is not ([`records`]), are put back in time
 //! order round by round ([`order`]) and go to the [`ProfileBuilder`] ([`stream`]), which
 //! pairs exits with entries per thread. The CPU vendor (CPUID header) picks the exit-reason
 //! ISA unless an event carries its own `isa`; the kernel release and the VMM process names
@@ -33,6 +34,7 @@ use crate::decode::Isa;
 use crate::error::{Error, Result};
 use crate::events::ProfileBuilder;
 use crate::profile::{Note, Origin, Profile};
+use crate::sources::mapped::Mapped;
 use header::{HEADER_SIZE, Meta};
 use records::Records;
 use setup::Setup;
@@ -48,7 +50,21 @@ pub(crate) fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Reads the whole input into a profile; `path` names it in notes and errors.
-pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profile> {
+pub(crate) fn read<R: BufRead + Seek>(reader: R, path: &str) -> Result<Profile> {
+    read_from(reader, None, path)
+}
+
+/// [`read`] for a file that is mapped: its records are read where the map has them.
+pub(crate) fn read_mapped(mapped: &Mapped, path: &str) -> Result<Profile> {
+    read_from(std::io::Cursor::new(mapped.bytes()), Some(mapped), path)
+}
+
+/// [`read`], with the records from `mapped` when the file is mapped.
+fn read_from<R: BufRead + Seek>(
+    mut reader: R,
+    mapped: Option<&Mapped>,
+    path: &str,
+) -> Result<Profile> {
     let fail = |message: String| Error::Input {
         path: path.to_string(),
         message,
@@ -98,6 +114,7 @@ pub(crate) fn read<R: BufRead + Seek>(mut reader: R, path: &str) -> Result<Profi
         .map_err(io)?;
     let records = Records::new(
         reader,
+        mapped,
         meta.header.endian,
         meta.header.data.offset,
         meta.data_end,
@@ -195,7 +212,7 @@ struct Read {
 
 /// Feeds every record to `stream` until the end or the first damage, then hangs up on the
 /// profile builder's thread.
-fn read_records<R: BufRead>(mut records: Records<R>, mut stream: Stream<'_>) -> Read {
+fn read_records<R: BufRead>(mut records: Records<'_, R>, mut stream: Stream<'_>) -> Read {
     let damage = loop {
         match records.next() {
             Ok(Some(r)) => stream.record(&r),

@@ -1,7 +1,8 @@
 //! The data section: a streaming reader of perf records (`u32 type, u16 misc, u16 size`,
 //! then the body), and the layout of a PERF_RECORD_SAMPLE body given its event's
-//! `sample_type`. Records are handed out borrowed from the reader's buffer when they fit in
-//! it (no copy), else from one reused scratch buffer, so memory does not grow with the file.
+//! `sample_type`. Records are handed out borrowed from where the file is mapped (no copy at
+//! all; the pages read are dropped behind, so memory does not grow with the file), or, when
+//! it is not mapped, from the reader's buffer.
 //! A record that cannot be framed (size smaller than its header, running past the data
 //! section, or cut off by the end of the file) ends the stream with a message naming its byte
 //! offset.
@@ -11,6 +12,7 @@ use std::io::Read;
 use linux_perf_data::linux_perf_event_reader::{PerfEventAttr, ReadFormat, SampleFormat};
 
 use super::bytes::Endian;
+use crate::sources::mapped::Mapped;
 
 /// One framed record.
 #[derive(Debug, Clone, Copy)]
@@ -22,11 +24,14 @@ pub(super) struct Record<'a> {
     pub body: &'a [u8],
 }
 
-/// Reads records from `offset` up to `end`, through a buffer of its own: a record is a slice
-/// of the buffer (no copy, no per-record call into the reader), and the buffer is refilled by
-/// moving the unread tail to the front.
-pub(super) struct Records<R> {
+/// Reads records from `offset` up to `end`: from the file's map when it has one, else through
+/// a buffer of its own: a record is a slice of the buffer (no per-record call into the
+/// reader), and the buffer is refilled by moving the unread tail to the front.
+pub(super) struct Records<'m, R> {
     reader: R,
+    mapped: Option<&'m Mapped>,
+    /// The map's bytes before this are dropped from memory.
+    dropped: u64,
     endian: Endian,
     pos: u64,
     end: u64,
@@ -42,11 +47,23 @@ const AUXTRACE: u32 = 71;
 /// The read size; a record is at most 64 KiB (its size is a u16), so it always fits.
 const BUF: usize = 1 << 20;
 
-impl<R: Read> Records<R> {
-    /// `reader` must be positioned at `start`.
-    pub(super) fn new(reader: R, endian: Endian, start: u64, end: u64) -> Self {
+/// How many mapped bytes are read before they are dropped from memory.
+const DROP_BEHIND: u64 = 8 << 20;
+
+impl<'m, R: Read> Records<'m, R> {
+    /// `reader` must be positioned at `start`; when the file is `mapped`, records come from
+    /// the map instead.
+    pub(super) fn new(
+        reader: R,
+        mapped: Option<&'m Mapped>,
+        endian: Endian,
+        start: u64,
+        end: u64,
+    ) -> Self {
         Self {
             reader,
+            mapped,
+            dropped: 0,
             endian,
             pos: start,
             end,
@@ -91,6 +108,9 @@ impl<R: Read> Records<R> {
                 "byte {at}: {left} stray bytes at the end of the data section (expected a record header)"
             ));
         }
+        if let Some(m) = self.mapped {
+            return self.next_mapped(m, at, left);
+        }
         let whole = self
             .fill(8)
             .map_err(|e| format!("byte {at}: reading a record: {e}"))?;
@@ -99,29 +119,13 @@ impl<R: Read> Records<R> {
                 "byte {at}: the file ends inside a record header (failed to fill whole buffer)"
             ));
         }
-        let head = &self.buf[self.lo..self.lo + 8];
-        let e = self.endian;
-        let kind = e.u32(head, 0).unwrap_or(0);
-        let size = usize::from(e.u16(head, 6).unwrap_or(0));
-        if size < 8 {
-            return Err(format!(
-                "byte {at}: record of type {kind} says it is {size} bytes long, less than its \
-                 8-byte header"
-            ));
-        }
-        if size as u64 > left {
-            return Err(format!(
-                "byte {at}: record of type {kind} and {size} bytes runs past the end of the data \
-                 section at byte {}",
-                self.end
-            ));
-        }
-        if kind == AUXTRACE {
-            // Its AUX data follows outside `size`; such files are not kvm tracepoint captures.
-            return Err(format!(
-                "byte {at}: AUX trace data (perf record with an AUX area) is not supported"
-            ));
-        }
+        let (kind, size) = frame(
+            self.endian,
+            &self.buf[self.lo..self.lo + 8],
+            at,
+            left,
+            self.end,
+        )?;
         let whole = self.fill(size).map_err(|err| {
             format!(
                 "byte {at}: the file ends inside a record of type {kind} and {size} bytes ({err})"
@@ -142,6 +146,68 @@ impl<R: Read> Records<R> {
             body,
         }))
     }
+
+    /// [`Records::next`] from the map `m`: the record at `at`, `left` bytes before the end of
+    /// the data section.
+    fn next_mapped(
+        &mut self,
+        m: &'m Mapped,
+        at: u64,
+        left: u64,
+    ) -> Result<Option<Record<'m>>, String> {
+        let all = m.bytes();
+        let from = usize::try_from(at).unwrap_or(usize::MAX);
+        let Some(head) = all.get(from..from.saturating_add(8)) else {
+            return Err(format!(
+                "byte {at}: the file ends inside a record header (failed to fill whole buffer)"
+            ));
+        };
+        let (kind, size) = frame(self.endian, head, at, left, self.end)?;
+        let Some(body) = all.get(from + 8..from + size) else {
+            return Err(format!(
+                "byte {at}: the file ends inside a record of type {kind} and {size} bytes \
+                 (failed to fill whole buffer)"
+            ));
+        };
+        self.pos += size as u64;
+        if self.pos - self.dropped >= DROP_BEHIND {
+            // Nothing read before this record is needed again (records are decoded into
+            // values as they are read).
+            m.done_with(self.dropped as usize, at as usize);
+            self.dropped = at;
+        }
+        Ok(Some(Record {
+            offset: at,
+            kind,
+            body,
+        }))
+    }
+}
+
+/// The type and size of the record whose 8-byte header is `head`, at byte `at`, `left` bytes
+/// before the data section's `end`; an error when it cannot be framed.
+fn frame(e: Endian, head: &[u8], at: u64, left: u64, end: u64) -> Result<(u32, usize), String> {
+    let kind = e.u32(head, 0).unwrap_or(0);
+    let size = usize::from(e.u16(head, 6).unwrap_or(0));
+    if size < 8 {
+        return Err(format!(
+            "byte {at}: record of type {kind} says it is {size} bytes long, less than its \
+             8-byte header"
+        ));
+    }
+    if size as u64 > left {
+        return Err(format!(
+            "byte {at}: record of type {kind} and {size} bytes runs past the end of the data \
+             section at byte {end}"
+        ));
+    }
+    if kind == AUXTRACE {
+        // Its AUX data follows outside `size`; such files are not kvm tracepoint captures.
+        return Err(format!(
+            "byte {at}: AUX trace data (perf record with an AUX area) is not supported"
+        ));
+    }
+    Ok((kind, size))
 }
 
 /// The fields of a sample virtlens uses.
@@ -283,9 +349,38 @@ mod tests {
 
     type Framed = Vec<(u64, u32, Vec<u8>)>;
 
+    /// The records of `bytes` read through a buffer of `cap` bytes; the same must come from
+    /// the bytes mapped from a file.
     fn all(bytes: &[u8], cap: usize) -> (Framed, Option<String>) {
         let reader = std::io::BufReader::with_capacity(cap, Cursor::new(bytes));
-        let mut recs = Records::new(reader, Endian::Little, 0, bytes.len() as u64);
+        let buffered = frame_all(Records::new(
+            reader,
+            None,
+            Endian::Little,
+            0,
+            bytes.len() as u64,
+        ));
+        static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("virtlens-records-{}-{n}.data", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        if let Some(m) = Mapped::new(&file) {
+            let recs = Records::new(
+                Cursor::new(bytes),
+                Some(&m),
+                Endian::Little,
+                0,
+                bytes.len() as u64,
+            );
+            assert_eq!(frame_all(recs), buffered, "mapped");
+        }
+        let _ = std::fs::remove_file(&path);
+        buffered
+    }
+
+    fn frame_all<R: Read>(mut recs: Records<'_, R>) -> (Framed, Option<String>) {
         let mut out = Vec::new();
         loop {
             match recs.next() {
