@@ -187,14 +187,7 @@ fn load(
     let got = read_at(file, bytes, lo)?;
     bytes.truncate(got);
     let own_end = bytes.len();
-    let start = if i == 0 {
-        0
-    } else {
-        match memchr::memchr(b'\n', &bytes[..own_end.saturating_sub(1)]) {
-            Some(j) => j + 1,
-            None => own_end,
-        }
-    };
+    let start = first_line_start(bytes, i);
     if start >= own_end || bytes.last() == Some(&b'\n') {
         return Ok((start, own_end));
     }
@@ -218,6 +211,19 @@ fn load(
     Ok((start, own_end))
 }
 
+/// Where the first line of block `i` starts in `own` (its bytes from the one before it to its
+/// end): after the first newline, the byte before the block included, so that a line starting
+/// at the block's first byte is its own; past the end when no line starts in the block.
+fn first_line_start(own: &[u8], i: usize) -> usize {
+    if i == 0 {
+        return 0;
+    }
+    match memchr::memchr(b'\n', &own[..own.len().saturating_sub(1)]) {
+        Some(j) => j + 1,
+        None => own.len(),
+    }
+}
+
 /// Block `i` of the mapped file `all`, as [`load`] reads it: the bytes from the one before the
 /// block to the end of its last line, where its first line starts and where its own lines end.
 fn slice(all: &[u8], i: usize, block: usize) -> (&[u8], usize, usize) {
@@ -225,14 +231,7 @@ fn slice(all: &[u8], i: usize, block: usize) -> (&[u8], usize, usize) {
     let hi = i.saturating_add(1).saturating_mul(block).min(all.len());
     let own = &all[lo..hi];
     let own_end = own.len();
-    let start = if i == 0 {
-        0
-    } else {
-        match memchr::memchr(b'\n', &own[..own_end.saturating_sub(1)]) {
-            Some(j) => j + 1,
-            None => own_end,
-        }
-    };
+    let start = first_line_start(own, i);
     if start >= own_end || own.last() == Some(&b'\n') {
         return (own, start, own_end);
     }
