@@ -65,6 +65,7 @@ pub(super) fn read_file(
     std::thread::scope(|s| {
         for _ in 1..threads {
             s.spawn(|| {
+                let _guard = queue.helper_guard();
                 while let Some((i, spare)) = queue.next_for_helper() {
                     queue.put(i, read(i, spare));
                 }
@@ -132,6 +133,12 @@ fn replay<'a>(
             match queue.take(i) {
                 Step::Ready(b) => break b,
                 Step::Scan(j, spare) => queue.put(j, read(j, spare)),
+                Step::Lost => {
+                    return Err(Error::Input {
+                        path: path.to_string(),
+                        message: "a reading thread stopped before the end of the file".into(),
+                    });
+                }
             }
         }
         .map_err(|e| io(path, e))?;

@@ -31,6 +31,8 @@ struct State<R, S> {
     spares: Vec<S>,
     /// The replay stopped (it has its answer, or an error): claim nothing more.
     stopped: bool,
+    /// A helper died (it panicked): the block it held will never come.
+    lost: bool,
 }
 
 /// What the replaying thread is to do next.
@@ -40,6 +42,8 @@ pub(super) enum Step<R, S> {
     /// It is not scanned yet: scan block `i` meanwhile (with this spare, if any) and
     /// [`Queue::put`] it.
     Scan(usize, Option<S>),
+    /// A helper died before putting the block it had claimed: the blocks cannot all come.
+    Lost,
 }
 
 impl<R, S> Queue<R, S> {
@@ -54,6 +58,7 @@ impl<R, S> Queue<R, S> {
                 ring: (0..window).map(|_| None).collect(),
                 spares: Vec::new(),
                 stopped: false,
+                lost: false,
             }),
             changed: Condvar::new(),
             blocks,
@@ -121,6 +126,9 @@ impl<R, S> Queue<R, S> {
             if let Some((j, spare)) = self.claim(&mut g) {
                 return Step::Scan(j, spare);
             }
+            if g.lost {
+                return Step::Lost;
+            }
             g = self.wait(g);
         }
     }
@@ -136,9 +144,27 @@ impl<R, S> Queue<R, S> {
         self.changed.notify_all();
     }
 
+    /// A guard for a helper's thread: should the helper panic, the replay hears of it (as
+    /// [`Step::Lost`]) instead of waiting for its block forever.
+    pub(super) fn helper_guard(&self) -> HelperGuard<'_, R, S> {
+        HelperGuard(self)
+    }
+
     /// A guard that calls [`Queue::stop`] when dropped, however the replay ends.
     pub(super) fn stop_on_drop(&self) -> StopOnDrop<'_, R, S> {
         StopOnDrop(self)
+    }
+}
+
+/// See [`Queue::helper_guard`].
+pub(super) struct HelperGuard<'a, R, S>(&'a Queue<R, S>);
+
+impl<R, S> Drop for HelperGuard<'_, R, S> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.lock().lost = true;
+            self.0.changed.notify_all();
+        }
     }
 }
 
@@ -171,6 +197,7 @@ mod tests {
                         by_replay.push(j);
                         q.put(j, j * 10);
                     }
+                    Step::Lost => panic!("no helper, none lost"),
                 }
             }
         }
@@ -191,5 +218,24 @@ mod tests {
         assert_eq!(q.next_for_helper(), Some((2, None)));
         q.stop();
         assert_eq!(q.next_for_helper(), None);
+    }
+
+    #[test]
+    fn a_helper_that_panics_is_reported_to_the_replay() {
+        let q: Queue<usize, ()> = Queue::new(3, 2);
+        std::thread::scope(|s| {
+            let helper = s.spawn(|| {
+                let _guard = q.helper_guard();
+                let claimed = q.next_for_helper();
+                assert_eq!(claimed, Some((0, None)));
+                // The helper dies holding block 0.
+                std::panic::resume_unwind(Box::new("scan failed"));
+            });
+            assert!(helper.join().is_err());
+        });
+        // Block 1 is claimable, so the replay scans it first; then it learns block 0 is lost.
+        assert!(matches!(q.take(0), Step::Scan(1, None)));
+        q.put(1, 1);
+        assert!(matches!(q.take(0), Step::Lost));
     }
 }
