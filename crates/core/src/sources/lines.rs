@@ -108,12 +108,16 @@ pub(crate) fn line_text(raw: &[u8]) -> Cow<'_, str> {
     clean(text)
 }
 
-/// Whether [`clean`] leaves `line` (valid UTF-8, no CR or LF) as it is: no escape sequence, no
-/// non-breaking space, no mail quote mark.
-pub(crate) fn is_clean(line: &str) -> bool {
-    let b = line.as_bytes();
-    memchr::memchr2(0x1b, 0xa0, b).is_none()
-        && b.iter().find(|&&c| c != b' ' && c != b'\t') != Some(&b'>')
+/// Whether `bytes` hold a byte that only an escape sequence or a non-breaking space puts in
+/// a line. A line (valid UTF-8, no CR or LF) that has none and is not [`quoted`] is one that
+/// [`clean`] leaves as it is; a reader can check this half once for many lines.
+pub(crate) fn has_escape_bytes(bytes: &[u8]) -> bool {
+    memchr::memchr2(0x1b, 0xa0, bytes).is_some()
+}
+
+/// Whether `line` starts, after blanks, with a mail quote mark (which [`clean`] removes).
+pub(crate) fn quoted(line: &str) -> bool {
+    line.bytes().find(|&c| c != b' ' && c != b'\t') == Some(b'>')
 }
 
 /// The error for a line longer than [`MAX_LINE`] (line `line` of `path`).

@@ -98,16 +98,24 @@ const MAX_EARLY_TOKENS: usize = 3;
 /// when there is one), and at least a timestamp, a `[cpu]` or a `subsystem:` to tell it
 /// from prose such as `Samples: 887K`.
 pub(super) fn split(line: &str) -> Option<Line<'_>> {
+    split_by(line, prefix)
+}
+
+/// [`split`], for a reader that splits many lines: the columns before the timestamp are read
+/// once for a run of lines that repeat them.
+pub(super) fn split_with<'a>(line: &'a str, memo: &mut PrefixMemo) -> Option<Line<'a>> {
+    split_by(line, |before| memo.prefix(before))
+}
+
+/// [`split`], with `prefix_of` reading the columns before the timestamp.
+#[inline(always)]
+fn split_by(line: &str, mut prefix_of: impl FnMut(&str) -> Prefix) -> Option<Line<'_>> {
     let b = line.as_bytes();
     let mut from = 0;
     let mut stamp: Option<(usize, Stamp)> = None;
     let mut early = 0;
-    while let Some(off) = memchr::memchr(b':', b.get(from..)?) {
-        let i = from + off;
+    while let Some(i) = token_end(b, from) {
         from = i + 1;
-        if !matches!(b.get(i + 1), None | Some(b' ' | b'\t')) {
-            continue;
-        }
         let start = token_start(b, i);
         let token = &line[start..i];
         if stamp.is_none()
@@ -116,20 +124,22 @@ pub(super) fn split(line: &str) -> Option<Line<'_>> {
             stamp = Some((start, s));
             continue;
         }
-        let (subsystem, event) = match memchr::memchr(b':', token.as_bytes()) {
+        // Tokens are a few bytes: a plain loop beats a call to memchr.
+        let (subsystem, event) = match token.bytes().position(|c| c == b':') {
             Some(c) => (Some(&token[..c]), &token[c + 1..]),
             None => (None, token),
         };
         if is_ident(event) && subsystem.is_none_or(is_ident) {
             let before = &line[..stamp.map_or(start, |(s, _)| s)];
-            let prefix = prefix(before);
+            let prefix = prefix_of(before);
+            let comm = prefix.comm.map(|(from, to)| &before[from..to]);
             if stamp.is_none() && subsystem.is_none() && prefix.cpu.is_none() {
                 // Bare: nothing before the event, or only the `comm-pid` an author kept.
                 let lone_task = prefix.tid.is_some() && !before.trim_ascii().contains([' ', '\t']);
                 let bare =
                     (before.trim_ascii().is_empty() || lone_task) && event.starts_with("kvm_");
                 return bare.then(|| Line {
-                    comm: prefix.comm,
+                    comm,
                     pid: prefix.pid,
                     tid: prefix.tid,
                     cpu: None,
@@ -148,7 +158,7 @@ pub(super) fn split(line: &str) -> Option<Line<'_>> {
                 Dialect::TraceCmd
             };
             return Some(Line {
-                comm: prefix.comm,
+                comm,
                 pid: prefix.pid,
                 tid: prefix.tid,
                 cpu: prefix.cpu,
@@ -164,6 +174,21 @@ pub(super) fn split(line: &str) -> Option<Line<'_>> {
         if stamp.is_some() || early >= MAX_EARLY_TOKENS {
             return None;
         }
+    }
+    None
+}
+
+/// Where the next `NAME:` token from `from` on ends: the next `:` followed by a blank or the
+/// end of the line. The columns before a line's event are a few dozen bytes: a plain loop
+/// beats calls to memchr.
+#[inline]
+fn token_end(b: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i < b.len() {
+        if b[i] == b':' && matches!(b.get(i + 1), None | Some(b' ' | b'\t')) {
+            return Some(i);
+        }
+        i += 1;
     }
     None
 }
@@ -230,9 +255,10 @@ fn timestamp(token: &str) -> Option<Stamp> {
 }
 
 /// What the columns before the timestamp say.
-#[derive(Debug, Default)]
-struct Prefix<'a> {
-    comm: Option<&'a str>,
+#[derive(Debug, Default, Clone, Copy)]
+struct Prefix {
+    /// Where the thread's name is in the columns.
+    comm: Option<(usize, usize)>,
     pid: Option<u32>,
     tid: Option<u32>,
     cpu: Option<u32>,
@@ -242,11 +268,37 @@ struct Prefix<'a> {
     tgid: bool,
 }
 
-fn prefix(text: &str) -> Prefix<'_> {
+/// The columns before the timestamp of the line split last, and what they say: the lines of
+/// one thread follow each other in a trace and repeat these columns byte for byte, and
+/// [`prefix`] depends on nothing but its text, so a line whose columns are the same bytes
+/// gets the same answer without reading them again.
+#[derive(Debug, Default)]
+pub(super) struct PrefixMemo {
+    text: Vec<u8>,
+    known: Option<Prefix>,
+}
+
+impl PrefixMemo {
+    fn prefix(&mut self, text: &str) -> Prefix {
+        if let Some(known) = self.known
+            && self.text == text.as_bytes()
+        {
+            return known;
+        }
+        let p = prefix(text);
+        self.text.clear();
+        self.text.extend_from_slice(text.as_bytes());
+        self.known = Some(p);
+        p
+    }
+}
+
+fn prefix(text: &str) -> Prefix {
     let mut out = Prefix::default();
     let mut rest = text.trim_ascii();
-    if let Some(lb) = memchr::memrchr(b'[', rest.as_bytes())
-        && let Some(len) = memchr::memchr(b']', &rest.as_bytes()[lb..])
+    // The columns before the timestamp are a few bytes: plain loops beat calls to memchr.
+    if let Some(lb) = rest.bytes().rposition(|c| c == b'[')
+        && let Some(len) = rest.as_bytes()[lb..].iter().position(|&c| c == b']')
     {
         let inner = rest[lb + 1..lb + len].trim_ascii();
         if all_digits(inner) {
@@ -270,7 +322,8 @@ fn prefix(text: &str) -> Prefix<'_> {
     }
     let last_at = token_start(rest.as_bytes(), rest.len());
     let last = &rest[last_at..];
-    let comm = if let Some((p, t)) = last.split_once('/')
+    let comm = if let Some(slash) = last.bytes().position(|c| c == b'/')
+        && let (p, t) = (&last[..slash], &last[slash + 1..])
         && all_digits(p)
         && all_digits(t)
     {
@@ -292,7 +345,11 @@ fn prefix(text: &str) -> Prefix<'_> {
         rest
     };
     let comm = comm.trim_ascii();
-    out.comm = (!comm.is_empty() && comm != "<...>").then_some(comm);
+    if !comm.is_empty() && comm != "<...>" {
+        // `comm` is a slice of `text`: where it starts is the distance between the two.
+        let from = comm.as_ptr() as usize - text.as_ptr() as usize;
+        out.comm = Some((from, from + comm.len()));
+    }
     out
 }
 
@@ -343,6 +400,31 @@ mod tests {
             split("kvm:kvm_exit: reason HLT").map(|l| l.event),
             Some("kvm_exit")
         );
+    }
+
+    #[test]
+    fn the_memo_answers_as_the_columns_would() {
+        let lines = [
+            "qemu-system-x86 12345 [002] 770.850287: kvm:kvm_exit: reason HLT",
+            "qemu-system-x86 12345 [002] 770.850290: kvm:kvm_entry: vcpu 0",
+            "qemu-system-x86 12346 [002] 770.850291: kvm:kvm_entry: vcpu 1",
+            "CPU 0/KVM 4321/4325 [001] 1.5: kvm:kvm_entry: vcpu 0",
+            "CPU 0/KVM 4321/4325 [001] 1.6: kvm:kvm_entry: vcpu 0",
+            "CPU 0/KVM 4321/4325 [001] 1.7: kvm_exit: reason X",
+            "  <...>-77 (   70) [000] .....  1.0: kvm_pio: pio_read",
+            "  <...>-77 (   70) [000] .....  1.0: kvm_pio: pio_read",
+            "  kvm_exit:             reason EXIT_RSM rip 0x7ffbb280 info 0 0",
+            "  kvm_exit:             reason EXIT_RSM rip 0x7ffbb280 info 0 0",
+            "qemu-system-x86-5665 kvm_exit: reason HLT",
+            "qemu-system-x86-5665 kvm_exit: reason HLT",
+            "Note: kvm_exit: is an event",
+            "    [001]   770.850287:        kvm:kvm_entry: vcpu 0, rip 0x1",
+            "    [001]   770.850288:        kvm:kvm_entry: vcpu 0, rip 0x1",
+        ];
+        let mut memo = PrefixMemo::default();
+        for line in lines.iter().chain(lines.iter().rev()) {
+            assert_eq!(split_with(line, &mut memo), split(line), "{line}");
+        }
     }
 
     #[test]

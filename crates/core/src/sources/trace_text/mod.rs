@@ -145,6 +145,7 @@ struct Reader {
     wrapped: Option<Wrapped>,
     /// The line of the last event read, while the lines after it may continue it.
     last_event: Option<usize>,
+    memo: line::PrefixMemo,
 }
 
 impl Reader {
@@ -170,6 +171,7 @@ impl Reader {
             annotated: Tally::default(),
             wrapped: None,
             last_event: None,
+            memo: line::PrefixMemo::default(),
         }
     }
 
@@ -188,7 +190,7 @@ impl Reader {
             return;
         }
         if !t.starts_with('#')
-            && let Some(l) = line::split(t)
+            && let Some(l) = line::split_with(t, &mut self.memo)
         {
             if l.text.is_empty() && l.dialect != line::Dialect::Bare {
                 self.wrapped = Some(Wrapped {

@@ -4,12 +4,12 @@
 //! nothing allocated per line; any other line (blank, header, wrapped, damaged, prose) comes
 //! back as its byte range only, for the replay to read with the sequential code.
 
-use super::line::{self, Dialect, Stamp};
+use super::line::{self, Dialect, PrefixMemo, Stamp};
 use super::{Reader, kinds};
 use crate::decode::Isa;
 use crate::decode::apicv_inhibit::Change;
 use crate::events::{EventKind, Reason};
-use crate::sources::lines::{MAX_LINE, is_clean};
+use crate::sources::lines::{MAX_LINE, has_escape_bytes, quoted};
 use crate::sources::unread::excerpt;
 
 /// A byte range of a block's text.
@@ -130,6 +130,9 @@ pub(super) fn scan(
     items.clear();
     events.clear();
     let mut unterminated = false;
+    // Escape bytes are rare: one search of the whole block spares one per line.
+    let escapes = has_escape_bytes(bytes.get(start..).unwrap_or_default());
+    let mut memo = PrefixMemo::default();
     let mut pos = start;
     while pos < own_end {
         let end = match memchr::memchr(b'\n', &bytes[pos..]) {
@@ -144,13 +147,15 @@ pub(super) fn scan(
             break;
         }
         let span = (pos as u32, end as u32);
-        items.push(match text.and_then(|t| scan_line(t, pos, end)) {
-            Some(e) => {
-                events.push(e);
-                Item::Event(span, events.len() as u32 - 1)
-            }
-            None => Item::Line(span),
-        });
+        items.push(
+            match text.and_then(|t| scan_line(t, pos, end, escapes, &mut memo)) {
+                Some(e) => {
+                    events.push(e);
+                    Item::Event(span, events.len() as u32 - 1)
+                }
+                None => Item::Line(span),
+            },
+        );
         pos = end;
     }
     Block {
@@ -164,17 +169,24 @@ pub(super) fn scan(
 /// The event line in `text[pos..end]` when it is one the sequential reader reads with no
 /// state but its own: clean, neither blank nor a comment, split as an event of a dialect with
 /// a task or CPU, with its text on the same line. Every other line is left to the replay.
-fn scan_line(text: &str, pos: usize, end: usize) -> Option<Scanned> {
+/// `escapes`: whether the block holds escape bytes anywhere (else no line needs the search).
+fn scan_line(
+    text: &str,
+    pos: usize,
+    end: usize,
+    escapes: bool,
+    memo: &mut PrefixMemo,
+) -> Option<Scanned> {
     let raw = text.get(pos..end)?;
     let line = raw.trim_end_matches(['\n', '\r']);
-    if !is_clean(line) {
+    if (escapes && has_escape_bytes(line.as_bytes())) || quoted(line) {
         return None;
     }
     let t = line.trim_ascii();
     if t.is_empty() || t.starts_with('#') {
         return None;
     }
-    let l = line::split(t)?;
+    let l = line::split_with(t, memo)?;
     if l.text.is_empty() || l.dialect == Dialect::Bare || l.event.starts_with("PERF_RECORD_") {
         return None;
     }
