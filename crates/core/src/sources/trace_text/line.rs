@@ -226,17 +226,23 @@ fn timestamp(token: &str) -> Option<Stamp> {
     if !b.first()?.is_ascii_digit() {
         return None;
     }
-    let Some(dot) = b.iter().position(|&c| c == b'.') else {
-        return all_digits(token).then_some(Stamp::Raw);
-    };
-    // Seconds with up to 9 decimals: integer arithmetic only (longer fractions round half up).
-    let mut secs: u64 = 0;
-    for &c in &b[..dot] {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        secs = secs.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    // One pass: the whole seconds (`None` once they overflow), then what follows them.
+    let mut secs = Some(0u64);
+    let mut dot = 0;
+    while let Some(&c) = b.get(dot)
+        && c.is_ascii_digit()
+    {
+        secs = secs.and_then(|s| s.checked_mul(10)?.checked_add(u64::from(c - b'0')));
+        dot += 1;
     }
+    match b.get(dot) {
+        // Digits only, however many: a raw clock.
+        None => return Some(Stamp::Raw),
+        Some(b'.') => {}
+        Some(_) => return None,
+    }
+    // Seconds with up to 9 decimals: integer arithmetic only (longer fractions round half up).
+    let secs = secs?;
     let frac = &b[dot + 1..];
     if frac.is_empty() || frac.len() > 9 {
         return decimal_scaled(token, 9).map(Stamp::Ns);
@@ -400,6 +406,27 @@ mod tests {
             split("kvm:kvm_exit: reason HLT").map(|l| l.event),
             Some("kvm_exit")
         );
+    }
+
+    #[test]
+    fn timestamps() {
+        for (token, stamp) in [
+            ("770.850287", Some(Stamp::Ns(770_850_287_000))),
+            ("1.5", Some(Stamp::Ns(1_500_000_000))),
+            ("0.000000001", Some(Stamp::Ns(1))),
+            ("123456789", Some(Stamp::Raw)),
+            ("99999999999999999999999", Some(Stamp::Raw)),
+            ("99999999999999999999999.5", None),
+            ("18446744073.709551615", Some(Stamp::Ns(u64::MAX))),
+            ("18446744073.709551616", None),
+            ("1.5x", None),
+            ("1x.5", None),
+            ("12a", None),
+            ("x1.5", None),
+            ("", None),
+        ] {
+            assert_eq!(timestamp(token), stamp, "{token}");
+        }
     }
 
     #[test]

@@ -178,11 +178,11 @@ fn scan_line(
     memo: &mut PrefixMemo,
 ) -> Option<Scanned> {
     let raw = text.get(pos..end)?;
-    let line = raw.trim_end_matches(['\n', '\r']);
-    if (escapes && has_escape_bytes(line.as_bytes())) || quoted(line) {
+    let t = raw.trim_ascii();
+    // A quoted line's text starts with its quote mark: only then is the line looked at again.
+    if (escapes && has_escape_bytes(raw.as_bytes())) || (t.starts_with('>') && quoted(raw)) {
         return None;
     }
-    let t = line.trim_ascii();
     if t.is_empty() || t.starts_with('#') {
         return None;
     }
