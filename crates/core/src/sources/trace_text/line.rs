@@ -124,7 +124,7 @@ fn split_by(line: &str, mut prefix_of: impl FnMut(&str) -> Prefix) -> Option<Lin
             stamp = Some((start, s));
             continue;
         }
-        // Tokens are a few bytes: a plain loop beats a call to memchr.
+        // Tokens are a few bytes: a plain loop (memchr measured no faster).
         let (subsystem, event) = match token.bytes().position(|c| c == b':') {
             Some(c) => (Some(&token[..c]), &token[c + 1..]),
             None => (None, token),
@@ -180,7 +180,7 @@ fn split_by(line: &str, mut prefix_of: impl FnMut(&str) -> Prefix) -> Option<Lin
 
 /// Where the next `NAME:` token from `from` on ends: the next `:` followed by a blank or the
 /// end of the line. The columns before a line's event are a few dozen bytes: a plain loop
-/// beats calls to memchr.
+/// (memchr measured no faster).
 #[inline]
 fn token_end(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
@@ -302,7 +302,8 @@ impl PrefixMemo {
 fn prefix(text: &str) -> Prefix {
     let mut out = Prefix::default();
     let mut rest = text.trim_ascii();
-    // The columns before the timestamp are a few bytes: plain loops beat calls to memchr.
+    // The columns before the timestamp are a few bytes: plain loops (memchr measured no
+    // faster).
     if let Some(lb) = rest.bytes().rposition(|c| c == b'[')
         && let Some(len) = rest.as_bytes()[lb..].iter().position(|&c| c == b']')
     {
