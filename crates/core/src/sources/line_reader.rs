@@ -51,6 +51,15 @@ pub(super) trait LineFormat {
 
     /// Whether [`LineFormat::reads`] is answered, so that joined lines are split.
     const SPLITS_JOINED: bool = false;
+
+    /// Line `n` read in one step when it is plainly the commonest line of the format (a row
+    /// under the current header) and nothing else: true when it was read, and then neither
+    /// [`LineFormat::split`] nor [`LineFormat::line`] sees it. A format answers only where the
+    /// result is exactly what `split` and `line` would have made of the line; by default no
+    /// line is read this way.
+    fn plain(&mut self, _n: usize, _text: &str) -> bool {
+        false
+    }
 }
 
 /// The longest line tried as two joined lines (two rows of any of the table formats fit).
@@ -125,6 +134,9 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
     let mut joined: Vec<Note> = Vec::new();
     let spent = std::cell::Cell::new(0usize);
     while let Some((n, text)) = lines.next_line()? {
+        if format.plain(n, &text) {
+            continue;
+        }
         let mut rest: &str = &text;
         for _ in 0..MAX_SPLITS {
             match format.split(n, rest) {

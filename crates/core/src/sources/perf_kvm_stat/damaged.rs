@@ -133,6 +133,12 @@ pub(super) fn joined_header(text: &str) -> Option<(usize, &'static str)> {
         .filter(|&i| text.is_char_boundary(i))
         .find_map(|i| {
             let (head, rest) = text.split_at(i);
+            // The last byte of a column word, checked first: this runs at every byte of a
+            // `Total Samples:` line of every interval of a live transcript.
+            let end = head.trim_ascii_end().bytes().next_back()?;
+            if !matches!(end, b's' | b'%' | b'e' | b')' | b'|') {
+                return None;
+            }
             let last = head.split_ascii_whitespace().next_back()?;
             if !column_end(last) || rest.trim_ascii().is_empty() {
                 return None;

@@ -17,6 +17,8 @@ mod carry;
 mod damaged;
 mod layout;
 mod pasted;
+#[cfg(test)]
+mod plain_tests;
 mod repair;
 mod row;
 mod table;
@@ -86,6 +88,9 @@ struct Reader {
     last_header: Option<(String, layout::Header)>,
     /// A line between rows that is neither a row nor a label, until the next line tells.
     pending: Option<(usize, String)>,
+    /// The rows of the last table: the room a new table's rows are given (the intervals of a
+    /// live transcript have about the same rows).
+    row_hint: usize,
 }
 
 impl Reader {
@@ -108,6 +113,7 @@ impl Reader {
             prose_before: None,
             last_header: None,
             pending: None,
+            row_hint: 0,
         }
     }
 
@@ -248,7 +254,7 @@ impl Reader {
             timestamp: self.timestamp.take(),
             line: n,
             header: true,
-            rows: Vec::new(),
+            rows: Vec::with_capacity(self.row_hint),
             total: None,
             elided: false,
             partial: false,
@@ -356,6 +362,7 @@ impl Reader {
             return;
         }
         let seconds = b.timestamp.as_ref().map(|t| t.1);
+        self.row_hint = b.rows.len().min(64);
         let table = b.finish(&mut self.profile.warnings, &mut self.names);
         match (seconds, self.profile.tables.last_mut()) {
             (Some(s), Some(last))
@@ -378,6 +385,28 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    /// A row of a stdio table being read, after its first row, with no wrapped row or doubtful
+    /// line waiting, that [`row::plain_stdio_row`] finds can be nothing else: [`LineFormat::line`]
+    /// would read it as this row, so it is read here without the repairs (rows are nearly all of
+    /// a live transcript, and the repairs' searches cost more than reading the row).
+    fn plain(&mut self, n: usize, text: &str) -> bool {
+        let Some(b) = &mut self.table else {
+            return false;
+        };
+        let layout::Layout::Stdio { columns } = &b.layout else {
+            return false;
+        };
+        if b.rows.is_empty() || self.carry.is_some() || self.pending.is_some() {
+            return false;
+        }
+        let Some(r) = row::plain_stdio_row(text.trim_ascii(), columns.as_slice(), n) else {
+            return false;
+        };
+        let unknown = pending_code(&r, &mut self.unknown);
+        b.push(r, unknown);
+        true
+    }
+
     fn split(&mut self, n: usize, text: &str) -> Option<usize> {
         if self
             .last_header
@@ -516,6 +545,7 @@ impl LineFormat for Reader {
             }
             return Err(self.book.nothing_found(&self.path, expected));
         }
+        self.profile.tables.iter_mut().for_each(table::label_live);
         self.profile.settle_isa();
         Ok(self.profile)
     }

@@ -3,8 +3,6 @@
 //! port/MMIO/MSR addresses), checking the rows against the printed totals, and summing the
 //! intervals of a live session into one table with its window.
 
-use std::collections::HashMap;
-
 use rustc_hash::FxHashMap;
 
 use super::layout::{Layout, Scope};
@@ -18,9 +16,9 @@ use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
 pub(super) struct NameCache {
     /// (Fx-hashed: looked up once per row, where SipHash was 6% of a transcript's reading.)
     keys: FxHashMap<Option<Isa>, FxHashMap<String, Key>>,
-    /// The ISA guessed for a set of names, by a hash of the set.
-    isas: HashMap<u64, Option<Isa>>,
-    hasher: std::hash::RandomState,
+    /// The ISA guessed for a set of names, by a hash of the set (Fx: hashed once per table,
+    /// that is once per interval of a live transcript).
+    isas: FxHashMap<u64, Option<Isa>>,
 }
 
 impl NameCache {
@@ -48,7 +46,7 @@ impl NameCache {
     fn guess_isa<'a>(&mut self, names: impl Iterator<Item = &'a str> + Clone) -> Option<Isa> {
         use std::hash::BuildHasher;
         // Order-independent: live intervals list the same names in a different order.
-        let hasher = &self.hasher;
+        let hasher = rustc_hash::FxBuildHasher;
         let set = names
             .clone()
             .fold(0u64, |acc, n| acc.wrapping_add(hasher.hash_one(n)));
@@ -151,6 +149,7 @@ impl Building {
             self.fold();
         }
         let mut table = Table::new(self.kind.clone());
+        table.rows.reserve_exact(self.rows.len());
         table.line = Some(self.line);
         table.label = self.label.clone();
         table.scope = self.scope.as_ref().map(|s| s.text.clone());
@@ -161,23 +160,23 @@ impl Building {
             .map_or((None, None), |s| (s.pid, s.vcpu));
         let mut unknown_rows = 0;
         let mut zero_min = false;
-        let folded_key = other_key(&self.kind, self.folded_range);
-        if self.folded_rows > 0 {
+        // Only a table that folded rows has an `other` row (made once per table, not per
+        // interval of a live transcript).
+        let folded_key = (self.folded_rows > 0).then(|| other_key(&self.kind, self.folded_range));
+        if let Some(folded_key) = &folded_key {
             let events = self
                 .rows
                 .iter()
                 .find(|(r, _)| r.key == OTHER)
                 .map_or(0, |(r, _)| r.count);
-            let mut note =
-                folded_note(&self.kind, TABLE_CAP, &folded_key, self.folded_rows, events);
+            let mut note = folded_note(&self.kind, TABLE_CAP, folded_key, self.folded_rows, events);
             note.line = Some(self.line);
             notes.push(note);
         }
         for (raw, unknown) in &self.rows {
-            let key = if self.folded_rows > 0 && raw.key == OTHER {
-                folded_key.clone()
-            } else {
-                self.decode_key(raw, *unknown, table.isa, &mut unknown_rows, names)
+            let key = match &folded_key {
+                Some(folded) if raw.key == OTHER => folded.clone(),
+                _ => self.decode_key(raw, *unknown, table.isa, &mut unknown_rows, names),
             };
             let mut row = Row::new(key, raw.count);
             row.time = raw.time.clone();
@@ -341,12 +340,17 @@ pub(super) fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
         let n = f64::from(w.intervals);
         w.duration_ns = (n > 1.0 && span > 0.0).then(|| (span * n / (n - 1.0) * 1e9) as u64);
     }
-    into.label = into.window.as_ref().map(|w| {
-        format!(
+}
+
+/// The label of a live table summed from intervals ([`sum_interval`]): its window. Set once
+/// all are read (formatting it at every interval cost more than summing it).
+pub(super) fn label_live(table: &mut Table) {
+    if let Some(w) = table.window.as_ref().filter(|w| w.intervals > 1) {
+        table.label = Some(format!(
             "live {}–{} ({} intervals)",
             w.start.as_deref().unwrap_or("?"),
             w.end.as_deref().unwrap_or("?"),
             w.intervals
-        )
-    });
+        ));
+    }
 }
