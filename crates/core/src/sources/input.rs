@@ -74,6 +74,13 @@ pub(crate) fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> 
         let read = super::trace_text::read_file(reader.get_ref(), &name).map(super::checks::settle);
         return refused(read, &name, format, document);
     }
+    if format == Format::PerfKvmStat
+        && let Some(mapped) = super::mapped::Mapped::new(reader.get_ref())
+    {
+        // A transcript is cut at its intervals and read on every core.
+        let read = super::perf_kvm_stat::read_mapped(&mapped, &name).map(super::checks::settle);
+        return refused(read, &name, format, document);
+    }
     if format == Format::PerfData
         && let Some(mapped) = super::mapped::Mapped::new(reader.get_ref())
     {

@@ -131,13 +131,31 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
     mut format: F,
 ) -> Result<Profile> {
     let mut lines = Lines::new(reader, path);
-    let mut joined: Vec<Note> = Vec::new();
-    let spent = std::cell::Cell::new(0usize);
+    let mut driver = Driver::default();
     while let Some((n, text)) = lines.next_line()? {
-        if format.plain(n, &text) {
-            continue;
+        driver.line(&mut format, n, &text);
+    }
+    let mut profile = format.end(lines.cut_line())?;
+    profile.warnings.extend(driver.joined);
+    Ok(profile)
+}
+
+/// What the driver keeps from line to line: the notes of joined lines it split, and how many
+/// halves it has read looking for them.
+#[derive(Default)]
+pub(super) struct Driver {
+    pub(super) joined: Vec<Note>,
+    spent: usize,
+}
+
+impl Driver {
+    /// Gives line `n` to `format`: in one step ([`LineFormat::plain`]), or split where it
+    /// holds joined lines, part by part.
+    pub(super) fn line<F: LineFormat>(&mut self, format: &mut F, n: usize, text: &str) {
+        if format.plain(n, text) {
+            return;
         }
-        let mut rest: &str = &text;
+        let mut rest: &str = text;
         for _ in 0..MAX_SPLITS {
             match format.split(n, rest) {
                 Some(at) if at > 0 && at < rest.len() && rest.is_char_boundary(at) => {
@@ -148,17 +166,20 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
             }
         }
         if F::SPLITS_JOINED
-            && spent.get() < MAX_JOINED_READS
+            && self.spent < MAX_JOINED_READS
             && rest.len() <= MAX_JOINED
             && format.inside()
             && !format.reads(rest)
         {
+            let spent = std::cell::Cell::new(self.spent);
             let reads = |t: &str| {
                 spent.set(spent.get() + 1);
                 format.reads(t)
             };
-            if let Some((left, right)) = split_joined(rest, reads) {
-                joined.push(Note {
+            let split = split_joined(rest, reads);
+            self.spent = spent.get();
+            if let Some((left, right)) = split {
+                self.joined.push(Note {
                     line: Some(n),
                     message: format!(
                         "two lines joined into one (a lost line break?): read as `{}` and `{}`",
@@ -168,14 +189,11 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
                 });
                 format.line(n, left);
                 format.line(n, &right);
-                continue;
+                return;
             }
         }
         format.line(n, rest);
     }
-    let mut profile = format.end(lines.cut_line())?;
-    profile.warnings.extend(joined);
-    Ok(profile)
 }
 
 /// What a reader must account for by the end of the input.
@@ -213,6 +231,24 @@ impl LineBook {
             );
         }
         self.last_row = Some(n);
+    }
+
+    /// Whether nothing was left unread or repaired (the notes that only this book holds).
+    pub(super) fn is_quiet(&self) -> bool {
+        self.unread.is_empty() && self.repairs.is_empty()
+    }
+
+    /// Takes over from `later`, the book of the lines after this one's, which is quiet
+    /// ([`LineBook::is_quiet`]): its last row, and its first unrecognised line if this book
+    /// has none.
+    pub(super) fn absorb(&mut self, later: LineBook) {
+        if later.last_row.is_some() {
+            self.last_row = later.last_row;
+            self.last_unrecognised = None;
+        }
+        if self.first_unrecognised.is_none() {
+            self.first_unrecognised = later.first_unrecognised;
+        }
     }
 
     /// The line of the last row read.

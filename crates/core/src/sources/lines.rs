@@ -37,6 +37,14 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
+    /// Lines of `reader` numbered on from line `before` of a whole of which `reader` is a
+    /// part (its first line is line `before + 1`).
+    pub(crate) fn after_line(reader: R, path: &str, before: usize) -> Self {
+        let mut lines = Self::new(reader, path);
+        lines.line_no = before;
+        lines
+    }
+
     /// The next line, cleaned, with its 1-based number; `None` at the end of the input. A line
     /// longer than [`MAX_LINE`] is an error naming it.
     pub(crate) fn next_line(&mut self) -> Result<Option<(usize, Cow<'_, str>)>, Error> {

@@ -20,6 +20,11 @@ pub(crate) struct Unread {
 }
 
 impl Unread {
+    /// Whether no row was left unread.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.more == 0
+    }
+
     /// Row-shaped line `line` could not be read, for reason `why`.
     pub(crate) fn row(&mut self, line: usize, text: &str, why: &str) {
         if self.rows.len() < MAX_ROW_NOTES {

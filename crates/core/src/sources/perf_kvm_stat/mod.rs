@@ -16,7 +16,11 @@
 mod carry;
 mod damaged;
 mod layout;
+mod parallel;
+#[cfg(test)]
+mod parallel_tests;
 mod pasted;
+mod plain;
 #[cfg(test)]
 mod plain_tests;
 mod repair;
@@ -33,6 +37,8 @@ use crate::sources::unread;
 use layout::Scope;
 use row::Parsed;
 use table::{Building, pending_code};
+
+pub(crate) use parallel::read_mapped;
 
 /// The name of this format (`--format perf-kvm-stat`, `origin.format`).
 pub(crate) const FORMAT: &str = "perf-kvm-stat";
@@ -91,6 +97,9 @@ struct Reader {
     /// The rows of the last table: the room a new table's rows are given (the intervals of a
     /// live transcript have about the same rows).
     row_hint: usize,
+    /// A `Lost events` line came before any table: a reader of the lines before would have
+    /// charged the loss to its last table.
+    lost_before_tables: bool,
 }
 
 impl Reader {
@@ -114,6 +123,7 @@ impl Reader {
             last_header: None,
             pending: None,
             row_hint: 0,
+            lost_before_tables: false,
         }
     }
 
@@ -195,6 +205,10 @@ impl Reader {
                 Some(b) => {
                     b.partial = true;
                     b.total.as_mut()
+                }
+                None if self.profile.tables.is_empty() => {
+                    self.lost_before_tables = true;
+                    None
                 }
                 None => self.profile.tables.last_mut().and_then(|t| {
                     t.partial = true;
@@ -385,26 +399,8 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
-    /// A row of a stdio table being read, after its first row, with no wrapped row or doubtful
-    /// line waiting, that [`row::plain_stdio_row`] finds can be nothing else: [`LineFormat::line`]
-    /// would read it as this row, so it is read here without the repairs (rows are nearly all of
-    /// a live transcript, and the repairs' searches cost more than reading the row).
     fn plain(&mut self, n: usize, text: &str) -> bool {
-        let Some(b) = &mut self.table else {
-            return false;
-        };
-        let layout::Layout::Stdio { columns } = &b.layout else {
-            return false;
-        };
-        if b.rows.is_empty() || self.carry.is_some() || self.pending.is_some() {
-            return false;
-        }
-        let Some(r) = row::plain_stdio_row(text.trim_ascii(), columns.as_slice(), n) else {
-            return false;
-        };
-        let unknown = pending_code(&r, &mut self.unknown);
-        b.push(r, unknown);
-        true
+        self.plain_row(n, text)
     }
 
     fn split(&mut self, n: usize, text: &str) -> Option<usize> {

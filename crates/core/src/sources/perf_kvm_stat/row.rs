@@ -32,7 +32,7 @@ pub(super) enum Parsed {
 }
 
 /// Up to this many whitespace-separated cells are looked at in a row.
-const MAX_CELLS: usize = 16;
+pub(super) const MAX_CELLS: usize = 16;
 
 /// Reads `text` as a row of a table with `layout`.
 pub(super) fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
@@ -125,91 +125,6 @@ fn why(text: &str, key: &str, values: &[&str], layout: &Layout) -> String {
     )
 }
 
-/// `t` (trimmed) read as a row of a stdio table when it is plainly one and can be nothing
-/// else: a name or address (no `-`, no `Sa` in it), then values made only of digits, `.`, `,`,
-/// `%` and `us`, then perf's spread as perf prints it (`( +- 3.87% )`) or none. Every line the
-/// reader's repairs look for needs more than that: a header (`VM-EXIT`, `Samples`, `Event
-/// name`), a scope or totals line (`Analyze events for`, `Total Samples:`), a rule (ten
-/// dashes), a box (`|`), a damaged character (non-ASCII or NUL), a fence or a label (`:` at its
-/// end). The row is exactly what [`parse`] reads from `t`; `None` leaves the line to it.
-pub(super) fn plain_stdio_row(t: &str, columns: &[StdioColumn], line: usize) -> Option<RawRow> {
-    let mut cells = Cells { text: t, at: 0 };
-    let key = cells.next()?;
-    let kb = key.as_bytes();
-    if !key_shaped(key)
-        || numbers::count(key).is_some()
-        || key.ends_with('%')
-        || key.ends_with("us") && looks_numeric(key)
-        || kb.contains(&b'-')
-        || kb.windows(2).any(|w| w == b"Sa")
-    {
-        return None;
-    }
-    let mut values = [""; MAX_CELLS - 1];
-    let mut n = 0;
-    let mut spread = None;
-    while let Some(cell) = cells.next() {
-        if cell == "(" {
-            // The spread, and nothing after it.
-            let (Some("+-"), Some(pct), Some(")"), None) =
-                (cells.next(), cells.next(), cells.next(), cells.next())
-            else {
-                return None;
-            };
-            if !pct
-                .bytes()
-                .all(|b| b.is_ascii_digit() || b == b'.' || b == b'%')
-            {
-                return None;
-            }
-            spread = numbers::percent(pct);
-            break;
-        }
-        let plain = cell
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'%' | b'u' | b's'));
-        if !plain || n == values.len() {
-            return None;
-        }
-        values[n] = cell;
-        n += 1;
-    }
-    let (count, time) = stdio(&values[..n], columns, spread)?;
-    Some(RawRow {
-        key: key.to_string(),
-        count,
-        time,
-        line,
-    })
-}
-
-/// The cells of a line split at blanks (` `, tab), by bytes: `str::split` with a set of
-/// chars decodes every char, and that was most of the time of reading a plain row.
-struct Cells<'a> {
-    text: &'a str,
-    at: usize,
-}
-
-impl<'a> Iterator for Cells<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let bytes = self.text.as_bytes();
-        let blank = |b: u8| b == b' ' || b == b'\t';
-        let mut i = self.at;
-        while i < bytes.len() && blank(bytes[i]) {
-            i += 1;
-        }
-        let start = i;
-        while i < bytes.len() && !blank(bytes[i]) {
-            i += 1;
-        }
-        self.at = i;
-        // Blanks are ASCII, so `start` and `i` are char boundaries.
-        (i > start).then(|| self.text.get(start..i)).flatten()
-    }
-}
-
 /// Longer lines are not searched for two rows.
 const MAX_TWO_ROWS: usize = 512;
 
@@ -274,7 +189,7 @@ fn split_spread(text: &str) -> (&str, Option<f64>, bool) {
 
 /// A stdio row: one count, the percentages and times the header names (placed in its order;
 /// a row that kept all of perf's columns under a trimmed header is read as perf prints them).
-fn stdio(
+pub(super) fn stdio(
     values: &[&str],
     columns: &[StdioColumn],
     spread: Option<f64>,
@@ -376,14 +291,14 @@ fn starts_numeric(cell: &str) -> bool {
         .is_some_and(|b| b.is_ascii_digit() || matches!(b, b'.' | b'-' | b'+'))
 }
 
-fn looks_numeric(cell: &str) -> bool {
+pub(super) fn looks_numeric(cell: &str) -> bool {
     cell.bytes()
         .next()
         .is_some_and(|b| b.is_ascii_digit() || b == b'.')
 }
 
 /// A key is a name or an address: no sentence punctuation, starts with a letter, `0x` or `_`.
-fn key_shaped(key: &str) -> bool {
+pub(super) fn key_shaped(key: &str) -> bool {
     key.bytes()
         .next()
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || key.starts_with("0x"))

@@ -1,0 +1,193 @@
+//! Reading a transcript in parts ([`super::parallel`]) reads what one reader reads: real
+//! inputs from `testdata/`, strung together as the intervals of one live session (each under
+//! a timestamp line), cut at every line and at every timestamp line at once, give the profile
+//! one reader gives, notes and line numbers included (a row's variance may differ in its last
+//! bits: it is summed in another order).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::parallel::read_parts;
+use super::{Reader, looks_like};
+use crate::error::Result;
+use crate::profile::Profile;
+use crate::sources::line_reader::read_lines;
+use crate::sources::mapped::Mapped;
+
+fn json(p: &Result<Profile>) -> Value {
+    match p {
+        Ok(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+        Err(e) => Value::String(format!("error: {e}")),
+    }
+}
+
+/// `a` and `b` are the same, floats up to their last bits.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) if x.fract() != 0.0 || y.fract() != 0.0 => {
+                (x - y).abs() <= 1e-9 * x.abs().max(y.abs())
+            }
+            _ => x == y,
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Every real perf kvm stat input, each as one interval of a live session.
+fn session() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let mut files = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if e.metadata().is_ok_and(|m| m.len() < 256 << 10) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut out = String::new();
+    let mut second = 0;
+    for p in files {
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        if looks_like(text.as_bytes()) {
+            // Twice: so that intervals of one table follow one another too.
+            for _ in 0..2 {
+                second += 1;
+                out.push_str(&format!(
+                    "10:{:02}:{:02}.000123\n\n",
+                    second / 60,
+                    second % 60
+                ));
+                out.push_str(&text);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn mapped(text: &str, name: &str) -> Mapped {
+    let path = std::env::temp_dir().join(format!("virtlens-{name}-{}", std::process::id()));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let map = Mapped::new(&file).unwrap_or_else(|| panic!("{}: not mapped", path.display()));
+    let _ = std::fs::remove_file(&path);
+    map
+}
+
+#[test]
+fn parts_read_as_one_reader_reads() {
+    let text = session();
+    let map = mapped(&text, "parts");
+    let one = json(&read_lines(text.as_bytes(), "s", Reader::new("s")));
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .filter(|&i| i > 0 && i < text.len())
+        .collect();
+    let stamps: Vec<usize> = starts
+        .iter()
+        .copied()
+        .filter(|&i| {
+            text[i..]
+                .split('\n')
+                .next()
+                .is_some_and(|l| l.ends_with(".000123"))
+        })
+        .collect();
+    assert!(stamps.len() >= 40, "only {} intervals", stamps.len());
+    let all = json(&read_parts(&map, text.as_bytes(), &stamps, "s"));
+    assert!(same(&one, &all), "cut at every interval:\n{one}\n{all}");
+    let cuts = starts
+        .iter()
+        .enumerate()
+        .filter(|(k, c)| k % 10 == 0 || stamps.contains(c));
+    for (k, &cut) in cuts {
+        let parts = json(&read_parts(&map, text.as_bytes(), &[cut], "s"));
+        assert!(same(&one, &parts), "cut at line {}: differs", k + 2);
+    }
+}
+
+#[test]
+fn a_cut_mid_session_sums_the_intervals_on_both_sides() {
+    let interval = "\nAnalyze events for all VMs, all VCPUs:\n\n             VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time\n\n                 HLT        10    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )\n           MSR_WRITE        10    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )\n\nTotal Samples:20, Total events handled time:40.00us.\n";
+    let text: String = (0..10)
+        .map(|s| format!("10:00:{s:02}.000000\n{interval}"))
+        .collect();
+    let map = mapped(&text, "mid");
+    let cut = text.find("10:00:05").unwrap_or(0);
+    let parts = read_parts(&map, text.as_bytes(), &[cut], "s");
+    let Ok(p) = parts else {
+        panic!("{parts:?}");
+    };
+    assert_eq!(p.tables.len(), 1);
+    assert_eq!(p.tables[0].count(), 200);
+    let w = p.tables[0]
+        .window
+        .as_ref()
+        .map(|w| (w.intervals, w.duration_ns));
+    // Ten displays a second apart cover ten seconds.
+    assert_eq!(w, Some((10, Some(10_000_000_000))));
+}
+
+/// Lines a live transcript and what gets pasted with it are made of.
+const VOCABULARY: [&str; 22] = [
+    "10:00:00.000123",
+    "10:00:01.000123",
+    "",
+    "Analyze events for all VMs, all VCPUs:",
+    "Analyze events for pid(s) 1347712, VCPU 1:",
+    "             VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time",
+    "          IO Port Access    Samples  Samples%     Time%    Min Time    Max Time         Avg time",
+    "                 HLT        10    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
+    "           MSR_WRITE        7    35.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
+    "             UNKNOWN        3    15.00%     0.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
+    "         0x70:POUT        4    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
+    "           MSR_WRITE        7    35.00%    50.00%      1.00us",
+    "      3.00us      2.00us ( +-   5.00% )",
+    "unknown kvm exit code:131072 on VMX",
+    "Total Samples:20, Total events handled time:40.00us.",
+    "Lost events: 5",
+    "baseline:",
+    "with the patch:",
+    "[...]",
+    "# perf kvm stat live --event=ioport",
+    "                 HLT        1O    50.00%    50.00%      1.00us      3.00us      2.00us",
+    "-------------------------------------------",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Random transcripts of those lines, cut at every timestamp line, read as one reader
+    /// reads them.
+    #[test]
+    fn random_transcripts_read_in_parts_as_one(picks in proptest::collection::vec(0..VOCABULARY.len(), 1..160)) {
+        let text: String = picks.iter().map(|&i| format!("{}\n", VOCABULARY[i])).collect();
+        let map = mapped(&text, "random");
+        let one = json(&read_lines(text.as_bytes(), "s", Reader::new("s")));
+        let mut stamps = Vec::new();
+        let mut at = 0;
+        for &i in &picks {
+            if at > 0 && VOCABULARY[i].starts_with("10:") {
+                stamps.push(at);
+            }
+            at += VOCABULARY[i].len() + 1;
+        }
+        let parts = json(&read_parts(&map, text.as_bytes(), &stamps, "s"));
+        proptest::prop_assert!(same(&one, &parts), "{text}\n{one}\n{parts}");
+    }
+}

@@ -1,0 +1,119 @@
+//! Rows read in one step: a row of a stdio table that can be nothing but that row is read
+//! before the line driver's splits and the reader's repairs look at it (rows are nearly all of
+//! a live transcript, and those searches cost more than reading the row). What it reads is
+//! exactly what the full path reads from the line (`plain_tests` holds it to that).
+
+use super::Reader;
+use super::layout::{Layout, StdioColumn};
+use super::row::{MAX_CELLS, RawRow, key_shaped, looks_numeric, stdio};
+use super::table::pending_code;
+use crate::sources::numbers;
+
+impl Reader {
+    /// A row of a stdio table being read, after its first row, with no wrapped row or doubtful
+    /// line waiting, that [`plain_stdio_row`] finds can be nothing else: [`LineFormat::line`]
+    /// would read it as this row, so it is read here without the repairs (rows are nearly all of
+    /// a live transcript, and the repairs' searches cost more than reading the row).
+    pub(super) fn plain_row(&mut self, n: usize, text: &str) -> bool {
+        let Some(b) = &mut self.table else {
+            return false;
+        };
+        let Layout::Stdio { columns } = &b.layout else {
+            return false;
+        };
+        if b.rows.is_empty() || self.carry.is_some() || self.pending.is_some() {
+            return false;
+        }
+        let Some(r) = plain_stdio_row(text.trim_ascii(), columns.as_slice(), n) else {
+            return false;
+        };
+        let unknown = pending_code(&r, &mut self.unknown);
+        b.push(r, unknown);
+        true
+    }
+}
+
+/// `t` (trimmed) read as a row of a stdio table when it is plainly one and can be nothing
+/// else: a name or address (no `-`, no `Sa` in it), then values made only of digits, `.`, `,`,
+/// `%` and `us`, then perf's spread as perf prints it (`( +- 3.87% )`) or none. Every line the
+/// reader's repairs look for needs more than that: a header (`VM-EXIT`, `Samples`, `Event
+/// name`), a scope or totals line (`Analyze events for`, `Total Samples:`), a rule (ten
+/// dashes), a box (`|`), a damaged character (non-ASCII or NUL), a fence or a label (`:` at its
+/// end). The row is exactly what [`parse`] reads from `t`; `None` leaves the line to it.
+fn plain_stdio_row(t: &str, columns: &[StdioColumn], line: usize) -> Option<RawRow> {
+    let mut cells = Cells { text: t, at: 0 };
+    let key = cells.next()?;
+    let kb = key.as_bytes();
+    if !key_shaped(key)
+        || numbers::count(key).is_some()
+        || key.ends_with('%')
+        || key.ends_with("us") && looks_numeric(key)
+        || kb.contains(&b'-')
+        || kb.windows(2).any(|w| w == b"Sa")
+    {
+        return None;
+    }
+    let mut values = [""; MAX_CELLS - 1];
+    let mut n = 0;
+    let mut spread = None;
+    while let Some(cell) = cells.next() {
+        if cell == "(" {
+            // The spread, and nothing after it.
+            let (Some("+-"), Some(pct), Some(")"), None) =
+                (cells.next(), cells.next(), cells.next(), cells.next())
+            else {
+                return None;
+            };
+            if !pct
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'.' || b == b'%')
+            {
+                return None;
+            }
+            spread = numbers::percent(pct);
+            break;
+        }
+        let plain = cell
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'%' | b'u' | b's'));
+        if !plain || n == values.len() {
+            return None;
+        }
+        values[n] = cell;
+        n += 1;
+    }
+    let (count, time) = stdio(&values[..n], columns, spread)?;
+    Some(RawRow {
+        key: key.to_string(),
+        count,
+        time,
+        line,
+    })
+}
+
+/// The cells of a line split at blanks (` `, tab), by bytes: `str::split` with a set of
+/// chars decodes every char, and that was most of the time of reading a plain row.
+struct Cells<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Iterator for Cells<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let blank = |b: u8| b == b' ' || b == b'\t';
+        let mut i = self.at;
+        while i < bytes.len() && blank(bytes[i]) {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && !blank(bytes[i]) {
+            i += 1;
+        }
+        self.at = i;
+        // Blanks are ASCII, so `start` and `i` are char boundaries.
+        (i > start).then(|| self.text.get(start..i)).flatten()
+    }
+}
