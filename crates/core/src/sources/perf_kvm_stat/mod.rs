@@ -97,6 +97,8 @@ struct Reader {
     /// The rows of the last table: the room a new table's rows are given (the intervals of a
     /// live transcript have about the same rows).
     row_hint: usize,
+    /// The key strings of rows already summed, reused for the keys of rows to come.
+    spare_keys: Vec<String>,
     /// A `Lost events` line came before any table: a reader of the lines before would have
     /// charged the loss to its last table.
     lost_before_tables: bool,
@@ -123,6 +125,7 @@ impl Reader {
             last_header: None,
             pending: None,
             row_hint: 0,
+            spare_keys: Vec::new(),
             lost_before_tables: false,
         }
     }
@@ -377,7 +380,11 @@ impl Reader {
         }
         let seconds = b.timestamp.as_ref().map(|t| t.1);
         self.row_hint = b.rows.len().min(64);
-        let table = b.finish(&mut self.profile.warnings, &mut self.names);
+        let table = b.finish(
+            &mut self.profile.warnings,
+            &mut self.names,
+            &mut self.spare_keys,
+        );
         match (seconds, self.profile.tables.last_mut()) {
             (Some(s), Some(last))
                 if last.window.is_some()

@@ -24,7 +24,12 @@ impl Reader {
         if b.rows.is_empty() || self.carry.is_some() || self.pending.is_some() {
             return false;
         }
-        let Some(r) = plain_stdio_row(text.trim_ascii(), columns.as_slice(), n) else {
+        let Some(r) = plain_stdio_row(
+            text.trim_ascii(),
+            columns.as_slice(),
+            n,
+            self.spare_keys.pop().unwrap_or_default(),
+        ) else {
             return false;
         };
         let unknown = pending_code(&r, &mut self.unknown);
@@ -39,8 +44,14 @@ impl Reader {
 /// reader's repairs look for needs more than that: a header (`VM-EXIT`, `Samples`, `Event
 /// name`), a scope or totals line (`Analyze events for`, `Total Samples:`), a rule (ten
 /// dashes), a box (`|`), a damaged character (non-ASCII or NUL), a fence or a label (`:` at its
-/// end). The row is exactly what [`parse`] reads from `t`; `None` leaves the line to it.
-fn plain_stdio_row(t: &str, columns: &[StdioColumn], line: usize) -> Option<RawRow> {
+/// end). The row is exactly what [`parse`] reads from `t`; `None` leaves the line to it. Its
+/// key is written into `key_buf` (a key of a table already summed: no allocation per row).
+fn plain_stdio_row(
+    t: &str,
+    columns: &[StdioColumn],
+    line: usize,
+    key_buf: String,
+) -> Option<RawRow> {
     let mut cells = Cells { text: t, at: 0 };
     let key = cells.next()?;
     let kb = key.as_bytes();
@@ -83,8 +94,11 @@ fn plain_stdio_row(t: &str, columns: &[StdioColumn], line: usize) -> Option<RawR
         n += 1;
     }
     let (count, time) = stdio(&values[..n], columns, spread)?;
+    let mut key_buf = key_buf;
+    key_buf.clear();
+    key_buf.push_str(key);
     Some(RawRow {
-        key: key.to_string(),
+        key: key_buf,
         count,
         time,
         line,

@@ -92,6 +92,9 @@ pub(super) struct Building {
     pub folded_range: Option<(u64, u64)>,
 }
 
+/// Key strings kept for reuse between tables (a live interval has a few dozen rows).
+pub(super) const SPARE_KEYS: usize = 64;
+
 /// The key of the row the rarest rows of a long table fold into while it is read.
 const OTHER: &str = "other";
 
@@ -144,7 +147,13 @@ impl Building {
     }
 
     /// Decodes and checks the table; notes go to `notes`.
-    pub(super) fn finish(mut self, notes: &mut Vec<Note>, names: &mut NameCache) -> Table {
+    /// The rows' keys go to `spare` (up to [`SPARE_KEYS`]), for the rows of the next table.
+    pub(super) fn finish(
+        mut self,
+        notes: &mut Vec<Note>,
+        names: &mut NameCache,
+        spare: &mut Vec<String>,
+    ) -> Table {
         if self.folded_rows > 0 && self.rows.len() > TABLE_CAP {
             self.fold();
         }
@@ -205,6 +214,8 @@ impl Building {
                 intervals: 1,
             });
         }
+        let room = SPARE_KEYS.saturating_sub(spare.len());
+        spare.extend(self.rows.into_iter().take(room).map(|(r, _)| r.key));
         table
     }
 
