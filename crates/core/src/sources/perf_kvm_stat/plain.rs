@@ -4,24 +4,36 @@
 //! exactly what the full path reads from the line (`plain_tests` holds it to that).
 
 use super::Reader;
-use super::layout::{Layout, StdioColumn};
+use super::layout::{self, Layout, StdioColumn};
+use super::pasted;
 use super::row::{MAX_CELLS, RawRow, key_shaped, looks_numeric, stdio};
 use super::table::pending_code;
 use crate::sources::numbers;
 
 impl Reader {
-    /// A row of a stdio table being read, after its first row, with no wrapped row or doubtful
-    /// line waiting, that [`plain_stdio_row`] finds can be nothing else: [`LineFormat::line`]
-    /// would read it as this row, so it is read here without the repairs (rows are nearly all of
-    /// a live transcript, and the repairs' searches cost more than reading the row).
+    /// With no wrapped row or doubtful line waiting: a blank line (of spaces and tabs, which
+    /// then does nothing), or a row of a stdio table being read that [`plain_stdio_row`] finds
+    /// can be nothing else and that does not name the table's kind or continue its header
+    /// ([`LineFormat::line`] would read it as this row). Read here without the repairs: rows
+    /// and blanks are nearly all of a live transcript, and the repairs' searches cost more
+    /// than reading them.
     pub(super) fn plain_row(&mut self, n: usize, text: &str) -> bool {
+        if self.carry.is_some() || self.pending.is_some() {
+            return false;
+        }
+        if text.bytes().all(|b| b == b' ' || b == b'\t') {
+            return true;
+        }
         let Some(b) = &mut self.table else {
             return false;
         };
         let Layout::Stdio { columns } = &b.layout else {
             return false;
         };
-        if b.rows.is_empty() || self.carry.is_some() || self.pending.is_some() {
+        if b.rows.is_empty()
+            && (layout::kind_name(text).is_some()
+                || pasted::header_continuation(text.trim_ascii()).is_some())
+        {
             return false;
         }
         let Some(r) = plain_stdio_row(
