@@ -125,6 +125,11 @@ pub(super) fn joined_header(text: &str) -> Option<(usize, &'static str)> {
     if unbox(text).split_ascii_whitespace().all(header_word) {
         return None; // a whole header
     }
+    if !text.contains('|') && text.split_ascii_whitespace().next() == Some("Total") {
+        // The totals line of every interval: no head of it is a header (a header's first
+        // word is a kind, `Event` or a column name), so none is searched for.
+        return None;
+    }
     // The longest head that is a header ending in a whole column word, followed by a rule or a
     // row of that header's layout.
     let start = text.find("Samples")?;
