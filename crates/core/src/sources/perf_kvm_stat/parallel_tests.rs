@@ -4,8 +4,6 @@
 //! one reader gives, notes and line numbers included (a row's variance may differ in its last
 //! bits: it is summed in another order).
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use super::parallel::read_parts;
@@ -43,23 +41,13 @@ fn same(a: &Value, b: &Value) -> bool {
 
 /// Every real perf kvm stat input, each as one interval of a live session.
 fn session() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let mut files = Vec::new();
-    let mut dirs = vec![root];
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if e.metadata().is_ok_and(|m| m.len() < 256 << 10) {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files = virtlens_testkit::files_under(&virtlens_testkit::testdata(""));
     let mut out = String::new();
     let mut second = 0;
     for p in files {
+        if std::fs::metadata(&p).is_ok_and(|m| m.len() >= 256 << 10) {
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&p) else {
             continue;
         };

@@ -3,45 +3,35 @@
 //! and each with its rows damaged in the ways the repairs look for, gives the same profile,
 //! notes included, both ways.
 
-use std::path::{Path, PathBuf};
-
 use super::{Reader, looks_like};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::sources::line_reader::{LineFormat, read_lines};
 
-/// The reader without its one-step path: every line takes the full path.
-struct FullPath(Reader);
-
-impl LineFormat for FullPath {
-    fn line(&mut self, n: usize, text: &str) {
-        self.0.line(n, text);
-    }
-    fn end(self, cut: Option<usize>) -> Result<Profile> {
-        self.0.end(cut)
-    }
-    fn split(&mut self, n: usize, text: &str) -> Option<usize> {
-        self.0.split(n, text)
-    }
+/// The reader, its one-step path taken (counting the lines it took) or not (every line
+/// then takes the full path).
+struct Driven<'a> {
+    reader: Reader,
+    took: Option<&'a mut usize>,
 }
 
-/// The reader, counting the lines its one-step path took.
-struct Counting<'a>(Reader, &'a mut usize);
-
-impl LineFormat for Counting<'_> {
+impl LineFormat for Driven<'_> {
     fn line(&mut self, n: usize, text: &str) {
-        self.0.line(n, text);
+        self.reader.line(n, text);
     }
     fn end(self, cut: Option<usize>) -> Result<Profile> {
-        self.0.end(cut)
+        self.reader.end(cut)
     }
     fn split(&mut self, n: usize, text: &str) -> Option<usize> {
-        self.0.split(n, text)
+        self.reader.split(n, text)
     }
     fn plain(&mut self, n: usize, text: &str) -> bool {
-        let took = self.0.plain(n, text);
-        *self.1 += usize::from(took);
-        took
+        let Some(took) = &mut self.took else {
+            return false;
+        };
+        let plain = self.reader.plain(n, text);
+        **took += usize::from(plain);
+        plain
     }
 }
 
@@ -55,28 +45,14 @@ fn as_json(p: &Result<Profile>) -> String {
 /// Reads `text` both ways; the number of lines the one-step path took.
 fn same_both_ways(name: &str, text: &str) -> usize {
     let mut took = 0;
-    let fast = read_lines(
-        text.as_bytes(),
-        name,
-        Counting(Reader::new(name), &mut took),
-    );
-    let full = read_lines(text.as_bytes(), name, FullPath(Reader::new(name)));
+    let driven = |took| Driven {
+        reader: Reader::new(name),
+        took,
+    };
+    let fast = read_lines(text.as_bytes(), name, driven(Some(&mut took)));
+    let full = read_lines(text.as_bytes(), name, driven(None));
     assert_eq!(as_json(&fast), as_json(&full), "{name}");
     took
-}
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if e.metadata().is_ok_and(|m| m.len() < 1 << 20) {
-            out.push(p);
-        }
-    }
 }
 
 /// What the repairs look for, done to a row: the text after it, or the whole line.
@@ -93,12 +69,12 @@ const DAMAGE: [&str; 8] = [
 
 #[test]
 fn plain_rows_read_as_the_full_path_reads_them() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-    let mut all = Vec::new();
-    files(&root, &mut all);
-    all.sort();
+    let root = virtlens_testkit::testdata("");
     let (mut inputs, mut took) = (0, 0);
-    for path in all {
+    for path in virtlens_testkit::files_under(&root) {
+        if std::fs::metadata(&path).is_ok_and(|m| m.len() >= 1 << 20) {
+            continue;
+        }
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
