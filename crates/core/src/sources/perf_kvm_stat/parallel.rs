@@ -122,7 +122,10 @@ pub(super) fn read_parts(
         let n = whole.last_line + 1;
         let first_line = lines::line_text(&bytes[start..first_end]);
         whole.driver.line(&mut whole.reader, n, &first_line);
-        if whole.reader.settled_at(first_line.trim_ascii()) && part.reader.fresh_start() {
+        if whole.reader.settled_at(first_line.trim_ascii())
+            && part.reader.fresh_start()
+            && whole.reader.joins_exactly(&part.reader)
+        {
             whole.reader.join(part.reader);
             whole.driver.joined.extend(part.driver.joined);
             whole.last_line = part.last_line;
@@ -198,12 +201,30 @@ impl Reader {
         self.book.is_quiet() && !self.lost_before_tables
     }
 
+    /// Whether [`Reader::join`] with `later` does what one reader would: where one reader
+    /// would sum `later`'s first table into this one's last, their ISAs are the same (one
+    /// reader sums a table of unknown ISA into one of a known ISA, and then compares the
+    /// intervals after it with the known one, where `later` compared them with its own).
+    fn joins_exactly(&self, later: &Reader) -> bool {
+        let (Some(first), Some(last)) = (later.profile.tables.first(), self.profile.tables.last())
+        else {
+            return true;
+        };
+        let one_reader_sums = last.window.is_some()
+            && first.window.is_some()
+            && last.kind == first.kind
+            && last.scope == first.scope
+            && (last.isa == first.isa || first.isa.is_none());
+        !one_reader_sums || last.isa == first.isa
+    }
+
     /// Takes over from `later`, the reader of the lines after this one's: its tables (the
     /// first summed into this reader's last when a single reader would have summed it), its
     /// notes, and its state.
     fn join(&mut self, later: Reader) {
         let mut tables = later.profile.tables.into_iter();
         let mut summed_first = false;
+        let had_first = tables.len() > 0;
         if let Some(first) = tables.next() {
             let last_seconds = first
                 .window
@@ -223,10 +244,13 @@ impl Reader {
                 _ => self.profile.tables.push(first),
             }
         }
-        let pushed_more = tables.len() > 0;
+        // The window start is the one of the last table pushed: `later`'s own when it pushed
+        // one that was not summed here, this reader's otherwise (`later` may have pushed none:
+        // its only table still open).
+        let pushed_new = tables.len() > 0 || (had_first && !summed_first);
         self.profile.tables.extend(tables);
         self.profile.warnings.extend(later.profile.warnings);
-        if pushed_more || !summed_first {
+        if pushed_new {
             self.live_first = later.live_first;
         }
         self.book.absorb(later.book);

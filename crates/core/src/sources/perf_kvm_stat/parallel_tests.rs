@@ -157,6 +157,37 @@ const VOCABULARY: [&str; 22] = [
     "-------------------------------------------",
 ];
 
+/// Reads `picks` of the vocabulary both ways, cut at every timestamp line after the first.
+fn random_both_ways(picks: &[usize]) -> (Value, Value, String) {
+    let text: String = picks
+        .iter()
+        .map(|&i| format!("{}\n", VOCABULARY[i]))
+        .collect();
+    let map = mapped(&text, "random");
+    let one = json(&read_lines(text.as_bytes(), "s", Reader::new("s")));
+    let mut stamps = Vec::new();
+    let mut at = 0;
+    for &i in picks {
+        if at > 0 && VOCABULARY[i].starts_with("10:") {
+            stamps.push(at);
+        }
+        at += VOCABULARY[i].len() + 1;
+    }
+    let parts = json(&read_parts(&map, text.as_bytes(), &stamps, "s"));
+    (one, parts, text)
+}
+
+#[test]
+fn cases_the_proptest_found() {
+    // The middle part pushed no table, and the join took its (unset) window start.
+    // A table of unknown ISA (`UNKNOWN` alone) is summed into one of a known ISA by one
+    // reader; the join must not push it as a table of its own.
+    for picks in [&[0, 7, 14, 0, 7, 0][..], &[0, 7, 14, 0, 9, 3, 0]] {
+        let (one, parts, text) = random_both_ways(picks);
+        assert!(same(&one, &parts), "{text}\n{one}\n{parts}");
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
@@ -164,18 +195,7 @@ proptest::proptest! {
     /// reads them.
     #[test]
     fn random_transcripts_read_in_parts_as_one(picks in proptest::collection::vec(0..VOCABULARY.len(), 1..160)) {
-        let text: String = picks.iter().map(|&i| format!("{}\n", VOCABULARY[i])).collect();
-        let map = mapped(&text, "random");
-        let one = json(&read_lines(text.as_bytes(), "s", Reader::new("s")));
-        let mut stamps = Vec::new();
-        let mut at = 0;
-        for &i in &picks {
-            if at > 0 && VOCABULARY[i].starts_with("10:") {
-                stamps.push(at);
-            }
-            at += VOCABULARY[i].len() + 1;
-        }
-        let parts = json(&read_parts(&map, text.as_bytes(), &stamps, "s"));
+        let (one, parts, text) = random_both_ways(&picks);
         proptest::prop_assert!(same(&one, &parts), "{text}\n{one}\n{parts}");
     }
 }
