@@ -35,8 +35,7 @@ impl Row {
 
     /// Folds `other` (same key) into this row.
     pub fn merge(&mut self, other: &Row) {
-        self.time.merge(self.count, &other.time, other.count);
-        self.count = self.count.saturating_add(other.count);
+        self.add(other.count, &other.time);
         self.latency = match (self.latency.take(), &other.latency) {
             (Some(mut a), Some(b)) => {
                 a.merge(b);
@@ -50,6 +49,12 @@ impl Row {
         if self.vcpu != other.vcpu {
             self.vcpu = None;
         }
+    }
+
+    /// Adds `count` events of durations `time` (the count and times of [`Row::merge`]).
+    pub fn add(&mut self, count: u64, time: &TimeStats) {
+        self.time.merge(self.count, time, count);
+        self.count = self.count.saturating_add(count);
     }
 }
 

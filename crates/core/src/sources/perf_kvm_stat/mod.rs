@@ -16,6 +16,7 @@
 mod carry;
 mod damaged;
 mod layout;
+mod names;
 mod parallel;
 #[cfg(test)]
 mod parallel_tests;
@@ -83,7 +84,7 @@ struct Reader {
     unknown: Option<table::UnknownCode>,
     carry: Option<Carry>,
     live_first: f64,
-    names: table::NameCache,
+    names: names::NameCache,
     /// The last line, when the input ends inside it (set once the input has been read).
     cut: Option<usize>,
     book: LineBook,
@@ -94,11 +95,8 @@ struct Reader {
     last_header: Option<(String, layout::Header)>,
     /// A line between rows that is neither a row nor a label, until the next line tells.
     pending: Option<(usize, String)>,
-    /// The rows of the last table: the room a new table's rows are given (the intervals of a
-    /// live transcript have about the same rows).
-    row_hint: usize,
-    /// The key strings of rows already summed, reused for the keys of rows to come.
-    spare_keys: Vec<String>,
+    /// What tables already read leave for the next to reuse.
+    spare: table::Spare,
     /// A `Lost events` line came before any table: a reader of the lines before would have
     /// charged the loss to its last table.
     lost_before_tables: bool,
@@ -117,15 +115,14 @@ impl Reader {
             unknown: None,
             carry: None,
             live_first: 0.0,
-            names: table::NameCache::default(),
+            names: names::NameCache::default(),
             cut: None,
             book: LineBook::default(),
             started: None,
             prose_before: None,
             last_header: None,
             pending: None,
-            row_hint: 0,
-            spare_keys: Vec::new(),
+            spare: table::Spare::default(),
             lost_before_tables: false,
         }
     }
@@ -271,7 +268,7 @@ impl Reader {
             timestamp: self.timestamp.take(),
             line: n,
             header: true,
-            rows: Vec::with_capacity(self.row_hint),
+            rows: self.spare.rows(),
             total: None,
             elided: false,
             partial: false,
@@ -365,7 +362,7 @@ impl Reader {
             self.unfinished(carry, None);
         }
         self.settle_pending(None);
-        let Some(b) = self.table.take() else {
+        let Some(mut b) = self.table.take() else {
             return;
         };
         self.unknown = None;
@@ -378,27 +375,25 @@ impl Reader {
             }
             return;
         }
-        let seconds = b.timestamp.as_ref().map(|t| t.1);
-        self.row_hint = b.rows.len().min(64);
-        let table = b.finish(
-            &mut self.profile.warnings,
-            &mut self.names,
-            &mut self.spare_keys,
-        );
-        match (seconds, self.profile.tables.last_mut()) {
-            (Some(s), Some(last))
+        let isa = b.settle(&mut self.names);
+        let notes = &mut self.profile.warnings;
+        let (names, spare) = (&mut self.names, &mut self.spare);
+        match (&b.timestamp, self.profile.tables.last_mut()) {
+            // One more interval of a live session.
+            (Some((_, s)), Some(last))
                 if last.window.is_some()
-                    && table.window.is_some()
-                    && last.kind == table.kind
-                    && last.scope == table.scope
-                    && (last.isa == table.isa || table.isa.is_none()) =>
+                    && last.kind == b.kind
+                    && last.scope.as_deref() == b.scope.as_ref().map(|s| s.text.as_str())
+                    && (last.isa == isa || isa.is_none()) =>
             {
-                table::sum_interval(last, table, (self.live_first, s));
+                let seconds = (self.live_first, *s);
+                b.sum_into(last, seconds, isa, notes, names, spare);
             }
             _ => {
-                if let Some(s) = seconds {
+                if let Some((_, s)) = b.timestamp {
                     self.live_first = s;
                 }
+                let table = b.finish(isa, notes, names, spare);
                 self.profile.tables.push(table);
             }
         }

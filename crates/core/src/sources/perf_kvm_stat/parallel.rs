@@ -222,7 +222,29 @@ impl Reader {
     /// first summed into this reader's last when a single reader would have summed it), its
     /// notes, and its state.
     fn join(&mut self, later: Reader) {
-        let mut tables = later.profile.tables.into_iter();
+        // Every field named: one added to `Reader` later must be decided on here.
+        let Reader {
+            path: _,
+            profile,
+            table,
+            label,
+            scope,
+            timestamp,
+            kind_hint,
+            unknown,
+            carry,
+            live_first,
+            names,
+            cut: _,
+            book,
+            started,
+            prose_before,
+            last_header,
+            pending,
+            spare: _,
+            lost_before_tables: _,
+        } = later;
+        let mut tables = profile.tables.into_iter();
         let mut summed_first = false;
         let had_first = tables.len() > 0;
         if let Some(first) = tables.next() {
@@ -249,24 +271,23 @@ impl Reader {
         // its only table still open).
         let pushed_new = tables.len() > 0 || (had_first && !summed_first);
         self.profile.tables.extend(tables);
-        self.profile.warnings.extend(later.profile.warnings);
+        self.profile.warnings.extend(profile.warnings);
         if pushed_new {
-            self.live_first = later.live_first;
+            self.live_first = live_first;
         }
-        self.book.absorb(later.book);
-        self.table = later.table;
-        self.label = later.label;
-        self.scope = later.scope;
-        self.timestamp = later.timestamp;
-        self.kind_hint = later.kind_hint;
-        self.unknown = later.unknown;
-        self.carry = later.carry;
-        self.names = later.names;
-        self.started = later.started;
-        self.prose_before = later.prose_before;
-        self.last_header = later.last_header;
-        self.pending = later.pending;
-        self.row_hint = later.row_hint;
+        self.book.absorb(book);
+        self.table = table;
+        self.label = label;
+        self.scope = scope;
+        self.timestamp = timestamp;
+        self.kind_hint = kind_hint;
+        self.unknown = unknown;
+        self.carry = carry;
+        self.names = names;
+        self.started = started;
+        self.prose_before = prose_before;
+        self.last_header = last_header;
+        self.pending = pending;
     }
 }
 

@@ -40,7 +40,7 @@ impl Reader {
             text,
             columns.as_slice(),
             n,
-            self.spare_keys.pop().unwrap_or_default(),
+            self.spare.keys.pop().unwrap_or_default(),
         ) else {
             return false;
         };

@@ -3,59 +3,14 @@
 //! port/MMIO/MSR addresses), checking the rows against the printed totals, and summing the
 //! intervals of a live session into one table with its window.
 
-use rustc_hash::FxHashMap;
+use std::borrow::Cow;
 
 use super::layout::{Layout, Scope};
+use super::names::NameCache;
 use super::row::RawRow;
 use crate::decode::{Isa, exit_reason};
 use crate::profile::fold::{TABLE_CAP, folded_note, other_key};
-use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
-
-/// Exit names already decoded, by ISA: a live session repeats the same dozen names.
-#[derive(Debug, Default)]
-pub(super) struct NameCache {
-    /// (Fx-hashed: looked up once per row, where SipHash was 6% of a transcript's reading.)
-    keys: FxHashMap<Option<Isa>, FxHashMap<String, Key>>,
-    /// The ISA guessed for a set of names, by a hash of the set (Fx: hashed once per table,
-    /// that is once per interval of a live transcript).
-    isas: FxHashMap<u64, Option<Isa>>,
-}
-
-impl NameCache {
-    /// The canonical key of exit name `name` under `isa` (the name itself when unknown).
-    fn exit_key(&mut self, isa: Option<Isa>, name: &str) -> Key {
-        let names = self.keys.entry(isa).or_default();
-        if let Some(k) = names.get(name) {
-            return k.clone();
-        }
-        let key = match exit_reason::lookup_name(isa, name) {
-            Some(info) => Key::Exit {
-                name: info.name.to_string(),
-                code: Some(info.code),
-            },
-            None => Key::Exit {
-                name: name.to_string(),
-                code: None,
-            },
-        };
-        names.insert(name.to_string(), key.clone());
-        key
-    }
-
-    /// The ISA the names of a table most likely come from.
-    fn guess_isa<'a>(&mut self, names: impl Iterator<Item = &'a str> + Clone) -> Option<Isa> {
-        use std::hash::BuildHasher;
-        // Order-independent: live intervals list the same names in a different order.
-        let hasher = rustc_hash::FxBuildHasher;
-        let set = names
-            .clone()
-            .fold(0u64, |acc, n| acc.wrapping_add(hasher.hash_one(n)));
-        *self
-            .isas
-            .entry(set)
-            .or_insert_with(|| exit_reason::guess_isa(names))
-    }
-}
+use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, TimeStats, Window};
 
 /// An exit code perf could not name, from its stderr note, and the ISA the note names.
 pub(super) type UnknownCode = (u64, Option<Isa>);
@@ -92,8 +47,34 @@ pub(super) struct Building {
     pub folded_range: Option<(u64, u64)>,
 }
 
-/// Key strings kept for reuse between tables (a live interval has a few dozen rows).
-pub(super) const SPARE_KEYS: usize = 64;
+/// What a finished table leaves for the next one to reuse: the room for its rows and the
+/// strings of their keys (the intervals of a live transcript have about the same rows).
+#[derive(Debug, Default)]
+pub(super) struct Spare {
+    pub keys: Vec<String>,
+    pub rows: Vec<(RawRow, Option<UnknownCode>)>,
+}
+
+/// The most key strings kept for reuse (a live interval has a few dozen rows).
+const SPARE_KEYS: usize = 64;
+
+impl Spare {
+    /// Keeps the key strings of `rows` (up to [`SPARE_KEYS`]) and, emptied, `rows` itself
+    /// unless it is larger than a live interval needs.
+    fn keep(&mut self, mut rows: Vec<(RawRow, Option<UnknownCode>)>) {
+        let room = SPARE_KEYS.saturating_sub(self.keys.len());
+        self.keys
+            .extend(rows.drain(..).take(room).map(|(r, _)| r.key));
+        if rows.capacity() <= SPARE_KEYS {
+            self.rows = rows;
+        }
+    }
+
+    /// The room for a new table's rows.
+    pub(super) fn rows(&mut self) -> Vec<(RawRow, Option<UnknownCode>)> {
+        std::mem::take(&mut self.rows)
+    }
+}
 
 /// The key of the row the rarest rows of a long table fold into while it is read.
 const OTHER: &str = "other";
@@ -146,27 +127,111 @@ impl Building {
         }
     }
 
-    /// Decodes and checks the table; notes go to `notes`.
-    /// The rows' keys go to `spare` (up to [`SPARE_KEYS`]), for the rows of the next table.
+    /// Decodes and checks the table, settled, whose rows are of ISA `isa` ([`Building::settle`]); notes
+    /// go to `notes`, and the rows to `spare` for the next table.
     pub(super) fn finish(
         mut self,
+        isa: Option<Isa>,
         notes: &mut Vec<Note>,
         names: &mut NameCache,
-        spare: &mut Vec<String>,
+        spare: &mut Spare,
     ) -> Table {
-        if self.folded_rows > 0 && self.rows.len() > TABLE_CAP {
-            self.fold();
-        }
         let mut table = Table::new(self.kind.clone());
         table.rows.reserve_exact(self.rows.len());
         table.line = Some(self.line);
         table.label = self.label.clone();
         table.scope = self.scope.as_ref().map(|s| s.text.clone());
-        table.isa = self.isa(names);
-        let (pid, vcpu) = self
-            .scope
+        table.isa = isa;
+        let (pid, vcpu) = self.ids();
+        let count = self.decode(isa, notes, names, |key, count, time| {
+            table.rows.push(Row {
+                key: key.into_owned(),
+                pid,
+                vcpu,
+                count,
+                time,
+                latency: None,
+            });
+        });
+        table.partial = self.partial | self.check_totals(count, notes);
+        table.printed_total = self.total;
+        table.window = self.timestamp.take().map(|(text, _)| Window {
+            start: Some(text.clone()),
+            end: Some(text),
+            duration_ns: None,
+            intervals: 1,
+        });
+        spare.keep(self.rows);
+        table
+    }
+
+    /// Sums the table, one more interval of the live session `into` sums and read at
+    /// `seconds` (its first interval's and this one's), into it: what [`sum_interval`] does
+    /// with the table [`Building::finish`] makes, without making it (a table per interval,
+    /// its keys copied then dropped, cost more than reading its rows).
+    pub(super) fn sum_into(
+        mut self,
+        into: &mut Table,
+        seconds: (f64, f64),
+        isa: Option<Isa>,
+        notes: &mut Vec<Note>,
+        names: &mut NameCache,
+        spare: &mut Spare,
+    ) {
+        let (pid, vcpu) = self.ids();
+        let rows = &mut into.rows;
+        let mut at = 0;
+        let count = self.decode(isa, notes, names, |key, count, time| {
+            let same = |r: &Row| r.key == *key && r.pid == pid && r.vcpu == vcpu;
+            // Intervals list their rows in about the same order: try the same place first.
+            let found = match rows.get(at) {
+                Some(r) if same(r) => Some(at),
+                _ => rows.iter().position(same),
+            };
+            at += 1;
+            match found.and_then(|i| rows.get_mut(i)) {
+                Some(r) => {
+                    r.add(count, &time);
+                    r.latency = None;
+                }
+                None => rows.push(Row {
+                    key: key.into_owned(),
+                    pid,
+                    vcpu,
+                    count,
+                    time,
+                    latency: None,
+                }),
+            }
+        });
+        let partial = self.partial | self.check_totals(count, notes);
+        let window = self.timestamp.take().map(|(text, _)| Window {
+            start: None,
+            end: Some(text),
+            duration_ns: None,
+            intervals: 1,
+        });
+        sum_totals(into, partial, self.total, window, seconds);
+        spare.keep(self.rows);
+    }
+
+    /// The VMM process and vCPU the table's scope names.
+    fn ids(&self) -> (Option<u32>, Option<u32>) {
+        self.scope
             .as_ref()
-            .map_or((None, None), |s| (s.pid, s.vcpu));
+            .map_or((None, None), |s| (s.pid, s.vcpu))
+    }
+
+    /// Gives `row` each row decoded under `isa`: its key, count and times (notes go to
+    /// `notes`). Returns the sum of the counts.
+    fn decode(
+        &mut self,
+        isa: Option<Isa>,
+        notes: &mut Vec<Note>,
+        names: &mut NameCache,
+        mut row: impl FnMut(Cow<'_, Key>, u64, TimeStats),
+    ) -> u64 {
+        let vcpu = self.ids().1;
         let mut unknown_rows = 0;
         let mut zero_min = false;
         // Only a table that folded rows has an `other` row (made once per table, not per
@@ -182,21 +247,20 @@ impl Building {
             note.line = Some(self.line);
             notes.push(note);
         }
+        let mut count = 0u64;
         for (raw, unknown) in &self.rows {
             let key = match &folded_key {
-                Some(folded) if raw.key == OTHER => folded.clone(),
-                _ => self.decode_key(raw, *unknown, table.isa, &mut unknown_rows, names),
+                Some(folded) if raw.key == OTHER => Cow::Borrowed(folded),
+                _ => self.decode_key(raw, *unknown, isa, &mut unknown_rows, names),
             };
-            let mut row = Row::new(key, raw.count);
-            row.time = raw.time.clone();
-            if vcpu.is_some() && row.time.min_ns == Some(0) {
+            let mut time = raw.time.clone();
+            if vcpu.is_some() && time.min_ns == Some(0) {
                 // perf zero-fills per-vCPU stats, so `--vcpu` tables print `Min Time 0.00us`.
-                row.time.min_ns = None;
+                time.min_ns = None;
                 zero_min = true;
             }
-            row.pid = pid;
-            row.vcpu = vcpu;
-            table.rows.push(row);
+            count = count.saturating_add(raw.count);
+            row(key, raw.count, time);
         }
         if zero_min {
             notes.push(Note {
@@ -204,23 +268,16 @@ impl Building {
                 message: "min times of 0.00us in a --vcpu table are a perf artefact (zero-filled per-vCPU stats); shown as unknown".into(),
             });
         }
-        table.partial = self.partial | self.check_totals(&table, notes);
-        table.printed_total = self.total;
-        if let Some((text, _)) = &self.timestamp {
-            table.window = Some(Window {
-                start: Some(text.clone()),
-                end: Some(text.clone()),
-                duration_ns: None,
-                intervals: 1,
-            });
-        }
-        let room = SPARE_KEYS.saturating_sub(spare.len());
-        spare.extend(self.rows.into_iter().take(room).map(|(r, _)| r.key));
-        table
+        count
     }
 
-    /// The ISA: from perf's stderr notes if any, otherwise inferred from the names.
-    fn isa(&self, names: &mut NameCache) -> Option<Isa> {
+    /// Folds the rows still to fold, then gives the ISA of the rows kept: from perf's stderr
+    /// notes if any, otherwise inferred from the names. [`Building::finish`] and
+    /// [`Building::sum_into`] take the table this leaves.
+    pub(super) fn settle(&mut self, names: &mut NameCache) -> Option<Isa> {
+        if self.folded_rows > 0 && self.rows.len() > TABLE_CAP {
+            self.fold();
+        }
         if self.kind != TableKind::Vmexit {
             return None;
         }
@@ -234,18 +291,18 @@ impl Building {
         names.guess_isa(self.rows.iter().map(|(r, _)| r.key.as_str()))
     }
 
-    fn decode_key(
+    fn decode_key<'n>(
         &self,
         raw: &RawRow,
         unknown: Option<(u64, Option<Isa>)>,
         isa: Option<Isa>,
         unknown_rows: &mut usize,
-        names: &mut NameCache,
-    ) -> Key {
-        match self.kind {
+        names: &'n mut NameCache,
+    ) -> Cow<'n, Key> {
+        Cow::Owned(match self.kind {
             TableKind::Vmexit => {
                 if raw.key == "UNKNOWN" {
-                    return match unknown {
+                    return Cow::Owned(match unknown {
                         Some((code, code_isa)) => {
                             let isa = code_isa.or(isa);
                             match isa.and_then(|i| exit_reason::lookup_code(i, code)) {
@@ -267,9 +324,9 @@ impl Building {
                             };
                             Key::Exit { name, code: None }
                         }
-                    };
+                    });
                 }
-                names.exit_key(isa, &raw.key)
+                return Cow::Borrowed(names.exit_key(isa, &raw.key));
             }
             TableKind::Ioport | TableKind::Mmio | TableKind::Msr => {
                 match Key::parse_perf_address(&raw.key) {
@@ -286,16 +343,15 @@ impl Building {
             _ => Key::Event {
                 name: raw.key.clone(),
             },
-        }
+        })
     }
 
     /// Checks the rows against the printed total; true when rows are missing (or events
     /// were lost).
-    fn check_totals(&self, table: &Table, notes: &mut Vec<Note>) -> bool {
+    fn check_totals(&self, rows: u64, notes: &mut Vec<Note>) -> bool {
         let Some(total) = &self.total else {
             return false;
         };
-        let rows = table.count();
         let lost = total.lost_events.is_some_and(|l| l > 0);
         if rows != total.count {
             let why = if self.elided {
@@ -309,7 +365,7 @@ impl Building {
                 line: Some(self.line),
                 message: format!(
                     "{} table: rows add up to {rows} samples but the total line says {}; {why}",
-                    table.kind, total.count
+                    self.kind, total.count
                 ),
             });
         }
@@ -329,8 +385,20 @@ pub(super) fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
             None => into.rows.push(row),
         }
     }
-    into.partial |= next.partial;
-    if let (Some(a), Some(b)) = (&mut into.printed_total, next.printed_total) {
+    sum_totals(into, next.partial, next.printed_total, next.window, seconds);
+}
+
+/// Sums what an interval's table holds besides its rows into the live table `into`: its
+/// partiality, printed total and window (`seconds`: the first interval's and this one's).
+fn sum_totals(
+    into: &mut Table,
+    partial: bool,
+    total: Option<PrintedTotal>,
+    window: Option<Window>,
+    seconds: (f64, f64),
+) {
+    into.partial |= partial;
+    if let (Some(a), Some(b)) = (&mut into.printed_total, total) {
         a.count = a.count.saturating_add(b.count);
         a.time_ns = a.time_ns.zip(b.time_ns).map(|(x, y)| x.saturating_add(y));
         a.lost_events = match (a.lost_events, b.lost_events) {
@@ -338,7 +406,7 @@ pub(super) fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
             (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
         };
     }
-    if let (Some(w), Some(nw)) = (&mut into.window, next.window) {
+    if let (Some(w), Some(nw)) = (&mut into.window, window) {
         w.intervals += nw.intervals;
         w.end = nw.end;
         let (first, last) = seconds;
