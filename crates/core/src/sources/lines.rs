@@ -161,12 +161,17 @@ pub(crate) fn elision(line: &str) -> bool {
 /// non-breaking spaces (web pages, rich-text mail) into plain ones, so parsers can split on
 /// ASCII whitespace.
 pub(crate) fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
-    let text = if memchr::memchr(0x1b, text.as_bytes()).is_some() {
+    // One search for the first byte of either (nearly every line has neither).
+    let (escape, nbsp) = match memchr::memchr2(0x1b, 0xa0, text.as_bytes()) {
+        None => (false, false),
+        Some(_) => (text.contains('\x1b'), text.contains('\u{a0}')),
+    };
+    let text = if escape {
         Cow::Owned(strip_ansi(&text))
     } else {
         text
     };
-    let text = if memchr::memchr(0xa0, text.as_bytes()).is_some() && text.contains('\u{a0}') {
+    let text = if nbsp && text.contains('\u{a0}') {
         Cow::Owned(text.replace('\u{a0}', " "))
     } else {
         text
@@ -181,8 +186,8 @@ pub(crate) fn clean(text: Cow<'_, str>) -> Cow<'_, str> {
 
 /// The line without leading e-mail quote markers.
 pub(crate) fn unquote(mut line: &str) -> &str {
-    let first = line.bytes().find(|&b| b != b' ' && b != b'\t');
-    if first != Some(b'>') {
+    let bytes = line.as_bytes();
+    if bytes.get(super::blanks::skip(bytes, 0)) != Some(&b'>') {
         return line;
     }
     loop {

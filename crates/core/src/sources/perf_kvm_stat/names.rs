@@ -10,8 +10,10 @@ use crate::profile::Key;
 /// Exit names already decoded, by ISA: a live session repeats the same dozen names.
 #[derive(Debug, Default)]
 pub(super) struct NameCache {
-    /// (Fx-hashed: looked up once per row, where SipHash was 6% of a transcript's reading.)
-    keys: FxHashMap<Option<Isa>, FxHashMap<String, Key>>,
+    /// Where in `decoded` each name's key is, by ISA. (Fx-hashed: looked up once per row,
+    /// where SipHash was 6% of a transcript's reading.)
+    keys: FxHashMap<Option<Isa>, FxHashMap<String, usize>>,
+    decoded: Vec<Key>,
     /// The ISA guessed for each set of names seen (the names sorted: live intervals list the
     /// same names in another order), filed by a hash of the set and compared in full.
     isas: FxHashMap<u64, Vec<(NameSet, Option<Isa>)>>,
@@ -29,20 +31,29 @@ impl NameCache {
     /// The canonical key of exit name `name` under `isa` (the name itself when unknown).
     pub(super) fn exit_key(&mut self, isa: Option<Isa>, name: &str) -> &Key {
         let names = self.keys.entry(isa).or_default();
-        if !names.contains_key(name) {
-            let key = match exit_reason::lookup_name(isa, name) {
-                Some(info) => Key::Exit {
-                    name: info.name.to_string(),
-                    code: Some(info.code),
-                },
-                None => Key::Exit {
-                    name: name.to_string(),
-                    code: None,
-                },
-            };
-            names.insert(name.to_string(), key);
+        let at = match names.get(name) {
+            Some(&at) => at,
+            None => {
+                names.insert(name.to_string(), self.decoded.len());
+                self.decoded.push(Self::decode(isa, name));
+                self.decoded.len() - 1
+            }
+        };
+        &self.decoded[at]
+    }
+
+    /// The key of exit name `name` under `isa`.
+    fn decode(isa: Option<Isa>, name: &str) -> Key {
+        match exit_reason::lookup_name(isa, name) {
+            Some(info) => Key::Exit {
+                name: info.name.to_string(),
+                code: Some(info.code),
+            },
+            None => Key::Exit {
+                name: name.to_string(),
+                code: None,
+            },
         }
-        &names[name]
     }
 
     /// The ISA the names of a table most likely come from.

@@ -8,7 +8,7 @@ use super::layout::{self, Layout, StdioColumn};
 use super::pasted;
 use super::row::{MAX_CELLS, RawRow, key_shaped, looks_numeric, stdio};
 use super::table::pending_code;
-use crate::sources::numbers;
+use crate::sources::{blanks, numbers};
 
 impl Reader {
     /// With no wrapped row or doubtful line waiting: a blank line (of spaces and tabs, which
@@ -21,7 +21,7 @@ impl Reader {
         if self.carry.is_some() || self.pending.is_some() {
             return false;
         }
-        if text.bytes().all(|b| b == b' ' || b == b'\t') {
+        if blanks::skip(text.as_bytes(), 0) == text.len() {
             return true;
         }
         let Some(b) = &mut self.table else {
@@ -117,29 +117,11 @@ fn plain_stdio_row(
     })
 }
 
-/// The cells of a line split at blanks (` `, tab), by bytes and eight at a time: `str::split`
-/// with a set of chars decodes every char, and a byte loop over the padding of perf's columns
-/// was still most of the time of reading a plain row.
+/// The cells of a line split at blanks (` `, tab), found eight bytes at a time: `str::split`
+/// with a set of chars decodes every char.
 struct Cells<'a> {
     text: &'a str,
     at: usize,
-}
-
-const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
-const TABS: u64 = u64::from_ne_bytes([b'\t'; 8]);
-const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-
-/// The eight bytes at `i`, the first in the lowest bits.
-fn word(bytes: &[u8], i: usize) -> Option<u64> {
-    let w: [u8; 8] = bytes.get(i..i + 8)?.try_into().ok()?;
-    Some(u64::from_le_bytes(w))
-}
-
-/// The high bit of each zero byte of `v` set, and of no byte below the first zero byte (bytes
-/// above it may be flagged falsely: only the lowest flag is used).
-fn zero_bytes(v: u64) -> u64 {
-    v.wrapping_sub(ONES) & !v & HIGHS
 }
 
 impl<'a> Iterator for Cells<'a> {
@@ -147,36 +129,11 @@ impl<'a> Iterator for Cells<'a> {
 
     fn next(&mut self) -> Option<&'a str> {
         let bytes = self.text.as_bytes();
-        let blank = |b: u8| b == b' ' || b == b'\t';
-        let mut i = self.at;
-        // Runs of spaces a word at a time (a tab ends the run here and is skipped below).
-        while let Some(w) = word(bytes, i) {
-            let other = w ^ SPACES;
-            if other != 0 {
-                i += (other.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 8;
-        }
-        while i < bytes.len() && blank(bytes[i]) {
-            i += 1;
-        }
-        let start = i;
-        // The cell's end: its first blank, a word at a time.
-        while let Some(w) = word(bytes, i) {
-            let blanks = zero_bytes(w ^ SPACES) | zero_bytes(w ^ TABS);
-            if blanks != 0 {
-                i += (blanks.trailing_zeros() / 8) as usize;
-                break;
-            }
-            i += 8;
-        }
-        while i < bytes.len() && !blank(bytes[i]) {
-            i += 1;
-        }
-        self.at = i;
-        // Blanks are ASCII, so `start` and `i` are char boundaries.
-        (i > start).then(|| self.text.get(start..i)).flatten()
+        let start = blanks::skip(bytes, self.at);
+        let end = blanks::find(bytes, start);
+        self.at = end;
+        // Blanks are ASCII, so `start` and `end` are char boundaries.
+        (end > start).then(|| self.text.get(start..end)).flatten()
     }
 }
 

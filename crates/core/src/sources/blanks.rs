@@ -1,0 +1,75 @@
+//! Blanks (spaces and tabs) found eight bytes at a time. The columns of perf's tables are
+//! padded with runs of dozens of spaces, and walking them byte by byte was most of the time
+//! of reading a row.
+
+const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+const TABS: u64 = u64::from_ne_bytes([b'\t'; 8]);
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// The eight bytes at `i`, the first in the lowest bits.
+fn word(bytes: &[u8], i: usize) -> Option<u64> {
+    let w: [u8; 8] = bytes.get(i..i + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(w))
+}
+
+/// The high bit of each zero byte of `v` set, and of no byte below the first zero byte (bytes
+/// above it may be flagged falsely: only the lowest flag is used).
+fn zero_bytes(v: u64) -> u64 {
+    v.wrapping_sub(ONES) & !v & HIGHS
+}
+
+fn blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// The index of the first byte at or after `i` that is not a blank (`bytes.len()` if none).
+pub(crate) fn skip(bytes: &[u8], mut i: usize) -> usize {
+    // Runs of spaces a word at a time (a tab ends the run here and is skipped below).
+    while let Some(w) = word(bytes, i) {
+        let other = w ^ SPACES;
+        if other != 0 {
+            i += (other.trailing_zeros() / 8) as usize;
+            break;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && blank(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the first blank at or after `i` (`bytes.len()` if none).
+pub(crate) fn find(bytes: &[u8], mut i: usize) -> usize {
+    while let Some(w) = word(bytes, i) {
+        let blanks = zero_bytes(w ^ SPACES) | zero_bytes(w ^ TABS);
+        if blanks != 0 {
+            i += (blanks.trailing_zeros() / 8) as usize;
+            break;
+        }
+        i += 8;
+    }
+    while i < bytes.len() && !blank(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    proptest::proptest! {
+        /// Both searches agree with a byte loop from every start, wherever the blanks fall
+        /// against the eight-byte words.
+        #[test]
+        fn as_a_byte_loop(picks in proptest::collection::vec(0usize..6, 0..70)) {
+            let text: Vec<u8> = picks.iter().flat_map(|&i| [&b" "[..], b"\t", b"a", b"\xc3\xa9", b"    ", b"\x00"][i]).copied().collect();
+            for from in 0..=text.len() {
+                let skip = (from..text.len()).find(|&i| !super::blank(text[i])).unwrap_or(text.len());
+                let find = (from..text.len()).find(|&i| super::blank(text[i])).unwrap_or(text.len());
+                proptest::prop_assert_eq!(super::skip(&text, from), skip);
+                proptest::prop_assert_eq!(super::find(&text, from), find);
+            }
+        }
+    }
+}
