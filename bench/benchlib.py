@@ -35,6 +35,16 @@ def binaries(a, guest=False):
     return exe, a.guest or os.path.join(TARGET, "release", "examples", "pio_guest")
 
 
+def interleaved(runs, steps):
+    """Runs each of `steps` (callables) once per run, `runs` times, the order rotated one
+    place each run: whatever runs right after another (a cache it left cold, a clock it
+    slowed) falls on each step equally often, not always on the same one."""
+    for i in range(runs):
+        k = i % len(steps)
+        for step in steps[k:] + steps[:k]:
+            step()
+
+
 def report_json(exe, path):
     out = subprocess.run([exe, "report", "--json", path], check=True, capture_output=True,
                          text=True)

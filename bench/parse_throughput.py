@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import add_binary_args, binaries, check, exit_status, report_json, same_reports
+from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
+from benchlib import same_reports
 from benchlib import table_total
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,15 +76,19 @@ def main():
         same_reports(exe, a.baseline, path)
     anchor, ours, base, cpu_ours, cpu_base = [], [], [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    for _ in range(a.runs):
-        anchor.append(timed(["wc", "-l", path])[0])
+
+    def ours_step():
         t = timed([exe, "report", path])
         ours.append(t[0])
         cpu_ours.append(t[2])
-        if a.baseline:
-            t = timed([a.baseline, "report", path])
-            base.append(t[0])
-            cpu_base.append(t[2])
+
+    def base_step():
+        t = timed([a.baseline, "report", path])
+        base.append(t[0])
+        cpu_base.append(t[2])
+
+    interleaved(a.runs, [lambda: anchor.append(timed(["wc", "-l", path])[0]), ours_step]
+                + ([base_step] if a.baseline else []))
     rss_small_path = os.path.join(tmp, "small.txt")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
                     rss_small_path, str(a.size_mb / 16)], check=True)

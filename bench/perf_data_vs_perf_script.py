@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import add_binary_args, binaries, check, exit_status, same_reports
+from benchlib import add_binary_args, binaries, check, exit_status, interleaved, same_reports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVENTS_PER_WRITE = 7  # kvm_pio, kvm_userspace_exit, 2 kvm_fpu, 3 kvm_emulate_insn (PVM)
@@ -111,15 +111,19 @@ def main():
     timed(vl_cmd)  # warm the page cache
     perf_t, vl_t, cat_t, base_t = [], [], [], []
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    for i in range(a.runs):
-        perf_t.append(timed(perf_cmd))
-        vl_t.append(timed(vl_cmd))
-        cat_t.append(timed(cat_cmd))
-        if a.baseline:
-            base_t.append(timed([a.baseline, "report", path]))
-        print(f"  run {i + 1}: perf script {perf_t[-1]:.3f} s, virtlens {vl_t[-1]:.3f} s, "
-              f"cat {cat_t[-1]:.3f} s"
-              + (f", baseline {base_t[-1]:.3f} s" if base_t else ""), flush=True)
+
+    def said():
+        timings = [perf_t, vl_t, cat_t] + ([base_t] if a.baseline else [])
+        if len({len(t) for t in timings}) == 1:
+            print(f"  run {len(vl_t)}: perf script {perf_t[-1]:.3f} s, virtlens {vl_t[-1]:.3f} s, "
+                  f"cat {cat_t[-1]:.3f} s"
+                  + (f", baseline {base_t[-1]:.3f} s" if base_t else ""), flush=True)
+
+    steps = [lambda: perf_t.append(timed(perf_cmd)), lambda: vl_t.append(timed(vl_cmd)),
+             lambda: cat_t.append(timed(cat_cmd))]
+    if a.baseline:
+        steps.append(lambda: base_t.append(timed([a.baseline, "report", path])))
+    interleaved(a.runs, [lambda s=s: (s(), said()) for s in steps])
     pm, vm, cm = (statistics.median(perf_t), statistics.median(vl_t),
                   statistics.median(cat_t))
     print(f"perf script -i FILE > /dev/null:      median {pm:.3f} s "

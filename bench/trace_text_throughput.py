@@ -27,7 +27,8 @@ import sys
 import tempfile
 import time
 
-from benchlib import add_binary_args, binaries, check, exit_status, report_json, same_reports
+from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
+from benchlib import same_reports
 from benchlib import table_total
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -107,11 +108,10 @@ def main():
     timed([exe, "report", path])  # warm the page cache and the binary once
     anchor, ours, base = [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    for _ in range(a.runs):
-        anchor.append(timed(["wc", "-l", path]))
-        ours.append(timed([exe, "report", path]))
-        if a.baseline:
-            base.append(timed([a.baseline, "report", path]))
+    interleaved(a.runs, [lambda: anchor.append(timed(["wc", "-l", path])),
+                         lambda: ours.append(timed([exe, "report", path]))]
+                + ([lambda: base.append(timed([a.baseline, "report", path]))]
+                   if a.baseline else []))
     rss_big, how = peak_rss_kib([exe, "report", path])
     rss_small, _ = peak_rss_kib([exe, "report", small])
     mb = size / 1e6

@@ -36,6 +36,20 @@ impl Mapped {
         &self.map
     }
 
+    /// The reader is about to read `start..end`: its pages are mapped in one call (on Linux)
+    /// rather than one fault at a time as they are touched (faults cost most on a
+    /// virtualized host). A failure (an older kernel) leaves them to be faulted in.
+    pub(crate) fn will_read(&self, start: usize, end: usize) {
+        let end = end.min(self.map.len());
+        if start >= end {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        let _ = self
+            .map
+            .advise_range(memmap2::Advice::PopulateRead, start, end - start);
+    }
+
     /// The reader is done with `start..end`: its pages leave this process's memory (a page
     /// that is still needed, shared with the next range, is read in again from the page
     /// cache when touched).

@@ -148,6 +148,7 @@ fn count_lines(mapped: &Mapped, upto: usize) -> usize {
     let bytes = &mapped.bytes()[..upto.min(mapped.bytes().len())];
     let mut lines = 0;
     for (i, chunk) in bytes.chunks(RELEASE).enumerate() {
+        mapped.will_read(i * RELEASE, i * RELEASE + chunk.len());
         lines += memchr::memchr_iter(b'\n', chunk).count();
         mapped.done_with(i * RELEASE, i * RELEASE + chunk.len());
     }
@@ -305,6 +306,7 @@ const RELEASE: usize = 4 << 20;
 
 impl<'a> Window<'a> {
     fn new(mapped: &'a Mapped, start: usize, end: usize) -> Self {
+        mapped.will_read(start, (start + RELEASE).min(end));
         Self {
             mapped,
             at: start,
@@ -334,6 +336,7 @@ impl BufRead for Window<'_> {
             let upto = self.at & !4095;
             self.mapped.done_with(self.released, upto);
             self.released = upto;
+            self.mapped.will_read(upto, (upto + RELEASE).min(self.end));
         }
     }
 }
