@@ -100,8 +100,6 @@ fn load_and_scan<'a>(
         Source::Mapped(map) => {
             let all = map.bytes();
             let (bytes, start, end) = slice(all, i, block);
-            let lo = i.saturating_mul(block).saturating_sub(1);
-            map.will_read(lo, lo + bytes.len());
             (
                 Data::Mapped(std::str::from_utf8(bytes).map_err(|_| bytes)),
                 start,
