@@ -36,13 +36,31 @@ def binaries(a, guest=False):
 
 
 def interleaved(runs, steps):
-    """Runs each of `steps` (callables) once per run, `runs` times, the order rotated one
-    place each run: whatever runs right after another (a cache it left cold, a clock it
-    slowed) falls on each step equally often, not always on the same one."""
+    """Runs each of `steps` (callables) once per run, `runs` times, in orders where each step
+    follows each other step equally often over a full cycle of orders (a Williams design):
+    whatever a step leaves behind (a cold cache, a slowed clock) falls on every other step
+    alike, not always on the same one (as in a fixed order or a rotated one)."""
+    orders = williams(len(steps))
     for i in range(runs):
-        k = i % len(steps)
-        for step in steps[k:] + steps[:k]:
-            step()
+        for k in orders[i % len(orders)]:
+            steps[k]()
+
+
+def williams(n):
+    """Orders of range(n) in which each ordered pair of neighbours occurs equally often:
+    n orders for even n, 2n for odd n."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        if len(first) % 2:
+            first.append(lo)
+            lo += 1
+        else:
+            first.append(hi)
+            hi -= 1
+    orders = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2:
+        orders += [o[::-1] for o in orders]
+    return orders
 
 
 def report_json(exe, path):
