@@ -89,15 +89,6 @@ pub(super) fn decode(raw: &RawReason, isa: Option<Isa>) -> Key {
                 },
             }
         }
-        RawReason::Name(name) => match exit_reason::lookup_name(isa, name) {
-            Some(info) => Key::Exit {
-                name: info.name.to_string(),
-                code: Some(info.code),
-            },
-            None => Key::Exit {
-                name: name.clone(),
-                code: None,
-            },
-        },
+        RawReason::Name(name) => Key::exit_named(isa, name),
     }
 }

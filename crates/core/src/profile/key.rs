@@ -57,6 +57,21 @@ pub enum Key {
 }
 
 impl Key {
+    /// The key of the exit reason named `name` in any era's spelling, under `isa` (its
+    /// canonical name and code); a name no table knows stays as written, without a code.
+    pub fn exit_named(isa: Option<crate::decode::Isa>, name: &str) -> Key {
+        match crate::decode::exit_reason::lookup_name(isa, name) {
+            Some(info) => Key::Exit {
+                name: info.name.to_string(),
+                code: Some(info.code),
+            },
+            None => Key::Exit {
+                name: name.to_string(),
+                code: None,
+            },
+        }
+    }
+
     /// The key as JSON shows it: the exit name, or the port/address/MSR in hex.
     pub fn key_text(&self) -> String {
         match self {

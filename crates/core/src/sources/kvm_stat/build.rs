@@ -121,7 +121,7 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
     let mut seen: HashMap<(bool, Key), usize> = HashMap::new();
     for c in &run.counters {
         let (key, is_exit) = match &c.exit {
-            Some(reason) => (exit_key(isa, reason), true),
+            Some(reason) => (Key::exit_named(isa, reason), true),
             None => (
                 Key::Event {
                     name: c.name.clone(),
@@ -210,21 +210,6 @@ fn add(table: &mut Table, row: Row) {
     match table.rows.iter_mut().find(|r| r.key == row.key) {
         Some(existing) => existing.merge(&row),
         None => table.rows.push(row),
-    }
-}
-
-/// The key of an exit reason printed by kvm_stat (its own VMX/SVM/AArch64 tables), decoded
-/// under the ISA its names suggest; names no table knows stay as printed, without a code.
-fn exit_key(isa: Option<crate::decode::Isa>, reason: &str) -> Key {
-    match exit_reason::lookup_name(isa, reason) {
-        Some(info) => Key::Exit {
-            name: info.name.to_string(),
-            code: Some(info.code),
-        },
-        None => Key::Exit {
-            name: reason.to_string(),
-            code: None,
-        },
     }
 }
 

@@ -35,25 +35,11 @@ impl NameCache {
             Some(&at) => at,
             None => {
                 names.insert(name.to_string(), self.decoded.len());
-                self.decoded.push(Self::decode(isa, name));
+                self.decoded.push(Key::exit_named(isa, name));
                 self.decoded.len() - 1
             }
         };
         &self.decoded[at]
-    }
-
-    /// The key of exit name `name` under `isa`.
-    fn decode(isa: Option<Isa>, name: &str) -> Key {
-        match exit_reason::lookup_name(isa, name) {
-            Some(info) => Key::Exit {
-                name: info.name.to_string(),
-                code: Some(info.code),
-            },
-            None => Key::Exit {
-                name: name.to_string(),
-                code: None,
-            },
-        }
     }
 
     /// The ISA the names of a table most likely come from.

@@ -144,14 +144,7 @@ impl Building {
         table.isa = isa;
         let (pid, vcpu) = self.ids();
         let count = self.decode(isa, notes, names, |key, count, time| {
-            table.rows.push(Row {
-                key: key.into_owned(),
-                pid,
-                vcpu,
-                count,
-                time,
-                latency: None,
-            });
+            table.rows.push(row(key, (pid, vcpu), count, time));
         });
         table.partial = self.partial | self.check_totals(count, notes);
         table.printed_total = self.total;
@@ -194,14 +187,7 @@ impl Building {
                     r.add(count, &time);
                     r.latency = None;
                 }
-                None => rows.push(Row {
-                    key: key.into_owned(),
-                    pid,
-                    vcpu,
-                    count,
-                    time,
-                    latency: None,
-                }),
+                None => rows.push(row(key, (pid, vcpu), count, time)),
             }
         });
         let partial = self.partial | self.check_totals(count, notes);
@@ -222,14 +208,14 @@ impl Building {
             .map_or((None, None), |s| (s.pid, s.vcpu))
     }
 
-    /// Gives `row` each row decoded under `isa`: its key, count and times (notes go to
+    /// Gives `each` every row decoded under `isa`: its key, count and times (notes go to
     /// `notes`). Returns the sum of the counts.
     fn decode(
         &mut self,
         isa: Option<Isa>,
         notes: &mut Vec<Note>,
         names: &mut NameCache,
-        mut row: impl FnMut(Cow<'_, Key>, u64, TimeStats),
+        mut each: impl FnMut(Cow<'_, Key>, u64, TimeStats),
     ) -> u64 {
         let vcpu = self.ids().1;
         let mut unknown_rows = 0;
@@ -260,7 +246,7 @@ impl Building {
                 zero_min = true;
             }
             count = count.saturating_add(raw.count);
-            row(key, raw.count, time);
+            each(key, raw.count, time);
         }
         if zero_min {
             notes.push(Note {
@@ -370,6 +356,19 @@ impl Building {
             });
         }
         rows < total.count || lost
+    }
+}
+
+/// A row of a table read: `count` events of `key` with durations `time`, of the VMM process
+/// and vCPU `ids`.
+fn row(key: Cow<'_, Key>, ids: (Option<u32>, Option<u32>), count: u64, time: TimeStats) -> Row {
+    Row {
+        key: key.into_owned(),
+        pid: ids.0,
+        vcpu: ids.1,
+        count,
+        time,
+        latency: None,
     }
 }
 
