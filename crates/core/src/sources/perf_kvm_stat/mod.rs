@@ -381,10 +381,12 @@ impl Reader {
         match (&b.timestamp, self.profile.tables.last_mut()) {
             // One more interval of a live session.
             (Some((_, s)), Some(last))
-                if last.window.is_some()
-                    && last.kind == b.kind
-                    && last.scope.as_deref() == b.scope.as_ref().map(|s| s.text.as_str())
-                    && (last.isa == isa || isa.is_none()) =>
+                if table::continues_live(
+                    last,
+                    &b.kind,
+                    b.scope.as_ref().map(|s| s.text.as_str()),
+                    isa,
+                ) =>
             {
                 let seconds = (self.live_first, *s);
                 b.sum_into(last, seconds, isa, notes, names, spare);

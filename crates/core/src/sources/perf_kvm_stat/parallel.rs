@@ -211,11 +211,8 @@ impl Reader {
         else {
             return true;
         };
-        let one_reader_sums = last.window.is_some()
-            && first.window.is_some()
-            && last.kind == first.kind
-            && last.scope == first.scope
-            && (last.isa == first.isa || first.isa.is_none());
+        let one_reader_sums = first.window.is_some()
+            && table::continues_live(last, &first.kind, first.scope.as_deref(), first.isa);
         !one_reader_sums || last.isa == first.isa
     }
 
@@ -254,12 +251,15 @@ impl Reader {
                 .as_ref()
                 .and_then(|w| w.end.as_deref())
                 .and_then(layout::timestamp);
+            // As one reader would ([`Reader::joins_exactly`] held: the ISAs are the same).
             match (last_seconds, self.profile.tables.last_mut()) {
                 (Some(s), Some(last))
-                    if last.window.is_some()
-                        && last.kind == first.kind
-                        && last.scope == first.scope
-                        && last.isa == first.isa =>
+                    if table::continues_live(
+                        last,
+                        &first.kind,
+                        first.scope.as_deref(),
+                        first.isa,
+                    ) =>
                 {
                     table::sum_interval(last, first, (self.live_first, s));
                     summed_first = true;

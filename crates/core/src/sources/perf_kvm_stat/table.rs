@@ -372,6 +372,21 @@ fn row(key: Cow<'_, Key>, ids: (Option<u32>, Option<u32>), count: u64, time: Tim
     }
 }
 
+/// Whether a table of `kind`, `scope` and `isa`, read at a timestamp, is one more interval of
+/// the live session summed in `last` (so one reader sums it into `last`): the same kind and
+/// scope, and the same ISA or none guessed.
+pub(super) fn continues_live(
+    last: &Table,
+    kind: &TableKind,
+    scope: Option<&str>,
+    isa: Option<Isa>,
+) -> bool {
+    last.window.is_some()
+        && last.kind == *kind
+        && last.scope.as_deref() == scope
+        && (last.isa == isa || isa.is_none())
+}
+
 /// Adds the rows of `next` (one more interval of a live session) into `into`.
 pub(super) fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
     for row in next.rows {
