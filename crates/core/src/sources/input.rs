@@ -90,6 +90,24 @@ pub(crate) fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> 
     refused(format.read(reader, &name), &name, format, document)
 }
 
+/// Reads an in-memory input the way [`read_path`] reads a regular file holding the same bytes.
+pub(crate) fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Profile> {
+    if bytes.is_empty() {
+        return Err(empty(name));
+    }
+    if wrapped::wrapping(bytes).is_some() {
+        return read_stream(bytes, Path::new(name), name, format, 0);
+    }
+    let (format, document) =
+        refusal::choose(format, &bytes[..bytes.len().min(DETECT_BYTES)], name)?;
+    refused(
+        format.read(Cursor::new(bytes), name),
+        name,
+        format,
+        document,
+    )
+}
+
 /// `read`, or, when it failed on a document that only quotes `format`, the error saying so.
 fn refused(read: Result<Profile>, name: &str, format: Format, document: bool) -> Result<Profile> {
     read.map_err(|e| {

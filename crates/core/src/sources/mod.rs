@@ -32,7 +32,7 @@ pub(crate) mod virsh_domstats;
 mod wrapped;
 pub(crate) mod xenalyze;
 
-use std::io::{BufRead, Cursor, Seek};
+use std::io::{BufRead, Seek};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -203,14 +203,8 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<Profile> {
     input::read_path(path, format)
 }
 
-/// Reads an in-memory input (tests, fuzzing, standard input).
+/// Reads an in-memory input (pasted text, tests, fuzzing) exactly as the same bytes in a file
+/// would be read: empty, compressed and quoting inputs included.
 pub fn read_bytes(bytes: &[u8], name: &str, format: Option<Format>) -> Result<Profile> {
-    let format = match format {
-        Some(f) => f,
-        None => {
-            let head = &bytes[..bytes.len().min(DETECT_BYTES)];
-            detect(head).ok_or_else(|| refusal::unknown_format(name, head))?
-        }
-    };
-    format.read(Cursor::new(bytes), name)
+    input::read_bytes(bytes, name, format)
 }
