@@ -24,6 +24,9 @@ pub(super) struct NameCache {
 /// The names of a table, sorted.
 type NameSet = Box<[Box<str>]>;
 
+/// The most exit names whose key is kept (KVM knows about a hundred per ISA).
+const EXIT_NAMES: usize = 4096;
+
 /// The most name sets whose guessed ISA is kept (a live session repeats a handful).
 const ISA_SETS: usize = 4096;
 
@@ -34,6 +37,12 @@ impl NameCache {
         let at = match names.get(name) {
             Some(&at) => at,
             None => {
+                if self.decoded.len() >= EXIT_NAMES {
+                    // Only a hostile or broken input names this many exits: start over.
+                    self.decoded.clear();
+                    self.keys.clear();
+                }
+                let names = self.keys.entry(isa).or_default();
                 names.insert(name.to_string(), self.decoded.len());
                 self.decoded.push(Key::exit_named(isa, name));
                 self.decoded.len() - 1
@@ -112,5 +121,25 @@ mod tests {
             );
         }
         assert!(names.isa_sets <= super::ISA_SETS);
+    }
+
+    /// Millions of distinct exit names (a hostile transcript) keep a bounded cache, and every
+    /// name still gets its own key.
+    #[test]
+    fn the_exit_keys_kept_are_bounded() {
+        let mut names = NameCache::default();
+        for i in 0..3 * super::EXIT_NAMES {
+            let own = format!("EXIT_{i}");
+            assert_eq!(
+                names.exit_key(Some(Isa::Vmx), &own),
+                &crate::profile::Key::exit_named(Some(Isa::Vmx), &own)
+            );
+            assert_eq!(
+                names.exit_key(Some(Isa::Vmx), "HLT"),
+                &crate::profile::Key::exit_named(Some(Isa::Vmx), "HLT")
+            );
+        }
+        assert!(names.decoded.len() <= super::EXIT_NAMES);
+        assert!(names.keys.values().map(|k| k.len()).sum::<usize>() <= super::EXIT_NAMES);
     }
 }
