@@ -109,7 +109,7 @@ pub(crate) fn line_text(raw: &[u8]) -> Cow<'_, str> {
         end -= 1;
     }
     let raw = &raw[..end];
-    let text = match std::str::from_utf8(raw) {
+    let text = match simdutf8::basic::from_utf8(raw) {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => String::from_utf8_lossy(raw),
     };

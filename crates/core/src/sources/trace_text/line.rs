@@ -179,18 +179,21 @@ fn split_by(line: &str, mut prefix_of: impl FnMut(&str) -> Prefix) -> Option<Lin
 }
 
 /// Where the next `NAME:` token from `from` on ends: the next `:` followed by a blank or the
-/// end of the line. The columns before a line's event are a few dozen bytes: a plain loop
-/// (memchr measured no faster).
+/// end of the line. The columns before a line's event are a few dozen bytes: searched a word
+/// at a time (memchr measured no faster than a byte loop; the word search is).
 #[inline]
 fn token_end(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
-    while i < b.len() {
-        if b[i] == b':' && matches!(b.get(i + 1), None | Some(b' ' | b'\t')) {
+    loop {
+        i = crate::sources::blanks::find_byte(b, i, b':');
+        if i >= b.len() {
+            return None;
+        }
+        if matches!(b.get(i + 1), None | Some(b' ' | b'\t')) {
             return Some(i);
         }
         i += 1;
     }
-    None
 }
 
 /// Whether `line` is the first half of an event line that a mailer wrapped after the

@@ -101,7 +101,7 @@ fn load_and_scan<'a>(
             let all = map.bytes();
             let (bytes, start, end) = slice(all, i, block);
             (
-                Data::Mapped(std::str::from_utf8(bytes).map_err(|_| bytes)),
+                Data::Mapped(simdutf8::basic::from_utf8(bytes).map_err(|_| bytes)),
                 start,
                 end,
             )
