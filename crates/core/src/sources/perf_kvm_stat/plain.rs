@@ -96,10 +96,8 @@ fn plain_stdio_row(
             spread = numbers::percent(pct);
             break;
         }
-        let plain = cell
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b',' | b'%' | b'u' | b's'));
-        if !plain || n == values.len() {
+        // (Whether the cell is a plain number is left to `stdio`, which refuses any other.)
+        if n == values.len() {
             return None;
         }
         values[n] = cell;
