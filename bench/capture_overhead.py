@@ -5,7 +5,8 @@ writes, each a KVM_EXIT_IO return to userspace) runs with nothing recording, und
 system-wide), and under `virtlens serve` counting in the kernel (BPF: programs on the kvm
 tracepoints, nothing per event to user space), interleaved in a shuffled order every round
 because these machines are noisy. The BPF mode's count of the guest's port writes is checked
-from the exporter's metrics (exactly N), and the exporter's peak RSS is measured at two event
+from the exporter's metrics (exactly N), perf's from its recording (exactly N: perf is started
+with its events off and enabled through its control FIFO before the guest runs), and the exporter's peak RSS is measured at two event
 rates (flat memory: it must not grow with the rate).
 
 For each mode it prints the guest's time per port write (median, min-max spread), the added
@@ -29,6 +30,7 @@ import argparse
 import os
 import random
 import re
+import select
 import signal
 import statistics
 import subprocess
@@ -76,13 +78,47 @@ def start_virtlens(cmd):
     return rec
 
 
-def wait_ready_perf(path, timeout=20.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return
-        time.sleep(0.02)
-    sys.exit("perf record did not start")
+def start_perf(path, tmp, timeout=60.0):
+    """`perf record -a -e 'kvm:*'`, returned once its events are on: it starts with them off
+    (`-D -1`) and acknowledges the `enable` sent on its control FIFO. (Its file appears before
+    its events are enabled: a guest run between the two was not recorded at all.)"""
+    ctl, ack = os.path.join(tmp, "perf-ctl"), os.path.join(tmp, "perf-ack")
+    for f in (ctl, ack):
+        if os.path.exists(f):
+            os.remove(f)
+        os.mkfifo(f)
+    rec = subprocess.Popen(["perf", "record", "-q", "-a", "-e", "kvm:*", "-o", path, "-D", "-1",
+                            "--control", f"fifo:{ctl},{ack}"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Read-write opens of a FIFO never block, whether perf has opened it yet or not.
+    ctl_fd = os.open(ctl, os.O_RDWR)
+    ack_fd = os.open(ack, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        os.write(ctl_fd, b"enable\n")
+        got = b""
+        end = time.time() + timeout
+        while b"ack" not in got:
+            left = end - time.time()
+            if left <= 0 or rec.poll() is not None:
+                rec.kill()
+                _, err = rec.communicate()
+                sys.exit(f"perf record did not enable its events: {err.strip()}")
+            ready, _, _ = select.select([ack_fd], [], [], min(left, 1.0))
+            if ready:
+                got += os.read(ack_fd, 64)
+    finally:
+        os.close(ctl_fd)
+        os.close(ack_fd)
+    return rec
+
+
+def perf_pio_count(path, pid, port):
+    """The guest's port writes to `port` that perf recorded in `path`."""
+    out = subprocess.run(["perf", "script", "-i", path, "-F", "pid,event,trace"], check=True,
+                         capture_output=True, text=True).stdout
+    at = f"at {int(port, 0):#x} "
+    return sum(1 for line in out.splitlines()
+               if "kvm_pio:" in line and at in line and line.split()[:1] == [str(pid)])
 
 
 def start_serve(virtlens, extra=()):
@@ -160,15 +196,8 @@ def run_mode(mode, virtlens, guest, writes, port, tmp, settle):
     path = os.path.join(tmp, "perf.data" if mode == "perf" else "capture.parquet")
     if os.path.exists(path):
         os.remove(path)
-    if mode == "perf":
-        cmd = ["perf", "record", "-q", "-a", "-e", "kvm:*", "-o", path]
-    else:
-        cmd = [virtlens, "record", "-o", path]
-    if mode == "perf":
-        rec = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        wait_ready_perf(path)
-    else:
-        rec = start_virtlens(cmd)
+    cmd = [virtlens, "record", "-o", path]
+    rec = start_perf(path, tmp) if mode == "perf" else start_virtlens(cmd)
     time.sleep(settle)
     ms, pid = guest_ms(guest, writes, port)
     time.sleep(0.2)
@@ -239,6 +268,10 @@ def main():
                     last[m] = (path, rows)
                 if m == "perf":
                     last["perf"] = path
+                    n = perf_pio_count(path, pid, a.port)
+                    if n != a.writes:
+                        sys.exit(f"round {r}: perf recorded {n} port writes of the guest to "
+                                 f"{a.port}, expected {a.writes}: its cost was not measured")
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(
                 f"{m} {times[m][-1]:.1f} ms" for m in modes), file=sys.stderr, flush=True)
         perf_events = count_perf_events(last["perf"])
@@ -285,12 +318,14 @@ def main():
               f"{hi_kb / 1024:.1f} MiB at {hi_rate:,.0f} events/s "
               f"(ratio {hi_kb / max(lo_kb, 1):.2f}; flat memory: <= 1.10)")
         ok &= hi_kb <= 1.10 * lo_kb
+    print(f"perf: recorded exactly {a.writes} port writes of the guest every round")
     if "bpf" in modes:
         print(f"BPF: the exporter counted exactly {a.writes} port writes of the guest every round")
         print(f"BPF programs as the kernel times them (one more run, --bpf-stats): "
               f"{prog[0]:.0f} ns per program run, {prog[1]:.2f} runs per guest write "
               f"(system-wide: other VMs' events count too): {prog[0] * prog[1]:.0f} ns per "
-              f"write, {prog[0] * prog[1] / add_perf:.2f} of perf's added cost")
+              f"write, {prog[0] * prog[1] / add_perf if add_perf > 0 else float('nan'):.2f} "
+              f"of perf's added cost")
     for m in ("tracefs", "bpf"):
         if f"{m}-base" in modes:
             ours, base = med[m] - med["none"], med[f"{m}-base"] - med["none"]

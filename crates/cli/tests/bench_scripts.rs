@@ -107,6 +107,11 @@ fn capture_bench_counts_every_port_write_in_every_mode() {
         text.contains("counted exactly 1000 port writes of the guest every round"),
         "{text}"
     );
+    // perf's cost is measured only if perf recorded the guest (it once started too late).
+    assert!(
+        text.contains("perf: recorded exactly 1000 port writes of the guest every round"),
+        "{text}"
+    );
     assert!(
         text.contains("A/B added cost per guest exit, bpf"),
         "{text}"
