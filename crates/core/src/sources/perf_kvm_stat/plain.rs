@@ -6,7 +6,7 @@
 use super::Reader;
 use super::layout::{self, Layout, StdioColumn};
 use super::pasted;
-use super::row::{MAX_CELLS, RawRow, key_shaped, looks_numeric, stdio};
+use super::row::{Cell, MAX_CELLS, RawRow, key_shaped, looks_numeric, stdio_cells};
 use super::table::pending_code;
 use crate::sources::{blanks, numbers};
 
@@ -76,11 +76,27 @@ fn plain_stdio_row(
     {
         return None;
     }
-    let mut values = [""; MAX_CELLS - 1];
+    let bytes = t.as_bytes();
+    let mut values = [Cell::Percent; MAX_CELLS - 1];
     let mut n = 0;
     let mut spread = None;
-    while let Some(cell) = cells.next() {
-        if cell == "(" {
+    loop {
+        let at = blanks::skip(bytes, cells.at);
+        if at == bytes.len() {
+            break;
+        }
+        if bytes[at] != b'(' {
+            // A value, read as its end is found.
+            let (value, end) = value_at(bytes, at)?;
+            if n == values.len() {
+                return None;
+            }
+            values[n] = value;
+            n += 1;
+            cells.at = end;
+            continue;
+        }
+        if cells.next() == Some("(") {
             // The spread, and nothing after it.
             let (Some("+-"), Some(pct), Some(")"), None) =
                 (cells.next(), cells.next(), cells.next(), cells.next())
@@ -96,14 +112,9 @@ fn plain_stdio_row(
             spread = numbers::percent(pct);
             break;
         }
-        // (Whether the cell is a plain number is left to `stdio`, which refuses any other.)
-        if n == values.len() {
-            return None;
-        }
-        values[n] = cell;
-        n += 1;
+        return None;
     }
-    let (count, time) = stdio(&values[..n], columns, spread)?;
+    let (count, time) = stdio_cells(values[..n].iter().map(|&v| Some(v)), columns, spread)?;
     let mut key_buf = key_buf;
     key_buf.clear();
     key_buf.push_str(key);
@@ -113,6 +124,64 @@ fn plain_stdio_row(
         time,
         line,
     })
+}
+
+/// The value cell that starts at `at` (not a blank), read in the pass that finds its end:
+/// digits with at most one `.`, then `%`, `us` or nothing, then a blank or the end of the
+/// line; with where it ends. `Some` only where `row::stdio_cell` reads the cell the same;
+/// `None` for any cell it would not read, and for any this pass is unsure of (a number too
+/// large for the checks here), which the full path then reads.
+#[inline]
+fn value_at(b: &[u8], mut at: usize) -> Option<(Cell, usize)> {
+    let digit = |i: usize| {
+        b.get(i)
+            .filter(|c| c.is_ascii_digit())
+            .map(|c| u64::from(c - b'0'))
+    };
+    let mut whole: u64 = 0;
+    let mut digits = 0;
+    while let Some(d) = digit(at) {
+        whole = whole.checked_mul(10)?.checked_add(d)?;
+        digits += 1;
+        at += 1;
+    }
+    // Microseconds are kept to three decimals, the fourth rounding half up.
+    let (mut frac, mut decimals, mut round_up, mut dot) = (0u64, 0u32, false, false);
+    if b.get(at) == Some(&b'.') {
+        dot = true;
+        at += 1;
+        while let Some(d) = digit(at) {
+            match decimals {
+                0..3 => frac = frac * 10 + d,
+                3 => round_up = d >= 5,
+                _ => {}
+            }
+            decimals += 1;
+            digits += 1;
+            at += 1;
+        }
+    }
+    let ends = |i: usize| b.get(i).is_none_or(|&c| c == b' ' || c == b'\t');
+    if digits == 0 {
+        return None;
+    }
+    match b.get(at) {
+        Some(b'%') if ends(at + 1) => {
+            // Checked as `numbers::percent` checks it: in hundredths, it must fit.
+            whole.checked_mul(100)?.checked_add(100)?;
+            Some((Cell::Percent, at + 1))
+        }
+        Some(b'u') if b.get(at + 1) == Some(&b's') && ends(at + 2) => {
+            let kept = decimals.min(3);
+            let ns = whole
+                .checked_mul(1000)?
+                .checked_add(frac * 10u64.pow(3 - kept))?
+                .checked_add(u64::from(round_up))?;
+            Some((Cell::Micros(ns), at + 2))
+        }
+        _ if !dot && ends(at) => Some((Cell::Count(whole), at)),
+        _ => None,
+    }
 }
 
 /// The cells of a line split at blanks (` `, tab), found eight bytes at a time: `str::split`
@@ -140,6 +209,22 @@ mod tests {
     use super::Cells;
 
     proptest::proptest! {
+        /// A value read in one pass is what `stdio_cell` reads from the cell it spans, and the
+        /// cells perf prints all take this pass.
+        #[test]
+        fn values_read_as_stdio_reads_them(picks in proptest::collection::vec(0usize..9, 1..24), tail in 0usize..3) {
+            let cell: String = picks.iter().map(|&i| ["1", "9", "0", "5", ".", "%", "us", "x", ","][i]).collect();
+            let line = format!("{cell}{}", ["", " ", "\t7"][tail]);
+            let read = super::value_at(line.as_bytes(), 0);
+            let stdio = super::super::row::stdio_cell(&cell);
+            if let Some((value, end)) = read {
+                proptest::prop_assert_eq!(end, cell.len(), "{:?}", line);
+                proptest::prop_assert_eq!(Some(value), stdio, "{:?}", line);
+            } else if cell.bytes().filter(u8::is_ascii_digit).count() <= 15 {
+                proptest::prop_assert_eq!(stdio, None, "{:?}", line);
+            }
+        }
+
         /// The cells are those `str::split` finds, whatever the blanks and where they fall
         /// against the eight-byte words.
         #[test]

@@ -194,20 +194,53 @@ pub(super) fn stdio(
     columns: &[StdioColumn],
     spread: Option<f64>,
 ) -> Option<(u64, TimeStats)> {
+    stdio_cells(values.iter().map(|v| stdio_cell(v)), columns, spread)
+}
+
+/// A value of a stdio row, by its unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Cell {
+    /// A percentage (checked, not kept: the shares are computed again from the counts).
+    Percent,
+    /// A time in microseconds, as nanoseconds.
+    Micros(u64),
+    Count(u64),
+}
+
+/// `v` read by its unit first: `%`, `us`, else a count; `None` when it is none of them.
+pub(super) fn stdio_cell(v: &str) -> Option<Cell> {
+    if v.ends_with('%') {
+        numbers::percent(v).map(|_| Cell::Percent)
+    } else if v.ends_with("us") {
+        numbers::micros_as_ns(v).map(Cell::Micros)
+    } else {
+        numbers::count(v).map(Cell::Count)
+    }
+}
+
+/// [`stdio`] of the row's values already read ([`stdio_cell`]); `None` for a value that is
+/// none.
+pub(super) fn stdio_cells(
+    values: impl Iterator<Item = Option<Cell>>,
+    columns: &[StdioColumn],
+    spread: Option<f64>,
+) -> Option<(u64, TimeStats)> {
     let mut count = None;
     let mut percents = 0;
     let mut times = [0u64; 3];
     let mut n_times = 0;
     for v in values {
-        // By unit first: `%`, `us`, else a count.
-        if v.ends_with('%') {
-            numbers::percent(v)?;
-            percents += 1;
-        } else if v.ends_with("us") {
-            *times.get_mut(n_times)? = numbers::micros_as_ns(v)?;
-            n_times += 1;
-        } else if count.replace(numbers::count(v)?).is_some() {
-            return None;
+        match v? {
+            Cell::Percent => percents += 1,
+            Cell::Micros(ns) => {
+                *times.get_mut(n_times)? = ns;
+                n_times += 1;
+            }
+            Cell::Count(c) => {
+                if count.replace(c).is_some() {
+                    return None;
+                }
+            }
         }
     }
     let want_percents = columns.iter().filter(|c| c.percent()).count();
