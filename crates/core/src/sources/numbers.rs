@@ -28,7 +28,29 @@ pub(crate) fn nanos(text: &str) -> Option<u64> {
 /// A non-negative decimal number multiplied by 10^`scale` and rounded half up to an integer,
 /// using integer arithmetic only (`"0.59"`, scale 3 → 590).
 pub(crate) fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
-    let b = text.as_bytes();
+    let d = decimal_at(text.as_bytes(), 0, scale)?;
+    (d.end == text.len() && d.digits > 0).then_some(d.value)
+}
+
+/// A decimal number read where it starts in a line: [`decimal_at`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Decimal {
+    /// The number × 10^scale, rounded half up.
+    pub value: u64,
+    /// Where its digits end.
+    pub end: usize,
+    /// How many digits it has (none when it is empty or only a point).
+    pub digits: usize,
+    /// Whether it has a decimal point.
+    pub point: bool,
+}
+
+/// The decimal number that starts at `at` of `b` (digits, then at most one `.` and digits;
+/// it ends at any other byte), multiplied by 10^`scale` and rounded half up, with integer
+/// arithmetic only. `None` when the value overflows.
+// Inlined: `scale` is then a constant and the value stays in registers.
+#[inline(always)]
+pub(crate) fn decimal_at(b: &[u8], at: usize, scale: u32) -> Option<Decimal> {
     let digit = |i: usize| {
         b.get(i)
             .filter(|c| c.is_ascii_digit())
@@ -38,15 +60,16 @@ pub(crate) fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
     // any digits after it only have to be digits. (Two plain loops: a per-byte state machine
     // was a twelfth of reading a transcript.)
     let mut value: u64 = 0;
-    let mut i = 0;
+    let mut i = at;
     while let Some(d) = digit(i) {
         value = value.checked_mul(10)?.checked_add(d)?;
         i += 1;
     }
-    let mut digits = i;
+    let mut digits = i - at;
     let mut have = 0;
     let mut round_up = false;
-    if b.get(i) == Some(&b'.') {
+    let point = b.get(i) == Some(&b'.');
+    if point {
         i += 1;
         let first = i;
         while let Some(d) = digit(i) {
@@ -61,14 +84,16 @@ pub(crate) fn decimal_scaled(text: &str, scale: u32) -> Option<u64> {
         }
         digits += i - first;
     }
-    if i != b.len() || digits == 0 {
-        return None;
-    }
     value = value.checked_mul(10u64.checked_pow(scale - have)?)?;
     if round_up {
         value = value.checked_add(1)?;
     }
-    Some(value)
+    Some(Decimal {
+        value,
+        end: i,
+        digits,
+        point,
+    })
 }
 
 #[cfg(test)]

@@ -132,54 +132,19 @@ fn plain_stdio_row(
 /// `None` for any cell it would not read, and for any this pass is unsure of (a number too
 /// large for the checks here), which the full path then reads.
 #[inline]
-fn value_at(b: &[u8], mut at: usize) -> Option<(Cell, usize)> {
-    let digit = |i: usize| {
-        b.get(i)
-            .filter(|c| c.is_ascii_digit())
-            .map(|c| u64::from(c - b'0'))
-    };
-    let mut whole: u64 = 0;
-    let mut digits = 0;
-    while let Some(d) = digit(at) {
-        whole = whole.checked_mul(10)?.checked_add(d)?;
-        digits += 1;
-        at += 1;
-    }
-    // Microseconds are kept to three decimals, the fourth rounding half up.
-    let (mut frac, mut decimals, mut round_up, mut dot) = (0u64, 0u32, false, false);
-    if b.get(at) == Some(&b'.') {
-        dot = true;
-        at += 1;
-        while let Some(d) = digit(at) {
-            match decimals {
-                0..3 => frac = frac * 10 + d,
-                3 => round_up = d >= 5,
-                _ => {}
-            }
-            decimals += 1;
-            digits += 1;
-            at += 1;
-        }
-    }
-    let ends = |i: usize| b.get(i).is_none_or(|&c| c == b' ' || c == b'\t');
-    if digits == 0 {
+fn value_at(b: &[u8], at: usize) -> Option<(Cell, usize)> {
+    // Read as microseconds: a percentage or count that fits so fits as what it is.
+    let d = numbers::decimal_at(b, at, 3)?;
+    if d.digits == 0 {
         return None;
     }
-    match b.get(at) {
-        Some(b'%') if ends(at + 1) => {
-            // Checked as `numbers::percent` checks it: in hundredths, it must fit.
-            whole.checked_mul(100)?.checked_add(100)?;
-            Some((Cell::Percent, at + 1))
+    let ends = |i: usize| b.get(i).is_none_or(|&c| c == b' ' || c == b'\t');
+    match b.get(d.end) {
+        Some(b'%') if ends(d.end + 1) => Some((Cell::Percent, d.end + 1)),
+        Some(b'u') if b.get(d.end + 1) == Some(&b's') && ends(d.end + 2) => {
+            Some((Cell::Micros(d.value), d.end + 2))
         }
-        Some(b'u') if b.get(at + 1) == Some(&b's') && ends(at + 2) => {
-            let kept = decimals.min(3);
-            let ns = whole
-                .checked_mul(1000)?
-                .checked_add(frac * 10u64.pow(3 - kept))?
-                .checked_add(u64::from(round_up))?;
-            Some((Cell::Micros(ns), at + 2))
-        }
-        _ if !dot && ends(at) => Some((Cell::Count(whole), at)),
+        _ if !d.point && ends(d.end) => Some((Cell::Count(d.value / 1000), d.end)),
         _ => None,
     }
 }
