@@ -97,9 +97,10 @@ struct Reader {
     pending: Option<(usize, String)>,
     /// What tables already read leave for the next to reuse.
     spare: table::Spare,
-    /// A `Lost events` line came before any table: a reader of the lines before would have
-    /// charged the loss to its last table.
-    lost_before_tables: bool,
+    /// A `Lost events` line came before any table, or after the first table ended: a reader
+    /// of the lines before would have charged the loss to its own last table (into which it
+    /// may have summed that first table), not to what this reader charged it to.
+    lost_looks_back: bool,
 }
 
 impl Reader {
@@ -123,7 +124,7 @@ impl Reader {
             last_header: None,
             pending: None,
             spare: table::Spare::default(),
-            lost_before_tables: false,
+            lost_looks_back: false,
         }
     }
 
@@ -207,13 +208,16 @@ impl Reader {
                     b.total.as_mut()
                 }
                 None if self.profile.tables.is_empty() => {
-                    self.lost_before_tables = true;
+                    self.lost_looks_back = true;
                     None
                 }
-                None => self.profile.tables.last_mut().and_then(|t| {
-                    t.partial = true;
-                    t.printed_total.as_mut()
-                }),
+                None => {
+                    self.lost_looks_back |= self.profile.tables.len() == 1;
+                    self.profile.tables.last_mut().and_then(|t| {
+                        t.partial = true;
+                        t.printed_total.as_mut()
+                    })
+                }
             };
             if let Some(total) = total {
                 total.lost_events = Some(total.lost_events.unwrap_or(0).saturating_add(lost));

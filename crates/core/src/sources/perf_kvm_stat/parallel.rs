@@ -6,7 +6,7 @@
 //! cut, would have been in that fresh state too: nothing pending (no table, wrapped row, label,
 //! scope, `--event` of a command line, or unknown exit code carried over), and the part read
 //! nothing that looks back across the cut (no repaired or unreadable line, no `Lost events`
-//! before its first table). Where that does not hold, the reader of the parts before goes on
+//! before its second table). Where that does not hold, the reader of the parts before goes on
 //! through the part's lines itself, as a single reader would. The join sums the first table
 //! of a part into the last one before it as the live session's intervals are summed, and takes
 //! the part's state as its own.
@@ -199,7 +199,7 @@ impl Reader {
     /// Whether this reader, which started fresh at a cut, read nothing that a reader arriving
     /// there from the lines before would have read otherwise.
     fn fresh_start(&self) -> bool {
-        self.book.is_quiet() && !self.lost_before_tables
+        self.book.is_quiet() && !self.lost_looks_back
     }
 
     /// Whether [`Reader::join`] with `later` does what one reader would: where one reader
@@ -240,7 +240,7 @@ impl Reader {
             last_header,
             pending,
             spare: _,
-            lost_before_tables: _,
+            lost_looks_back: _,
         } = later;
         let mut tables = profile.tables.into_iter();
         let mut summed_first = false;

@@ -182,7 +182,13 @@ fn cases_the_proptest_found() {
     // The middle part pushed no table, and the join took its (unset) window start.
     // A table of unknown ISA (`UNKNOWN` alone) is summed into one of a known ISA by one
     // reader; the join must not push it as a table of its own.
-    for picks in [&[0, 7, 14, 0, 7, 0][..], &[0, 7, 14, 0, 9, 3, 0]] {
+    // A `Lost events` line after the part's first table ended: one reader charged it to the
+    // table it had summed that first table into, which has a printed total.
+    for picks in [
+        &[0, 7, 14, 0, 7, 0][..],
+        &[0, 7, 14, 0, 9, 3, 0],
+        &[0, 7, 14, 0, 7, 3, 15, 0],
+    ] {
         let (one, parts, text) = random_both_ways(picks);
         assert!(same(&one, &parts), "{text}\n{one}\n{parts}");
     }
