@@ -6,7 +6,7 @@
 use super::Reader;
 use super::layout::{self, Layout, StdioColumn};
 use super::pasted;
-use super::row::{Cell, MAX_CELLS, RawRow, looks_numeric, stdio_cells};
+use super::row::{self, Cell, MAX_CELLS, RawRow, looks_numeric, stdio_cells};
 use super::table::pending_code;
 use crate::sources::{blanks, numbers};
 
@@ -123,19 +123,12 @@ fn plain_stdio_row(
 /// takes it, without the `-` or `Sa` of headers and rules, and not a time (`us` after a
 /// leading digit). (`key_shaped` already refuses a count or a percentage.)
 fn plain_key(key: &str) -> bool {
-    let b = key.as_bytes();
-    let Some(&first) = b.first() else {
-        return false;
-    };
-    if !(first.is_ascii_alphabetic() || first == b'_' || key.starts_with("0x"))
-        || b.last() == Some(&b':')
-    {
+    if !row::key_ends_shaped(key) {
         return false;
     }
     let mut before = 0;
-    for &c in b {
-        let allowed = c.is_ascii_alphanumeric() || matches!(c, b'_' | b':' | b'.' | b'(' | b')');
-        if !allowed || (before == b'S' && c == b'a') {
+    for c in key.bytes() {
+        if !row::key_byte(c) || c == b'-' || (before == b'S' && c == b'a') {
             return false;
         }
         before = c;

@@ -332,13 +332,22 @@ pub(super) fn looks_numeric(cell: &str) -> bool {
 
 /// A key is a name or an address: no sentence punctuation, starts with a letter, `0x` or `_`.
 pub(super) fn key_shaped(key: &str) -> bool {
+    key_ends_shaped(key) && key.bytes().all(key_byte)
+}
+
+/// A key's ends as perf prints them: it starts with a letter, `_` or `0x`, and does not end
+/// with `:` (a label such as `Analyze events for all VMs:`).
+pub(super) fn key_ends_shaped(key: &str) -> bool {
     key.bytes()
         .next()
         .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_' || key.starts_with("0x"))
         && !key.ends_with(':')
-        && key.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'(' | b')')
-        })
+}
+
+/// A byte a key may hold: the names, ports (`0x6e0:W`), addresses and MSRs perf prints.
+#[inline]
+pub(super) fn key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'(' | b')')
 }
 
 /// A first cell that names an exit reason, port, address or MSR the way perf prints them
