@@ -112,13 +112,20 @@ def start_perf(path, tmp, timeout=60.0):
     return rec
 
 
-def perf_pio_count(path, pid, port):
-    """The guest's port writes to `port` that perf recorded in `path`."""
+def perf_counts(path, pid, port):
+    """From one `perf script` pass over `path`: (events perf recorded, the guest's port
+    writes to `port` among them)."""
     out = subprocess.run(["perf", "script", "-i", path, "-F", "pid,event,trace"], check=True,
                          capture_output=True, text=True).stdout
     at = f"at {int(port, 0):#x} "
-    return sum(1 for line in out.splitlines()
-               if "kvm_pio:" in line and at in line and line.split()[:1] == [str(pid)])
+    events = writes = 0
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        events += 1
+        if "kvm_pio:" in line and at in line and line.split()[:1] == [str(pid)]:
+            writes += 1
+    return events, writes
 
 
 def start_serve(virtlens, extra=()):
@@ -209,12 +216,6 @@ def run_mode(mode, virtlens, guest, writes, port, tmp, settle):
     return ms, pid, os.path.getsize(path), path
 
 
-def count_perf_events(path):
-    out = subprocess.run(["perf", "script", "-i", path, "-F", "event"], check=True,
-                         capture_output=True, text=True).stdout
-    return sum(1 for line in out.splitlines() if line.strip())
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--writes", type=int, default=20000)
@@ -267,14 +268,13 @@ def main():
                     rows = ddb.sql(f"SELECT count(*) FROM '{path}'").fetchall()[0][0]
                     last[m] = (path, rows)
                 if m == "perf":
-                    last["perf"] = path
-                    n = perf_pio_count(path, pid, a.port)
+                    last["perf"], n = perf_counts(path, pid, a.port)
                     if n != a.writes:
                         sys.exit(f"round {r}: perf recorded {n} port writes of the guest to "
                                  f"{a.port}, expected {a.writes}: its cost was not measured")
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(
                 f"{m} {times[m][-1]:.1f} ms" for m in modes), file=sys.stderr, flush=True)
-        perf_events = count_perf_events(last["perf"])
+        perf_events = last["perf"]
         vl_rows = last["tracefs"][1] if "tracefs" in last else 0
         rss = rss_at_two_rates(virtlens, guest, a.port) if "bpf" in modes else None
         prog = program_time(virtlens, guest, a.writes, a.port) if "bpf" in modes else None
