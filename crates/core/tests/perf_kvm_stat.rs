@@ -331,6 +331,18 @@ fn live_intervals_sum_into_one_table_with_a_window() {
     assert_eq!(w.intervals, 5);
     assert_eq!(w.duration_ns, Some(5_000_000_000));
     assert_eq!(t.printed_total.as_ref().map(|x| x.count), Some(510));
+    // Pasted without the totals lines: each timestamp still ends the table above it (its
+    // digits do not read as the start of a wrapped row), and the intervals still sum.
+    let bare: String = text
+        .lines()
+        .filter(|l| !l.starts_with("Total Samples:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = read_text(&bare);
+    assert_eq!(p.tables.len(), 1, "{:?}", p.warnings);
+    assert_eq!(p.tables[0].count(), 510);
+    assert_eq!(p.tables[0].window.as_ref().map(|w| w.intervals), Some(5));
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }
 
 #[test]

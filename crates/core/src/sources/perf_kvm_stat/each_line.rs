@@ -125,6 +125,7 @@ impl LineFormat for Reader {
             self.profile.warnings.push(unread::cut_row(line));
         }
         self.finish();
+        self.profile.warnings.extend(self.losses.note());
         self.book.note_unread(cut, &mut self.profile.warnings);
         if self.profile.tables.is_empty() {
             let expected = "expected a `perf kvm stat` table: a column header such as \

@@ -17,6 +17,7 @@ mod carry;
 mod damaged;
 mod each_line;
 mod layout;
+mod lost;
 mod names;
 mod parallel;
 #[cfg(test)]
@@ -97,10 +98,13 @@ struct Reader {
     pending: Option<(usize, String)>,
     /// What tables already read leave for the next to reuse.
     spare: table::Spare,
-    /// A `Lost events` line came before any table, or after the first table ended: a reader
-    /// of the lines before would have charged the loss to its own last table (into which it
-    /// may have summed that first table), not to what this reader charged it to.
+    /// A `Lost events` line came before any table, or after the first table ended when that
+    /// table has no printed total: a reader of the lines before would have charged the loss
+    /// to its own last table (into which it may have summed that first table, and which may
+    /// have a printed total), not to what this reader charged it to.
     lost_looks_back: bool,
+    /// The `Lost events` lines, noted once at the end.
+    losses: lost::Losses,
 }
 
 impl Reader {
@@ -125,6 +129,7 @@ impl Reader {
             pending: None,
             spare: table::Spare::default(),
             lost_looks_back: false,
+            losses: lost::Losses::default(),
         }
     }
 
@@ -212,7 +217,12 @@ impl Reader {
                     None
                 }
                 None => {
-                    self.lost_looks_back |= self.profile.tables.len() == 1;
+                    // Charged to the part's first table: one reader charges it to the table
+                    // that table was summed into, the same where both have a printed total
+                    // (the sums then add up alike) or the one before has none (then neither
+                    // keeps it); not where only the one before has one.
+                    self.lost_looks_back |= self.profile.tables.len() == 1
+                        && self.profile.tables[0].printed_total.is_none();
                     self.profile.tables.last_mut().and_then(|t| {
                         t.partial = true;
                         t.printed_total.as_mut()
@@ -222,10 +232,7 @@ impl Reader {
             if let Some(total) = total {
                 total.lost_events = Some(total.lost_events.unwrap_or(0).saturating_add(lost));
             }
-            self.note(
-                n,
-                format!("perf lost {lost} events: the counts are incomplete"),
-            );
+            self.losses.add(n, lost);
         } else if let Some(unknown) = layout::unknown_exit_code(t) {
             self.unknown = Some(unknown);
         } else if lines::elision(t) {
@@ -286,6 +293,11 @@ impl Reader {
         let Some(b) = &mut self.table else {
             return false;
         };
+        // The next interval's timestamp ends a table that has no totals line (a transcript
+        // pasted without them); its digits must not start a wrapped row.
+        if t.as_bytes().get(2) == Some(&b':') && layout::timestamp(t).is_some() {
+            return false;
+        }
         if b.rows.is_empty()
             && let Some(kind) = layout::kind_name(t)
         {

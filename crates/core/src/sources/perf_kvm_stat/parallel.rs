@@ -6,10 +6,10 @@
 //! cut, would have been in that fresh state too: nothing pending (no table, wrapped row, label,
 //! scope, `--event` of a command line, or unknown exit code carried over), and the part read
 //! nothing that looks back across the cut (no repaired or unreadable line, no `Lost events`
-//! before its second table). Where that does not hold, the reader of the parts before goes on
-//! through the part's lines itself, as a single reader would. The join sums the first table
-//! of a part into the last one before it as the live session's intervals are summed, and takes
-//! the part's state as its own.
+//! before its first table, nor after it when that table has no printed total). Where that
+//! does not hold, the reader of the parts before goes on through the part's lines itself, as
+//! a single reader would. The join sums the first table of a part into the last one before
+//! it as the live session's intervals are summed, and takes the part's state as its own.
 //!
 //! The result is the one reader's: the same tables, rows, counts, windows, notes and line
 //! numbers. (A row's variance is summed in another order, so it can differ in its last bits.)
@@ -198,7 +198,7 @@ impl Reader {
 
     /// Whether this reader, which started fresh at a cut, read nothing that a reader arriving
     /// there from the lines before would have read otherwise.
-    fn fresh_start(&self) -> bool {
+    pub(super) fn fresh_start(&self) -> bool {
         self.book.is_quiet() && !self.lost_looks_back
     }
 
@@ -241,7 +241,9 @@ impl Reader {
             pending,
             spare: _,
             lost_looks_back: _,
+            losses,
         } = later;
+        self.losses.join(losses);
         let mut tables = profile.tables.into_iter();
         let mut summed_first = false;
         let had_first = tables.len() > 0;

@@ -131,6 +131,67 @@ fn a_cut_mid_session_sums_the_intervals_on_both_sides() {
     assert_eq!(w, Some((10, Some(10_000_000_000))));
 }
 
+/// A `Lost events` line after the first table of a part: where that table has a printed
+/// total (perf prints `Total Samples:` every interval) the part is still read on its own
+/// core and joined; where it has none but the table one reader sums it into has one, the
+/// loss looks back across the cut and the reader before reads the part itself. Both give
+/// what one reader gives.
+#[test]
+fn lost_events_after_a_parts_first_table() {
+    let rows = "\nAnalyze events for all VMs, all VCPUs:\n\n             VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time\n\n                 HLT        10    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )\n           MSR_WRITE        10    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )\n\n";
+    let total = "Total Samples:20, Total events handled time:40.00us.\n";
+    // Every interval with its total and a loss after it; or totals only before the cut
+    // and one loss, read once the part's first table has ended.
+    for every_total in [true, false] {
+        let text: String = (0..10)
+            .map(|s| match every_total {
+                true => format!("10:00:{s:02}.000000\n{rows}{total}Lost events: 5\n"),
+                false if s < 5 => format!("10:00:{s:02}.000000\n{rows}{total}"),
+                false if s == 7 => format!("10:00:{s:02}.000000\nLost events: 5\n{rows}"),
+                false => format!("10:00:{s:02}.000000\n{rows}"),
+            })
+            .collect();
+        let cut = text.find("10:00:05").unwrap_or(0);
+        let mut reader = Reader::new("s");
+        let mut driver = crate::sources::line_reader::Driver::default();
+        for (i, line) in text[cut..].lines().enumerate() {
+            driver.line(&mut reader, i + 1, line);
+        }
+        assert_eq!(
+            reader.fresh_start(),
+            every_total,
+            "every total: {every_total}"
+        );
+        let one = read_lines(text.as_bytes(), "s", Reader::new("s"));
+        let map = mapped(&text, "lost");
+        let parts = read_parts(&map, text.as_bytes(), &[cut], "s");
+        assert!(
+            same(&json(&one), &json(&parts)),
+            "every total: {every_total}"
+        );
+        let Ok(p) = parts else {
+            panic!("{parts:?}");
+        };
+        let lost = p.tables[0]
+            .printed_total
+            .as_ref()
+            .and_then(|t| t.lost_events);
+        assert_eq!(lost, Some(if every_total { 50 } else { 5 }));
+        // One note for all the `Lost events` lines, at the first.
+        let said: Vec<_> = p
+            .warnings
+            .iter()
+            .filter(|w| w.message.starts_with("perf lost"))
+            .map(|w| w.line)
+            .collect();
+        let first = text
+            .lines()
+            .position(|l| l.starts_with("Lost"))
+            .map(|i| i + 1);
+        assert_eq!(said, vec![first]);
+    }
+}
+
 /// Lines a live transcript and what gets pasted with it are made of.
 const VOCABULARY: [&str; 22] = [
     "10:00:00.000123",
