@@ -10,6 +10,7 @@
 //! count: they are left out and noted; rows of other events (`task-clock`, `cycles`) and
 //! row-shaped lines that cannot be read are left out and noted with their line ([`LineBook`]).
 
+mod missing;
 mod row;
 
 use std::io::BufRead;
@@ -175,6 +176,7 @@ struct Reader {
     book: LineBook,
     current: Option<Block>,
     blocks: Vec<Block>,
+    missing: missing::Missing,
 }
 
 impl Reader {
@@ -185,6 +187,7 @@ impl Reader {
             book: LineBook::default(),
             current: None,
             blocks: Vec::new(),
+            missing: missing::Missing::default(),
         }
     }
 
@@ -231,13 +234,7 @@ impl Reader {
                 block.add(&key, c);
                 self.book.row(n);
             }
-            Value::Missing(why) => self.profile.warnings.push(Note {
-                line: Some(n),
-                message: format!(
-                    "perf printed `{}` as {why}: it has no count and is left out",
-                    r.event
-                ),
-            }),
+            Value::Missing(why) => self.missing.add(n, &r.event, why),
         }
     }
 }
@@ -305,6 +302,8 @@ impl LineFormat for Reader {
             b.partial = true;
         }
         self.close();
+        let missing = std::mem::take(&mut self.missing);
+        self.profile.warnings.extend(missing.notes());
         self.book.note_unread(cut, &mut self.profile.warnings);
         for block in std::mem::take(&mut self.blocks) {
             if let Some(t) = block.table(&mut self.profile.warnings) {
