@@ -105,7 +105,13 @@ struct Reader {
     lost_looks_back: bool,
     /// The `Lost events` lines, noted once at the end.
     losses: lost::Losses,
+    /// The line of the first `--vcpu` table with zero-filled min times, noted there.
+    zero_min_noted: Option<usize>,
 }
+
+/// The note on `Min Time 0.00us` in a `--vcpu` table.
+const ZERO_MIN_NOTE: &str = "min times of 0.00us in a --vcpu table are a perf artefact \
+                             (zero-filled per-vCPU stats); shown as unknown";
 
 impl Reader {
     fn new(path: &str) -> Self {
@@ -130,6 +136,7 @@ impl Reader {
             spare: table::Spare::default(),
             lost_looks_back: false,
             losses: lost::Losses::default(),
+            zero_min_noted: None,
         }
     }
 
@@ -392,6 +399,7 @@ impl Reader {
             return;
         }
         let isa = b.settle(&mut self.names);
+        let (line, zero_mins) = (b.line, b.zero_mins());
         let notes = &mut self.profile.warnings;
         let (names, spare) = (&mut self.names, &mut self.spare);
         match (&b.timestamp, self.profile.tables.last_mut()) {
@@ -414,6 +422,11 @@ impl Reader {
                 let table = b.finish(isa, notes, names, spare);
                 self.profile.tables.push(table);
             }
+        }
+        // Once per input: `perf kvm stat live --vcpu` prints such a table every interval.
+        if zero_mins && self.zero_min_noted.is_none() {
+            self.zero_min_noted = Some(line);
+            self.note(line, ZERO_MIN_NOTE.into());
         }
     }
 }

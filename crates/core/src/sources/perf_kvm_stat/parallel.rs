@@ -242,8 +242,18 @@ impl Reader {
             spare: _,
             lost_looks_back: _,
             losses,
+            zero_min_noted,
         } = later;
         self.losses.join(losses);
+        let mut profile = profile;
+        match (self.zero_min_noted, zero_min_noted) {
+            // Noted before the cut: one reader would not have noted it again.
+            (Some(_), Some(line)) => profile
+                .warnings
+                .retain(|w| !(w.line == Some(line) && w.message == super::ZERO_MIN_NOTE)),
+            (None, later) => self.zero_min_noted = later,
+            (Some(_), None) => {}
+        }
         let mut tables = profile.tables.into_iter();
         let mut summed_first = false;
         let had_first = tables.len() > 0;

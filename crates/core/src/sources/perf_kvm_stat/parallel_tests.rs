@@ -192,8 +192,35 @@ fn lost_events_after_a_parts_first_table() {
     }
 }
 
+/// `perf kvm stat live --vcpu` prints `Min Time 0.00us` in every interval: one note for
+/// the input, at the first such table, whether it is read in parts or by one reader.
+#[test]
+fn zero_filled_min_times_are_noted_once() {
+    let rows = "\nAnalyze events for all VMs, VCPU 0:\n\n             VM-EXIT    Samples  Samples%     Time%    Min Time    Max Time         Avg time\n\n                 HLT        10    50.00%    50.00%      0.00us      3.00us      2.00us ( +-   5.00% )\n           MSR_WRITE        10    50.00%    50.00%      0.00us      3.00us      2.00us ( +-   5.00% )\n\nTotal Samples:20, Total events handled time:40.00us.\n";
+    let text: String = (0..10)
+        .map(|s| format!("10:00:{s:02}.000000\n{rows}"))
+        .collect();
+    let cut = text.find("10:00:05").unwrap_or(0);
+    let one = read_lines(text.as_bytes(), "s", Reader::new("s"));
+    let map = mapped(&text, "zero");
+    let parts = read_parts(&map, text.as_bytes(), &[cut], "s");
+    assert!(same(&json(&one), &json(&parts)));
+    let Ok(p) = parts else {
+        panic!("{parts:?}");
+    };
+    let noted: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("0.00us"))
+        .map(|w| w.line)
+        .collect();
+    assert_eq!(noted, vec![Some(5)], "{:?}", p.warnings);
+    assert_eq!(p.tables.len(), 1);
+    assert!(p.tables[0].rows.iter().all(|r| r.time.min_ns.is_none()));
+}
+
 /// Lines a live transcript and what gets pasted with it are made of.
-const VOCABULARY: [&str; 22] = [
+const VOCABULARY: [&str; 23] = [
     "10:00:00.000123",
     "10:00:01.000123",
     "",
@@ -216,6 +243,7 @@ const VOCABULARY: [&str; 22] = [
     "# perf kvm stat live --event=ioport",
     "                 HLT        1O    50.00%    50.00%      1.00us      3.00us      2.00us",
     "-------------------------------------------",
+    "                 HLT        10    50.00%    50.00%      0.00us      3.00us      2.00us ( +-   5.00% )",
 ];
 
 /// Reads `picks` of the vocabulary both ways, cut at every timestamp line after the first.

@@ -219,7 +219,6 @@ impl Building {
     ) -> u64 {
         let vcpu = self.ids().1;
         let mut unknown_rows = 0;
-        let mut zero_min = false;
         // Only a table that folded rows has an `other` row (made once per table, not per
         // interval of a live transcript).
         let folded_key = (self.folded_rows > 0).then(|| other_key(&self.kind, self.folded_range));
@@ -241,20 +240,20 @@ impl Building {
             };
             let mut time = raw.time.clone();
             if vcpu.is_some() && time.min_ns == Some(0) {
-                // perf zero-fills per-vCPU stats, so `--vcpu` tables print `Min Time 0.00us`.
+                // perf zero-fills per-vCPU stats, so `--vcpu` tables print `Min Time 0.00us`
+                // (noted by the reader, once: see `zero_mins`).
                 time.min_ns = None;
-                zero_min = true;
             }
             count = count.saturating_add(raw.count);
             each(key, raw.count, time);
         }
-        if zero_min {
-            notes.push(Note {
-                line: Some(self.line),
-                message: "min times of 0.00us in a --vcpu table are a perf artefact (zero-filled per-vCPU stats); shown as unknown".into(),
-            });
-        }
         count
+    }
+
+    /// Whether the table is a vCPU's with a row of `Min Time 0.00us`, which perf's
+    /// zero-filled per-vCPU stats print and which is read as an unknown minimum.
+    pub(super) fn zero_mins(&self) -> bool {
+        self.ids().1.is_some() && self.rows.iter().any(|(r, _)| r.time.min_ns == Some(0))
     }
 
     /// Folds the rows still to fold, then gives the ISA of the rows kept: from perf's stderr
