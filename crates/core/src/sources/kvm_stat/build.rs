@@ -119,6 +119,13 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
     rates.per_second = true;
     rates.printed_total = run.printed_rate.map(printed);
     let mut seen: HashMap<(bool, Key), usize> = HashMap::new();
+    // How many counter keys are a name or that name with a `#` suffix: the number a name
+    // seen again is kept apart with (a map, since a loop of `kvm_stat -1` listings printed
+    // back to back repeats every name once per listing).
+    let mut bases: HashMap<String, usize> = HashMap::new();
+    let mut repeats = Repeats::default();
+    let (mut exit_rows, mut counter_rows, mut rate_rows) =
+        (HashMap::new(), HashMap::new(), HashMap::new());
     for c in &run.counters {
         let (key, is_exit) = match &c.exit {
             Some(reason) => (Key::exit_named(isa, reason), true),
@@ -132,40 +139,42 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
         let key = match seen.get(&(is_exit, key.clone())).copied() {
             None => key,
             Some(first) if is_exit => {
-                notes.push(Note {
-                    line: Some(c.line),
-                    message: format!(
+                repeats.note(notes, c.line, || {
+                    format!(
                         "`{}` repeats the exit reason of line {first}; their counts are summed",
                         c.name
-                    ),
+                    )
                 });
                 key
             }
             Some(first) => {
-                let n = seen
-                    .keys()
-                    .filter(|(e, k)| !*e && same_base(k, &c.name))
-                    .count()
-                    + 1;
-                notes.push(Note {
-                    line: Some(c.line),
-                    message: format!(
+                let n = bases.get(&c.name).copied().unwrap_or(0) + 1;
+                repeats.note(notes, c.line, || {
+                    format!(
                         "`{}` appears again (first on line {first}); kept apart as `{}#{n}`",
                         c.name, c.name
-                    ),
+                    )
                 });
                 Key::Event {
                     name: format!("{}#{n}", c.name),
                 }
             }
         };
+        if !is_exit && !seen.contains_key(&(is_exit, key.clone())) {
+            count_bases(&mut bases, &key.key_text());
+        }
         seen.entry((is_exit, key.clone())).or_insert(c.line);
-        let table = if is_exit { &mut exits } else { &mut counters };
-        add(table, row(run, key.clone(), c.total));
+        let (table, index) = if is_exit {
+            (&mut exits, &mut exit_rows)
+        } else {
+            (&mut counters, &mut counter_rows)
+        };
+        add(table, index, row(run, key.clone(), c.total));
         if let Some(rate) = c.rate {
-            add(&mut rates, row(run, key, rate));
+            add(&mut rates, &mut rate_rows, row(run, key, rate));
         }
     }
+    repeats.finish(notes);
     exits.partial = run.partial | check_children(run, &mut exits, notes);
     counters.partial = run.partial | check_total(run, &counters, notes);
     rates.partial = counters.partial;
@@ -175,12 +184,53 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
         .collect()
 }
 
-fn same_base(key: &Key, name: &str) -> bool {
-    let text = key.key_text();
-    text == name
-        || text
-            .strip_prefix(name)
-            .is_some_and(|rest| rest.starts_with('#'))
+/// Counts counter key `text` for every name it is, or is with a `#` suffix, of.
+fn count_bases(bases: &mut HashMap<String, usize>, text: &str) {
+    *bases.entry(text.to_string()).or_default() += 1;
+    for (at, _) in text.match_indices('#') {
+        *bases.entry(text[..at].to_string()).or_default() += 1;
+    }
+}
+
+/// Notes on repeated counters: the first [`MAX_REPEAT_NOTES`] one by one, the rest counted
+/// in one more.
+#[derive(Default)]
+struct Repeats {
+    noted: usize,
+    more: usize,
+    first_more: Option<usize>,
+}
+
+/// Repeated counters noted one by one.
+const MAX_REPEAT_NOTES: usize = 20;
+
+impl Repeats {
+    fn note(&mut self, notes: &mut Vec<Note>, line: usize, message: impl FnOnce() -> String) {
+        if self.noted < MAX_REPEAT_NOTES {
+            self.noted += 1;
+            notes.push(Note {
+                line: Some(line),
+                message: message(),
+            });
+        } else {
+            self.more += 1;
+            self.first_more.get_or_insert(line);
+        }
+    }
+
+    fn finish(self, notes: &mut Vec<Note>) {
+        if self.more > 0 {
+            notes.push(Note {
+                line: self.first_more,
+                message: format!(
+                    "{} more counters repeat one above, from here on (summed where they are an \
+                     exit reason, kept apart as `NAME#N` otherwise; only the first \
+                     {MAX_REPEAT_NOTES} are listed)",
+                    self.more
+                ),
+            });
+        }
+    }
 }
 
 fn printed(count: u64) -> PrintedTotal {
@@ -206,10 +256,14 @@ fn row(run: &Run, key: Key, count: u64) -> Row {
     r
 }
 
-fn add(table: &mut Table, row: Row) {
-    match table.rows.iter_mut().find(|r| r.key == row.key) {
+/// Adds `row` to `table`, summed into the row of its key if there is one (`index`: key → row).
+fn add(table: &mut Table, index: &mut HashMap<Key, usize>, row: Row) {
+    match index.get(&row.key).and_then(|&i| table.rows.get_mut(i)) {
         Some(existing) => existing.merge(&row),
-        None => table.rows.push(row),
+        None => {
+            index.insert(row.key.clone(), table.rows.len());
+            table.rows.push(row);
+        }
     }
 }
 
