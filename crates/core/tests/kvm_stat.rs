@@ -623,3 +623,31 @@ fn detection_and_errors() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `kvm_stat -1` listings printed back to back (a polling loop): each counter seen again is
+/// kept apart as `NAME#N`, numbered in order, and noted; past twenty, the notes are one count.
+#[test]
+fn listings_back_to_back_number_their_repeats_and_cap_the_notes() {
+    let listing = "kvm_exit                                         100        10\n\
+                   kvm_exit(HLT)                                     60         6\n\
+                   kvm_pio                                           40         4\n";
+    let text = listing.repeat(30);
+    let p = read_text(&text);
+    let t = table(&p, "kvm_stat", None);
+    assert_eq!(row(t, "kvm_pio").count, 40);
+    assert_eq!(row(t, "kvm_pio#2").count, 40);
+    assert_eq!(row(t, "kvm_pio#30").count, 40);
+    assert_eq!(t.rows.len(), 60, "kvm_exit and kvm_pio, 30 times each");
+    let repeats: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("appears again") || w.message.contains("repeat"))
+        .collect();
+    assert_eq!(repeats.len(), 21, "{repeats:?}");
+    let last = repeats.last().map(|w| w.message.as_str()).unwrap_or("");
+    // 29 repeats of each of the three counters, 20 listed.
+    assert!(
+        last.starts_with("67 more counters repeat one above"),
+        "{last}"
+    );
+}
