@@ -290,3 +290,37 @@ fn bad_input_says_what_was_expected() {
             .any(|w| w.message.contains("no sample rows"))
     );
 }
+
+/// `Get-Counter -Continuous` pasted: the same counter path with a value again and again. All
+/// values go into its statistics; the first twenty repeats are noted one by one, the rest in
+/// one more note.
+#[test]
+fn a_counter_pasted_again_and_again_keeps_every_value_and_few_notes() {
+    let text: String = (0..30)
+        .map(|i| {
+            format!(
+                "\\\\hv01\\hyper-v hypervisor logical processor(_total)\\% total run time :\n{}\n\n",
+                30 + i
+            )
+        })
+        .collect();
+    let p = sources::read_bytes(text.as_bytes(), "pasted.txt", Some(Format::CounterTable))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let l = log(&p);
+    assert_eq!(l.series.len(), 1);
+    let stats = l.series[0].stats.as_ref().map(|s| (s.n, s.min, s.max));
+    assert_eq!(stats, Some((30, 30.0, 59.0)));
+    let again: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| w.message.contains("appear again") || w.message.contains("appears again"))
+        .collect();
+    assert_eq!(again.len(), 21, "{again:?}");
+    assert!(
+        again[20]
+            .message
+            .starts_with("9 more counter values appear again"),
+        "{}",
+        again[20].message
+    );
+}

@@ -5,6 +5,7 @@
 pub(crate) mod bcc_kvmexit;
 pub(crate) mod bhyve_dtrace;
 pub(crate) mod blanks;
+pub(crate) mod capped_notes;
 pub(crate) mod capture;
 mod checks;
 pub(crate) mod counter_table;

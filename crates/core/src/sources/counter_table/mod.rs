@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::profile::{
     CounterLog, CounterPath, CounterTool, LogHeader, Note, Origin, Profile, Series, Stats,
 };
+use crate::sources::capped_notes::CappedNotes;
 use crate::sources::line_reader::LineBook;
 use crate::sources::lines::Lines;
 use crate::sources::perfmon_csv::path;
@@ -309,6 +310,7 @@ pub(crate) fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
     let tokens: Vec<&str> = cells.iter().map(|c| c.text.as_str()).collect();
     let decimal = decide_decimal(&tokens);
     let mut series: Vec<Series> = Vec::new();
+    let mut again = CappedNotes::default();
     for c in &cells {
         let Some(v) = number(&c.text, decimal) else {
             notes.push(Note {
@@ -325,12 +327,11 @@ pub(crate) fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
         stats.add(v);
         match series.iter_mut().find(|s| s.path == c.path) {
             Some(s) => {
-                notes.push(Note {
-                    line: Some(c.line),
-                    message: format!(
+                again.note(&mut notes, c.line, || {
+                    format!(
                         "`{}` appears again; both values are kept in its statistics",
                         c.path.display()
-                    ),
+                    )
                 });
                 if let Some(st) = s.stats.as_mut() {
                     st.add(v);
@@ -346,6 +347,13 @@ pub(crate) fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
             }),
         }
     }
+    again.finish(&mut notes, |more| {
+        format!(
+            "{more} more counter values appear again, from here on (all kept in their \
+             counters' statistics; only the first {} are listed)",
+            CappedNotes::MAX
+        )
+    });
     if decimal == Decimal::Comma {
         notes.push(Note {
             line: None,

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use super::names::EXIT_PARENT;
 use crate::decode::exit_reason;
 use crate::profile::{Key, Note, PrintedTotal, Row, Table, TableKind, Window};
+use crate::sources::capped_notes::CappedNotes;
 
 // Why the rate column is a table of its own (`TableKind::KvmStatRate`): kvm_stat's
 // `CurAvg/s` (and the older `Current`) is the change of a counter over the last refresh
@@ -123,7 +124,7 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
     // seen again is kept apart with (a map, since a loop of `kvm_stat -1` listings printed
     // back to back repeats every name once per listing).
     let mut bases: HashMap<String, usize> = HashMap::new();
-    let mut repeats = Repeats::default();
+    let mut repeats = CappedNotes::default();
     let (mut exit_rows, mut counter_rows, mut rate_rows) =
         (HashMap::new(), HashMap::new(), HashMap::new());
     for c in &run.counters {
@@ -174,7 +175,13 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
             add(&mut rates, &mut rate_rows, row(run, key, rate));
         }
     }
-    repeats.finish(notes);
+    repeats.finish(notes, |more| {
+        format!(
+            "{more} more counters repeat one above, from here on (summed where they are an \
+             exit reason, kept apart as `NAME#N` otherwise; only the first {} are listed)",
+            CappedNotes::MAX
+        )
+    });
     exits.partial = run.partial | check_children(run, &mut exits, notes);
     counters.partial = run.partial | check_total(run, &counters, notes);
     rates.partial = counters.partial;
@@ -189,47 +196,6 @@ fn count_bases(bases: &mut HashMap<String, usize>, text: &str) {
     *bases.entry(text.to_string()).or_default() += 1;
     for (at, _) in text.match_indices('#') {
         *bases.entry(text[..at].to_string()).or_default() += 1;
-    }
-}
-
-/// Notes on repeated counters: the first [`MAX_REPEAT_NOTES`] one by one, the rest counted
-/// in one more.
-#[derive(Default)]
-struct Repeats {
-    noted: usize,
-    more: usize,
-    first_more: Option<usize>,
-}
-
-/// Repeated counters noted one by one.
-const MAX_REPEAT_NOTES: usize = 20;
-
-impl Repeats {
-    fn note(&mut self, notes: &mut Vec<Note>, line: usize, message: impl FnOnce() -> String) {
-        if self.noted < MAX_REPEAT_NOTES {
-            self.noted += 1;
-            notes.push(Note {
-                line: Some(line),
-                message: message(),
-            });
-        } else {
-            self.more += 1;
-            self.first_more.get_or_insert(line);
-        }
-    }
-
-    fn finish(self, notes: &mut Vec<Note>) {
-        if self.more > 0 {
-            notes.push(Note {
-                line: self.first_more,
-                message: format!(
-                    "{} more counters repeat one above, from here on (summed where they are an \
-                     exit reason, kept apart as `NAME#N` otherwise; only the first \
-                     {MAX_REPEAT_NOTES} are listed)",
-                    self.more
-                ),
-            });
-        }
     }
 }
 
