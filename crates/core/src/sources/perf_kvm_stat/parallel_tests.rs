@@ -131,6 +131,27 @@ fn a_cut_mid_session_sums_the_intervals_on_both_sides() {
     assert_eq!(w, Some((10, Some(10_000_000_000))));
 }
 
+/// `text` read in two parts cut at `cut`: the profile, once it is checked to be one reader's.
+fn cut_once_as_one(text: &str, cut: usize) -> Profile {
+    let one = read_lines(text.as_bytes(), "s", Reader::new("s"));
+    let map = mapped(text, "cut");
+    let parts = read_parts(&map, text.as_bytes(), &[cut], "s");
+    assert!(same(&json(&one), &json(&parts)), "cut at byte {cut}");
+    match parts {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The lines of the notes that say `what`.
+fn noted(p: &Profile, what: &str) -> Vec<Option<usize>> {
+    p.warnings
+        .iter()
+        .filter(|w| w.message.contains(what))
+        .map(|w| w.line)
+        .collect()
+}
+
 /// A `Lost events` line after the first table of a part: where that table has a printed
 /// total (perf prints `Total Samples:` every interval) the part is still read on its own
 /// core and joined; where it has none but the table one reader sums it into has one, the
@@ -162,28 +183,14 @@ fn lost_events_after_a_parts_first_table() {
             every_total,
             "every total: {every_total}"
         );
-        let one = read_lines(text.as_bytes(), "s", Reader::new("s"));
-        let map = mapped(&text, "lost");
-        let parts = read_parts(&map, text.as_bytes(), &[cut], "s");
-        assert!(
-            same(&json(&one), &json(&parts)),
-            "every total: {every_total}"
-        );
-        let Ok(p) = parts else {
-            panic!("{parts:?}");
-        };
+        let p = cut_once_as_one(&text, cut);
         let lost = p.tables[0]
             .printed_total
             .as_ref()
             .and_then(|t| t.lost_events);
         assert_eq!(lost, Some(if every_total { 50 } else { 5 }));
         // One note for all the `Lost events` lines, at the first.
-        let said: Vec<_> = p
-            .warnings
-            .iter()
-            .filter(|w| w.message.starts_with("perf lost"))
-            .map(|w| w.line)
-            .collect();
+        let said = noted(&p, "perf lost");
         let first = text
             .lines()
             .position(|l| l.starts_with("Lost"))
@@ -200,21 +207,8 @@ fn zero_filled_min_times_are_noted_once() {
     let text: String = (0..10)
         .map(|s| format!("10:00:{s:02}.000000\n{rows}"))
         .collect();
-    let cut = text.find("10:00:05").unwrap_or(0);
-    let one = read_lines(text.as_bytes(), "s", Reader::new("s"));
-    let map = mapped(&text, "zero");
-    let parts = read_parts(&map, text.as_bytes(), &[cut], "s");
-    assert!(same(&json(&one), &json(&parts)));
-    let Ok(p) = parts else {
-        panic!("{parts:?}");
-    };
-    let noted: Vec<_> = p
-        .warnings
-        .iter()
-        .filter(|w| w.message.contains("0.00us"))
-        .map(|w| w.line)
-        .collect();
-    assert_eq!(noted, vec![Some(5)], "{:?}", p.warnings);
+    let p = cut_once_as_one(&text, text.find("10:00:05").unwrap_or(0));
+    assert_eq!(noted(&p, "0.00us"), vec![Some(5)], "{:?}", p.warnings);
     assert_eq!(p.tables.len(), 1);
     assert!(p.tables[0].rows.iter().all(|r| r.time.min_ns.is_none()));
 }
