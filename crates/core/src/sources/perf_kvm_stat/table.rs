@@ -173,16 +173,9 @@ impl Building {
     ) {
         let (pid, vcpu) = self.ids();
         let rows = &mut into.rows;
-        let mut at = 0;
         let count = self.decode(isa, notes, names, |key, count, time| {
             let same = |r: &Row| r.key == *key && r.pid == pid && r.vcpu == vcpu;
-            // Intervals list their rows in about the same order: try the same place first.
-            let found = match rows.get(at) {
-                Some(r) if same(r) => Some(at),
-                _ => rows.iter().position(same),
-            };
-            at += 1;
-            match found.and_then(|i| rows.get_mut(i)) {
+            match rows.iter_mut().find(|r| same(r)) {
                 Some(r) => {
                     r.add(count, &time);
                     r.latency = None;
