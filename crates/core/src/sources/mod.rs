@@ -26,6 +26,7 @@ pub(crate) mod perf_stat;
 pub(crate) mod perfmon_csv;
 pub(crate) mod qmp_stats;
 mod refusal;
+pub(crate) mod repeated_line;
 pub(crate) mod symbols;
 pub(crate) mod trace_text;
 pub(crate) mod unread;

@@ -4,57 +4,43 @@
 //! whatever the length of the transcript.
 
 use crate::profile::Note;
+use crate::sources::repeated_line::RepeatedLine;
 
-/// The `Lost events` lines read: how many, the events they add up to, the first and last.
+/// The `Lost events` lines read: where, and the events they add up to.
 #[derive(Debug, Default)]
 pub(super) struct Losses {
-    lines: u64,
+    lines: RepeatedLine,
     events: u64,
-    first: usize,
-    last: usize,
 }
 
 impl Losses {
     /// Line `n` said perf lost `events` events.
     pub(super) fn add(&mut self, n: usize, events: u64) {
-        if self.lines == 0 {
-            self.first = n;
-        }
-        self.lines += 1;
+        self.lines.add(n);
         self.events = self.events.saturating_add(events);
-        self.last = n;
     }
 
     /// Takes in `later`, the losses of the lines after these.
     pub(super) fn join(&mut self, later: Losses) {
-        if later.lines == 0 {
-            return;
-        }
-        if self.lines == 0 {
-            *self = later;
-            return;
-        }
-        self.lines += later.lines;
+        self.lines.join(later.lines);
         self.events = self.events.saturating_add(later.events);
-        self.last = later.last;
     }
 
     /// The note for the user, at the first such line; none if perf lost nothing.
     pub(super) fn note(&self) -> Option<Note> {
-        let message = match self.lines {
-            0 => return None,
-            1 => format!(
+        let first = self.lines.first()?;
+        let message = match self.lines.span() {
+            None => format!(
                 "perf lost {} events: the counts are incomplete",
                 self.events
             ),
-            n => format!(
-                "perf lost {} events in all, said on {n} lines from here to line {}: the \
-                 counts are incomplete",
-                self.events, self.last
+            Some(span) => format!(
+                "perf lost {} events in all, said {span}: the counts are incomplete",
+                self.events
             ),
         };
         Some(Note {
-            line: Some(self.first),
+            line: Some(first),
             message,
         })
     }
@@ -66,7 +52,7 @@ mod tests {
 
     #[test]
     fn many_lines_are_one_note_and_join_as_read_in_one_pass() {
-        let mut none = Losses::default();
+        let none = Losses::default();
         assert!(none.note().is_none());
         let mut one = Losses::default();
         one.add(22, 5);
@@ -87,20 +73,16 @@ mod tests {
                 false => back.add(n, k as u64),
             }
         }
-        none.join(Losses::default());
         front.join(back);
         let said = |l: &Losses| l.note().map(|n| (n.line, n.message));
         assert_eq!(said(&front), said(&all));
         assert_eq!(
             said(&all).map(|(_, m)| m),
             Some(
-                "perf lost 45 events in all, said on 10 lines from here to line 37: the counts \
+                "perf lost 45 events in all, said on 10 lines, from here to line 37: the counts \
                  are incomplete"
                     .to_string()
             )
         );
-        let mut later_only = Losses::default();
-        later_only.join(all);
-        assert_eq!(said(&later_only).and_then(|(l, _)| l), Some(10));
     }
 }

@@ -5,64 +5,50 @@
 use std::collections::HashMap;
 
 use crate::profile::Note;
+use crate::sources::repeated_line::RepeatedLine;
 
 /// The rows perf printed without a count (`<not counted>` in every interval of `-I` for an
 /// event that never ran): one note per event and reason, however many intervals.
 #[derive(Default)]
 pub(super) struct Missing {
-    /// In the order first seen.
-    seen: Vec<MissingRows>,
-    /// Event and reason → index in `seen`.
-    at: HashMap<(String, &'static str), usize>,
-}
-
-/// The rows of one event printed without a count for one reason.
-struct MissingRows {
-    event: String,
-    why: &'static str,
-    first: usize,
-    last: usize,
-    lines: u64,
+    /// Event, reason and where, in the order first seen.
+    seen: Vec<(String, &'static str, RepeatedLine)>,
+    /// Event → its reasons (one or two) and their indices in `seen`.
+    at: HashMap<String, Vec<(&'static str, usize)>>,
 }
 
 impl Missing {
+    /// Line `n` printed `event` without a count, for reason `why`.
     pub(super) fn add(&mut self, n: usize, event: &str, why: &'static str) {
-        let key = (event.to_string(), why);
-        match self.at.get(&key) {
-            Some(&i) => {
-                let rows = &mut self.seen[i];
-                rows.last = n;
-                rows.lines += 1;
-            }
+        let found = self
+            .at
+            .get(event)
+            .and_then(|whys| whys.iter().find(|(w, _)| *w == why))
+            .map(|&(_, i)| i);
+        let i = match found {
+            Some(i) => i,
             None => {
-                self.at.insert(key, self.seen.len());
-                self.seen.push(MissingRows {
-                    event: event.to_string(),
-                    why,
-                    first: n,
-                    last: n,
-                    lines: 1,
-                });
+                let i = self.seen.len();
+                self.seen
+                    .push((event.to_string(), why, RepeatedLine::default()));
+                self.at.entry(event.to_string()).or_default().push((why, i));
+                i
             }
+        };
+        if let Some((_, _, lines)) = self.seen.get_mut(i) {
+            lines.add(n);
         }
     }
 
     pub(super) fn notes(self) -> impl Iterator<Item = Note> {
-        self.seen.into_iter().map(|r| {
-            let (event, why) = (&r.event, r.why);
-            Note {
-                line: Some(r.first),
-                message: match r.lines {
-                    1 => {
-                        format!("perf printed `{event}` as {why}: it has no count and is left out")
-                    }
-                    n => format!(
-                        "perf printed `{event}` as {why} on {n} lines, from here to line {}: it \
-                         has no count there and is left out",
-                        r.last
-                    ),
-                },
-            }
+        self.seen.into_iter().map(|(event, why, lines)| Note {
+            line: lines.first(),
+            message: match lines.span() {
+                None => format!("perf printed `{event}` as {why}: it has no count and is left out"),
+                Some(span) => format!(
+                    "perf printed `{event}` as {why} {span}: it has no count there and is left out"
+                ),
+            },
         })
     }
 }
