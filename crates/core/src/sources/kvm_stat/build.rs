@@ -8,6 +8,7 @@
 //!   counts are events per second (see the note on rates below).
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use super::names::EXIT_PARENT;
 use crate::decode::exit_reason;
@@ -161,10 +162,12 @@ pub(super) fn tables(run: &Run, notes: &mut Vec<Note>) -> Vec<Table> {
                 }
             }
         };
-        if !is_exit && !seen.contains_key(&(is_exit, key.clone())) {
-            count_bases(&mut bases, &key.key_text());
+        if let Entry::Vacant(first) = seen.entry((is_exit, key.clone())) {
+            if !is_exit {
+                count_bases(&mut bases, &key.key_text());
+            }
+            first.insert(c.line);
         }
-        seen.entry((is_exit, key.clone())).or_insert(c.line);
         let (table, index) = if is_exit {
             (&mut exits, &mut exit_rows)
         } else {

@@ -223,7 +223,7 @@ impl Reader {
         // Every field named: one added to `Reader` later must be decided on here.
         let Reader {
             path: _,
-            profile,
+            mut profile,
             table,
             label,
             scope,
@@ -245,7 +245,6 @@ impl Reader {
             zero_min_noted,
         } = later;
         self.losses.join(losses);
-        let mut profile = profile;
         match (self.zero_min_noted, zero_min_noted) {
             // Noted before the cut: one reader would not have noted it again.
             (Some(_), Some(line)) => profile
