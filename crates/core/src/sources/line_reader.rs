@@ -14,6 +14,7 @@
 
 use std::io::BufRead;
 
+use super::capped_notes::CappedNotes;
 use super::lines::Lines;
 use super::unread::{self, Unread};
 use crate::error::{Error, Result};
@@ -206,14 +207,13 @@ pub(super) struct LineBook {
     unread: Unread,
     last_row: Option<usize>,
     repairs: Vec<Note>,
+    /// The repairs past the first few, counted in one more note.
+    repairs_capped: CappedNotes,
 }
 
 /// How every note of a repair starts: the line was damaged, and read anyway (tests tell these
 /// notes from notes of a loss by it).
 pub const REPAIR_NOTE: &str = "a damaged line, read anyway:";
-
-/// Repairs noted one by one; more are counted in one more note.
-const MAX_REPAIR_NOTES: usize = 20;
 
 impl LineBook {
     /// A row was read from line `n`.
@@ -265,20 +265,8 @@ impl LineBook {
     /// Damaged line `n` was still read: `how` says what it was read as (`the column header
     /// and the rule under it, joined`). Noted with the line.
     pub(super) fn repaired(&mut self, n: usize, how: &str) {
-        if self.repairs.len() < MAX_REPAIR_NOTES {
-            self.repairs.push(Note {
-                line: Some(n),
-                message: format!("{REPAIR_NOTE} {how}"),
-            });
-        } else if self.repairs.len() == MAX_REPAIR_NOTES {
-            self.repairs.push(Note {
-                line: Some(n),
-                message: format!(
-                    "{REPAIR_NOTE} and more damaged lines from this one on (only the first \
-                     {MAX_REPAIR_NOTES} are listed)"
-                ),
-            });
-        }
+        self.repairs_capped
+            .note(&mut self.repairs, n, || format!("{REPAIR_NOTE} {how}"));
     }
 
     /// Line `n` is not of the format: the first such line is named if nothing is found.
@@ -300,6 +288,13 @@ impl LineBook {
     /// The notes of the rows that could not be read and of the lines repaired, onto `notes`.
     pub(super) fn note_unread(&mut self, cut: Option<usize>, notes: &mut Vec<Note>) {
         std::mem::take(&mut self.unread).finish(cut, notes);
+        std::mem::take(&mut self.repairs_capped).finish(&mut self.repairs, |more| {
+            format!(
+                "{REPAIR_NOTE} {more} more damaged lines from this one on (only the first {} \
+                 are listed)",
+                CappedNotes::MAX
+            )
+        });
         notes.append(&mut self.repairs);
     }
 
