@@ -466,4 +466,21 @@ mod tests {
         assert_eq!(split_joined("exits 20 47 0", row), None);
         assert_eq!(split_joined(&"x ".repeat(200), row), None);
     }
+
+    #[test]
+    fn repairs_past_the_first_twenty_are_counted_in_one_note() {
+        let mut book = LineBook::default();
+        for n in 1..=25 {
+            book.repaired(n, "two rows on one line");
+        }
+        assert!(!book.is_quiet());
+        let mut notes = Vec::new();
+        book.note_unread(None, &mut notes);
+        assert_eq!(notes.len(), CappedNotes::MAX + 1);
+        assert!(notes.iter().all(|n| n.message.starts_with(REPAIR_NOTE)));
+        let last = notes
+            .last()
+            .map(|n| (n.line, n.message.contains(" 5 more damaged lines")));
+        assert_eq!(last, Some((Some(21), true)));
+    }
 }
