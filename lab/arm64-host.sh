@@ -136,7 +136,7 @@ run() {
   { printf '%q ' "$@"; echo; } > "$out/.lab-cmd"
   local status=0
   # pauth-impdef: QEMU's own pointer-authentication hash, much cheaper to emulate than QARMA.
-  timeout "${TIMEOUT:-900}" qemu-system-aarch64 -accel "tcg,thread=${TCG_THREAD:-multi}" \
+  run_watched "${TIMEOUT:-900}" "$out/console.log" qemu-system-aarch64 -accel "tcg,thread=${TCG_THREAD:-multi}" \
     -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -smp "${SMP:-4}" -m "${MEM:-2048}" \
     -kernel "$cache/vmlinuz" -initrd "$cache/host.gz" \
     -append "console=ttyAMA0 quiet panic=-1 lab_out=$out lab_repo=$root" \

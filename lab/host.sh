@@ -18,7 +18,8 @@
 #   lab/host.sh run OUT CMD…      boot the host and run CMD in it as root; OUT (created) is shared
 #                                 read-write at the same path; the host's console goes to
 #                                 OUT/console.log; the exit status is CMD's (or 124 on timeout,
-#                                 125 when the host failed before CMD ran)
+#                                 125 when the host failed, or its kernel stalled, before CMD
+#                                 ended: a stall stops the run there, see run_watched in lib.sh)
 #   SMP=6 MEM=3072 TIMEOUT=1200 lab/host.sh run …
 #                                 six CPUs by default, whatever the machine has: the recording
 #                                 tools, emulated too, would otherwise take the CPUs the guest's
@@ -180,7 +181,7 @@ run() {
   local status=0 log=()
   [ -n "${QEMU_LOG:-}" ] &&
     log=(-d cpu_reset,guest_errors -D "$out/qemu.log" -monitor "unix:$out/monitor.sock,server=on,wait=off")
-  timeout "${TIMEOUT:-1200}" qemu-system-x86_64 -accel "tcg,thread=${TCG_THREAD:-multi}" -cpu "${LAB_CPU:-max}" -smp "${SMP:-6}" -m "${MEM:-3072}" \
+  run_watched "${TIMEOUT:-1200}" "$out/console.log" qemu-system-x86_64 -accel "tcg,thread=${TCG_THREAD:-multi}" -cpu "${LAB_CPU:-max}" -smp "${SMP:-6}" -m "${MEM:-3072}" \
     -kernel "$cache/vmlinuz" -initrd "$cache/host.gz" \
     -append "console=ttyS0 quiet panic=-1 transparent_hugepage=never lab_out=$out lab_repo=$root lab_cmd=.lab-cmd lab_guest=$(guest_gz) lab_kvm_amd=${KVM_AMD:-}" \
     -display none -no-reboot -nodefaults -serial "file:$out/console.log" \

@@ -53,10 +53,49 @@ stage_modules() {
   done
 }
 
+# What the host's console says when its kernel has stalled for good: a CPU stuck in the kernel
+# for 100 s or more. Under TCG a host now and then stops this way (a soft lockup of a vCPU thread
+# of the guest's QEMU, or of a tool stopping); its watchdog reports every 26 s or so, and every
+# stall seen here that reached 100 s lasted until the run ran out of time.
+STALL_RE='soft lockup - CPU#[0-9]+ stuck for [0-9]{3,}s'
+
+# Runs CMD… ($3…, the host's QEMU) for at most $1 s, following the console it writes ($2): when
+# the console shows the kernel stalled (STALL_RE), QEMU is stopped there rather than at the
+# timeout, and the line is kept in $2.stall. Ctrl-C (or TERM) stops QEMU too. Returns CMD's
+# status (124 when it ran out of time).
+run_watched() {
+  local limit=$1 console=$2 vm watcher status=0 stopped=
+  shift 2
+  rm -f "$console" "$console.stall"
+  timeout "$limit" "$@" &
+  vm=$!
+  trap 'stopped=1; kill "$vm" 2>/dev/null' INT TERM HUP
+  # (The kill is on grep's side of the pipe: tail only ends once QEMU has.)
+  tail -n +1 -F --pid="$vm" "$console" 2>/dev/null |
+    { grep -m1 -E "$STALL_RE" > "$console.stall" && kill "$vm" 2>/dev/null; } &
+  watcher=$!
+  wait "$vm" || status=$?
+  # A trapped signal ends `wait` early, QEMU still running: wait again for its own end.
+  while kill -0 "$vm" 2>/dev/null; do
+    status=0
+    wait "$vm" || status=$?
+  done
+  wait "$watcher" 2>/dev/null || true
+  trap - INT TERM HUP
+  [ -s "$console.stall" ] || rm -f "$console.stall"
+  [ -z "$stopped" ] || { echo "$me: stopped" >&2; exit 130; }
+  return "$status"
+}
+
 # The status of a run whose QEMU ended with $1 (OUT $2, timeout $3 s): 124 when the host ran
-# out of time, 125 when it stopped before the command ended, else the command's own.
+# out of time, 125 when it stopped (or its kernel stalled) before the command ended, else the
+# command's own.
 run_result() {
   local status=$1 out=$2 timeout=$3
+  if [ -f "$out/console.log.stall" ]; then
+    echo "$me: the host's kernel stalled and was stopped: $(cat "$out/console.log.stall"); console: $out/console.log" >&2
+    return 125
+  fi
   if [ "$status" = 124 ]; then
     echo "$me: the host ran out of time (TIMEOUT=$timeout s); console: $out/console.log" >&2
     return 124
