@@ -37,14 +37,6 @@ impl<R: BufRead> Lines<R> {
         }
     }
 
-    /// Lines of `reader` numbered on from line `before` of a whole of which `reader` is a
-    /// part (its first line is line `before + 1`).
-    pub(crate) fn after_line(reader: R, path: &str, before: usize) -> Self {
-        let mut lines = Self::new(reader, path);
-        lines.line_no = before;
-        lines
-    }
-
     /// The next line, cleaned, with its 1-based number; `None` at the end of the input. A line
     /// longer than [`MAX_LINE`] is an error naming it.
     pub(crate) fn next_line(&mut self) -> Result<Option<(usize, Cow<'_, str>)>, Error> {
@@ -98,6 +90,30 @@ impl<R: BufRead> Lines<R> {
             }
         }
     }
+}
+
+/// Every line of `bytes`, a part held in memory of an input whose first line is line `before
+/// + 1`, read in place (not copied into a buffer) as [`Lines`] reads a stream: `each` gets the
+/// line's number, its cleaned text and how many bytes of `bytes` are read with it. Returns the
+/// number of the last line if `bytes` ended inside it (no newline after it), as
+/// [`Lines::cut_line`] does, or the error for a line longer than [`MAX_LINE`].
+pub(crate) fn each_line_in(
+    bytes: &[u8],
+    before: usize,
+    path: &str,
+    mut each: impl FnMut(usize, &str, usize),
+) -> Result<Option<usize>, Error> {
+    let (mut n, mut at) = (before, 0);
+    while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
+        let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        n += 1;
+        if len > MAX_LINE + 2 {
+            return Err(too_long(path, n));
+        }
+        at += len;
+        each(n, &line_text(&rest[..len]), at);
+    }
+    Ok(bytes.last().is_some_and(|&b| b != b'\n').then_some(n))
 }
 
 /// The cleaned text of one raw line (its newline included or not): trailing CR and LF
@@ -231,6 +247,47 @@ fn strip_ansi(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read in place, a part gives what the stream reader gives: the same numbers, texts and
+    /// cut line, and the offsets it reports end each line.
+    #[test]
+    fn lines_read_in_place_are_the_streams() {
+        let inputs: [&[u8]; 6] = [
+            b"",
+            b"one\ntwo\r\n\nfour",
+            b"> quoted\n\x1b[Hescaped\n",
+            b"\xff\xfe invalid\nlast\n",
+            b"\n\n",
+            b"no newline at all",
+        ];
+        for input in inputs {
+            for before in [0, 41] {
+                let mut stream = Lines::new(input, "s");
+                stream.line_no = before;
+                let mut want = Vec::new();
+                while let Ok(Some((n, text))) = stream.next_line() {
+                    want.push((n, text.into_owned()));
+                }
+                let (mut got, mut ends) = (Vec::new(), Vec::new());
+                let cut = each_line_in(input, before, "s", |n, text, read| {
+                    got.push((n, text.to_string()));
+                    ends.push(read);
+                });
+                assert_eq!(got, want, "{input:?}");
+                assert_eq!(cut.ok(), Some(stream.cut_line()), "{input:?}");
+                assert_eq!(ends.last().copied().unwrap_or(0), input.len());
+                assert!(
+                    ends.iter()
+                        .all(|&e| e == input.len() || input[e - 1] == b'\n')
+                );
+            }
+        }
+        let long = vec![b'x'; MAX_LINE + 3];
+        let err = each_line_in(&long, 6, "s", |_, _, _| {})
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(err, Some(too_long("s", 7).to_string()));
+    }
 
     #[test]
     fn strips_quotes_escapes_and_cr() {

@@ -14,13 +14,11 @@
 //! The result is the one reader's: the same tables, rows, counts, windows, notes and line
 //! numbers. (A row's variance is summed in another order, so it can differ in its last bits.)
 
-use std::io::{BufRead, Read};
-
 use super::{Reader, layout, table};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::sources::line_reader::{Driver, LineFormat};
-use crate::sources::lines::{self, Lines};
+use crate::sources::lines;
 use crate::sources::mapped::Mapped;
 
 /// Files smaller than this are read by one reader: the threads would cost more than they save.
@@ -131,12 +129,11 @@ pub(super) fn read_parts(
             whole.last_line = part.last_line;
             whole.cut = part.cut;
         } else {
-            let mut lines = Lines::after_line(Window::new(mapped, first_end, end), path, n);
-            while let Some((n, text)) = lines.next_line()? {
-                whole.driver.line(&mut whole.reader, n, &text);
-            }
+            let (reader, driver) = (&mut whole.reader, &mut whole.driver);
+            whole.cut = each_line(mapped, first_end, end, n, path, |n, text| {
+                driver.line(reader, n, text);
+            })?;
             whole.last_line = part.last_line;
-            whole.cut = lines.cut_line();
         }
     }
     end(whole)
@@ -159,17 +156,16 @@ fn count_lines(mapped: &Mapped, upto: usize) -> usize {
 fn read_part(mapped: &Mapped, start: usize, end: usize, before: usize, path: &str) -> Result<Part> {
     let mut reader = Reader::new(path);
     let mut driver = Driver::default();
-    let mut lines = Lines::after_line(Window::new(mapped, start, end), path, before);
     let mut last_line = before;
-    while let Some((n, text)) = lines.next_line()? {
-        driver.line(&mut reader, n, &text);
+    let cut = each_line(mapped, start, end, before, path, |n, text| {
+        driver.line(&mut reader, n, text);
         last_line = n;
-    }
+    })?;
     Ok(Part {
         reader,
         driver,
         last_line,
-        cut: lines.cut_line(),
+        cut,
     })
 }
 
@@ -303,53 +299,34 @@ impl Reader {
     }
 }
 
-/// `start..end` of the map, read as a stream; the pages read are dropped from the map every
-/// few MiB, so memory stays flat however large the file.
-struct Window<'a> {
-    mapped: &'a Mapped,
-    at: usize,
-    end: usize,
-    released: usize,
-}
-
 /// How much is read before the pages read are dropped.
 const RELEASE: usize = 4 << 20;
 
-impl<'a> Window<'a> {
-    fn new(mapped: &'a Mapped, start: usize, end: usize) -> Self {
-        mapped.will_read(start, (start + RELEASE).min(end));
-        Self {
-            mapped,
-            at: start,
-            end,
-            released: start,
-        }
-    }
-}
-
-impl Read for Window<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.fill_buf()?.read(buf)?;
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl BufRead for Window<'_> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        Ok(self.mapped.bytes().get(self.at..self.end).unwrap_or(&[]))
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.at = (self.at + amount).min(self.end);
-        if self.at - self.released >= RELEASE {
+/// Gives `each` every line of `start..end` of the map (its first is line `before + 1`), read in
+/// place; the pages read are dropped from the map every few MiB, so memory stays flat however
+/// large the file. Returns the number of the last line if the map ended inside it.
+fn each_line(
+    mapped: &Mapped,
+    start: usize,
+    end: usize,
+    before: usize,
+    path: &str,
+    mut each: impl FnMut(usize, &str),
+) -> Result<Option<usize>> {
+    let bytes = mapped.bytes().get(start..end).unwrap_or(&[]);
+    let mut released = start;
+    mapped.will_read(start, (start + RELEASE).min(end));
+    lines::each_line_in(bytes, before, path, |n, text, read| {
+        each(n, text);
+        let at = start + read;
+        if at - released >= RELEASE {
             // Whole pages only: the page the next line starts in stays.
-            let upto = self.at & !4095;
-            self.mapped.done_with(self.released, upto);
-            self.released = upto;
-            self.mapped.will_read(upto, (upto + RELEASE).min(self.end));
+            let upto = at & !4095;
+            mapped.done_with(released, upto);
+            released = upto;
+            mapped.will_read(upto, (upto + RELEASE).min(end));
         }
-    }
+    })
 }
 
 #[cfg(test)]
