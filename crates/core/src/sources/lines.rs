@@ -3,7 +3,8 @@
 //! clear error instead of an allocation failure), and the clean-up every pasted report needs
 //! (CR, ANSI screen codes from live views, e-mail quoting, invalid UTF-8), so the format parsers
 //! see plain text. It also remembers whether the last line ended without a newline (a cut-off
-//! input) and recognises the marks authors use to say they cut rows out.
+//! input) and recognises the marks authors use to say they cut rows out. [`each_line_in`] reads
+//! the same lines from bytes already in memory (a part of a mapped file), without copying them.
 
 use std::borrow::Cow;
 use std::io::{BufRead, ErrorKind};
