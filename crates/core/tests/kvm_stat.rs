@@ -624,30 +624,89 @@ fn detection_and_errors() {
     }
 }
 
-/// `kvm_stat -1` listings printed back to back (a polling loop): each counter seen again is
-/// kept apart as `NAME#N`, numbered in order, and noted; past twenty, the notes are one count.
+/// `kvm_stat -1` listings printed back to back (a shell loop): one run whose counts are the
+/// sums of the listings' change column, over one second sampled per listing; memory is one
+/// listing's, and one note says how the loop was read.
 #[test]
-fn listings_back_to_back_number_their_repeats_and_cap_the_notes() {
+fn listings_back_to_back_are_one_loop_summing_their_seconds() {
     let listing = "kvm_exit                                         100        10\n\
-                   kvm_exit(HLT)                                     60         6\n\
+                   kvm_exit(HLT)                                    100        10\n\
                    kvm_pio                                           40         4\n";
-    let text = listing.repeat(30);
-    let p = read_text(&text);
+    let p = read_text(&listing.repeat(30));
     let t = table(&p, "kvm_stat", None);
-    assert_eq!(row(t, "kvm_pio").count, 40);
-    assert_eq!(row(t, "kvm_pio#2").count, 40);
-    assert_eq!(row(t, "kvm_pio#30").count, 40);
-    assert_eq!(t.rows.len(), 60, "kvm_exit and kvm_pio, 30 times each");
-    let repeats: Vec<_> = p
-        .warnings
-        .iter()
-        .filter(|w| w.message.contains("appears again") || w.message.contains("repeat"))
-        .collect();
-    assert_eq!(repeats.len(), 21, "{repeats:?}");
-    let last = repeats.last().map(|w| w.message.as_str()).unwrap_or("");
-    // 29 repeats of each of the three counters, 20 listed.
+    assert_eq!(row(t, "kvm_pio").count, 120, "30 seconds of 4");
+    assert_eq!(row(t, "kvm_exit").count, 300);
+    assert_eq!(t.rows.len(), 2, "{:?}", t.rows);
+    let exits = table(&p, "vmexit", None);
+    assert_eq!(exits.count(), 300);
+    let w = exits.window.as_ref().unwrap();
+    assert_eq!((w.duration_ns, w.intervals), (Some(30_000_000_000), 30));
+    assert_eq!(row(table(&p, "kvm_stat_rate", None), "kvm_pio").count, 4);
+    let all = notes(&p);
+    assert_eq!(p.warnings.len(), 1, "{all}");
     assert!(
-        last.starts_with("67 more counters repeat one above"),
-        "{last}"
+        all.contains("Some(1): 30 `kvm_stat -1` listings printed one after another (a loop; the last starts on line 88)"),
+        "{all}"
+    );
+    assert!(!exits.partial && !t.partial);
+}
+
+/// A loop that prints `date` before each listing: the stamps bound the window's start and
+/// end, and no date line is taken for a damaged row; a blank line then another listing
+/// starts a run of its own, as a second paste does.
+#[test]
+fn dated_listings_are_one_loop_and_a_listing_after_a_blank_line_is_another_run() {
+    let listing = "kvm_exit                                         100        10\n\
+                   kvm_pio                                           40         4\n";
+    let mut text = String::new();
+    for s in ["07", "12", "17"] {
+        text += &format!("Mon Nov 30 08:00:{s} UTC 2026\n{listing}");
+    }
+    text += &format!("\n{listing}");
+    let p = read_text(&text);
+    let all = notes(&p);
+    let looped = table(&p, "kvm_stat", Some("kvm_stat -1 1"));
+    assert_eq!(row(looped, "kvm_pio").count, 12, "{all}");
+    let w = looped.window.as_ref().unwrap();
+    assert_eq!(
+        (w.start.as_deref(), w.end.as_deref(), w.duration_ns),
+        (
+            Some("Mon Nov 30 08:00:07 UTC 2026"),
+            Some("Mon Nov 30 08:00:17 UTC 2026"),
+            Some(3_000_000_000)
+        )
+    );
+    assert!(
+        all.contains(
+            "stamped from `Mon Nov 30 08:00:07 UTC 2026` to `Mon Nov 30 08:00:17 UTC 2026`"
+        ),
+        "{all}"
+    );
+    assert!(!all.contains("could not read"), "{all}");
+    let second = table(&p, "kvm_stat", Some("kvm_stat -1 2"));
+    assert_eq!(
+        row(second, "kvm_pio").count,
+        40,
+        "a lone listing keeps its totals"
+    );
+}
+
+/// A row of a loop without its change column (a counter that went down) is missing from the
+/// sums: the run is partial and says how many such rows there were.
+#[test]
+fn a_loop_row_without_its_change_is_counted_out_and_marks_the_run_partial() {
+    let good = "kvm_exit                                         100        10\n\
+                kvm_pio                                           40         4\n";
+    let down = "kvm_exit                                          90       -10\n\
+                kvm_pio                                           44         4\n";
+    let p = read_text(&format!("{good}{down}{good}"));
+    let t = table(&p, "kvm_stat", None);
+    let all = notes(&p);
+    assert_eq!(row(t, "kvm_exit").count, 20, "{all}");
+    assert_eq!(row(t, "kvm_pio").count, 12);
+    assert!(t.partial);
+    assert!(
+        all.contains("1 rows of this loop have no change column"),
+        "{all}"
     );
 }

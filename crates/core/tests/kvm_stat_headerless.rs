@@ -151,3 +151,55 @@ proptest! {
         prop_assert!(read_it || noted, "line {} neither read nor noted: {:?}", line + 1, p.warnings);
     }
 }
+
+/// Listings of real counter names (the lab's `kvm_stat -1` of a halting ping-pong guest, its
+/// totals and changes drawn at random) printed by a loop, with or without `date` lines: the
+/// loop is one run whose counts are the sums of the changes, over one second per listing.
+fn loop_listing() -> impl Strategy<Value = Vec<(u32, u32)>> {
+    prop::collection::vec((0u32..5_000_000, 0u32..100_000), 1..40)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn a_loop_of_listings_sums_the_changes(
+        listings in prop::collection::vec(loop_listing(), 2..12),
+        dated in any::<bool>(),
+    ) {
+        let sample = std::fs::read_to_string(
+            virtlens_testkit::repo_root()
+                .join("testdata/lab-cases/linux-halt-churn-pingpong/kvm_stat.txt"),
+        )
+        .unwrap();
+        let names: Vec<&str> = sample
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|n| !n.starts_with("kvm_exit"))
+            .collect();
+        let mut text = String::new();
+        let mut sums = std::collections::BTreeMap::<&str, u64>::new();
+        for (i, listing) in listings.iter().enumerate() {
+            if dated {
+                text += &format!("Mon Nov 30 08:{:02}:{:02} UTC 2026\n", i / 60, i % 60);
+            }
+            for (name, (total, change)) in names.iter().zip(listing) {
+                text += &format!("{name:<42}{total:>10}{change:>10}\n");
+                *sums.entry(name).or_default() += u64::from(*change);
+            }
+        }
+        let p = read(&text);
+        let tables: Vec<_> = p.tables.iter().filter(|t| t.kind == TableKind::KvmStat).collect();
+        prop_assert_eq!(tables.len(), 1, "{:?}", p.warnings);
+        let got: std::collections::BTreeMap<&str, u64> = tables[0]
+            .rows
+            .iter()
+            .map(|r| (r.key.key_text(), r.count))
+            .map(|(k, c)| (names.iter().copied().find(|n| *n == k).unwrap_or("?"), c))
+            .collect();
+        prop_assert_eq!(got, sums);
+        let w = tables[0].window.as_ref().unwrap();
+        prop_assert_eq!(w.intervals as usize, listings.len());
+        prop_assert_eq!(w.duration_ns, Some(listings.len() as u64 * 1_000_000_000));
+        prop_assert!(!p.warnings.iter().any(|w| w.message.contains("could not read")), "{:?}", p.warnings);
+    }
+}

@@ -2,6 +2,8 @@
 //! a [`Run`]: which rows are children of which parent (by the `parent(child)` spelling or by
 //! indentation), the `Total` row, the filter and status lines, and remarks about pasted junk.
 
+use std::collections::HashSet;
+
 use super::build::{Counter, Run, RunKind};
 use super::names::{EXIT_PARENT, is_event, split_child};
 use super::screen::{self, Columns, Header, Title};
@@ -19,6 +21,11 @@ pub(super) struct Board {
     pub guest: Option<(u32, String)>,
     /// Rows read with their total only where the columns hold two numbers: (line, text).
     blank_rate: Vec<(usize, String)>,
+    /// The names of a listing's rows: a listing never prints one twice, so a name seen again
+    /// is the next listing of a loop.
+    names: HashSet<String>,
+    /// The `date` line printed just before a listing, as printed.
+    pub stamp: Option<String>,
 }
 
 impl Board {
@@ -52,6 +59,8 @@ impl Board {
             filter: None,
             guest,
             blank_rate: Vec::new(),
+            names: HashSet::new(),
+            stamp: None,
         }
     }
 
@@ -68,6 +77,14 @@ impl Board {
         b.run.scope = self.run.scope.clone();
         b.run.pid = self.run.pid;
         b
+    }
+
+    /// Whether `raw` is a row of a name this listing already printed: the first row of the
+    /// next listing of a loop.
+    pub(super) fn repeats(&self, raw: &str) -> bool {
+        self.run.kind == RunKind::Batch
+            && screen::row(raw, self.columns(), self.run.by_guest)
+                .is_some_and(|r| self.names.contains(&r.name))
     }
 
     /// Whether a top-level row named `name` was read.
@@ -147,6 +164,9 @@ impl Board {
         }
         if columns == Columns::TotalRate && row.rate.is_none() && !row.negative {
             self.blank_rate.push((n, t.to_string()));
+        }
+        if self.run.kind == RunKind::Batch {
+            self.names.insert(row.name.clone());
         }
         let base = *self.base_indent.get_or_insert(row.indent);
         let (name, exit, child) = match split_child(&row.name) {

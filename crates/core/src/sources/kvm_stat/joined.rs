@@ -7,15 +7,6 @@ use super::{Current, Reader, headerless, log, names};
 use crate::sources::lines::{self, strip_ctrl_c};
 
 /// Whether `t` is a `-l` banner ([`log::plain_banner`] without building it).
-fn banner(t: &str) -> bool {
-    let mut words = t.split_ascii_whitespace();
-    let mut known = false;
-    words.all(|w| {
-        known |= names::is_known(w);
-        names::is_field(w)
-    }) && known
-}
-
 impl Reader {
     /// Whether a run is being read (or a `-l` banner waits for its numbers): joined lines are
     /// looked for only then.
@@ -36,7 +27,7 @@ impl Reader {
             || screen::title(t).is_some()
             || log::csv_banner(t).is_some()
             || screen::header(raw).is_some()
-            || banner(t)
+            || log::is_banner(t)
             || lines::elision(t)
             || (self.pending.is_some() && data(t))
         {

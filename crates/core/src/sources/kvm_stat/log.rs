@@ -51,11 +51,16 @@ pub(super) fn csv_data(t: &str) -> Option<Sample> {
 
 /// The fields of a `-l` banner: every word a field name, at least one a known KVM counter.
 pub(super) fn plain_banner(t: &str) -> Option<Vec<String>> {
-    let fields: Vec<String> = t.split_ascii_whitespace().map(str::to_string).collect();
-    let ok = !fields.is_empty()
-        && fields.iter().all(|f| is_field(f))
-        && fields.iter().any(|f| is_known(f));
-    ok.then_some(fields)
+    is_banner(t).then(|| t.split_ascii_whitespace().map(str::to_string).collect())
+}
+
+/// Whether `t` is a `-l` banner (see [`plain_banner`]), without taking its fields.
+pub(super) fn is_banner(t: &str) -> bool {
+    let mut known = false;
+    t.split_ascii_whitespace().all(|w| {
+        known |= is_known(w);
+        is_field(w)
+    }) && known
 }
 
 /// A `-l` data line: optional date and time, then integers.

@@ -6,7 +6,11 @@
 //! screen columns, or in those of the block above when its counters repeat after a blank line)
 //! and noted.
 //!
-//! Each run (screen, listing or log) becomes up to three tables sharing one label: `vmexit`
+//! `-1` listings printed one after another by a loop (a name printed again starts the next;
+//! `date` lines between them are their stamps) are one run summing their change column
+//! (`batch_loop` says why); listings set apart by blank lines stay runs of their own.
+//!
+//! Each run (screen, listing, loop or log) becomes up to three tables sharing one label: `vmexit`
 //! (children of `kvm_exit`, decoded), `KvmStat` (every other counter), and `KvmStatRate` (the
 //! per-second rate column of screens and listings; `build` says why rates get a table of
 //! their own). Logs sum their intervals and
@@ -20,6 +24,7 @@
 //!
 //! Reading streams line by line; memory grows with the number of runs and fields only.
 
+mod batch_loop;
 mod board;
 mod build;
 pub(crate) mod clock;
@@ -36,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::profile::{Note, Origin, Profile};
 use crate::sources::line_reader::{LineBook, LineFormat, read_lines};
 use crate::sources::lines::{self, strip_ctrl_c, unquote};
+use batch_loop::Loop;
 use board::Board;
 use build::{Run, RunKind};
 use command::{Hint, command};
@@ -99,6 +105,10 @@ struct Reader {
     profile: Profile,
     runs: Vec<Run>,
     current: Current,
+    /// The listings of a `-1` loop before the current one, folded.
+    looping: Option<Loop>,
+    /// The last `date` line, for the listing that follows it.
+    stamp: Option<String>,
     /// A `-l` banner waiting for its first line of numbers.
     pending: Option<(usize, Vec<String>)>,
     hint: Option<Hint>,
@@ -122,6 +132,8 @@ impl Reader {
             profile: Profile::new(Origin::new(FORMAT, Some(path))),
             runs: Vec::new(),
             current: Current::None,
+            looping: None,
+            stamp: None,
             pending: None,
             hint: None,
             delay: None,
@@ -254,33 +266,66 @@ impl Reader {
     }
 
     fn finish(&mut self) {
-        match std::mem::replace(&mut self.current, Current::None) {
-            Current::None => {}
+        let run = match std::mem::replace(&mut self.current, Current::None) {
+            Current::None => None,
             Current::Board(mut b) => {
-                for (line, text) in b.take_cut_rows() {
-                    self.book.unreadable(
-                        line,
-                        &text,
-                        "one number where the other rows have two (the row cut short?)",
-                    );
-                }
-                if let Some((pid, name)) = &b.guest {
-                    self.profile.origin.vm_names.insert(*pid, name.clone());
-                }
-                if b.run.counters.is_empty() {
-                    if b.run.kind == RunKind::Screen && !b.has_rows() {
-                        let line = b.run.line;
-                        self.note(line, "a kvm_stat screen with no rows".into());
-                    }
-                    return;
-                }
-                self.runs.push(b.finish());
+                let stamp = b.stamp.take();
+                self.close_board(b).map(|run| (run, stamp))
             }
-            Current::Log(log) => {
-                let run = log.finish(&mut self.profile.warnings);
-                self.runs.push(run);
+            Current::Log(log) => Some((log.finish(&mut self.profile.warnings), None)),
+        };
+        match (self.looping.take(), run) {
+            (Some(mut listings), Some((run, stamp))) if run.kind == RunKind::Batch => {
+                listings.add(run, stamp);
+                self.runs.push(listings.finish(&mut self.profile.warnings));
+            }
+            (Some(listings), run) => {
+                self.runs.push(listings.finish(&mut self.profile.warnings));
+                self.runs.extend(run.map(|(run, _)| run));
+            }
+            (None, run) => self.runs.extend(run.map(|(run, _)| run)),
+        }
+    }
+
+    /// The run of a board that ends, when it has counters: its rows cut short noted, its
+    /// guest's name kept.
+    fn close_board(&mut self, mut b: Board) -> Option<Run> {
+        for (line, text) in b.take_cut_rows() {
+            self.book.unreadable(
+                line,
+                &text,
+                "one number where the other rows have two (the row cut short?)",
+            );
+        }
+        if let Some((pid, name)) = &b.guest {
+            self.profile.origin.vm_names.insert(*pid, name.clone());
+        }
+        if b.run.counters.is_empty() {
+            if b.run.kind == RunKind::Screen && !b.has_rows() {
+                let line = b.run.line;
+                self.note(line, "a kvm_stat screen with no rows".into());
+            }
+            return None;
+        }
+        Some(b.finish())
+    }
+
+    /// Line `n` starts the next `-1` listing of a loop: the one read so far is folded into
+    /// the loop's sums, and a listing like it starts here.
+    fn next_listing(&mut self, n: usize) {
+        let Current::Board(mut b) = std::mem::replace(&mut self.current, Current::None) else {
+            return;
+        };
+        let mut next = b.again(n);
+        next.stamp = self.stamp.take();
+        let stamp = b.stamp.take();
+        if let Some(run) = self.close_board(b) {
+            match &mut self.looping {
+                Some(listings) => listings.add(run, stamp),
+                None => self.looping = Some(Loop::new(run, stamp)),
             }
         }
+        self.current = Current::Board(next);
     }
 
     /// Labels runs of a file that holds several, keeping every label unique (so `compare` sets
@@ -375,66 +420,16 @@ impl LineFormat for Reader {
             self.hint = Some(hint);
             return;
         }
-        if let Some(title) = screen::title(t) {
-            self.finish();
-            if title.dead {
-                self.note(
-                    n,
-                    "the guest exited while this screen was shown (`Guest is DEAD`)".into(),
-                );
+        if batch_loop::is_date(t) {
+            match &self.current {
+                Current::Board(b) if b.run.kind == RunKind::Batch => {}
+                Current::None => self.unrecognised(n, t),
+                _ => return self.line_otherwise(n, raw, t, after_blank),
             }
-            self.start(Current::Board(Board::screen(Some(title), n)));
+            self.stamp = Some(t.to_string());
             return;
         }
-        if let Some(fields) = log::csv_banner(t) {
-            if !matches!(&self.current, Current::Log(l) if l.csv && l.fields == fields) {
-                self.finish();
-                self.start(Current::Log(Log::new(true, fields, n, self.delay)));
-            }
-            return;
-        }
-        if self.log_line(n, t) {
-            self.book.row(n);
-            return;
-        }
-        if self.header(n, raw) {
-            return;
-        }
-        let above = n.saturating_sub(1);
-        let after_row =
-            (self.book.last_row() == Some(above) || self.header_line == above) && !after_blank;
-        if let (Current::Board(_), Some(why)) = (&self.current, screen::cut_row(t, after_row)) {
-            self.mark_partial();
-            self.book.unreadable(n, t, why);
-            return;
-        }
-        if let Some(fields) = log::plain_banner(t) {
-            if !matches!(&self.current, Current::Log(l) if !l.csv && l.fields == fields) {
-                self.pending = Some((n, fields));
-            }
-            return;
-        }
-        if self.headerless_block(n, raw, after_blank) {
-            return;
-        }
-        if let Current::Board(b) = &mut self.current {
-            if b.line(n, raw, t, &mut self.profile.warnings) {
-                self.book.row(n);
-                return;
-            }
-        } else if screen::row(raw, Columns::TotalRate, false).is_some() {
-            self.finish();
-            let mut b = Board::batch(n);
-            if b.line(n, raw, t, &mut self.profile.warnings) {
-                self.book.row(n);
-                self.start(Current::Board(b));
-                return;
-            }
-        }
-        if !self.damaged(n, raw, t) {
-            self.unrecognised(n, t);
-            self.unrecognised_before = Some((n, raw.to_string()));
-        }
+        self.line_otherwise(n, raw, t, after_blank);
     }
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
@@ -483,5 +478,76 @@ impl LineFormat for Reader {
         // Only exit-reason tables carry an ISA.
         self.profile.settle_isa();
         Ok(self.profile)
+    }
+}
+
+impl Reader {
+    /// Line `n` (`raw`, trimmed `t`) when it is neither a command line nor a `date` line of a
+    /// `-1` loop.
+    fn line_otherwise(&mut self, n: usize, raw: &str, t: &str, after_blank: bool) {
+        if let Some(title) = screen::title(t) {
+            self.finish();
+            if title.dead {
+                self.note(
+                    n,
+                    "the guest exited while this screen was shown (`Guest is DEAD`)".into(),
+                );
+            }
+            self.start(Current::Board(Board::screen(Some(title), n)));
+            return;
+        }
+        if let Some(fields) = log::csv_banner(t) {
+            if !matches!(&self.current, Current::Log(l) if l.csv && l.fields == fields) {
+                self.finish();
+                self.start(Current::Log(Log::new(true, fields, n, self.delay)));
+            }
+            return;
+        }
+        if self.log_line(n, t) {
+            self.book.row(n);
+            return;
+        }
+        if self.header(n, raw) {
+            return;
+        }
+        let above = n.saturating_sub(1);
+        let after_row =
+            (self.book.last_row() == Some(above) || self.header_line == above) && !after_blank;
+        if let (Current::Board(_), Some(why)) = (&self.current, screen::cut_row(t, after_row)) {
+            self.mark_partial();
+            self.book.unreadable(n, t, why);
+            return;
+        }
+        if let Some(fields) = log::plain_banner(t) {
+            if !matches!(&self.current, Current::Log(l) if !l.csv && l.fields == fields) {
+                self.pending = Some((n, fields));
+            }
+            return;
+        }
+        if self.headerless_block(n, raw, after_blank) {
+            return;
+        }
+        if matches!(&self.current, Current::Board(b) if b.repeats(raw)) {
+            self.next_listing(n);
+        }
+        if let Current::Board(b) = &mut self.current {
+            if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.book.row(n);
+                return;
+            }
+        } else if screen::row(raw, Columns::TotalRate, false).is_some() {
+            self.finish();
+            let mut b = Board::batch(n);
+            b.stamp = self.stamp.take();
+            if b.line(n, raw, t, &mut self.profile.warnings) {
+                self.book.row(n);
+                self.start(Current::Board(b));
+                return;
+            }
+        }
+        if !self.damaged(n, raw, t) {
+            self.unrecognised(n, t);
+            self.unrecognised_before = Some((n, raw.to_string()));
+        }
     }
 }
