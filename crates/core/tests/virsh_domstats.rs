@@ -28,6 +28,69 @@ fn count(p: &Profile, name: &str, vcpu: Option<u32>) -> Option<u64> {
         .map(|r| r.count)
 }
 
+/// The real output with every `.sum` value raised by `by`, as a later poll prints it.
+fn polled(bytes: &[u8], by: u64) -> String {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(|l| match l.split_once(".sum=") {
+            Some((key, v)) => match v.parse::<u64>() {
+                Ok(v) => format!("{key}.sum={}\n", v + by),
+                Err(_) => format!("{l}\n"),
+            },
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
+/// A domain printed again is a later poll of a loop: its table is the change from the first
+/// poll to the last, whatever the polls between said, and one note says so.
+#[test]
+fn a_domain_polled_again_holds_the_change_from_its_first_poll_to_its_last() {
+    let bytes = sample();
+    let text = [polled(&bytes, 0), polled(&bytes, 7), polled(&bytes, 1_000)].join("\n");
+    let p = read(text.as_bytes());
+    assert_eq!(p.tables.len(), 1, "one domain, one table");
+    let t = &p.tables[0];
+    assert_eq!(count(&p, "exits", Some(0)), Some(1_000));
+    assert_eq!(count(&p, "remote_tlb_flush", None), Some(1_000));
+    assert_eq!(t.rows.len(), 40 - 3 + 8, "the same statistics as one poll");
+    assert!(
+        t.label
+            .as_deref()
+            .is_some_and(|l| l.contains("change over 3 polls"))
+    );
+    let notes: Vec<&str> = p.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.starts_with("'win11' was polled 3 times")),
+        "{notes:?}"
+    );
+    assert!(
+        !notes.iter().any(|m| m.contains("since the VM started")),
+        "{notes:?}"
+    );
+    let once = read(&bytes);
+    let left_out = |p: &Profile| {
+        p.warnings
+            .iter()
+            .find(|w| w.message.contains("not counts of events"))
+            .map(|w| w.message.clone())
+    };
+    assert_eq!(left_out(&p), left_out(&once), "counted in one poll");
+    // A value that went down (the VM restarted between polls) is left out, and said.
+    let restarted = [polled(&bytes, 1_000), polled(&bytes, 0)].join("\n");
+    let p = read(restarted.as_bytes());
+    assert!(p.tables[0].rows.is_empty() && p.tables[0].partial);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("went down between its first poll")),
+        "{:?}",
+        p.warnings
+    );
+}
+
 #[test]
 fn a_real_output_becomes_the_binary_statistics_table_of_its_domain() {
     let bytes = sample();

@@ -10,7 +10,13 @@
 //! state/time/wait/delay) are no counts of KVM events: left out, and the KVM ones among them
 //! counted in a note. A `.sum` line whose value is not a number is noted ([`LineBook`]); an
 //! author's elision (`vcpu.1...`) is noted and makes the table partial.
+//!
+//! A domain printed again is a later poll (`while sleep 10; do virsh domstats; done`, or a
+//! monitor's virsh engine): its table then holds the change from its first poll to its last,
+//! the activity while it was watched, and the polls between are not kept, so memory is two
+//! polls per domain however long the loop ran.
 
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use crate::error::Result;
@@ -46,21 +52,81 @@ pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
 struct Domain {
     name: String,
     line: usize,
+    /// The latest poll's values.
     rows: Vec<Row>,
     elided: Option<usize>,
+    /// The first poll's values, once the domain was printed again.
+    first: Option<Vec<Row>>,
+    polls: u32,
+    /// The line of the latest poll's `Domain:` line.
+    last_line: usize,
 }
 
 impl Domain {
-    fn table(self) -> Table {
+    /// A later poll of this domain starts at line `n`: the first poll is kept, the others
+    /// are dropped.
+    fn poll_again(&mut self, n: usize) {
+        let rows = std::mem::take(&mut self.rows);
+        self.first.get_or_insert(rows);
+        self.polls += 1;
+        self.last_line = n;
+    }
+
+    /// The domain's table: totals since the VM started, or the change from the first poll to
+    /// the last; remarks about the polls go to `notes`.
+    fn table(self, notes: &mut Vec<Note>) -> Table {
         let mut t = Table::new(TableKind::KvmStats);
-        t.label = Some(format!(
-            "KVM binary statistics of '{}' (virsh domstats), totals",
-            self.name
-        ));
         t.overlapping = true;
         t.line = Some(self.line);
         t.partial = self.elided.is_some();
-        t.rows = self.rows;
+        let Some(first) = self.first else {
+            t.label = Some(format!(
+                "KVM binary statistics of '{}' (virsh domstats), totals",
+                self.name
+            ));
+            t.rows = self.rows;
+            return t;
+        };
+        t.label = Some(format!(
+            "KVM binary statistics of '{}' (virsh domstats), change over {} polls",
+            self.name, self.polls
+        ));
+        notes.push(Note {
+            line: Some(self.line),
+            message: format!(
+                "'{}' was polled {} times (the last on line {}): its table is the change from \
+                 the first poll to the last; rates need the time between them (give --window \
+                 SECONDS)",
+                self.name, self.polls, self.last_line
+            ),
+        });
+        let before: HashMap<(&Key, Option<u32>), u64> =
+            first.iter().map(|r| ((&r.key, r.vcpu), r.count)).collect();
+        let mut went_down = 0;
+        let mut rows = Vec::with_capacity(self.rows.len());
+        for mut r in self.rows {
+            match before.get(&(&r.key, r.vcpu)) {
+                Some(&b) if b <= r.count => r.count -= b,
+                Some(_) => {
+                    went_down += 1;
+                    continue;
+                }
+                None => {}
+            }
+            rows.push(r);
+        }
+        if went_down > 0 {
+            t.partial = true;
+            notes.push(Note {
+                line: Some(self.last_line),
+                message: format!(
+                    "{went_down} values of '{}' went down between its first poll and its last \
+                     (the VM restarted?): left out",
+                    self.name
+                ),
+            });
+        }
+        t.rows = rows;
         t
     }
 }
@@ -70,6 +136,10 @@ struct Reader {
     profile: Profile,
     book: LineBook,
     domains: Vec<Domain>,
+    /// Domain name → index in `domains`.
+    by_name: HashMap<String, usize>,
+    /// The domain whose poll is being read.
+    current: Option<usize>,
     left_out: u64,
 }
 
@@ -161,6 +231,8 @@ impl Reader {
             profile: Profile::new(Origin::new(FORMAT, Some(path))),
             book: LineBook::default(),
             domains: Vec::new(),
+            by_name: HashMap::new(),
+            current: None,
             left_out: 0,
         }
     }
@@ -176,15 +248,31 @@ impl LineFormat for Reader {
             .strip_prefix("Domain: '")
             .and_then(|r| r.strip_suffix('\''))
         {
-            self.domains.push(Domain {
-                name: name.to_string(),
-                line: n,
-                rows: Vec::new(),
-                elided: None,
-            });
+            let index = match self.by_name.get(name) {
+                Some(&i) => {
+                    if let Some(d) = self.domains.get_mut(i) {
+                        d.poll_again(n);
+                    }
+                    i
+                }
+                None => {
+                    self.by_name.insert(name.to_string(), self.domains.len());
+                    self.domains.push(Domain {
+                        name: name.to_string(),
+                        line: n,
+                        rows: Vec::new(),
+                        elided: None,
+                        first: None,
+                        polls: 1,
+                        last_line: n,
+                    });
+                    self.domains.len() - 1
+                }
+            };
+            self.current = Some(index);
             return;
         }
-        let Some(domain) = self.domains.last_mut() else {
+        let Some(domain) = self.current.and_then(|i| self.domains.get_mut(i)) else {
             self.book.unrecognised(n, t);
             return;
         };
@@ -217,7 +305,9 @@ impl LineFormat for Reader {
                     .book
                     .unreadable(n, t, "a KVM statistic whose value is not a count"),
             },
-            Some(Stat::NotACount) => self.left_out += 1,
+            // Counted in one poll: the polls of a loop print the same keys.
+            Some(Stat::NotACount) if domain.polls == 1 => self.left_out += 1,
+            Some(Stat::NotACount) => {}
             Some(Stat::Libvirt) => {}
             None => self.book.unreadable(
                 n,
@@ -256,12 +346,14 @@ impl LineFormat for Reader {
             .iter()
             .find(|d| !d.rows.is_empty())
             .map(|d| d.line);
-        notes.push(Note {
-            line: first,
-            message: "virsh domstats values are totals since the VM started: rates need its \
-                      uptime (give --window SECONDS)"
-                .into(),
-        });
+        if self.domains.iter().any(|d| d.first.is_none()) {
+            notes.push(Note {
+                line: first,
+                message: "virsh domstats values are totals since the VM started: rates need its \
+                          uptime (give --window SECONDS)"
+                    .into(),
+            });
+        }
         if self.left_out > 0 {
             notes.push(Note {
                 line: first,
@@ -284,7 +376,7 @@ impl LineFormat for Reader {
             }
         }
         for d in self.domains.into_iter().filter(|d| !d.rows.is_empty()) {
-            let mut t = d.table();
+            let mut t = d.table(&mut self.profile.warnings);
             t.partial |= cut_row || unread;
             self.profile.tables.push(t);
         }
