@@ -177,6 +177,63 @@ fn real_replies_from_qemu_are_read_whole() {
 }
 
 /// The counters' rules read it: with the VM's uptime as the window, the IO exits lead.
+/// Replies printed again and again (a loop logging each poll): each result is told by its
+/// provider and vCPU, and the table is the change from its first poll to its last, whatever
+/// the polls between said; vCPUs keep their numbers.
+#[test]
+fn replies_polled_again_hold_the_change_from_the_first_poll_to_the_last() {
+    let later = |by: u64| {
+        PRETTY
+            .replace("9000000", &(9_000_000 + by).to_string())
+            .replace("1904", &(1904 + by).to_string())
+            .replace(
+                "\"value\": 100000}",
+                &format!("\"value\": {}}}", 100_000 + by),
+            )
+    };
+    let text = [PRETTY.to_string(), later(5), later(70)].join("\n");
+    let p = read(&text);
+    let once = read(PRETTY);
+    let t = &p.tables[0];
+    assert_eq!(p.tables.len(), 1);
+    assert_eq!(total(&p, "exits"), 70, "the vCPU 0 result's change");
+    assert_eq!(total(&p, "remote_tlb_flush"), 70, "the VM's own");
+    assert_eq!(total(&p, "halt_exits"), 70, "vCPU 1's");
+    assert_eq!(total(&p, "io_exits"), 0);
+    assert_eq!(t.rows.len(), once.tables[0].rows.len(), "{:?}", t.rows);
+    let vcpus: std::collections::BTreeSet<_> = t.rows.iter().map(|r| r.vcpu).collect();
+    assert_eq!(vcpus.len(), 3, "the VM and two vCPUs: {vcpus:?}");
+    assert!(
+        t.label
+            .as_deref()
+            .is_some_and(|l| l.contains("change over 3 polls"))
+    );
+    let notes: Vec<&str> = p.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert!(
+        notes
+            .iter()
+            .any(|m| m.starts_with("the results were printed again")),
+        "{notes:?}"
+    );
+    let left_out = |p: &Profile| {
+        p.warnings
+            .iter()
+            .find(|w| w.message.contains("not counts of events"))
+            .map(|w| w.message.clone())
+    };
+    assert_eq!(left_out(&p), left_out(&once), "counted in one poll");
+    // A VM restarted between the polls: its values went down, and are left out.
+    let p = read(&[later(70), PRETTY.to_string()].join("\n"));
+    assert!(p.tables[0].partial);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.starts_with("3 values went down")),
+        "{:?}",
+        p.warnings
+    );
+}
+
 #[test]
 fn the_counters_rules_read_it() {
     let p = read(PRETTY);

@@ -9,9 +9,14 @@
 //! names a statistic but yields none is noted ([`LineBook`]). Values are totals since the VM
 //! started; histograms (list values), times (`…_ns`) and instant or peak values are left out
 //! and noted, being no counts of events.
+//!
+//! A result of a provider and vCPU seen before is a later poll (replies logged by a loop): the
+//! table then holds the change from each result's first poll to its last, and the polls
+//! between are not kept, so memory is two polls however long the loop ran.
 
 mod scan;
 
+use std::collections::HashMap;
 use std::io::BufRead;
 
 use crate::error::Result;
@@ -68,6 +73,24 @@ struct Result1 {
     /// Its first row in `Reader::rows`: QEMU writes `qom-path` after `stats`, so a result's
     /// rows are known to be a vCPU's only at its end.
     first_row: usize,
+    /// Its vCPU's QOM path.
+    path: Option<String>,
+    /// How many of its values are no counts: added to the input's only for a first poll.
+    left_out: usize,
+}
+
+/// What tells the results of one poll apart: the provider and the vCPU's QOM path.
+type Identity = (String, Option<String>);
+
+/// The later polls of the results seen again.
+#[derive(Default)]
+struct Polls {
+    /// Results whose first poll is in `Reader::rows`, and how many polls each had.
+    seen: HashMap<Identity, u32>,
+    /// The latest poll's rows of each result polled again.
+    latest: HashMap<Identity, Vec<Row>>,
+    /// The line of the first result seen again, and of the last.
+    again: Option<(usize, usize)>,
 }
 
 struct Reader {
@@ -79,7 +102,9 @@ struct Reader {
     pending: Option<(usize, String)>,
     /// Inside a list value (a histogram) spread over lines: where it began, and its name.
     list: Option<(usize, String)>,
-    vcpus: u32,
+    /// The vCPUs' QOM paths, in the order QEMU listed them: their indices.
+    vcpus: HashMap<String, u32>,
+    polls: Polls,
     rows: Vec<Row>,
     first_line: Option<usize>,
     left_out: Vec<String>,
@@ -96,7 +121,8 @@ impl Reader {
             current: None,
             pending: None,
             list: None,
-            vcpus: 0,
+            vcpus: HashMap::new(),
+            polls: Polls::default(),
             rows: Vec::new(),
             first_line: None,
             left_out: Vec::new(),
@@ -105,8 +131,71 @@ impl Reader {
         }
     }
 
+    /// The current result ends: when a result like it was read before, its rows are the
+    /// latest poll of that one.
+    fn end_result(&mut self) {
+        let Some(r) = self.current.take() else {
+            return;
+        };
+        let identity = (r.provider, r.path);
+        let polls = self.polls.seen.entry(identity.clone()).or_insert(0);
+        *polls += 1;
+        if *polls == 1 {
+            self.left_out_count += r.left_out;
+        } else {
+            let rows: Vec<Row> = self
+                .rows
+                .drain(r.first_row.min(self.rows.len())..)
+                .collect();
+            self.polls.latest.insert(identity, rows);
+            let again = self.polls.again.get_or_insert((r.line, r.line));
+            again.1 = r.line;
+        }
+    }
+
+    /// The first poll's rows turned into the change to the latest poll, for every result
+    /// polled again; values that went down are left out and counted.
+    fn changes(&mut self) -> usize {
+        let mut latest = std::mem::take(&mut self.polls.latest);
+        if latest.is_empty() {
+            return 0;
+        }
+        // The first poll's rows of each result, by key and vCPU.
+        let mut went_down = 0;
+        let mut later: HashMap<(Key, Option<u32>), u64> = HashMap::new();
+        for rows in latest.values_mut() {
+            for r in rows.drain(..) {
+                later.insert((r.key, r.vcpu), r.count);
+            }
+        }
+        self.rows.retain_mut(|r| {
+            let Some(now) = later.remove(&(r.key.clone(), r.vcpu)) else {
+                return true;
+            };
+            match now.checked_sub(r.count) {
+                Some(change) => {
+                    r.count = change;
+                    true
+                }
+                None => {
+                    went_down += 1;
+                    false
+                }
+            }
+        });
+        for ((key, vcpu), count) in later {
+            let mut row = Row::new(key, count);
+            row.vcpu = vcpu;
+            self.rows.push(row);
+        }
+        went_down
+    }
+
     fn leave_out(&mut self, name: &str) {
-        self.left_out_count += 1;
+        match &mut self.current {
+            Some(r) => r.left_out += 1,
+            None => self.left_out_count += 1,
+        }
         if self.left_out.len() < 4 && !self.left_out.iter().any(|n| n == name) {
             self.left_out.push(name.to_string());
         }
@@ -170,6 +259,7 @@ impl LineFormat for Reader {
             match token {
                 Token::Key("provider", Some(p)) => {
                     self.unpaired();
+                    self.end_result();
                     if p != "kvm" && !self.other_providers.contains(&p) {
                         self.other_providers.push(p.clone());
                     }
@@ -178,15 +268,18 @@ impl LineFormat for Reader {
                         vcpu: None,
                         line: n,
                         first_row: self.rows.len(),
+                        path: None,
+                        left_out: 0,
                     });
                     used = true;
                 }
-                Token::Key("qom-path", Some(_)) => {
+                Token::Key("qom-path", Some(path)) => {
                     if let Some(r) = self.current.as_mut()
                         && r.vcpu.is_none()
                     {
-                        r.vcpu = Some(self.vcpus);
-                        self.vcpus += 1;
+                        let next = u32::try_from(self.vcpus.len()).unwrap_or(u32::MAX);
+                        r.vcpu = Some(*self.vcpus.entry(path.clone()).or_insert(next));
+                        r.path = Some(path);
                         for row in self.rows.iter_mut().skip(r.first_row) {
                             row.vcpu = r.vcpu;
                         }
@@ -256,6 +349,8 @@ impl LineFormat for Reader {
 
     fn end(mut self, cut: Option<usize>) -> Result<Profile> {
         self.unpaired();
+        self.end_result();
+        let went_down = self.changes();
         if let Some((at, name)) = self.list.take() {
             self.book.unreadable(
                 at,
@@ -280,13 +375,39 @@ impl LineFormat for Reader {
         }
         let line = self.first_line.unwrap_or(1);
         let notes = &mut self.profile.warnings;
-        notes.push(Note {
-            line: Some(line),
-            message: "query-stats values are totals since the VM started: rates need its \
-                      uptime (give --window SECONDS), and vCPUs are numbered in the order QEMU \
-                      listed them"
-                .into(),
+        let polled = self.polls.again.map(|(first, last)| {
+            let most = self.polls.seen.values().max().copied().unwrap_or(1);
+            notes.push(Note {
+                line: Some(first),
+                message: format!(
+                    "the results were printed again from here on (a loop of replies, up to \
+                     {most} polls, the last result on line {last}): the table is the change \
+                     from each result's first poll to its last; rates need the time between \
+                     them (give --window SECONDS), and vCPUs are numbered in the order QEMU \
+                     first listed them"
+                ),
+            });
+            most
         });
+        if polled.is_none() {
+            notes.push(Note {
+                line: Some(line),
+                message: "query-stats values are totals since the VM started: rates need its \
+                          uptime (give --window SECONDS), and vCPUs are numbered in the order \
+                          QEMU listed them"
+                    .into(),
+            });
+        }
+        if went_down > 0 {
+            partial = true;
+            notes.push(Note {
+                line: polled.and(self.polls.again.map(|a| a.1)),
+                message: format!(
+                    "{went_down} values went down between their first poll and their last (the \
+                     VM restarted?): left out"
+                ),
+            });
+        }
         if self.left_out_count > 0 {
             notes.push(Note {
                 line: Some(line),
@@ -308,7 +429,12 @@ impl LineFormat for Reader {
             });
         }
         let mut table = Table::new(TableKind::KvmStats);
-        table.label = Some("KVM binary statistics (QMP query-stats), totals".into());
+        table.label = Some(match polled {
+            Some(most) => {
+                format!("KVM binary statistics (QMP query-stats), change over {most} polls")
+            }
+            None => "KVM binary statistics (QMP query-stats), totals".into(),
+        });
         table.overlapping = true;
         table.line = Some(line);
         table.partial = partial;
