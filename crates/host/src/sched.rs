@@ -9,7 +9,8 @@
 //!
 //! vCPU threads are the ones whose names say so (QEMU `CPU n/KVM`, Firecracker `fc_vcpu n`,
 //! …); in a VMM that names none, the threads that have run guest code (guest time in their
-//! `stat`) are taken instead.
+//! `stat`) are taken instead. Of two threads with one vCPU's name (a task a vCPU thread started
+//! carries its name until it takes its own), the one that has run guest code is the vCPU.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -241,15 +242,27 @@ impl Sampler {
                 named
             };
             for t in threads {
-                // A thread named like a vCPU another live thread of the VMM already is: a
-                // thread that vCPU thread started, still carrying its creator's name.
-                let twin = by_name
-                    && self
-                        .threads
-                        .values()
-                        .any(|w| w.pid == v.pid && !w.gone && w.vcpu == t.vcpu);
-                if twin || self.threads.contains_key(&t.tid) {
+                if self.threads.contains_key(&t.tid) {
                     continue;
+                }
+                // A thread named like a vCPU another live thread of the VMM already is: one of
+                // the two was started by the other and still carries its creator's name (KVM's
+                // per-VM workers are such tasks of the VMM). The vCPU thread is the one that
+                // runs guest code: the other is kept only while neither has.
+                let twin = self
+                    .threads
+                    .iter()
+                    .find(|(_, w)| by_name && w.pid == v.pid && !w.gone && w.vcpu == t.vcpu)
+                    .map(|(&tid, _)| tid);
+                if let Some(other) = twin {
+                    let guest = |tid: u32| {
+                        read_stat(&PathBuf::from(format!("/proc/{}/task/{tid}", v.pid)))
+                            .map_or(0, |st| st.guest)
+                    };
+                    if guest(other) > 0 || guest(t.tid) == 0 {
+                        continue;
+                    }
+                    self.threads.remove(&other);
                 }
                 let path = format!("/proc/{}/task/{}/schedstat", v.pid, t.tid);
                 let Some(stat) = SchedStat::read(&path) else {

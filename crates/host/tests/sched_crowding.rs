@@ -151,3 +151,47 @@ fn a_halted_vcpu_is_reported_and_raises_nothing_above_low() {
         "a halted vCPU does not wait for a CPU: {found:?}"
     );
 }
+
+/// A thread that carries a vCPU's name without being the vCPU (a task the vCPU thread started,
+/// such as KVM's per-VM workers, before it names itself) and was there first: the capture
+/// reports the thread that runs guest code, once, and not the impostor.
+#[test]
+fn of_two_threads_with_one_vcpus_name_the_one_running_guest_code_is_the_vcpu() {
+    if !require(&HOST) {
+        return;
+    }
+    let _alone = virtlens_testkit::exclusive();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    // Started first, so the lower thread id: the sampler meets it before the vCPU.
+    let impostor = std::thread::Builder::new()
+        .name("CPU 0/KVM".into())
+        .spawn(move || {
+            let me = std::fs::read_link("/proc/thread-self").unwrap();
+            let tid: u32 = me.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            tid_tx.send(tid).unwrap();
+            let _ = stop_rx.recv();
+        })
+        .unwrap();
+    let impostor_tid = tid_rx.recv().unwrap();
+    let busy = Busy::start(1, None).unwrap();
+    let p = capture_this_process(4);
+    busy.stop().unwrap();
+    stop_tx.send(()).unwrap();
+    impostor.join().unwrap();
+
+    let s = summarize(
+        p.sched
+            .as_ref()
+            .expect("the capture sampled the vCPU thread"),
+    );
+    let vm = this_vm(&s);
+    assert_eq!(vm.vcpus.len(), 1, "{vm:?}");
+    let v = &vm.vcpus[0].sampled;
+    assert_ne!(
+        v.tid, impostor_tid,
+        "the impostor was taken for vCPU 0: {vm:?}"
+    );
+    assert_eq!(v.vcpu, Some(0));
+    assert!(v.run_ns > 0, "{v:?}");
+}
