@@ -6,8 +6,9 @@
 //! A VMM that ran and exited between two reads of the buffers is gone from /proc by the time
 //! its events are read. Its threads are then found in what the kernel kept while tracing
 //! (`saved_tgids`, filled because the capture's instance sets `record-tgid`, and
-//! `saved_cmdlines`); a thread that hit a `kvm` event belongs to a process that used KVM, so
-//! that process counts as the VMM, without a name.
+//! `saved_cmdlines`). One caught as it exits is still in /proc, but without its KVM files
+//! open, so it is not taken for a VMM. Either way a thread that hit a `kvm` event belongs to
+//! a process that used KVM, so that process counts as the VMM, without a name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -32,8 +33,9 @@ pub(crate) struct Identities {
     last: Option<(u32, bool)>,
     /// The tracefs root whose `saved_tgids`/`saved_cmdlines` name exited threads.
     saved: Option<PathBuf>,
-    /// Exited threads with their process, not yet seen hitting a `kvm` event.
-    exited: HashMap<u32, u32>,
+    /// Threads with their process not taken for a VMM (exited, or exiting), not yet seen
+    /// hitting a `kvm` event.
+    unsettled: HashMap<u32, u32>,
 }
 
 impl Identities {
@@ -81,12 +83,12 @@ impl Identities {
             self.threads.insert(tid, info);
         }
         if kvm
-            && let Some(tgid) = self.exited.remove(&tid)
+            && let Some(tgid) = self.unsettled.remove(&tid)
             && let Some(t) = self.threads.get_mut(&tid)
         {
             t.pid = Some(tgid);
         }
-        self.last = Some((tid, !self.exited.contains_key(&tid)));
+        self.last = Some((tid, !self.unsettled.contains_key(&tid)));
     }
 
     fn resolve(&mut self, tid: u32) -> ThreadInfo {
@@ -114,7 +116,10 @@ impl Identities {
                 let vcpu = vcpus::vcpu_of_thread(&comm);
                 ThreadInfo::new(Some(tgid), Some(comm), vcpu)
             }
-            _ => ThreadInfo::new(None, Some(comm), None),
+            _ => {
+                self.unsettled.insert(tid, tgid);
+                ThreadInfo::new(None, Some(comm), None)
+            }
         }
     }
 
@@ -127,7 +132,7 @@ impl Identities {
         let tgid = saved_entry(&root.join("saved_tgids"), tid).and_then(|v| v.parse().ok());
         let comm = saved_entry(&root.join("saved_cmdlines"), tid);
         if let Some(tgid) = tgid {
-            self.exited.insert(tid, tgid);
+            self.unsettled.insert(tid, tgid);
         }
         let vcpu = comm.as_deref().and_then(vcpus::vcpu_of_thread);
         ThreadInfo::new(None, comm, vcpu)
@@ -180,5 +185,39 @@ mod tests {
         assert!(t.comm.is_some());
         ids.see(0, true);
         assert_eq!(ids.get(0), Some(&ThreadInfo::default()));
+    }
+
+    /// A process that is no VMM when looked at (as a VMM that is exiting, its KVM files
+    /// closed, is not) gets its threads' process once one of them hits a `kvm` event.
+    #[test]
+    fn a_thread_hitting_a_kvm_event_gets_its_process_though_no_vmm() {
+        let mut children: Vec<std::process::Child> = (0..2)
+            .map(|_| {
+                std::process::Command::new("cat")
+                    .stdin(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let (kvm, plain) = (children[0].id(), children[1].id());
+        let mut ids = Identities::default();
+        ids.see(kvm, false);
+        assert_eq!(
+            ids.get(kvm).and_then(|t| t.pid),
+            None,
+            "no VMM, no kvm event yet"
+        );
+        ids.see(kvm, true);
+        ids.see(plain, false);
+        assert_eq!(ids.get(kvm).and_then(|t| t.pid), Some(kvm));
+        assert_eq!(ids.get(plain).and_then(|t| t.pid), None);
+        assert_eq!(
+            ids.get(kvm).and_then(|t| t.comm.clone()).as_deref(),
+            Some("cat")
+        );
+        for c in &mut children {
+            drop(c.stdin.take());
+            c.wait().unwrap();
+        }
     }
 }
