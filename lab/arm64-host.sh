@@ -139,7 +139,7 @@ run() {
   run_watched "${TIMEOUT:-900}" "$out/console.log" qemu-system-aarch64 -accel "tcg,thread=${TCG_THREAD:-multi}" \
     -M virt,virtualization=on,gic-version=3 -cpu max,pauth-impdef=on -smp "${SMP:-4}" -m "${MEM:-2048}" \
     -kernel "$cache/vmlinuz" -initrd "$cache/host.gz" \
-    -append "console=ttyAMA0 quiet panic=-1 lab_out=$out lab_repo=$root" \
+    -append "console=ttyAMA0 quiet loglevel=5 panic=-1 lab_out=$out lab_repo=$root" \
     -display none -no-reboot -nodefaults -serial "file:$out/console.log" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \

@@ -179,11 +179,14 @@ run() {
   rm -f "$out/.lab-status" "$out/console.log"
   { printf 'cd %q || exit 125\n' "$out"; printf '%q ' "$@"; echo; } > "$out/.lab-cmd"
   local status=0 log=()
+  # loglevel=5 after quiet: the console shows warnings, so a soft lockup's report comes with
+  # the registers and call trace of the stuck CPU (printed at the default level, which quiet
+  # alone holds back), and a stall says where it was.
   [ -n "${QEMU_LOG:-}" ] &&
     log=(-d cpu_reset,guest_errors -D "$out/qemu.log" -monitor "unix:$out/monitor.sock,server=on,wait=off")
   run_watched "${TIMEOUT:-1200}" "$out/console.log" qemu-system-x86_64 -accel "tcg,thread=${TCG_THREAD:-multi}" -cpu "${LAB_CPU:-max}" -smp "${SMP:-6}" -m "${MEM:-3072}" \
     -kernel "$cache/vmlinuz" -initrd "$cache/host.gz" \
-    -append "console=ttyS0 quiet panic=-1 transparent_hugepage=never lab_out=$out lab_repo=$root lab_cmd=.lab-cmd lab_guest=$(guest_gz) lab_kvm_amd=${KVM_AMD:-}" \
+    -append "console=ttyS0 quiet loglevel=5 panic=-1 transparent_hugepage=never lab_out=$out lab_repo=$root lab_cmd=.lab-cmd lab_guest=$(guest_gz) lab_kvm_amd=${KVM_AMD:-}" \
     -display none -no-reboot -nodefaults -serial "file:$out/console.log" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$out,mount_tag=out,security_model=none,multidevs=remap" \

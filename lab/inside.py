@@ -8,7 +8,8 @@ every tool a user of a KVM host would have.
 It starts the scenario's guest as cause.json's `construction` says (a Linux guest under QEMU+KVM,
 or one of virtlens's micro-VM traps), waits for the guest's workload to say it runs, then records
 the same window with `virtlens record` (a Parquet capture) and `perf kvm stat record` (perf.data),
-both started and confirmed before the window opens; then `kvm_stat -1` and, for a Linux guest,
+both started and confirmed before the window opens (the guest held while they start and stop, as
+every tracepoint switch here is: see `hold`); then `kvm_stat -1` and, for a Linux guest,
 QEMU's QMP `query-stats` replies (VM and vCPUs). It writes what it saw of
 the guest and the timings to OUT_DIR/run.json. `perf kvm stat report` and `perf script` of the
 perf.data are left to whoever reads OUT_DIR (they need no KVM host).
@@ -246,6 +247,71 @@ def start_kvm_stat_once():
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+# kvm_stat -1 run so that it says when its counters are on (at its one sleep) and when it is
+# about to close them (at exit), and waits for a line on stdin after each: the guest is held
+# across both, since switching tracepoints patches the kernel's text (see `hold`).
+KVM_STAT_HELD = r"""
+import atexit, runpy, sys, time
+path, sleep, said = sys.argv[1], time.sleep, []
+def held_sleep(s):
+    if not said:
+        said.append(True)
+        print("lab: counters on", file=sys.stderr, flush=True)
+        sys.stdin.readline()
+    sleep(s)
+def closing():
+    sys.stdout.flush()
+    print("lab: closing", file=sys.stderr, flush=True)
+    sys.stdin.readline()
+time.sleep = held_sleep
+atexit.register(closing)
+sys.argv = [path, "-1"]
+runpy.run_path(path, run_name="__main__")
+"""
+
+
+def hold(pid):
+    """Stops the guest (SIGSTOP) until every thread is stopped, so no vCPU is inside KVM_RUN.
+
+    A tool that switches tracepoints on or off patches the kernel's text; under TCG a vCPU
+    thread inside KVM_RUN at a site patched under it has been seen to spin there for good,
+    a soft lockup that stalls the lab host (lab/README.md). So every switch made here is made
+    with the guest held."""
+    os.kill(pid, signal.SIGSTOP)
+    wait_stopped(pid)
+
+
+def kvm_stat_held(pid):
+    """`kvm_stat -1` over one second of the held guest `pid`, released for that second only;
+    the guest is held again on return."""
+    proc = subprocess.Popen(["python3", "-c", KVM_STAT_HELD, os.path.join(CACHE, "kvm_stat")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+    def expect(marker):
+        said = []
+        for line in proc.stderr:
+            if line.strip() == marker:
+                return
+            said.append(line)
+        proc.wait()
+        raise SystemExit(f"kvm_stat -1 failed ({proc.returncode}): {''.join(said)}")
+
+    expect("lab: counters on")
+    os.kill(pid, signal.SIGCONT)
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    expect("lab: closing")
+    hold(pid)
+    proc.stdin.write("\n")
+    proc.stdin.close()
+    out = proc.stdout.read()
+    rest = proc.stderr.read()
+    if proc.wait(timeout=STEP_TIMEOUT) != 0:
+        raise SystemExit(f"kvm_stat -1 failed ({proc.returncode}): {rest}")
+    return out
+
+
 def kvm_stat_output(proc):
     out, err = proc.communicate(timeout=STEP_TIMEOUT)
     if proc.returncode != 0:
@@ -267,6 +333,8 @@ def scenario(args):
     try:
         guest.wait_started()
         step("guest_start")
+        # The tools start and stop with the guest held (`hold`): the window is the time it runs.
+        hold(guest.proc.pid)
         # perf is launched first (the slower to start) with its events off, and switched on
         # once virtlens records: the window opens when both are on.
         perf_launched = PerfKvmStat(os.path.join(tmp, "perf.data"), tmp)
@@ -275,7 +343,9 @@ def scenario(args):
         step("virtlens_record_start")
         perf = perf_launched.enable()
         step("perf_start")
+        os.kill(guest.proc.pid, signal.SIGCONT)
         time.sleep(seconds)
+        hold(guest.proc.pid)
         step("window")
         # Both stopped at once: each takes seconds to write its file under emulation, and
         # neither should record the other's stopping.
@@ -286,7 +356,8 @@ def scenario(args):
         step("tools_stop")
         # kvm_stat after them, not beside them: under emulation its Python takes a CPU the
         # guest's vCPUs would wait for, which the capture's scheduler samples would show.
-        kvm_stat = kvm_stat_output(start_kvm_stat_once())
+        kvm_stat = kvm_stat_held(guest.proc.pid)
+        os.kill(guest.proc.pid, signal.SIGCONT)
         step("kvm_stat")
         qmp = qmp_stats(qmp_socket(case)) if case["construction"]["kind"] == "linux" else None
         # Its counts are totals since the VM started: a user divides by the VM's uptime.
@@ -297,6 +368,10 @@ def scenario(args):
                   f"{guest.proc.returncode}): {guest.lines}", file=sys.stderr, flush=True)
             sys.exit(GUEST_FAILED)
     finally:
+        try:
+            os.kill(guest.proc.pid, signal.SIGCONT)  # held, if a tool failed to stop
+        except ProcessLookupError:
+            pass
         guest.stop()
     step("guest_stop")
     with open(os.path.join(args.out, "kvm_stat.txt"), "w") as f:

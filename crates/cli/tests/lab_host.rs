@@ -53,6 +53,37 @@ fn console_tail(out: &Path) -> String {
     lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
+/// Copies a failed boot's output (the host's console with the stall's call trace, the guests'
+/// consoles) to `target/lab-host/failed-boots/`, where it outlives the retry that clears `out`:
+/// a passing test's output is not shown, and a stall is worth reading.
+fn keep_failed_boot(out: &Path, args: &[&str], boot: usize) -> PathBuf {
+    // `scenario CASE_DIR OUT` → `scenario-CASE`, `live OUT` → `live-out`.
+    let name: String = args
+        .iter()
+        .take(2)
+        .map(|a| {
+            Path::new(a)
+                .file_name()
+                .map_or(*a, |f| f.to_str().unwrap_or(a))
+        })
+        .collect::<Vec<_>>()
+        .join("-");
+    let kept = root()
+        .join("target/lab-host/failed-boots")
+        .join(format!("{name}.boot-{boot}"));
+    let _ = std::fs::remove_dir_all(&kept);
+    let _ = std::fs::create_dir_all(&kept);
+    if let Ok(files) = std::fs::read_dir(out) {
+        for f in files.flatten() {
+            let path = f.path();
+            if path.is_file() {
+                let _ = std::fs::copy(&path, kept.join(f.file_name()));
+            }
+        }
+    }
+    kept
+}
+
 /// Runs `inside.py ARGS…` in a boot of the lab host with `out` shared, retrying a boot whose
 /// host or guest failed.
 fn in_lab_host(out: &Path, args: &[&str]) {
@@ -76,8 +107,11 @@ fn in_lab_host(out: &Path, args: &[&str]) {
         match status.code() {
             Some(0) => return,
             Some(c) if HOST_OR_GUEST_FAILED.contains(&c) && boot < BOOTS => {
+                let kept = keep_failed_boot(out, args, boot);
                 eprintln!(
-                    "lab host boot {boot} of {args:?} failed ({c}); its console ended:\n{}",
+                    "lab host boot {boot} of {args:?} failed ({c}), kept in {}; its console \
+                     ended:\n{}",
+                    kept.display(),
                     console_tail(out)
                 );
             }
