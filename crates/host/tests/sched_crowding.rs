@@ -48,6 +48,15 @@ fn capture_this_process(ticks: u32) -> Profile {
     capture::record_profile(&opts, ctl).unwrap()
 }
 
+/// The scheduler samples of capture `p`, summarized.
+fn sched_summary(p: &Profile) -> SchedSummary {
+    summarize(
+        p.sched
+            .as_ref()
+            .expect("the capture sampled the vCPU threads"),
+    )
+}
+
 fn this_vm(s: &SchedSummary) -> &VmSched {
     let me = std::process::id();
     s.vms
@@ -87,11 +96,7 @@ fn a_crowded_host_shows_every_vcpus_ready_share_and_raises_overcommit() {
     let p = capture_this_process(3);
     busy.stop().unwrap();
 
-    let s = summarize(
-        p.sched
-            .as_ref()
-            .expect("the capture sampled the vCPU threads"),
-    );
+    let s = sched_summary(&p);
     let vm = this_vm(&s);
     assert_eq!(vm.vcpus.len(), k as usize, "{vm:?}");
     let mut indexes: Vec<Option<u32>> = vm.vcpus.iter().map(|v| v.sampled.vcpu).collect();
@@ -132,11 +137,7 @@ fn a_halted_vcpu_is_reported_and_raises_nothing_above_low() {
     let p = capture_this_process(3);
     assert_eq!(idle.stop().unwrap(), vec![1]);
 
-    let s = summarize(
-        p.sched
-            .as_ref()
-            .expect("the capture sampled the vCPU thread"),
-    );
+    let s = sched_summary(&p);
     let vm = this_vm(&s);
     assert_eq!(vm.vcpus.len(), 1, "{vm:?}");
     assert!(vm.vcpus[0].sampled.wall_ns > 0);
@@ -180,11 +181,7 @@ fn of_two_threads_with_one_vcpus_name_the_one_running_guest_code_is_the_vcpu() {
     stop_tx.send(()).unwrap();
     impostor.join().unwrap();
 
-    let s = summarize(
-        p.sched
-            .as_ref()
-            .expect("the capture sampled the vCPU thread"),
-    );
+    let s = sched_summary(&p);
     let vm = this_vm(&s);
     assert_eq!(vm.vcpus.len(), 1, "{vm:?}");
     let v = &vm.vcpus[0].sampled;

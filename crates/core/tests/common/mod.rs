@@ -237,3 +237,32 @@ pub fn check_one_bad_row(
     );
     Ok(())
 }
+
+/// `p`, an input of several polls of what `once` holds one poll of, read as one table of the
+/// change between them: its label says over how many polls, a note starts with `note`, and
+/// the values that are no counts are counted in one poll, as in `once`.
+pub fn assert_read_as_polls(
+    p: &virtlens_core::profile::Profile,
+    once: &virtlens_core::profile::Profile,
+    polls: usize,
+    note: &str,
+) {
+    let label = p.tables.first().and_then(|t| t.label.as_deref());
+    assert!(
+        label.is_some_and(|l| l.contains(&format!("change over {polls} polls"))),
+        "{label:?}"
+    );
+    let notes: Vec<&str> = p.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert!(notes.iter().any(|m| m.starts_with(note)), "{notes:?}");
+    assert!(
+        !notes.iter().any(|m| m.contains("since the VM started")),
+        "{notes:?}"
+    );
+    let left_out = |p: &virtlens_core::profile::Profile| {
+        p.warnings
+            .iter()
+            .find(|w| w.message.contains("not counts of events"))
+            .map(|w| w.message.clone())
+    };
+    assert_eq!(left_out(p), left_out(once), "counted in one poll");
+}
