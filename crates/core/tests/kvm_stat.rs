@@ -691,6 +691,23 @@ fn dated_listings_are_one_loop_and_a_listing_after_a_blank_line_is_another_run()
     );
 }
 
+/// A listing whose second row, damaged, reads as its first row's name with stray text left
+/// in it: one listing still (its totals kept), not a loop of two, and the stray text noted.
+/// (The fuzzer found this: a damaged `halt_exits` read as `exits`.)
+#[test]
+fn a_row_damaged_into_the_first_name_does_not_start_a_loop() {
+    let text = "exits                                            100        10\n\
+                ha lt_exits                                       40         4\n\
+                io_exits                                          30         3\n";
+    let p = read_text(text);
+    let all = notes(&p);
+    assert!(!all.contains("listings printed one after another"), "{all}");
+    assert!(all.contains("ignored stray text `ha`"), "{all}");
+    let t = table(&p, "kvm_stat", None);
+    assert_eq!(row(t, "io_exits").count, 30, "{all}");
+    assert_eq!(t.count(), 170, "every total kept: {all}");
+}
+
 /// A row of a loop without its change column (a counter that went down) is missing from the
 /// sums: the run is partial and says how many such rows there were.
 #[test]

@@ -2,8 +2,6 @@
 //! a [`Run`]: which rows are children of which parent (by the `parent(child)` spelling or by
 //! indentation), the `Total` row, the filter and status lines, and remarks about pasted junk.
 
-use std::collections::HashSet;
-
 use super::build::{Counter, Run, RunKind};
 use super::names::{EXIT_PARENT, is_event, split_child};
 use super::screen::{self, Columns, Header, Title};
@@ -21,9 +19,9 @@ pub(super) struct Board {
     pub guest: Option<(u32, String)>,
     /// Rows read with their total only where the columns hold two numbers: (line, text).
     blank_rate: Vec<(usize, String)>,
-    /// The names of a listing's rows: a listing never prints one twice, so a name seen again
-    /// is the next listing of a loop.
-    names: HashSet<String>,
+    /// The name of a listing's first row: listings print their rows sorted by name, so a
+    /// loop's next listing starts with it again.
+    first_name: Option<String>,
     /// The `date` line printed just before a listing, as printed.
     pub stamp: Option<String>,
 }
@@ -59,7 +57,7 @@ impl Board {
             filter: None,
             guest,
             blank_rate: Vec::new(),
-            names: HashSet::new(),
+            first_name: None,
             stamp: None,
         }
     }
@@ -79,12 +77,18 @@ impl Board {
         b
     }
 
-    /// Whether `raw` is a row of a name this listing already printed: the first row of the
-    /// next listing of a loop.
+    /// Whether `raw` is the first row of the next listing of a loop: a clean row (no stray
+    /// text) with both numbers, of the name this listing's first row has, under a listing
+    /// whose rows have their change column. A row damaged into that name (stray text left in
+    /// it) is not taken for one, nor are rows of one number (no `-1` listing prints those).
     pub(super) fn repeats(&self, raw: &str) -> bool {
         self.run.kind == RunKind::Batch
-            && screen::row(raw, self.columns(), self.run.by_guest)
-                .is_some_and(|r| self.names.contains(&r.name))
+            && self.run.counters.iter().any(|c| c.rate.is_some())
+            && screen::row(raw, self.columns(), self.run.by_guest).is_some_and(|r| {
+                r.strays.is_empty()
+                    && r.rate.is_some()
+                    && self.first_name.as_deref() == Some(r.name.as_str())
+            })
     }
 
     /// Whether a top-level row named `name` was read.
@@ -165,8 +169,8 @@ impl Board {
         if columns == Columns::TotalRate && row.rate.is_none() && !row.negative {
             self.blank_rate.push((n, t.to_string()));
         }
-        if self.run.kind == RunKind::Batch {
-            self.names.insert(row.name.clone());
+        if self.run.kind == RunKind::Batch && self.first_name.is_none() {
+            self.first_name = Some(row.name.clone());
         }
         let base = *self.base_indent.get_or_insert(row.indent);
         let (name, exit, child) = match split_child(&row.name) {

@@ -6,7 +6,7 @@
 //! screen columns, or in those of the block above when its counters repeat after a blank line)
 //! and noted.
 //!
-//! `-1` listings printed one after another by a loop (a name printed again starts the next;
+//! `-1` listings printed one after another by a loop (the first row's name again starts the next;
 //! `date` lines between them are their stamps) are one run summing their change column
 //! (`batch_loop` says why); listings set apart by blank lines stay runs of their own.
 //!
