@@ -191,12 +191,23 @@ mod tests {
     /// closed, is not) gets its threads' process once one of them hits a `kvm` event.
     #[test]
     fn a_thread_hitting_a_kvm_event_gets_its_process_though_no_vmm() {
+        use std::io::{Read, Write};
+
         let mut children: Vec<std::process::Child> = (0..2)
             .map(|_| {
-                std::process::Command::new("cat")
+                let mut c = std::process::Command::new("cat")
                     .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
                     .spawn()
-                    .unwrap()
+                    .unwrap();
+                // A line echoed back says `cat` runs: before its exec the child still has
+                // this thread's name.
+                let (input, output) = (c.stdin.as_mut().unwrap(), c.stdout.as_mut().unwrap());
+                input.write_all(b"up\n").unwrap();
+                let mut echo = [0u8; 3];
+                output.read_exact(&mut echo).unwrap();
+                assert_eq!(&echo, b"up\n");
+                c
             })
             .collect();
         let (kvm, plain) = (children[0].id(), children[1].id());
