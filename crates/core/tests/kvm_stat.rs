@@ -708,6 +708,27 @@ fn a_row_damaged_into_the_first_name_does_not_start_a_loop() {
     assert_eq!(t.count(), 170, "every total kept: {all}");
 }
 
+/// `while :; do date; kvm_stat -1 -f exits; done`: listings of one row each with `date` lines
+/// between them are told as kvm_stat output (the dates do not break the run of rows that
+/// detection looks for) and read as one loop. (CI's proptest found dated one-row listings
+/// taken for no format at all.)
+#[test]
+fn dated_one_row_listings_are_detected_and_read_as_a_loop() {
+    let text = "Mon Nov 30 08:00:07 UTC 2026\n\
+                exits                                            100        10\n\
+                Mon Nov 30 08:00:12 UTC 2026\n\
+                exits                                            160        12\n";
+    assert_eq!(sources::detect(text.as_bytes()), Some(Format::KvmStat));
+    let p = sources::read_bytes(text.as_bytes(), "loop.txt", None).unwrap();
+    let t = table(&p, "kvm_stat", None);
+    assert_eq!(row(t, "exits").count, 22, "{}", notes(&p));
+    assert!(
+        notes(&p).contains("2 `kvm_stat -1` listings"),
+        "{}",
+        notes(&p)
+    );
+}
+
 /// A row of a loop without its change column (a counter that went down) is missing from the
 /// sums: the run is partial and says how many such rows there were.
 #[test]
