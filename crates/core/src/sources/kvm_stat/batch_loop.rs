@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use super::build::{Counter, Run};
+use super::clock::digits;
 use crate::profile::{Note, Window};
 
 /// The listings of a loop read so far, folded into one run.
@@ -146,13 +147,9 @@ pub(super) fn is_date(t: &str) -> bool {
         && (1..=2).contains(&mday.len())
         && mday.bytes().all(|b| b.is_ascii_digit())
         && clock.len() == 3
-        && clock
-            .iter()
-            .all(|c| c.len() == 2 && c.bytes().all(|b| b.is_ascii_digit()))
+        && clock.iter().all(|c| digits::<u32>(c, 2).is_some())
         && (1..=3).contains(&rest.len())
-        && rest
-            .last()
-            .is_some_and(|y| y.len() == 4 && y.bytes().all(|b| b.is_ascii_digit()))
+        && rest.last().is_some_and(|y| digits::<u32>(y, 4).is_some())
 }
 
 #[cfg(test)]

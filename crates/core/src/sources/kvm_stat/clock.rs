@@ -38,7 +38,7 @@ pub(crate) fn datetime(date: &str, time: &str) -> Option<i64> {
 }
 
 /// A fixed-width run of ASCII digits.
-fn digits<T: std::str::FromStr>(text: &str, width: usize) -> Option<T> {
+pub(super) fn digits<T: std::str::FromStr>(text: &str, width: usize) -> Option<T> {
     (text.len() == width && text.bytes().all(|b| b.is_ascii_digit()))
         .then(|| text.parse().ok())
         .flatten()
