@@ -105,11 +105,18 @@ pub fn damage_line(
     cut: usize,
     bytes: &[u8],
 ) -> Vec<u8> {
+    let len = text.lines().nth(line).map_or(0, str::len);
+    splice_line(text, line, at.index(len.max(1)), cut, bytes)
+}
+
+/// `text` with `cut` bytes of line `line` (0-based) from byte `start` replaced by `bytes`,
+/// every line ending in `\n`.
+pub fn splice_line(text: &str, line: usize, start: usize, cut: usize, bytes: &[u8]) -> Vec<u8> {
     let mut input = Vec::with_capacity(text.len() + bytes.len() + 1);
     for (i, l) in text.lines().enumerate() {
         let l = l.as_bytes();
         if i == line {
-            let start = at.index(l.len().max(1)).min(l.len());
+            let start = start.min(l.len());
             let end = (start + cut).min(l.len());
             input.extend_from_slice(&l[..start]);
             input.extend_from_slice(bytes);

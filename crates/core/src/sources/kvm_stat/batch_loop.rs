@@ -100,8 +100,8 @@ impl Loop {
                 "{n} `kvm_stat -1` listings printed one after another{stamps} (a loop; the last \
                  starts on line {}), read as one run: each count is the sum of the listings' \
                  second column, the change over the second each slept, so the counts cover {n} \
-                 seconds sampled; the first column is not summed, since each listing counts it \
-                 from its own start",
+                 seconds sampled; the first column is not summed, since it counts from each \
+                 listing's start (tracepoints) or the VM's (KVM's own counters)",
                 self.last_line
             ),
         });

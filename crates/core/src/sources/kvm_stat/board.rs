@@ -19,9 +19,9 @@ pub(super) struct Board {
     pub guest: Option<(u32, String)>,
     /// Rows read with their total only where the columns hold two numbers: (line, text).
     blank_rate: Vec<(usize, String)>,
-    /// The name of a listing's first row: listings print their rows sorted by name, so a
-    /// loop's next listing starts with it again.
-    first_name: Option<String>,
+    /// The name and total of a listing's first row: listings print their rows sorted by name,
+    /// so a loop's next listing starts with that name again.
+    first_row: Option<(String, u64)>,
     /// The `date` line printed just before a listing, as printed.
     pub stamp: Option<String>,
 }
@@ -57,7 +57,7 @@ impl Board {
             filter: None,
             guest,
             blank_rate: Vec::new(),
-            first_name: None,
+            first_row: None,
             stamp: None,
         }
     }
@@ -81,13 +81,22 @@ impl Board {
     /// text) with both numbers, of the name this listing's first row has, under a listing
     /// whose rows have their change column. A row damaged into that name (stray text left in
     /// it) is not taken for one, nor are rows of one number (no `-1` listing prints those).
+    ///
+    /// A counter of KVM's own statistics (`exits`, not a `kvm_` tracepoint or its child)
+    /// counts from the VM's start, so its total in the next listing is never below this one's: a lower total is a
+    /// row damaged into the first row's name (`halt_exits` cut to `exits`), read as a row.
+    /// Tracepoints count from each listing's start, so their totals say nothing.
     pub(super) fn repeats(&self, raw: &str) -> bool {
+        let Some((first, first_total)) = &self.first_row else {
+            return false;
+        };
         self.run.kind == RunKind::Batch
             && self.run.counters.iter().any(|c| c.rate.is_some())
             && screen::row(raw, self.columns(), self.run.by_guest).is_some_and(|r| {
                 r.strays.is_empty()
                     && r.rate.is_some()
-                    && self.first_name.as_deref() == Some(r.name.as_str())
+                    && *first == r.name
+                    && (first.starts_with("kvm_") || r.total >= *first_total)
             })
     }
 
@@ -169,8 +178,8 @@ impl Board {
         if columns == Columns::TotalRate && row.rate.is_none() && !row.negative {
             self.blank_rate.push((n, t.to_string()));
         }
-        if self.run.kind == RunKind::Batch && self.first_name.is_none() {
-            self.first_name = Some(row.name.clone());
+        if self.run.kind == RunKind::Batch && self.first_row.is_none() {
+            self.first_row = Some((row.name.clone(), row.total));
         }
         let base = *self.base_indent.get_or_insert(row.indent);
         let (name, exit, child) = match split_child(&row.name) {
