@@ -133,6 +133,89 @@ fn random_bytes_under_a_forced_text_format_are_refused_not_read_forever() {
     assert!(err.contains("expected trace event lines"), "{err}");
 }
 
+/// Seeded noise, line after line: random bytes (no line breaks, `^C` in many), with one line
+/// that reads as a perf script event (`D:b: 1`) as random bytes now and then make: line 1000.
+fn noise_line(n: usize, state: &mut u64, line: &mut Vec<u8>) {
+    line.clear();
+    if n == 1000 {
+        line.extend_from_slice(b"D:b: 1\n");
+        return;
+    }
+    for _ in 0..100 {
+        // xorshift64: the same bytes on every run.
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        line.extend(state.to_le_bytes().iter().filter(|&&b| b != b'\n').take(2));
+    }
+    line.push(b'\n');
+}
+
+/// repro C3, deterministic: an endless stream of random bytes (through a pipe, as
+/// `/dev/urandom` is read) that holds one line reading as an event is still refused. It was
+/// read forever, and each of its lines with `^C` in it kept a note (5 GB in 15 minutes).
+#[test]
+fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
+        .args(["report", "--format", "trace-text", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Writes until virtlens closes the pipe (then the write fails and the thread ends).
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let (mut state, mut line) = (0x9e37_79b9_7f4a_7c15u64, Vec::new());
+        for n in 1.. {
+            noise_line(n, &mut state, &mut line);
+            if stdin.write_all(&line).is_err() {
+                return n;
+            }
+        }
+        0
+    });
+    let out = child.wait_with_output().unwrap();
+    let written = writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("expected trace event lines")
+            && err.contains(
+                "found 1 event line(s) among the first 100000 lines (the first on line 1000)"
+            )
+            && err.contains("not a trace"),
+        "{err}"
+    );
+    assert!(written > 100_000, "{written} lines written");
+}
+
+/// The same noise in a file (read on every core, in blocks): refused at the same line.
+#[test]
+fn a_file_of_noise_with_one_event_line_is_refused() {
+    let dir = TempDir::new("noise");
+    let path = dir.0.join("noise.txt");
+    let (mut state, mut line, mut bytes) = (0x9e37_79b9_7f4a_7c15u64, Vec::new(), Vec::new());
+    for n in 1..=150_000 {
+        noise_line(n, &mut state, &mut line);
+        bytes.extend_from_slice(&line);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let out = virtlens(&[
+        "report",
+        "--format",
+        "trace-text",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(":100000: expected trace event lines") && err.contains("not a trace"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_fio_run_here_feeds_diagnose() {
     if !require(&[Need::Fio]) {

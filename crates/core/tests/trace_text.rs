@@ -917,6 +917,30 @@ fn the_other_kvm_events() {
 // Lines that are not events.
 
 #[test]
+fn lines_with_ctrl_c_are_noted_one_by_one_up_to_twenty_then_counted() {
+    let mut text =
+        "qemu 100 [000] 1.000000: kvm:kvm_exit: reason HLT rip 0x1 info 0 0\n".to_string();
+    for i in 0..25 {
+        text += &format!("qemu 100 [000] 1.{i:06}^C\n");
+    }
+    let p = read_text(&text);
+    let interrupted = p
+        .warnings
+        .iter()
+        .filter(|n| n.message.contains("interrupted here"))
+        .count();
+    assert_eq!(interrupted, 20, "{:?}", p.warnings);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|n| n.message
+                == "and 5 more lines cut short by `^C` (only the first 20 are listed)"),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
 fn non_event_lines_are_skipped_and_the_odd_ones_noted() {
     let text = "$ sudo perf script\n\
                 # ========\n\

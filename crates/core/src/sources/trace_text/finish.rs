@@ -12,11 +12,33 @@ impl Reader {
                 _ => self.unknown_line(w.line, &w.text),
             }
         }
+        let expected = "expected trace event lines such as `qemu-system-x86 1234 [002] \
+                        770.850287: kvm:kvm_exit: …` (perf script), `CPU 0/KVM-1234 [002] \
+                        770.850287: kvm_exit: …` (trace-cmd report, ftrace) or perf top's \
+                        `Overhead  Trace output` rows";
+        let events = self.event_lines();
+        if let Some(n) = self.stopped
+            && events > 0
+        {
+            let first = self
+                .dialects
+                .iter()
+                .filter(|t| t.count > 0)
+                .map(|t| t.first)
+                .min();
+            return Err(Error::Parse {
+                path: self.path,
+                line: n,
+                message: format!(
+                    "{expected}; found {events} event line(s) among the first {n} lines (the \
+                     first on line {}) and {} lines that are not events: not a trace, so reading \
+                     stopped here",
+                    first.unwrap_or(0),
+                    self.unknown.count.saturating_add(self.interrupted.count)
+                ),
+            });
+        }
         if self.builder.events() == 0 && !self.top.has_rows() {
-            let expected = "expected trace event lines such as `qemu-system-x86 1234 [002] \
-                            770.850287: kvm:kvm_exit: …` (perf script), `CPU 0/KVM-1234 [002] \
-                            770.850287: kvm_exit: …` (trace-cmd report, ftrace) or perf top's \
-                            `Overhead  Trace output` rows";
             return Err(match self.first_line {
                 Some((line, text)) => Error::Parse {
                     path: self.path,
@@ -93,6 +115,7 @@ impl Reader {
         let mut line_notes = self.line_notes;
         for (t, what) in [
             (self.unknown, "lines that were not events"),
+            (self.interrupted, "lines cut short by `^C`"),
             (self.unread, "events with unreadable text"),
         ] {
             if t.count > MAX_LINE_NOTES as u64 {

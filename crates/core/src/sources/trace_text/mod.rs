@@ -72,7 +72,7 @@ pub(crate) fn read<R: BufRead>(reader: R, path: &str) -> Result<Profile> {
         state.line(n, &text);
         // Not a trace (random bytes under `--format trace-text`, an endless stream of something
         // else): say so after a while instead of reading forever (repro C3).
-        if n == NOTHING_AFTER && state.builder.events() == 0 && !state.top.has_rows() {
+        if state.not_a_trace(n) {
             return state.finish(None);
         }
     }
@@ -87,8 +87,14 @@ pub(crate) fn read_file(file: &std::fs::File, path: &str) -> Result<Profile> {
 }
 
 /// The lines after which an input without a single event line is refused: a trace's header
-/// (trace-cmd's, perf script's comments) is tens of lines.
+/// (trace-cmd's, perf script's comments) is tens of lines. The check is made again every as
+/// many lines, for inputs where event lines are rare (see [`Reader::not_a_trace`]).
 const NOTHING_AFTER: usize = 100_000;
+
+/// Lines that are not events, per event line, beyond which an input is not a trace: random
+/// bytes make an event line now and then (`D:b: …` reads as perf script's `D:b`), one in tens
+/// of thousands; a trace with damage or prose between its events has a few per event.
+const NOT_EVENTS_PER_EVENT: u64 = 100;
 
 /// Lines noted one by one before the rest of their kind is only counted.
 const MAX_LINE_NOTES: usize = 20;
@@ -131,6 +137,10 @@ struct Reader {
     first_line: Option<(usize, String)>,
     line_notes: Vec<Note>,
     unknown: Tally,
+    /// Lines with `^C` in them (noted one by one up to [`MAX_LINE_NOTES`]).
+    interrupted: Tally,
+    /// The line at which reading stopped because the input is not a trace.
+    stopped: Option<usize>,
     unread: Tally,
     elided: Tally,
     lost: Tally,
@@ -158,6 +168,8 @@ impl Reader {
             first_line: None,
             line_notes: Vec::new(),
             unknown: Tally::default(),
+            interrupted: Tally::default(),
+            stopped: None,
             unread: Tally::default(),
             elided: Tally::default(),
             lost: Tally::default(),
@@ -236,14 +248,19 @@ impl Reader {
         match skip::classify(t) {
             Skip::Quiet => {}
             Skip::Elision => self.elided.add(n),
-            Skip::Interrupted => self.line_notes.push(Note {
-                line: Some(n),
-                message: format!(
-                    "the capture was interrupted here (`^C`); this line is cut short and was \
-                     not counted: `{}`",
-                    excerpt(t)
-                ),
-            }),
+            Skip::Interrupted => {
+                self.interrupted.add(n);
+                if self.interrupted.count <= MAX_LINE_NOTES as u64 {
+                    self.line_notes.push(Note {
+                        line: Some(n),
+                        message: format!(
+                            "the capture was interrupted here (`^C`); this line is cut short and \
+                             was not counted: `{}`",
+                            excerpt(t)
+                        ),
+                    });
+                }
+            }
             Skip::Lost(k) => {
                 self.lost.add(n);
                 self.lost.sum = self.lost.sum.saturating_add(k.unwrap_or(0));
@@ -270,6 +287,28 @@ impl Reader {
             }
         }
         self.last_event = None;
+    }
+
+    /// Whether to stop reading at line `n`, the input being no trace: checked every
+    /// [`NOTHING_AFTER`] lines, it is none when it has no event line (nor perf top's view), or
+    /// fewer than one in [`NOT_EVENTS_PER_EVENT`] of its lines that are not blank, comments
+    /// or continuations. [`Reader::finish`] then refuses it.
+    fn not_a_trace(&mut self, n: usize) -> bool {
+        if !n.is_multiple_of(NOTHING_AFTER) || self.top.has_rows() {
+            return false;
+        }
+        let events = self.event_lines();
+        let others = self.unknown.count.saturating_add(self.interrupted.count);
+        if events == 0 || others / NOT_EVENTS_PER_EVENT >= events {
+            self.stopped = Some(n);
+            return true;
+        }
+        false
+    }
+
+    /// How many lines were read as events.
+    fn event_lines(&self) -> u64 {
+        self.dialects.iter().map(|t| t.count).sum()
     }
 
     fn unknown_line(&mut self, n: usize, t: &str) {

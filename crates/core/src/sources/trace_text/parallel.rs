@@ -16,9 +16,9 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use super::Reader;
 use super::queue::{Queue, Step};
 use super::scan::{Block, Data, Item, scan};
-use super::{NOTHING_AFTER, Reader};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 use crate::sources::lines::{MAX_LINE, line_text, too_long};
@@ -157,7 +157,7 @@ fn replay<'a>(
                 }
                 (Item::TooLong, None) => return Err(too_long(path, n)),
             }
-            if n == NOTHING_AFTER && state.builder.events() == 0 && !state.top.has_rows() {
+            if state.not_a_trace(n) {
                 return state.finish(None);
             }
         }
