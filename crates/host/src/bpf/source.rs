@@ -108,19 +108,20 @@ impl Source {
     }
 }
 
-/// A note for each VM that returned to its VMM in `p` with no exit counted: every return to
-/// the VMM with an exit reason follows a VM exit, so `kvm_exit` did not fire (or was not seen)
-/// for it and the interval's exit reasons are missing. Not on PVM, which never fires
-/// `kvm_exit` and says so elsewhere. Seen on arm64 hosts emulated by multi-threaded QEMU TCG
-/// when tracing starts while a vCPU runs: the vCPU keeps running code translated before the
-/// tracepoint was switched on.
+/// A note for each VM that returned to its VMM, or made MMIO or port accesses, in `p` with no
+/// exit counted: every return to the VMM with an exit reason, and every access KVM traces,
+/// is handled in a VM exit, so `kvm_exit` did not fire (or was not seen) for them and the
+/// interval's exit reasons are missing. Not on PVM, which never fires `kvm_exit` and says so
+/// elsewhere. Seen on arm64 hosts emulated by multi-threaded QEMU TCG when tracing starts while
+/// a vCPU runs: the vCPU keeps running code translated before the tracepoint was switched on
+/// (once with `kvm_mmio` the only event seen, its returns to the VMM missed as well).
 fn exits_missing(p: &Profile) -> Vec<Note> {
     if p.origin.backend.as_deref().map(Backend::named) == Some(Backend::Pvm) {
         return Vec::new();
     }
-    let per_vm = |kind: TableKind| {
+    let per_vm = |kinds: &[TableKind]| {
         let mut n: BTreeMap<Option<u32>, u64> = BTreeMap::new();
-        for t in p.tables.iter().filter(|t| t.kind == kind) {
+        for t in p.tables.iter().filter(|t| kinds.contains(&t.kind)) {
             for r in &t.rows {
                 // A KVM_RUN interrupted (`restart`) or failed (`error`) hands no exit over.
                 if !matches!(r.key.key_text().as_str(), "restart" | "error") {
@@ -130,7 +131,9 @@ fn exits_missing(p: &Profile) -> Vec<Note> {
         }
         n
     };
-    let exits = per_vm(TableKind::Vmexit);
+    let exits = per_vm(&[TableKind::Vmexit]);
+    let returns = per_vm(&[TableKind::UserspaceExit]);
+    let accesses = per_vm(&[TableKind::Mmio, TableKind::Ioport]);
     let why = match &p.origin.cpu_emulator {
         Some(emu) => format!(
             "; this host's CPU is emulated ({emu}), which can keep running code translated \
@@ -138,22 +141,33 @@ fn exits_missing(p: &Profile) -> Vec<Note> {
         ),
         None => String::new(),
     };
-    per_vm(TableKind::UserspaceExit)
-        .into_iter()
-        .filter(|(pid, n)| *n > 0 && exits.get(pid).copied().unwrap_or(0) == 0)
-        .map(|(pid, n)| {
+    let vms: std::collections::BTreeSet<Option<u32>> =
+        returns.keys().chain(accesses.keys()).copied().collect();
+    vms.into_iter()
+        .filter(|pid| exits.get(pid).copied().unwrap_or(0) == 0)
+        .filter_map(|pid| {
+            let returned = returns.get(&pid).copied().unwrap_or(0);
+            let accessed = accesses.get(&pid).copied().unwrap_or(0);
+            let did = match (returned, accessed) {
+                (0, 0) => return None,
+                (r, 0) => format!("returned to its VMM {r} times"),
+                (0, a) => format!("made {a} MMIO or port accesses"),
+                (r, a) => {
+                    format!("returned to its VMM {r} times and made {a} MMIO or port accesses")
+                }
+            };
             let who = match (pid, pid.and_then(|pid| p.origin.vm_names.get(&pid))) {
                 (Some(pid), Some(name)) => format!("{name} (pid {pid})"),
                 (Some(pid), None) => format!("pid {pid}"),
                 (None, _) => "a VM".to_string(),
             };
-            Note {
+            Some(Note {
                 line: None,
                 message: format!(
-                    "{who} returned to its VMM {n} times but no kvm_exit was counted: the \
-                     exit reasons of this interval are missing{why}"
+                    "{who} {did} but no kvm_exit was counted: the exit reasons of this interval \
+                     are missing{why}"
                 ),
-            }
+            })
         })
         .collect()
 }
@@ -232,9 +246,20 @@ mod tests {
         assert!(note.contains("QEMU TCG"), "{note}");
         let exit = (TableKind::Vmexit, "DABT_LOW");
         assert!(exits_missing(&profile("arm64", &[to_vmm.clone(), exit.clone()])).is_empty());
-        assert!(exits_missing(&profile("arm64", &[exit])).is_empty());
+        assert!(exits_missing(&profile("arm64", std::slice::from_ref(&exit))).is_empty());
         let restart = (TableKind::UserspaceExit, "restart");
         assert!(exits_missing(&profile("arm64", &[restart])).is_empty());
+        // MMIO accesses alone (the returns to the VMM missed too) say so as well.
+        let mmio = (TableKind::Mmio, "0x10000000 write");
+        let notes = exits_missing(&profile("arm64", std::slice::from_ref(&mmio)));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0]
+                .message
+                .starts_with("pid 7 made 3 MMIO or port accesses but no kvm_exit"),
+            "{notes:?}"
+        );
+        assert!(exits_missing(&profile("arm64", &[mmio, exit])).is_empty());
         assert!(exits_missing(&profile("pvm", &[to_vmm])).is_empty());
     }
 }
