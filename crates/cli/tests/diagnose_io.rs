@@ -216,6 +216,42 @@ fn a_file_of_noise_with_one_event_line_is_refused() {
     );
 }
 
+/// Noise under every forced format is refused (exit 2), not read as a table of random names.
+/// (`--format counter-table` printed random lines starting with `\\` as counters.)
+#[test]
+fn noise_under_any_forced_format_is_refused() {
+    let dir = TempDir::new("noise-formats");
+    let path = dir.0.join("noise.txt");
+    let (mut state, mut line, mut bytes) = (0x2545_f491_4f6c_dd1du64, Vec::new(), Vec::new());
+    // Past line 1000, so without the one line that reads as an event.
+    for n in 1_001..=6_000 {
+        noise_line(n, &mut state, &mut line);
+        bytes.extend_from_slice(&line);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let path = path.display().to_string();
+    for format in [
+        "capture",
+        "perfmon-csv",
+        "qmp-stats",
+        "virsh-domstats",
+        "perf-data",
+        "perf-kvm-stat",
+        "kvm-stat",
+        "perf-stat",
+        "bcc-kvmexit",
+        "bhyve-dtrace",
+        "xenalyze",
+        "perf-prof",
+        "trace-text",
+        "kernel-log",
+        "counter-table",
+    ] {
+        let out = virtlens(&["report", "--format", format, &path]);
+        assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
+    }
+}
+
 #[test]
 fn a_fio_run_here_feeds_diagnose() {
     if !require(&[Need::Fio]) {

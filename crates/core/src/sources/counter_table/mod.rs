@@ -31,7 +31,7 @@ use crate::profile::{
 use crate::sources::capped_notes::CappedNotes;
 use crate::sources::line_reader::LineBook;
 use crate::sources::lines::Lines;
-use crate::sources::perfmon_csv::path;
+use crate::sources::perfmon_csv::path::{self, is_name_text};
 use rows::{counter_like, counter_row, is_number_token, split_cells, tile, unread_row};
 
 /// The name of this format (`--format counter-table`, `origin.format`).
@@ -222,7 +222,7 @@ pub(crate) fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
             }
             continue;
         }
-        if let Some((counter, values)) = counter_row(l) {
+        if let Some((counter, values)) = counter_row(l).filter(|(c, _)| is_name_text(c)) {
             let Some((object, instances)) = &block else {
                 first_other.get_or_insert((n, l.chars().take(80).collect()));
                 continue;
@@ -287,6 +287,15 @@ pub(crate) fn read<R: BufRead>(reader: R, name: &str) -> Result<Profile> {
             && let Some(why) = unread_row(l, indent > block_indent)
         {
             book.unreadable(n, l, &why);
+            continue;
+        }
+        if !is_name_text(l) {
+            // Not text (random bytes under a forced format): no object starts here.
+            if block.is_some() {
+                book.unreadable(n, l, "bytes that are not text in the line");
+            } else {
+                first_other.get_or_insert((n, l.chars().take(80).collect()));
+            }
             continue;
         }
         let parts: Vec<String> = split_cells(l).into_iter().map(str::to_string).collect();

@@ -5,9 +5,13 @@
 
 use crate::profile::CounterPath;
 
-/// Parses a counter path; `None` when `text` is not one (no object or no counter).
+/// Parses a counter path; `None` when `text` is not one (no object or no counter, or bytes no
+/// name has: see [`is_name_text`]; random bytes under a forced format read as paths otherwise).
 pub(crate) fn parse(text: &str) -> Option<CounterPath> {
     let t = text.trim();
+    if !is_name_text(t) {
+        return None;
+    }
     let (host, rest) = match t.strip_prefix("\\\\") {
         Some(r) => {
             let (h, rest) = r.split_once('\\')?;
@@ -47,6 +51,13 @@ pub(crate) fn parse(text: &str) -> Option<CounterPath> {
         instance,
         counter: counter.to_string(),
     })
+}
+
+/// Whether `t` can be (part of) a counter's, object's or instance's name: no control
+/// characters other than a tab, and no bytes that were not text (which arrive as U+FFFD).
+pub(crate) fn is_name_text(t: &str) -> bool {
+    !t.chars()
+        .any(|c| c == char::REPLACEMENT_CHARACTER || (c.is_control() && c != '\t'))
 }
 
 #[cfg(test)]
@@ -102,6 +113,8 @@ mod tests {
             r"\\host\Memory\",
             "(PDH-CSV 4.0)",
             r"\(x)\y",
+            "\\Memory\\Pages\u{fffd}/sec",
+            "\\Mem\u{3}ory\\Pages/sec",
         ] {
             assert!(parse(t).is_none(), "{t}");
         }
