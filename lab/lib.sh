@@ -59,12 +59,17 @@ stage_modules() {
 # stall seen here that reached 100 s lasted until the run ran out of time.
 STALL_RE='soft lockup - CPU#[0-9]+ stuck for [0-9]{3,}s'
 
+# The wall-clock seconds a host has to print `lab-host: up` (its init running). Boots take
+# 15-40 s here; a boot can also stall before any lockup is reported (once a vCPU was left at an
+# int3 of the kernel's own text patching 1.4 s into the boot, and RCU said so only after 589 s).
+BOOT_LIMIT=${BOOT_LIMIT:-240}
+
 # Runs CMD… ($3…, the host's QEMU) for at most $1 s, following the console it writes ($2): when
-# the console shows the kernel stalled (STALL_RE), QEMU is stopped there rather than at the
-# timeout, and the line is kept in $2.stall. Ctrl-C (or TERM) stops QEMU too. Returns CMD's
-# status (124 when it ran out of time).
+# the console shows the kernel stalled (STALL_RE), or no `lab-host: up` line came within
+# BOOT_LIMIT s, QEMU is stopped there rather than at the timeout, and the reason is kept in
+# $2.stall. Ctrl-C (or TERM) stops QEMU too. Returns CMD's status (124 when it ran out of time).
 run_watched() {
-  local limit=$1 console=$2 vm watcher status=0 stopped=
+  local limit=$1 console=$2 vm watcher booted status=0 stopped=
   shift 2
   rm -f "$console" "$console.stall"
   timeout "$limit" "$@" &
@@ -74,6 +79,13 @@ run_watched() {
   tail -n +1 -F --pid="$vm" "$console" 2>/dev/null |
     { grep -m1 -E "$STALL_RE" > "$console.stall" && kill "$vm" 2>/dev/null; } &
   watcher=$!
+  # The boot's deadline: grep ends without the line when tail is timed out (or QEMU ended).
+  { timeout "$BOOT_LIMIT" tail -n +1 -F --pid="$vm" "$console" 2>/dev/null |
+      grep -q -m1 "lab-host: up after" ||
+      { kill -0 "$vm" 2>/dev/null &&
+        echo "no \`lab-host: up\` line within $BOOT_LIMIT s: the boot stalled" > "$console.stall" &&
+        kill "$vm" 2>/dev/null; }; } &
+  booted=$!
   wait "$vm" || status=$?
   # A trapped signal ends `wait` early, QEMU still running: wait again for its own end.
   while kill -0 "$vm" 2>/dev/null; do
@@ -81,6 +93,7 @@ run_watched() {
     wait "$vm" || status=$?
   done
   wait "$watcher" 2>/dev/null || true
+  wait "$booted" 2>/dev/null || true
   trap - INT TERM HUP
   [ -s "$console.stall" ] || rm -f "$console.stall"
   [ -z "$stopped" ] || { echo "$me: stopped" >&2; exit 130; }
