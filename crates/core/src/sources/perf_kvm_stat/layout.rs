@@ -3,6 +3,10 @@
 //! in any order, even wrapped onto a second line), the `Analyze events for …` scope line, the
 //! totals line, live-mode timestamps, the stderr note about unknown exit codes, and elisions.
 
+use std::sync::OnceLock;
+
+use memchr::memmem;
+
 use crate::decode::Isa;
 use crate::profile::TableKind;
 use crate::sources::numbers;
@@ -289,6 +293,11 @@ pub(super) fn lost(line: &str) -> Option<u64> {
 /// A live-mode timestamp line `HH:MM:SS.ffffff`, as seconds since midnight.
 pub(super) fn timestamp(line: &str) -> Option<f64> {
     let t = line.trim_ascii();
+    // `hh:mm:ss.` first: every line not a timestamp is told by three bytes, before any search.
+    let b = t.as_bytes();
+    if b.len() < 9 || b[2] != b':' || b[5] != b':' || b[8] != b'.' {
+        return None;
+    }
     let (hms, frac) = t.split_once('.')?;
     let mut parts = hms.split(':');
     let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
@@ -302,7 +311,10 @@ pub(super) fn timestamp(line: &str) -> Option<f64> {
 
 /// perf's stderr note `unknown kvm exit code:N on VMX` (it precedes the UNKNOWN row it is for).
 pub(super) fn unknown_exit_code(line: &str) -> Option<(u64, Option<Isa>)> {
-    let at = line.find("unknown kvm exit code:")?;
+    // The searcher is built once: `str::find` builds one per line, which a profile showed.
+    static FINDER: OnceLock<memmem::Finder<'static>> = OnceLock::new();
+    let finder = FINDER.get_or_init(|| memmem::Finder::new("unknown kvm exit code:"));
+    let at = finder.find(line.as_bytes())?;
     let rest = &line[at + "unknown kvm exit code:".len()..];
     let end = rest
         .find(|c: char| !c.is_ascii_digit())
