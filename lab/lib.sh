@@ -69,7 +69,7 @@ BOOT_LIMIT=${BOOT_LIMIT:-240}
 # BOOT_LIMIT s, QEMU is stopped there rather than at the timeout, and the reason is kept in
 # $2.stall. Ctrl-C (or TERM) stops QEMU too. Returns CMD's status (124 when it ran out of time).
 run_watched() {
-  local limit=$1 console=$2 vm watcher booted status=0 stopped=
+  local limit=$1 console=$2 vm watcher booted up status=0 stopped=
   shift 2
   rm -f "$console" "$console.stall"
   timeout "$limit" "$@" &
@@ -79,12 +79,16 @@ run_watched() {
   tail -n +1 -F --pid="$vm" "$console" 2>/dev/null |
     { grep -m1 -E "$STALL_RE" > "$console.stall" && kill "$vm" 2>/dev/null; } &
   watcher=$!
-  # The boot's deadline: grep ends without the line when tail is timed out (or QEMU ended).
-  { timeout "$BOOT_LIMIT" tail -n +1 -F --pid="$vm" "$console" 2>/dev/null |
-      grep -q -m1 "lab-host: up after" ||
-      { kill -0 "$vm" 2>/dev/null &&
-        echo "no \`lab-host: up\` line within $BOOT_LIMIT s: the boot stalled" > "$console.stall" &&
-        kill "$vm" 2>/dev/null; }; } &
+  # The boot's deadline: grep counts 0 when tail is timed out (or QEMU ended) before the line.
+  # (Its count, not the pipe's status: under pipefail tail's SIGPIPE after the match fails it.)
+  {
+    up=$(timeout "$BOOT_LIMIT" tail -n +1 -F --pid="$vm" "$console" 2>/dev/null |
+      grep -c -m1 "lab-host: up after" || true)
+    if [ "$up" != 1 ] && kill -0 "$vm" 2>/dev/null; then
+      echo "no \`lab-host: up\` line within $BOOT_LIMIT s: the boot stalled" > "$console.stall"
+      kill "$vm" 2>/dev/null || true
+    fi
+  } &
   booted=$!
   wait "$vm" || status=$?
   # A trapped signal ends `wait` early, QEMU still running: wait again for its own end.
