@@ -83,9 +83,9 @@ impl Board {
     /// it) is not taken for one, nor are rows of one number (no `-1` listing prints those).
     ///
     /// A counter of KVM's own statistics (`exits`, not a `kvm_` tracepoint or its child)
-    /// counts from the VM's start, so its total in the next listing is never below this one's: a lower total is a
-    /// row damaged into the first row's name (`halt_exits` cut to `exits`), read as a row.
-    /// Tracepoints count from each listing's start, so their totals say nothing.
+    /// counts from the VM's start, so its total in the next listing is never below this one's:
+    /// a lower total is a row damaged into the first row's name (`halt_exits` cut to `exits`),
+    /// read as a row. Tracepoints count from each listing's start, so their totals say nothing.
     pub(super) fn repeats(&self, raw: &str) -> bool {
         let Some((first, first_total)) = &self.first_row else {
             return false;
