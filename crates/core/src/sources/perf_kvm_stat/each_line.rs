@@ -3,9 +3,9 @@
 //! the plain rows it reads in one step, and the profile at the end.
 
 use super::layout;
+use super::live;
 use super::pasted;
 use super::row::{self, Parsed};
-use super::table;
 use super::{Reader, damaged};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
@@ -156,7 +156,7 @@ impl LineFormat for Reader {
             }
             return Err(self.book.nothing_found(&self.path, expected));
         }
-        self.profile.tables.iter_mut().for_each(table::label_live);
+        self.profile.tables.iter_mut().for_each(live::label_live);
         self.profile.settle_isa();
         Ok(self.profile)
     }

@@ -16,7 +16,9 @@
 mod carry;
 mod damaged;
 mod each_line;
+mod interval;
 mod layout;
+mod live;
 mod lost;
 mod names;
 mod parallel;
@@ -86,6 +88,8 @@ struct Reader {
     carry: Option<Carry>,
     live_first: f64,
     names: names::NameCache,
+    /// The row names of live intervals, numbered.
+    intervals: interval::Intervals,
     /// The last line, when the input ends inside it (set once the input has been read).
     cut: Option<usize>,
     book: LineBook,
@@ -127,6 +131,7 @@ impl Reader {
             carry: None,
             live_first: 0.0,
             names: names::NameCache::default(),
+            intervals: interval::Intervals::default(),
             cut: None,
             book: LineBook::default(),
             started: None,
@@ -398,14 +403,15 @@ impl Reader {
             }
             return;
         }
-        let isa = b.settle(&mut self.names);
+        let isa = b.settle(&mut self.names, &mut self.intervals);
         let (line, zero_mins) = (b.line, b.zero_mins());
         let notes = &mut self.profile.warnings;
-        let (names, spare) = (&mut self.names, &mut self.spare);
+        let (names, spare, intervals) = (&mut self.names, &mut self.spare, &mut self.intervals);
+        let last_at = self.profile.tables.len().wrapping_sub(1);
         match (&b.timestamp, self.profile.tables.last_mut()) {
             // One more interval of a live session.
             (Some((_, s)), Some(last))
-                if table::continues_live(
+                if live::continues_live(
                     last,
                     &b.kind,
                     b.scope.as_ref().map(|s| s.text.as_str()),
@@ -413,7 +419,8 @@ impl Reader {
                 ) =>
             {
                 let seconds = (self.live_first, *s);
-                b.sum_into(last, seconds, isa, notes, names, spare);
+                intervals.sum_into(last_at, isa);
+                spare.keep(b.sum_into(last, seconds, isa, notes, names, intervals));
             }
             _ => {
                 if let Some((_, s)) = b.timestamp {

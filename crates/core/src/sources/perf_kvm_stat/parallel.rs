@@ -14,7 +14,7 @@
 //! The result is the one reader's: the same tables, rows, counts, windows, notes and line
 //! numbers. (A row's variance is summed in another order, so it can differ in its last bits.)
 
-use super::{Reader, layout, table};
+use super::{Reader, layout, live};
 use crate::error::Result;
 use crate::profile::Profile;
 use crate::sources::line_reader::{Driver, LineFormat};
@@ -208,7 +208,7 @@ impl Reader {
             return true;
         };
         let one_reader_sums = first.window.is_some()
-            && table::continues_live(last, &first.kind, first.scope.as_deref(), first.isa);
+            && live::continues_live(last, &first.kind, first.scope.as_deref(), first.isa);
         !one_reader_sums || last.isa == first.isa
     }
 
@@ -229,6 +229,7 @@ impl Reader {
             carry,
             live_first,
             names,
+            intervals: _,
             cut: _,
             book,
             started,
@@ -261,14 +262,14 @@ impl Reader {
             // As one reader would ([`Reader::joins_exactly`] held: the ISAs are the same).
             match (last_seconds, self.profile.tables.last_mut()) {
                 (Some(s), Some(last))
-                    if table::continues_live(
+                    if live::continues_live(
                         last,
                         &first.kind,
                         first.scope.as_deref(),
                         first.isa,
                     ) =>
                 {
-                    table::sum_interval(last, first, (self.live_first, s));
+                    live::sum_interval(last, first, (self.live_first, s));
                     summed_first = true;
                 }
                 _ => self.profile.tables.push(first),
@@ -292,6 +293,8 @@ impl Reader {
         self.unknown = unknown;
         self.carry = carry;
         self.names = names;
+        // Its row numbers are for its own tables, and this reader's for tables now joined.
+        self.intervals = super::interval::Intervals::default();
         self.started = started;
         self.prose_before = prose_before;
         self.last_header = last_header;

@@ -214,7 +214,7 @@ fn zero_filled_min_times_are_noted_once() {
 }
 
 /// Lines a live transcript and what gets pasted with it are made of.
-const VOCABULARY: [&str; 23] = [
+const VOCABULARY: [&str; 26] = [
     "10:00:00.000123",
     "10:00:01.000123",
     "",
@@ -238,6 +238,11 @@ const VOCABULARY: [&str; 23] = [
     "                 HLT        1O    50.00%    50.00%      1.00us      3.00us      2.00us",
     "-------------------------------------------",
     "                 HLT        10    50.00%    50.00%      0.00us      3.00us      2.00us ( +-   5.00% )",
+    // SVM's names, and a name of neither ISA: the ISA guessed changes from one interval to
+    // the next, and with it the key a name's row is summed under.
+    "                 hlt        10    50.00%    50.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
+    "                 npf         4    20.00%    10.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
+    "           MYSTERY_EXIT      2    10.00%    10.00%      1.00us      3.00us      2.00us ( +-   5.00% )",
 ];
 
 /// Reads `picks` of the vocabulary both ways, cut at every timestamp line after the first.
@@ -278,6 +283,32 @@ fn cases_the_proptest_found() {
         let (one, parts, text) = random_both_ways(picks);
         assert!(same(&one, &parts), "{text}\n{one}\n{parts}");
     }
+}
+
+/// A live table guessed VMX sums `hlt` under VMX (into `HLT`'s first row, from the second
+/// interval on). An interval whose names tie between VMX and SVM (`HLT`, `hlt`) is summed
+/// into it under no ISA, where `hlt` is SVM's own exit: a row of its own, not the one `hlt`
+/// was summed into before (one reader finds rows by name, the parts by key).
+#[test]
+fn an_interval_of_no_isa_keeps_its_own_rows() {
+    let (one, parts, text) = random_both_ways(&[0, 5, 7, 8, 23, 1, 5, 7, 8, 23, 1, 5, 7, 23]);
+    assert!(same(&one, &parts), "{text}\n{one}\n{parts}");
+    let keys: Vec<(&str, u64)> = one["tables"][0]["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap_or("?"),
+                r["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [("HLT", 40), ("MSR_WRITE", 14), ("HLT", 10), ("hlt", 10)],
+        "{text}\n{one}"
+    );
 }
 
 proptest::proptest! {

@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 
+use super::interval::Intervals;
 use super::layout::{Layout, Scope};
+use super::live;
 use super::names::NameCache;
 use super::row::RawRow;
 use crate::decode::{Isa, exit_reason};
@@ -61,7 +63,7 @@ const SPARE_KEYS: usize = 64;
 impl Spare {
     /// Keeps the key strings of `rows` (up to [`SPARE_KEYS`]) and, emptied, `rows` itself
     /// unless it is larger than a live interval needs.
-    fn keep(&mut self, mut rows: Vec<(RawRow, Option<UnknownCode>)>) {
+    pub(super) fn keep(&mut self, mut rows: Vec<(RawRow, Option<UnknownCode>)>) {
         let room = SPARE_KEYS.saturating_sub(self.keys.len());
         self.keys
             .extend(rows.drain(..).take(room).map(|(r, _)| r.key));
@@ -159,9 +161,12 @@ impl Building {
     }
 
     /// Sums the table, one more interval of the live session `into` sums and read at
-    /// `seconds` (its first interval's and this one's), into it: what [`sum_interval`] does
+    /// `seconds` (its first interval's and this one's), into it: what [`live::sum_interval`] does
     /// with the table [`Building::finish`] makes, without making it (a table per interval,
-    /// its keys copied then dropped, cost more than reading its rows).
+    /// its keys copied then dropped, cost more than reading its rows). The rows of `into`
+    /// each name's row sums into are found through `intervals`, made ready for `into` and
+    /// numbered for this table ([`Intervals::sum_into`], [`Building::settle`]). Gives back
+    /// the room of the table's rows.
     pub(super) fn sum_into(
         mut self,
         into: &mut Table,
@@ -169,20 +174,29 @@ impl Building {
         isa: Option<Isa>,
         notes: &mut Vec<Note>,
         names: &mut NameCache,
-        spare: &mut Spare,
-    ) {
-        let (pid, vcpu) = self.ids();
-        let rows = &mut into.rows;
-        let count = self.decode(isa, notes, names, |key, count, time| {
-            let same = |r: &Row| r.key == *key && r.pid == pid && r.vcpu == vcpu;
-            match rows.iter_mut().find(|r| same(r)) {
-                Some(r) => {
-                    r.add(count, &time);
-                    r.latency = None;
+        intervals: &mut Intervals,
+    ) -> Vec<(RawRow, Option<UnknownCode>)> {
+        // Where every row's key is its name's decoded (no row folded, no `UNKNOWN` numbered),
+        // the row it sums into is its name's.
+        let by_name = self.folded_rows == 0 && !self.rows.iter().any(|(r, _)| r.key == "UNKNOWN");
+        let count = if by_name {
+            self.sum_by_name(&mut into.rows, isa, names, intervals)
+        } else {
+            let (pid, vcpu) = self.ids();
+            let rows = &mut into.rows;
+            self.decode(isa, notes, names, |key, count, time| {
+                match rows
+                    .iter_mut()
+                    .find(|r| r.key == *key && r.pid == pid && r.vcpu == vcpu)
+                {
+                    Some(r) => {
+                        r.add(count, &time);
+                        r.latency = None;
+                    }
+                    None => rows.push(row(key, (pid, vcpu), count, time)),
                 }
-                None => rows.push(row(key, (pid, vcpu), count, time)),
-            }
-        });
+            })
+        };
         let partial = self.partial | self.check_totals(count, notes);
         let window = self.timestamp.take().map(|(text, _)| Window {
             start: None,
@@ -190,8 +204,48 @@ impl Building {
             duration_ns: None,
             intervals: 1,
         });
-        sum_totals(into, partial, self.total, window, seconds);
-        spare.keep(self.rows);
+        live::sum_totals(into, partial, self.total, window, seconds);
+        self.rows
+    }
+
+    /// Sums each row into the row of `rows` its name's rows were summed into before, or, the
+    /// first time, into the one [`Building::decode`] would (found by its decoded key, or
+    /// added). Returns the sum of the counts.
+    fn sum_by_name(
+        &self,
+        rows: &mut Vec<Row>,
+        isa: Option<Isa>,
+        names: &mut NameCache,
+        intervals: &mut Intervals,
+    ) -> u64 {
+        let (pid, vcpu) = self.ids();
+        let mut count = 0u64;
+        for (i, (raw, unknown)) in self.rows.iter().enumerate() {
+            let time = row_time(raw, vcpu);
+            count = count.saturating_add(raw.count);
+            if let Some(r) = intervals.row(i).and_then(|at| rows.get_mut(at)) {
+                r.add(raw.count, &time);
+                r.latency = None;
+                continue;
+            }
+            let key = self.decode_key(raw, *unknown, isa, &mut 0, names);
+            let at = match rows
+                .iter()
+                .position(|r| r.key == *key && r.pid == pid && r.vcpu == vcpu)
+            {
+                Some(at) => {
+                    rows[at].add(raw.count, &time);
+                    rows[at].latency = None;
+                    at
+                }
+                None => {
+                    rows.push(row(key, (pid, vcpu), raw.count, time));
+                    rows.len() - 1
+                }
+            };
+            intervals.found(i, at);
+        }
+        count
     }
 
     /// The VMM process and vCPU the table's scope names.
@@ -231,14 +285,8 @@ impl Building {
                 Some(folded) if raw.key == OTHER => Cow::Borrowed(folded),
                 _ => self.decode_key(raw, *unknown, isa, &mut unknown_rows, names),
             };
-            let mut time = raw.time.clone();
-            if vcpu.is_some() && time.min_ns == Some(0) {
-                // perf zero-fills per-vCPU stats, so `--vcpu` tables print `Min Time 0.00us`
-                // (noted by the reader, once: see `zero_mins`).
-                time.min_ns = None;
-            }
             count = count.saturating_add(raw.count);
-            each(key, raw.count, time);
+            each(key, raw.count, row_time(raw, vcpu));
         }
         count
     }
@@ -249,13 +297,18 @@ impl Building {
         self.ids().1.is_some() && self.rows.iter().any(|(r, _)| r.time.min_ns == Some(0))
     }
 
-    /// Folds the rows still to fold, then gives the ISA of the rows kept: from perf's stderr
-    /// notes if any, otherwise inferred from the names. [`Building::finish`] and
-    /// [`Building::sum_into`] take the table this leaves.
-    pub(super) fn settle(&mut self, names: &mut NameCache) -> Option<Isa> {
+    /// Folds the rows still to fold, numbers their names in `intervals`, then gives the ISA
+    /// of the rows kept: from perf's stderr notes if any, otherwise inferred from the names.
+    /// [`Building::finish`] and [`Building::sum_into`] take the table this leaves.
+    pub(super) fn settle(
+        &mut self,
+        names: &mut NameCache,
+        intervals: &mut Intervals,
+    ) -> Option<Isa> {
         if self.folded_rows > 0 && self.rows.len() > TABLE_CAP {
             self.fold();
         }
+        intervals.number(&self.rows);
         if self.kind != TableKind::Vmexit {
             return None;
         }
@@ -266,7 +319,8 @@ impl Building {
         {
             return Some(isa);
         }
-        names.guess_isa(self.rows.iter().map(|(r, _)| r.key.as_str()))
+        let rows = &self.rows;
+        intervals.guess(|| names.guess_isa(rows.iter().map(|(r, _)| r.key.as_str())))
     }
 
     fn decode_key<'n>(
@@ -351,6 +405,17 @@ impl Building {
     }
 }
 
+/// The times of `raw`, a row of a table of vCPU `vcpu`: perf zero-fills per-vCPU stats, so
+/// `--vcpu` tables print `Min Time 0.00us`, read as unknown (noted by the reader, once: see
+/// [`Building::zero_mins`]).
+fn row_time(raw: &RawRow, vcpu: Option<u32>) -> TimeStats {
+    let mut time = raw.time.clone();
+    if vcpu.is_some() && time.min_ns == Some(0) {
+        time.min_ns = None;
+    }
+    time
+}
+
 /// A row of a table read: `count` events of `key` with durations `time`, of the VMM process
 /// and vCPU `ids`.
 fn row(key: Cow<'_, Key>, ids: (Option<u32>, Option<u32>), count: u64, time: TimeStats) -> Row {
@@ -361,81 +426,5 @@ fn row(key: Cow<'_, Key>, ids: (Option<u32>, Option<u32>), count: u64, time: Tim
         count,
         time,
         latency: None,
-    }
-}
-
-/// Whether a table of `kind`, `scope` and `isa`, read at a timestamp, is one more interval of
-/// the live session summed in `last` (so one reader sums it into `last`): the same kind and
-/// scope, and the same ISA or none guessed.
-pub(super) fn continues_live(
-    last: &Table,
-    kind: &TableKind,
-    scope: Option<&str>,
-    isa: Option<Isa>,
-) -> bool {
-    last.window.is_some()
-        && last.kind == *kind
-        && last.scope.as_deref() == scope
-        && (last.isa == isa || isa.is_none())
-}
-
-/// Adds the rows of `next` (one more interval of a live session) into `into`.
-pub(super) fn sum_interval(into: &mut Table, next: Table, seconds: (f64, f64)) {
-    for row in next.rows {
-        match into
-            .rows
-            .iter_mut()
-            .find(|r| r.key == row.key && r.pid == row.pid && r.vcpu == row.vcpu)
-        {
-            Some(existing) => existing.merge(&row),
-            None => into.rows.push(row),
-        }
-    }
-    sum_totals(into, next.partial, next.printed_total, next.window, seconds);
-}
-
-/// Sums what an interval's table holds besides its rows into the live table `into`: its
-/// partiality, printed total and window (`seconds`: the first interval's and this one's).
-fn sum_totals(
-    into: &mut Table,
-    partial: bool,
-    total: Option<PrintedTotal>,
-    window: Option<Window>,
-    seconds: (f64, f64),
-) {
-    into.partial |= partial;
-    if let (Some(a), Some(b)) = (&mut into.printed_total, total) {
-        a.count = a.count.saturating_add(b.count);
-        a.time_ns = a.time_ns.zip(b.time_ns).map(|(x, y)| x.saturating_add(y));
-        a.lost_events = match (a.lost_events, b.lost_events) {
-            (None, None) => None,
-            (x, y) => Some(x.unwrap_or(0).saturating_add(y.unwrap_or(0))),
-        };
-    }
-    if let (Some(w), Some(nw)) = (&mut into.window, window) {
-        w.intervals += nw.intervals;
-        w.end = nw.end;
-        let (first, last) = seconds;
-        let span = if last >= first {
-            last - first
-        } else {
-            last + 86_400.0 - first
-        };
-        // n displays at equal intervals cover n × (span / (n − 1)).
-        let n = f64::from(w.intervals);
-        w.duration_ns = (n > 1.0 && span > 0.0).then(|| (span * n / (n - 1.0) * 1e9) as u64);
-    }
-}
-
-/// The label of a live table summed from intervals ([`sum_interval`]): its window. Set once
-/// all are read (formatting it at every interval cost more than summing it).
-pub(super) fn label_live(table: &mut Table) {
-    if let Some(w) = table.window.as_ref().filter(|w| w.intervals > 1) {
-        table.label = Some(format!(
-            "live {}–{} ({} intervals)",
-            w.start.as_deref().unwrap_or("?"),
-            w.end.as_deref().unwrap_or("?"),
-            w.intervals
-        ));
     }
 }
