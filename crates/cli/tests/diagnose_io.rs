@@ -151,25 +151,30 @@ fn noise_line(n: usize, state: &mut u64, line: &mut Vec<u8>) {
     line.push(b'\n');
 }
 
-/// repro C3, deterministic: an endless stream of random bytes (through a pipe, as
-/// `/dev/urandom` is read) that holds one line reading as an event is still refused. It was
-/// read forever, and each of its lines with `^C` in it kept a note (5 GB in 15 minutes).
-#[test]
-fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
+/// `virtlens report --format FORMAT -` started, with the pipe to its standard input.
+fn report_of_stdin(format: &str) -> (std::process::Child, std::process::ChildStdin) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_virtlens"))
-        .args(["report", "--format", "trace-text", "-"])
+        .args(["report", "--format", format, "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
+
+/// `virtlens report --format FORMAT -` fed an endless stream of seeded noise lines (through a
+/// pipe, as `/dev/urandom` is read; `event` puts an event line at line 1000) until it closes
+/// the pipe: its output, and how many lines were written.
+fn endless_noise(format: &str, event: bool) -> (std::process::Output, usize) {
+    let (child, mut stdin) = report_of_stdin(format);
     // Writes until virtlens closes the pipe (then the write fails and the thread ends).
     let writer = std::thread::spawn(move || {
         use std::io::Write;
         let (mut state, mut line) = (0x9e37_79b9_7f4a_7c15u64, Vec::new());
         for n in 1.. {
-            noise_line(n, &mut state, &mut line);
+            noise_line(if event { n } else { n + 1 }, &mut state, &mut line);
             if stdin.write_all(&line).is_err() {
                 return n;
             }
@@ -177,7 +182,15 @@ fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
         0
     });
     let out = child.wait_with_output().unwrap();
-    let written = writer.join().unwrap();
+    (out, writer.join().unwrap())
+}
+
+/// repro C3, deterministic: an endless stream of random bytes that holds one line reading as
+/// an event is still refused. It was read forever, and each of its lines with `^C` in it kept
+/// a note (5 GB in 15 minutes).
+#[test]
+fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
+    let (out, written) = endless_noise("trace-text", true);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -189,6 +202,67 @@ fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
         "{err}"
     );
     assert!(written > 100_000, "{written} lines written");
+}
+
+/// The formats whose output starts with what they read refuse endless noise after 100,000
+/// lines of it, with the error they give a finite input of it, and say where they stopped.
+/// (They read it for as long as it lasted.)
+#[test]
+fn formats_that_start_with_their_rows_refuse_endless_noise() {
+    for format in [
+        "kvm-stat",
+        "perf-kvm-stat",
+        "virsh-domstats",
+        "bcc-kvmexit",
+        "perf-prof",
+    ] {
+        let (out, written) = endless_noise(format, false);
+        assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("expected")
+                && err
+                    .contains("nothing of it in the first 100000 lines, so reading stopped there"),
+            "{format}: {err}"
+        );
+        assert!(written > 100_000, "{format}: {written} lines written");
+    }
+}
+
+/// A live session with no VM running prints a header and no rows every interval: past
+/// 100,000 lines of it, it is read on to its end (and then has nothing to report).
+#[test]
+fn an_idle_live_session_is_read_to_its_end() {
+    let interval = "\nAnalyze events for all VMs, all VCPUs:\n\n             VM-EXIT    Samples  \
+                    Samples%     Time%    Min Time    Max Time         Avg time\n\nTotal \
+                    Samples:0, Total events handled time:0.00us.\n\n";
+    let text: String = (0..13_000)
+        .map(|i| {
+            format!(
+                "{:02}:{:02}:{:02}.000123\n{interval}",
+                10 + i / 3600,
+                i / 60 % 60,
+                i % 60
+            )
+        })
+        .collect();
+    assert!(text.lines().count() > 100_000);
+    let (child, mut stdin) = report_of_stdin("perf-kvm-stat");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(text.as_bytes())
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        writer.join().unwrap().is_ok(),
+        "the input was not read to its end"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        err.contains("nothing to read") && !err.contains("reading stopped"),
+        "{err}"
+    );
 }
 
 /// The same noise in a file (read on every core, in blocks): refused at the same line.

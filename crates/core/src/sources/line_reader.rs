@@ -61,7 +61,21 @@ pub(super) trait LineFormat {
     fn plain(&mut self, _n: usize, _text: &str) -> bool {
         false
     }
+
+    /// Whether nothing of the format has been read yet, for a format whose output starts with
+    /// what it reads: one that has read nothing in [`NOTHING_AFTER`] lines is refused there (an
+    /// endless stream of something else, `/dev/urandom` among them, would be read for as long
+    /// as it lasts). By default never: a format whose input may hold long stretches of other
+    /// text first reads on (a kernel log; a workload's output before `perf stat`'s counts;
+    /// xenalyze's record dump before its summary; a D script's own lines before the
+    /// aggregations DTrace prints at its exit; a QMP log before a `query-stats` reply).
+    fn read_nothing(&self) -> bool {
+        false
+    }
 }
+
+/// Lines after which a format that has read nothing ([`LineFormat::read_nothing`]) stops.
+pub(super) const NOTHING_AFTER: usize = 100_000;
 
 /// The longest line tried as two joined lines (two rows of any of the table formats fit).
 pub(super) const MAX_JOINED: usize = 320;
@@ -135,10 +149,39 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
     let mut driver = Driver::default();
     while let Some((n, text)) = lines.next_line()? {
         driver.line(&mut format, n, &text);
+        if n == NOTHING_AFTER && format.read_nothing() {
+            return Err(nothing_after(format, path, n));
+        }
     }
     let mut profile = format.end(lines.cut_line())?;
     profile.warnings.extend(driver.joined);
     Ok(profile)
+}
+
+/// The error for an input of which `format` read nothing in its first `n` lines: the one it
+/// gives an input that ends there, saying that reading stopped.
+fn nothing_after<F: LineFormat>(format: F, path: &str, n: usize) -> Error {
+    let why = format!("nothing of it in the first {n} lines, so reading stopped there");
+    match format.end(None) {
+        Err(Error::Parse {
+            path,
+            line,
+            message,
+        }) => Error::Parse {
+            path,
+            line,
+            message: format!("{message}; {why}"),
+        },
+        Err(Error::Input { path, message }) => Error::Input {
+            path,
+            message: format!("{message}; {why}"),
+        },
+        Err(e) => e,
+        Ok(_) => Error::Input {
+            path: path.to_string(),
+            message: why,
+        },
+    }
 }
 
 /// What the driver keeps from line to line: the notes of joined lines it split, and how many

@@ -104,6 +104,11 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    /// No row read yet ([`LineFormat::read_nothing`]).
+    fn read_nothing(&self) -> bool {
+        self.book.last_row().is_none()
+    }
+
     /// kvmexit's header with the first row glued to it (their newline lost, as a terminal's
     /// `^C` often does): the row starts after the header's last column name.
     fn split(&mut self, n: usize, text: &str) -> Option<usize> {

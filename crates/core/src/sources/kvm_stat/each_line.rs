@@ -12,6 +12,11 @@ use crate::sources::line_reader::LineFormat;
 use crate::sources::lines::strip_ctrl_c;
 
 impl LineFormat for Reader {
+    /// No row read yet ([`LineFormat::read_nothing`]).
+    fn read_nothing(&self) -> bool {
+        self.book.last_row().is_none()
+    }
+
     const SPLITS_JOINED: bool = true;
 
     fn inside(&self) -> bool {

@@ -13,6 +13,14 @@ use crate::sources::line_reader::{self, LineFormat};
 use crate::sources::unread;
 
 impl LineFormat for Reader {
+    /// Neither a row nor a column header read yet ([`LineFormat::read_nothing`]): a live
+    /// session with no VM running prints a header and no rows every interval, for hours.
+    fn read_nothing(&self) -> bool {
+        self.profile.tables.is_empty()
+            && self.last_header.is_none()
+            && self.table.as_ref().is_none_or(|b| b.rows.is_empty())
+    }
+
     fn plain(&mut self, n: usize, text: &str) -> bool {
         self.plain_row(n, text)
     }

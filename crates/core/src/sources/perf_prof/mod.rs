@@ -143,6 +143,11 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    /// No row read yet ([`LineFormat::read_nothing`]).
+    fn read_nothing(&self) -> bool {
+        self.book.last_row().is_none()
+    }
+
     const SPLITS_JOINED: bool = true;
 
     fn inside(&self) -> bool {

@@ -239,6 +239,11 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
+    /// No row read yet ([`LineFormat::read_nothing`]).
+    fn read_nothing(&self) -> bool {
+        self.book.last_row().is_none()
+    }
+
     fn line(&mut self, n: usize, text: &str) {
         let t = text.trim();
         if t.is_empty() {
