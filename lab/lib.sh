@@ -59,9 +59,10 @@ stage_modules() {
 # stall seen here that reached 100 s lasted until the run ran out of time.
 STALL_RE='soft lockup - CPU#[0-9]+ stuck for [0-9]{3,}s'
 
-# The wall-clock seconds a host has to print `lab-host: up` (its init running). A whole run of a
-# 3 s command took 16 s here (2026-11-30); a boot can also stall before any lockup is reported (once a vCPU was left at an
-# int3 of the kernel's own text patching 1.4 s into the boot, and RCU said so only after 589 s).
+# The wall-clock seconds a host has to print `lab-host: up` (its init running). A whole run of
+# a 3 s command took 16 s here (2026-11-30); a boot can also stall before any lockup is
+# reported (once a vCPU was left at an int3 of the kernel's own text patching 1.4 s into the
+# boot, and RCU said so only after 589 s).
 BOOT_LIMIT=${BOOT_LIMIT:-240}
 
 # Runs CMD… ($3…, the host's QEMU) for at most $1 s, following the console it writes ($2): when
