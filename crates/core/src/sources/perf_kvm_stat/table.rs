@@ -1,7 +1,7 @@
 //! Turning the rows of one printed table into a profile [`Table`]: decoding the keys (exit
 //! names of any era under the table's ISA, unknown codes attached from perf's stderr notes,
-//! port/MMIO/MSR addresses), checking the rows against the printed totals, and summing the
-//! intervals of a live session into one table with its window.
+//! port/MMIO/MSR addresses), checking the rows against the printed totals, and summing each
+//! interval of a live session into the session's table (what else is summed: `live`).
 
 use std::borrow::Cow;
 
@@ -182,19 +182,9 @@ impl Building {
         let count = if by_name {
             self.sum_by_name(&mut into.rows, isa, names, intervals)
         } else {
-            let (pid, vcpu) = self.ids();
-            let rows = &mut into.rows;
+            let (ids, rows) = (self.ids(), &mut into.rows);
             self.decode(isa, notes, names, |key, count, time| {
-                match rows
-                    .iter_mut()
-                    .find(|r| r.key == *key && r.pid == pid && r.vcpu == vcpu)
-                {
-                    Some(r) => {
-                        r.add(count, &time);
-                        r.latency = None;
-                    }
-                    None => rows.push(row(key, (pid, vcpu), count, time)),
-                }
+                add_row(rows, key, ids, count, time);
             })
         };
         let partial = self.partial | self.check_totals(count, notes);
@@ -218,10 +208,10 @@ impl Building {
         names: &mut NameCache,
         intervals: &mut Intervals,
     ) -> u64 {
-        let (pid, vcpu) = self.ids();
+        let ids = self.ids();
         let mut count = 0u64;
         for (i, (raw, unknown)) in self.rows.iter().enumerate() {
-            let time = row_time(raw, vcpu);
+            let time = row_time(raw, ids.1);
             count = count.saturating_add(raw.count);
             if let Some(r) = intervals.row(i).and_then(|at| rows.get_mut(at)) {
                 r.add(raw.count, &time);
@@ -229,21 +219,7 @@ impl Building {
                 continue;
             }
             let key = self.decode_key(raw, *unknown, isa, &mut 0, names);
-            let at = match rows
-                .iter()
-                .position(|r| r.key == *key && r.pid == pid && r.vcpu == vcpu)
-            {
-                Some(at) => {
-                    rows[at].add(raw.count, &time);
-                    rows[at].latency = None;
-                    at
-                }
-                None => {
-                    rows.push(row(key, (pid, vcpu), raw.count, time));
-                    rows.len() - 1
-                }
-            };
-            intervals.found(i, at);
+            intervals.found(i, add_row(rows, key, ids, raw.count, time));
         }
         count
     }
@@ -414,6 +390,29 @@ fn row_time(raw: &RawRow, vcpu: Option<u32>) -> TimeStats {
         time.min_ns = None;
     }
     time
+}
+
+/// Adds `count` events of `key` with durations `time`, of the VMM process and vCPU `ids`, to
+/// the first row of `rows` with that key and ids, or as a row of its own; returns where.
+fn add_row(
+    rows: &mut Vec<Row>,
+    key: Cow<'_, Key>,
+    ids: (Option<u32>, Option<u32>),
+    count: u64,
+    time: TimeStats,
+) -> usize {
+    let same = |r: &Row| r.key == *key && (r.pid, r.vcpu) == ids;
+    match rows.iter().position(same) {
+        Some(at) => {
+            rows[at].add(count, &time);
+            rows[at].latency = None;
+            at
+        }
+        None => {
+            rows.push(row(key, ids, count, time));
+            rows.len() - 1
+        }
+    }
 }
 
 /// A row of a table read: `count` events of `key` with durations `time`, of the VMM process
