@@ -5,7 +5,7 @@
 //! and its histograms are re-binned from the rows'. Either way an interval in which a VM
 //! returned to its VMM without one exit counted says so (its exit reasons are missing).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bpf::live::{BpfLive, Extras, VmHist};
 use crate::bpf::maps::{HIST_BUCKETS, Hist};
@@ -141,8 +141,7 @@ fn exits_missing(p: &Profile) -> Vec<Note> {
         ),
         None => String::new(),
     };
-    let vms: std::collections::BTreeSet<Option<u32>> =
-        returns.keys().chain(accesses.keys()).copied().collect();
+    let vms: BTreeSet<Option<u32>> = returns.keys().chain(accesses.keys()).copied().collect();
     vms.into_iter()
         .filter(|pid| exits.get(pid).copied().unwrap_or(0) == 0)
         .filter_map(|pid| {
