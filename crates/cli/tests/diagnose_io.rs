@@ -265,23 +265,25 @@ fn an_idle_live_session_is_read_to_its_end() {
     );
 }
 
-/// The same noise in a file (read on every core, in blocks): refused at the same line.
-#[test]
-fn a_file_of_noise_with_one_event_line_is_refused() {
-    let dir = TempDir::new("noise");
+/// A file of the noise lines numbered `lines` ([`noise_line`], from xorshift state `seed`), in
+/// a temporary folder named after `name` (kept while the first value lives): it and its path.
+fn noise_file(name: &str, seed: u64, lines: std::ops::RangeInclusive<usize>) -> (TempDir, String) {
+    let dir = TempDir::new(name);
     let path = dir.0.join("noise.txt");
-    let (mut state, mut line, mut bytes) = (0x9e37_79b9_7f4a_7c15u64, Vec::new(), Vec::new());
-    for n in 1..=150_000 {
+    let (mut state, mut line, mut bytes) = (seed, Vec::new(), Vec::new());
+    for n in lines {
         noise_line(n, &mut state, &mut line);
         bytes.extend_from_slice(&line);
     }
     std::fs::write(&path, &bytes).unwrap();
-    let out = virtlens(&[
-        "report",
-        "--format",
-        "trace-text",
-        &path.display().to_string(),
-    ]);
+    (dir, path.display().to_string())
+}
+
+/// The same noise in a file (read on every core, in blocks): refused at the same line.
+#[test]
+fn a_file_of_noise_with_one_event_line_is_refused() {
+    let (_dir, path) = noise_file("noise", 0x9e37_79b9_7f4a_7c15, 1..=150_000);
+    let out = virtlens(&["report", "--format", "trace-text", &path]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -294,16 +296,8 @@ fn a_file_of_noise_with_one_event_line_is_refused() {
 /// (`--format counter-table` printed random lines starting with `\\` as counters.)
 #[test]
 fn noise_under_any_forced_format_is_refused() {
-    let dir = TempDir::new("noise-formats");
-    let path = dir.0.join("noise.txt");
-    let (mut state, mut line, mut bytes) = (0x2545_f491_4f6c_dd1du64, Vec::new(), Vec::new());
     // Past line 1000, so without the one line that reads as an event.
-    for n in 1_001..=6_000 {
-        noise_line(n, &mut state, &mut line);
-        bytes.extend_from_slice(&line);
-    }
-    std::fs::write(&path, &bytes).unwrap();
-    let path = path.display().to_string();
+    let (_dir, path) = noise_file("noise-formats", 0x2545_f491_4f6c_dd1d, 1_001..=6_000);
     for format in [
         "capture",
         "perfmon-csv",
