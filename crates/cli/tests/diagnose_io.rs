@@ -164,22 +164,30 @@ fn report_of_stdin(format: &str) -> (std::process::Child, std::process::ChildStd
     (child, stdin)
 }
 
-/// `virtlens report --format FORMAT -` fed an endless stream of seeded noise lines (through a
-/// pipe, as `/dev/urandom` is read; `event` puts an event line at line 1000) until it closes
-/// the pipe: its output, and how many lines were written.
-fn endless_noise(format: &str, event: bool) -> (std::process::Output, usize) {
+/// Lines of noise [`endless_noise`] writes at most: ten times where reading should stop.
+const NOISE_LINES: usize = 1_000_000;
+
+/// `virtlens report --format FORMAT -` fed `head`, then an endless stream of seeded noise
+/// lines (through a pipe, as `/dev/urandom` is read; `event` puts an event line at line 1000
+/// of the noise) until it closes the pipe: its output, and how many lines were written. The
+/// stream ends after [`NOISE_LINES`] lines, so that a virtlens that reads on fails the test
+/// instead of hanging it.
+fn endless_noise(format: &str, head: Vec<u8>, event: bool) -> (std::process::Output, usize) {
     let (child, mut stdin) = report_of_stdin(format);
     // Writes until virtlens closes the pipe (then the write fails and the thread ends).
     let writer = std::thread::spawn(move || {
         use std::io::Write;
+        if stdin.write_all(&head).is_err() {
+            return 0;
+        }
         let (mut state, mut line) = (0x9e37_79b9_7f4a_7c15u64, Vec::new());
-        for n in 1.. {
+        for n in 1..=NOISE_LINES {
             noise_line(if event { n } else { n + 1 }, &mut state, &mut line);
             if stdin.write_all(&line).is_err() {
                 return n;
             }
         }
-        0
+        NOISE_LINES
     });
     let out = child.wait_with_output().unwrap();
     (out, writer.join().unwrap())
@@ -190,7 +198,7 @@ fn endless_noise(format: &str, event: bool) -> (std::process::Output, usize) {
 /// a note (5 GB in 15 minutes).
 #[test]
 fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
-    let (out, written) = endless_noise("trace-text", true);
+    let (out, written) = endless_noise("trace-text", Vec::new(), true);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -201,7 +209,10 @@ fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
             && err.contains("not a trace"),
         "{err}"
     );
-    assert!(written > 100_000, "{written} lines written");
+    assert!(
+        (100_001..NOISE_LINES).contains(&written),
+        "{written} lines written"
+    );
 }
 
 /// The formats whose output starts with what they read refuse endless noise after 100,000
@@ -216,7 +227,7 @@ fn formats_that_start_with_their_rows_refuse_endless_noise() {
         "bcc-kvmexit",
         "perf-prof",
     ] {
-        let (out, written) = endless_noise(format, false);
+        let (out, written) = endless_noise(format, Vec::new(), false);
         assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -225,7 +236,45 @@ fn formats_that_start_with_their_rows_refuse_endless_noise() {
                     .contains("nothing of it in the first 100000 lines, so reading stopped there"),
             "{format}: {err}"
         );
-        assert!(written > 100_000, "{format}: {written} lines written");
+        assert!(
+            (100_001..NOISE_LINES).contains(&written),
+            "{format}: {written} lines written"
+        );
+    }
+}
+
+/// The same formats fed a real output of theirs and then endless noise: the rows at its
+/// start do not keep them reading. Past 100,000 lines, fewer than one line in 101 was a row
+/// or a header, and reading stops there. (A row read once turned the check off.)
+#[test]
+fn real_rows_then_endless_noise_are_refused() {
+    for (format, sample) in [
+        (
+            "kvm-stat",
+            "exit-reports/18-kvm_stat-debugfs-legacy-haswell-io-exits.txt",
+        ),
+        (
+            "perf-kvm-stat",
+            "exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt",
+        ),
+        ("virsh-domstats", "virsh/domstats-win11-glances.txt"),
+        ("bcc-kvmexit", "exit-reports/01-bcc-kvmexit-all-threads.txt"),
+        ("perf-prof", "reliability/D0-perf-prof-intact.txt"),
+    ] {
+        let head = std::fs::read(data(sample)).unwrap();
+        let (out, written) = endless_noise(format, head, false);
+        assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(":100000: only ")
+                && err.contains("of the first 100000 lines are this format's rows or headers")
+                && err.contains("so reading stopped here"),
+            "{format}: {err}"
+        );
+        assert!(
+            (100_001..NOISE_LINES).contains(&written),
+            "{format}: {written} lines written"
+        );
     }
 }
 

@@ -62,20 +62,32 @@ pub(super) trait LineFormat {
         false
     }
 
-    /// Whether nothing of the format has been read yet, for a format whose output starts with
-    /// what it reads: one that has read nothing in [`NOTHING_AFTER`] lines is refused there (an
-    /// endless stream of something else, `/dev/urandom` among them, would be read for as long
-    /// as it lasts). By default never: a format whose input may hold long stretches of other
-    /// text first reads on (a kernel log; a workload's output before `perf stat`'s counts;
-    /// xenalyze's record dump before its summary; a D script's own lines before the
-    /// aggregations DTrace prints at its exit; a QMP log before a `query-stats` reply).
-    fn read_nothing(&self) -> bool {
-        false
+    /// How many lines so far were the format's own (its rows, and where a session prints a
+    /// column header without rows, its headers), for a format whose output is mostly such
+    /// lines: every [`CHECK_EVERY`] lines, an input of which none was is refused there, and
+    /// so is one of which fewer than one line in [`OTHERS_PER_OWN`] + 1 was. An endless
+    /// stream of something else, `/dev/urandom` among them, would otherwise be read for as
+    /// long as it lasts, also after a row it held by chance or a real table at its start.
+    ///
+    /// `None` (the default): never checked. A format whose input may hold long stretches of
+    /// other text reads on: a kernel log (KVM's lines are few among the rest, and a log
+    /// printed without prefixes is lines of any text); a workload's output before `perf
+    /// stat`'s counts; xenalyze's record dump before its summary; a D script's own lines
+    /// before the aggregations DTrace prints at its exit; a QMP log before a `query-stats`
+    /// reply.
+    fn own_lines(&self) -> Option<u64> {
+        None
     }
 }
 
-/// Lines after which a format that has read nothing ([`LineFormat::read_nothing`]) stops.
-pub(super) const NOTHING_AFTER: usize = 100_000;
+/// How often (in lines) the share of a format's own lines is checked
+/// ([`LineFormat::own_lines`]).
+pub(super) const CHECK_EVERY: usize = 100_000;
+
+/// Lines of other text per line of the format's own beyond which an input is not the
+/// format's output: a paste has a few lines of prose per table, a terminal's session a few
+/// lines of its own between intervals; noise reads as a row one line in tens of thousands.
+const OTHERS_PER_OWN: u64 = 100;
 
 /// The longest line tried as two joined lines (two rows of any of the table formats fit).
 pub(super) const MAX_JOINED: usize = 320;
@@ -149,13 +161,33 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
     let mut driver = Driver::default();
     while let Some((n, text)) = lines.next_line()? {
         driver.line(&mut format, n, &text);
-        if n == NOTHING_AFTER && format.read_nothing() {
-            return Err(nothing_after(format, path, n));
+        if n.is_multiple_of(CHECK_EVERY)
+            && let Some(own) = format.own_lines()
+        {
+            if own == 0 {
+                return Err(nothing_after(format, path, n));
+            }
+            if (n as u64 - own.min(n as u64)) / OTHERS_PER_OWN >= own {
+                return Err(mostly_other(path, n, own));
+            }
         }
     }
     let mut profile = format.end(lines.cut_line())?;
     profile.warnings.extend(driver.joined);
     Ok(profile)
+}
+
+/// The error for an input of which only `own` of the first `n` lines were the format's.
+fn mostly_other(path: &str, n: usize, own: u64) -> Error {
+    Error::Parse {
+        path: path.to_string(),
+        line: n,
+        message: format!(
+            "only {own} of the first {n} lines are this format's rows or headers (fewer than \
+             one in {}): the rest is something else, so reading stopped here",
+            OTHERS_PER_OWN + 1
+        ),
+    }
 }
 
 /// The error for an input of which `format` read nothing in its first `n` lines: the one it
@@ -249,6 +281,8 @@ pub(super) struct LineBook {
     last_unrecognised: Option<(usize, String)>,
     unread: Unread,
     last_row: Option<usize>,
+    /// Rows read.
+    rows: u64,
     repairs: Vec<Note>,
     /// The repairs past the first few, counted in one more note.
     repairs_capped: CappedNotes,
@@ -274,6 +308,7 @@ impl LineBook {
             );
         }
         self.last_row = Some(n);
+        self.rows += 1;
     }
 
     /// Whether nothing was left unread or repaired (the notes that only this book holds).
@@ -285,6 +320,7 @@ impl LineBook {
     /// ([`LineBook::is_quiet`]): its last row, and its first unrecognised line if this book
     /// has none.
     pub(super) fn absorb(&mut self, later: LineBook) {
+        self.rows += later.rows;
         if later.last_row.is_some() {
             self.last_row = later.last_row;
             self.last_unrecognised = None;
@@ -292,6 +328,11 @@ impl LineBook {
         if self.first_unrecognised.is_none() {
             self.first_unrecognised = later.first_unrecognised;
         }
+    }
+
+    /// How many rows were read ([`LineFormat::own_lines`] of most formats).
+    pub(super) fn rows(&self) -> u64 {
+        self.rows
     }
 
     /// The line of the last row read.
@@ -525,5 +566,72 @@ mod tests {
             .last()
             .map(|n| (n.line, n.message.contains(" 5 more damaged lines")));
         assert_eq!(last, Some((Some(21), true)));
+    }
+
+    /// A format whose rows are [`row`]s and whose other lines are anything.
+    struct Rows {
+        book: LineBook,
+    }
+
+    impl LineFormat for Rows {
+        fn line(&mut self, n: usize, text: &str) {
+            if row(text) {
+                self.book.row(n);
+            }
+        }
+        fn end(self, _cut: Option<usize>) -> Result<Profile> {
+            Ok(Profile::new(crate::profile::Origin::new("rows", None)))
+        }
+        fn own_lines(&self) -> Option<u64> {
+            Some(self.book.rows())
+        }
+    }
+
+    /// `lines` lines of which every `every`-th is a row: read to the end, or the error.
+    fn read_rows_among_others(lines: usize, every: usize) -> Result<Profile> {
+        let text: String = (1..=lines)
+            .map(|n| match n % every {
+                0 => "HLT 1 2\n",
+                _ => "other text\n",
+            })
+            .collect();
+        let book = LineBook::default();
+        read_lines(text.as_bytes(), "t", Rows { book })
+    }
+
+    #[test]
+    fn an_input_of_too_few_own_lines_is_refused_at_each_check() {
+        // One line in 101 is the least an input may hold of its own lines: one in 100 is
+        // read, one in 102 is not.
+        assert!(read_rows_among_others(2 * CHECK_EVERY, 100).is_ok());
+        let err = read_rows_among_others(2 * CHECK_EVERY, 102)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_ref()
+                .is_some_and(|e| e.contains(":100000: only 980 of the first 100000")),
+            "{err:?}"
+        );
+        // Checked again at every CHECK_EVERY lines: good enough at the first check, not at
+        // the second.
+        let text: String = (1..=2 * CHECK_EVERY)
+            .map(|n| match n {
+                1..=1000 => "HLT 1 2\n",
+                _ => "other text\n",
+            })
+            .collect();
+        let rows = Rows {
+            book: LineBook::default(),
+        };
+        let err = read_lines(text.as_bytes(), "t", rows)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_ref()
+                .is_some_and(|e| e.contains(":200000: only 1000 ")),
+            "{err:?}"
+        );
+        // Shorter inputs are never checked.
+        assert!(read_rows_among_others(CHECK_EVERY - 1, 1000).is_ok());
     }
 }

@@ -104,9 +104,9 @@ impl Reader {
 }
 
 impl LineFormat for Reader {
-    /// No row read yet ([`LineFormat::read_nothing`]).
-    fn read_nothing(&self) -> bool {
-        self.book.last_row().is_none()
+    /// The rows read ([`LineFormat::own_lines`]).
+    fn own_lines(&self) -> Option<u64> {
+        Some(self.book.rows())
     }
 
     /// kvmexit's header with the first row glued to it (their newline lost, as a terminal's

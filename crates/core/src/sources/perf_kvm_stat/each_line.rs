@@ -13,12 +13,10 @@ use crate::sources::line_reader::{self, LineFormat};
 use crate::sources::unread;
 
 impl LineFormat for Reader {
-    /// Neither a row nor a column header read yet ([`LineFormat::read_nothing`]): a live
-    /// session with no VM running prints a header and no rows every interval, for hours.
-    fn read_nothing(&self) -> bool {
-        self.profile.tables.is_empty()
-            && self.last_header.is_none()
-            && self.table.as_ref().is_none_or(|b| b.rows.is_empty())
+    /// Rows and column headers read: a live session with no VM running prints a header and
+    /// no rows every interval, for hours.
+    fn own_lines(&self) -> Option<u64> {
+        Some(self.own + self.table.as_ref().map_or(0, |b| b.rows_read()))
     }
 
     fn plain(&mut self, n: usize, text: &str) -> bool {

@@ -98,6 +98,8 @@ struct Reader {
     /// The last line read as prose: the first of header-less rows, damaged, is one.
     prose_before: Option<(usize, String)>,
     last_header: Option<(String, layout::Header)>,
+    /// Column headers read, and rows of the tables finished ([`Reader::own_lines`]).
+    own: u64,
     /// A line between rows that is neither a row nor a label, until the next line tells.
     pending: Option<(usize, String)>,
     /// What tables already read leave for the next to reuse.
@@ -137,6 +139,7 @@ impl Reader {
             started: None,
             prose_before: None,
             last_header: None,
+            own: 0,
             pending: None,
             spare: table::Spare::default(),
             lost_looks_back: false,
@@ -271,9 +274,11 @@ impl Reader {
         if let Some((text, header)) = &self.last_header
             && text == t
         {
+            self.own += 1;
             return Some(header.clone());
         }
         let header = layout::header(t)?;
+        self.own += 1;
         self.last_header = Some((t.to_string(), header.clone()));
         Some(header)
     }
@@ -403,6 +408,7 @@ impl Reader {
             }
             return;
         }
+        self.own += b.rows_read();
         let isa = b.settle(&mut self.names, &mut self.intervals);
         let (line, zero_mins) = (b.line, b.zero_mins());
         let notes = &mut self.profile.warnings;

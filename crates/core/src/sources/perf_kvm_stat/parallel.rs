@@ -235,6 +235,7 @@ impl Reader {
             started,
             prose_before,
             last_header,
+            own,
             pending,
             spare: _,
             lost_looks_back: _,
@@ -298,6 +299,7 @@ impl Reader {
         self.started = started;
         self.prose_before = prose_before;
         self.last_header = last_header;
+        self.own += own;
         self.pending = pending;
     }
 }

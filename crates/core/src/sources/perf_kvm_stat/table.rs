@@ -85,6 +85,13 @@ impl Building {
     /// Adds a row. A table of more rows than twice [`TABLE_CAP`] folds its rarest into one
     /// `other` row as it is read, so a table of millions of distinct addresses takes bounded
     /// memory; the rows are folded to the cap once read (`checks::settle`).
+    /// How many rows were read into the table: those it holds (the `other` row not counted
+    /// when rows were folded into it) and those folded.
+    pub(super) fn rows_read(&self) -> u64 {
+        let held = self.rows.len() as u64;
+        self.folded_rows + held.saturating_sub(u64::from(self.folded_rows > 0))
+    }
+
     pub(super) fn push(&mut self, row: RawRow, unknown: Option<UnknownCode>) {
         self.rows.push((row, unknown));
         if self.rows.len() >= 2 * TABLE_CAP {
