@@ -587,26 +587,32 @@ mod tests {
         }
     }
 
-    /// `lines` lines of which every `every`-th is a row: read to the end, or the error.
-    fn read_rows_among_others(lines: usize, every: usize) -> Result<Profile> {
+    /// The error reading `lines` lines gives, where line `n` is a row when `is_row(n)`; `None`
+    /// when they are read to the end.
+    fn refusal(lines: usize, is_row: impl Fn(usize) -> bool) -> Option<String> {
         let text: String = (1..=lines)
-            .map(|n| match n % every {
-                0 => "HLT 1 2\n",
-                _ => "other text\n",
+            .map(|n| {
+                if is_row(n) {
+                    "HLT 1 2\n"
+                } else {
+                    "other text\n"
+                }
             })
             .collect();
-        let book = LineBook::default();
-        read_lines(text.as_bytes(), "t", Rows { book })
+        let rows = Rows {
+            book: LineBook::default(),
+        };
+        read_lines(text.as_bytes(), "t", rows)
+            .err()
+            .map(|e| e.to_string())
     }
 
     #[test]
     fn an_input_of_too_few_own_lines_is_refused_at_each_check() {
         // One line in 101 is the least an input may hold of its own lines: one in 100 is
         // read, one in 102 is not.
-        assert!(read_rows_among_others(2 * CHECK_EVERY, 100).is_ok());
-        let err = read_rows_among_others(2 * CHECK_EVERY, 102)
-            .err()
-            .map(|e| e.to_string());
+        assert_eq!(refusal(2 * CHECK_EVERY, |n| n % 100 == 0), None);
+        let err = refusal(2 * CHECK_EVERY, |n| n % 102 == 0);
         assert!(
             err.as_ref()
                 .is_some_and(|e| e.contains(":100000: only 980 of the first 100000")),
@@ -614,24 +620,13 @@ mod tests {
         );
         // Checked again at every CHECK_EVERY lines: good enough at the first check, not at
         // the second.
-        let text: String = (1..=2 * CHECK_EVERY)
-            .map(|n| match n {
-                1..=1000 => "HLT 1 2\n",
-                _ => "other text\n",
-            })
-            .collect();
-        let rows = Rows {
-            book: LineBook::default(),
-        };
-        let err = read_lines(text.as_bytes(), "t", rows)
-            .err()
-            .map(|e| e.to_string());
+        let err = refusal(2 * CHECK_EVERY, |n| n <= 1000);
         assert!(
             err.as_ref()
                 .is_some_and(|e| e.contains(":200000: only 1000 ")),
             "{err:?}"
         );
         // Shorter inputs are never checked.
-        assert!(read_rows_among_others(CHECK_EVERY - 1, 1000).is_ok());
+        assert_eq!(refusal(CHECK_EVERY - 1, |n| n % 1000 == 0), None);
     }
 }
