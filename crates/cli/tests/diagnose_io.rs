@@ -193,52 +193,64 @@ fn endless_noise(format: &str, head: Vec<u8>, event: bool) -> (std::process::Out
     (out, writer.join().unwrap())
 }
 
+/// Feeds `format` `head` and then [`endless_noise`], and asserts what a refusal is: exit 2,
+/// every one of `needles` in the error, and reading stopped past line 100,000 and well before
+/// the stream's end.
+fn assert_refused(format: &str, head: Vec<u8>, event: bool, needles: &[&str]) {
+    let (out, written) = endless_noise(format, head, event);
+    assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        needles.iter().all(|needle| err.contains(needle)),
+        "{format}: {err}"
+    );
+    assert!(
+        (100_001..NOISE_LINES).contains(&written),
+        "{format}: {written} lines written"
+    );
+}
+
 /// repro C3, deterministic: an endless stream of random bytes that holds one line reading as
 /// an event is still refused. It was read forever, and each of its lines with `^C` in it kept
 /// a note (5 GB in 15 minutes).
 #[test]
 fn an_endless_stream_of_noise_with_one_event_line_is_refused() {
-    let (out, written) = endless_noise("trace-text", Vec::new(), true);
-    assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("expected trace event lines")
-            && err.contains(
-                "found 1 event line(s) among the first 100000 lines (the first on line 1000)"
-            )
-            && err.contains("not a trace"),
-        "{err}"
-    );
-    assert!(
-        (100_001..NOISE_LINES).contains(&written),
-        "{written} lines written"
+    assert_refused(
+        "trace-text",
+        Vec::new(),
+        true,
+        &[
+            "expected trace event lines",
+            "found 1 event line(s) among the first 100000 lines (the first on line 1000)",
+            "not a trace",
+        ],
     );
 }
+
+/// The line formats [`real_rows_then_endless_noise_are_refused`] and
+/// [`formats_that_start_with_their_rows_refuse_endless_noise`] check.
+const ROW_FORMATS: [&str; 5] = [
+    "kvm-stat",
+    "perf-kvm-stat",
+    "virsh-domstats",
+    "bcc-kvmexit",
+    "perf-prof",
+];
 
 /// The formats whose output starts with what they read refuse endless noise after 100,000
 /// lines of it, with the error they give a finite input of it, and say where they stopped.
 /// (They read it for as long as it lasted.)
 #[test]
 fn formats_that_start_with_their_rows_refuse_endless_noise() {
-    for format in [
-        "kvm-stat",
-        "perf-kvm-stat",
-        "virsh-domstats",
-        "bcc-kvmexit",
-        "perf-prof",
-    ] {
-        let (out, written) = endless_noise(format, Vec::new(), false);
-        assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("expected")
-                && err
-                    .contains("nothing of it in the first 100000 lines, so reading stopped there"),
-            "{format}: {err}"
-        );
-        assert!(
-            (100_001..NOISE_LINES).contains(&written),
-            "{format}: {written} lines written"
+    for format in ROW_FORMATS {
+        assert_refused(
+            format,
+            Vec::new(),
+            false,
+            &[
+                "expected",
+                "nothing of it in the first 100000 lines, so reading stopped there",
+            ],
         );
     }
 }
@@ -248,32 +260,23 @@ fn formats_that_start_with_their_rows_refuse_endless_noise() {
 /// or a header, and reading stops there. (A row read once turned the check off.)
 #[test]
 fn real_rows_then_endless_noise_are_refused() {
-    for (format, sample) in [
-        (
-            "kvm-stat",
-            "exit-reports/18-kvm_stat-debugfs-legacy-haswell-io-exits.txt",
-        ),
-        (
-            "perf-kvm-stat",
-            "exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt",
-        ),
-        ("virsh-domstats", "virsh/domstats-win11-glances.txt"),
-        ("bcc-kvmexit", "exit-reports/01-bcc-kvmexit-all-threads.txt"),
-        ("perf-prof", "reliability/D0-perf-prof-intact.txt"),
-    ] {
-        let head = std::fs::read(data(sample)).unwrap();
-        let (out, written) = endless_noise(format, head, false);
-        assert_eq!(out.status.code(), Some(2), "{format}: {out:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains(":100000: only ")
-                && err.contains("of the first 100000 lines are this format's rows or headers")
-                && err.contains("so reading stopped here"),
-            "{format}: {err}"
-        );
-        assert!(
-            (100_001..NOISE_LINES).contains(&written),
-            "{format}: {written} lines written"
+    let samples = [
+        "exit-reports/18-kvm_stat-debugfs-legacy-haswell-io-exits.txt",
+        "exit-reports/13-perf-kvm-stat-vmexit-intel-msr-write-hlt.txt",
+        "virsh/domstats-win11-glances.txt",
+        "exit-reports/01-bcc-kvmexit-all-threads.txt",
+        "reliability/D0-perf-prof-intact.txt",
+    ];
+    for (format, sample) in ROW_FORMATS.into_iter().zip(samples) {
+        assert_refused(
+            format,
+            std::fs::read(data(sample)).unwrap(),
+            false,
+            &[
+                ":100000: only ",
+                "of the first 100000 lines are this format's rows or headers",
+                "so reading stopped here",
+            ],
         );
     }
 }
