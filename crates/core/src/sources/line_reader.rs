@@ -89,6 +89,13 @@ pub(super) const CHECK_EVERY: usize = 100_000;
 /// lines of its own between intervals; noise reads as a row one line in tens of thousands.
 const OTHERS_PER_OWN: u64 = 100;
 
+/// Whether an input of which `own` lines were the format's, and `others` something else, is
+/// not the format's output: none of it was, or fewer than one line in [`OTHERS_PER_OWN`] + 1.
+/// (The check of the line formats here and of trace text, made every [`CHECK_EVERY`] lines.)
+pub(super) fn mostly_something_else(own: u64, others: u64) -> bool {
+    own == 0 || others / OTHERS_PER_OWN >= own
+}
+
 /// The longest line tried as two joined lines (two rows of any of the table formats fit).
 pub(super) const MAX_JOINED: usize = 320;
 
@@ -167,7 +174,7 @@ pub(super) fn read_lines<R: BufRead, F: LineFormat>(
             if own == 0 {
                 return Err(nothing_after(format, path, n));
             }
-            if (n as u64 - own.min(n as u64)) / OTHERS_PER_OWN >= own {
+            if mostly_something_else(own, n as u64 - own.min(n as u64)) {
                 return Err(mostly_other(path, n, own));
             }
         }

@@ -42,6 +42,7 @@ use std::io::BufRead;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventKind, ProfileBuilder};
 use crate::profile::{Note, Origin, Profile};
+use crate::sources::line_reader::{CHECK_EVERY, mostly_something_else};
 use crate::sources::lines::{Lines, unquote};
 use crate::sources::unread::excerpt;
 use line::{Dialect, Stamp};
@@ -85,16 +86,6 @@ pub(crate) fn read_file(file: &std::fs::File, path: &str) -> Result<Profile> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
     parallel::read_file(file, path, workers, parallel::BLOCK, true)
 }
-
-/// The lines after which an input without a single event line is refused: a trace's header
-/// (trace-cmd's, perf script's comments) is tens of lines. The check is made again every as
-/// many lines, for inputs where event lines are rare (see [`Reader::not_a_trace`]).
-const NOTHING_AFTER: usize = 100_000;
-
-/// Lines that are not events, per event line, beyond which an input is not a trace: random
-/// bytes make an event line now and then (`D:b: …` reads as perf script's `D:b`), one in tens
-/// of thousands; a trace with damage or prose between its events has a few per event.
-const NOT_EVENTS_PER_EVENT: u64 = 100;
 
 /// Lines noted one by one before the rest of their kind is only counted.
 const MAX_LINE_NOTES: usize = 20;
@@ -290,16 +281,18 @@ impl Reader {
     }
 
     /// Whether to stop reading at line `n`, the input being no trace: checked every
-    /// [`NOTHING_AFTER`] lines, it is none when it has no event line (nor perf top's view), or
-    /// fewer than one in [`NOT_EVENTS_PER_EVENT`] of its lines that are not blank, comments
-    /// or continuations. [`Reader::finish`] then refuses it.
+    /// [`CHECK_EVERY`] lines (a trace's header, trace-cmd's or perf script's comments, is tens
+    /// of lines), it is none when it has no event line (nor perf top's view), or when
+    /// [`mostly_something_else`]: its lines that are not blank, comments or continuations
+    /// count as something else. Random bytes make an event line now and then (`D:b: …` reads
+    /// as perf script's `D:b`). [`Reader::finish`] then refuses it.
     fn not_a_trace(&mut self, n: usize) -> bool {
-        if !n.is_multiple_of(NOTHING_AFTER) || self.top.has_rows() {
+        if !n.is_multiple_of(CHECK_EVERY) || self.top.has_rows() {
             return false;
         }
         let events = self.event_lines();
         let others = self.unknown.count.saturating_add(self.interrupted.count);
-        if events == 0 || others / NOT_EVENTS_PER_EVENT >= events {
+        if mostly_something_else(events, others) {
             self.stopped = Some(n);
             return true;
         }
