@@ -298,14 +298,19 @@ pub(super) fn timestamp(line: &str) -> Option<f64> {
     if b.len() < 9 || b[2] != b':' || b[5] != b':' || b[8] != b'.' {
         return None;
     }
-    let (hms, frac) = t.split_once('.')?;
+    let (hms, _) = t.split_once('.')?;
     let mut parts = hms.split(':');
     let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() || [h, m, s].iter().any(|p| p.len() != 2) {
         return None;
     }
     let field = |p: &str| numbers::count(p).map(|v| v as f64);
-    let micros = numbers::decimal_scaled(&format!("0.{frac}"), 6)? as f64;
+    // The fraction read from its point, as `0.frac` would be, without building that text.
+    let fraction = numbers::decimal_at(b, hms.len(), 6)?;
+    if fraction.end != t.len() {
+        return None;
+    }
+    let micros = fraction.value as f64;
     Some(field(h)? * 3600.0 + field(m)? * 60.0 + field(s)? + micros / 1e6)
 }
 
@@ -364,6 +369,22 @@ pub(super) mod tests {
     use super::*;
 
     use StdioColumn::*;
+
+    proptest::proptest! {
+        /// The fraction of a timestamp is read as the number `0.frac` (as it was, by building
+        /// that text), whatever follows the seconds' point.
+        #[test]
+        fn timestamp_fractions_read_as_decimals(picks in proptest::collection::vec(0usize..6, 0..24)) {
+            let frac: String = picks.iter().map(|&i| ["0", "7", "5", ".", " ", "x"][i]).collect();
+            let line = format!("10:00:01.{frac}");
+            let t = line.trim_ascii();
+            let want = t.split_once('.').and_then(|(_, f)| {
+                crate::sources::numbers::decimal_scaled(&format!("0.{f}"), 6)
+            });
+            let want = want.map(|micros| 36_001.0 + micros as f64 / 1e6);
+            proptest::prop_assert_eq!(timestamp(&line), want, "{:?}", line);
+        }
+    }
 
     /// perf's 2012 layout (`Avg time` only).
     pub(crate) const FULL_2012: [StdioColumn; 4] = [Samples, SamplesPct, TimePct, Avg];

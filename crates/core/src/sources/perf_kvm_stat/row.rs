@@ -80,17 +80,22 @@ pub(super) fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
 /// otherwise (`testing with patch:`, `after 10 minutes`).
 fn damaged(text: &str, layout: &Layout) -> Parsed {
     // The whole line, spread included: a stray `+-` must not hide the cells after it.
-    let mut cells = text
-        .split_ascii_whitespace()
-        .filter(|c| !matches!(*c, "(" | ")" | "+-" | "(+-"));
-    let Some(key) = cells.next() else {
+    let cells = || {
+        text.split_ascii_whitespace()
+            .filter(|c| !matches!(*c, "(" | ")" | "+-" | "(+-"))
+    };
+    let Some(key) = cells().next() else {
         return Parsed::NotARow;
     };
-    let values: Vec<&str> = cells.collect();
-    let numeric = values.iter().filter(|v| starts_numeric(v)).count();
-    let shaped = values.iter().filter(|v| value_shaped(v)).count();
-    let words = values.len() - numeric;
-    let fits = values.len().abs_diff(layout.columns()) <= 1;
+    // Counted in one pass; the values are gathered only for a bad row's reason.
+    let (mut count, mut numeric, mut shaped) = (0, 0, 0);
+    for v in cells().skip(1) {
+        count += 1;
+        numeric += usize::from(starts_numeric(v));
+        shaped += usize::from(value_shaped(v));
+    }
+    let words = count - numeric;
+    let fits = count.abs_diff(layout.columns()) <= 1;
     let row_like = shaped >= 3
         || shaped >= 2 && fits && words <= 2
         || numeric >= 2 && words <= 1 && shaped >= 1
@@ -99,6 +104,7 @@ fn damaged(text: &str, layout: &Layout) -> Parsed {
     if text.trim_ascii_end().ends_with(':') || !(row_like || starts_numeric(key) && shaped >= 1) {
         return Parsed::NotARow;
     }
+    let values: Vec<&str> = cells().skip(1).collect();
     Parsed::Bad(why(text, key, &values, layout))
 }
 
