@@ -44,13 +44,14 @@ impl Reader {
                     &format!("the scope line with {why} in it, read without it"),
                 );
                 let scope = layout::scope(&clean).unwrap_or(scope);
-                (clean, scope)
+                (std::borrow::Cow::Owned(clean), scope)
             }
-            None => (t.to_string(), scope),
+            None => (std::borrow::Cow::Borrowed(t), scope),
         };
         let text = text.trim_ascii();
-        let pids = text
-            .split_once("pid(s) ")
+        // Searched for only where a `(` is (the scope of all VMs has none, every interval).
+        let pids = memchr::memchr(b'(', text.as_bytes())
+            .and_then(|_| text.split_once("pid(s) "))
             .map(|(_, r)| r.split(", ").next().unwrap_or(r));
         let lost_pid = pids.is_some_and(|p| !p.contains(',')) && scope.pid.is_none();
         let lost_vcpu =
