@@ -104,36 +104,54 @@ pub(crate) fn each_line_in(
     path: &str,
     mut each: impl FnMut(usize, &str, usize),
 ) -> Result<Option<usize>, Error> {
-    let (mut n, mut at) = (before, 0);
-    // Checked once for the whole part: valid UTF-8 and no byte of an escape sequence or a
-    // non-breaking space (nearly every input), so each line needs only its ends trimmed and
-    // its quote marks removed, which is what `line_text` would make of it.
-    if let Ok(text) = simdutf8::basic::from_utf8(bytes)
-        && !has_escape_bytes(bytes)
-    {
-        while let Some(rest) = text.get(at..).filter(|r| !r.is_empty()) {
-            let len = memchr::memchr(b'\n', rest.as_bytes()).map_or(rest.len(), |i| i + 1);
+    let mut n = before;
+    let mut window_start = 0;
+    while window_start < bytes.len() {
+        let window_end = window_end(bytes, window_start);
+        let window = bytes.get(window_start..window_end).unwrap_or_default();
+        // Checked once for the whole window: valid UTF-8 and no byte of an escape sequence or
+        // a non-breaking space (nearly every input), so each line needs only its ends trimmed
+        // and its quote marks removed, which is what `line_text` would make of it.
+        let plain = simdutf8::basic::from_utf8(window)
+            .ok()
+            .filter(|_| !has_escape_bytes(window));
+        let mut at = 0;
+        while let Some(rest) = window.get(at..).filter(|r| !r.is_empty()) {
+            let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
             n += 1;
             if len > MAX_LINE + 2 {
                 return Err(too_long(path, n));
             }
+            let line = at..at + len;
             at += len;
-            // CR and LF are ASCII: cut anywhere among them, the rest stays whole chars.
-            let line = rest[..len].trim_end_matches(['\n', '\r']);
-            each(n, unquote(line), at);
+            match plain.and_then(|text| text.get(line)) {
+                // CR and LF are ASCII: cut anywhere among them, the rest stays whole chars.
+                Some(text) => each(
+                    n,
+                    unquote(text.trim_end_matches(['\n', '\r'])),
+                    window_start + at,
+                ),
+                None => each(n, &line_text(&rest[..len]), window_start + at),
+            }
         }
-        return Ok(bytes.last().is_some_and(|&b| b != b'\n').then_some(n));
-    }
-    while let Some(rest) = bytes.get(at..).filter(|r| !r.is_empty()) {
-        let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-        n += 1;
-        if len > MAX_LINE + 2 {
-            return Err(too_long(path, n));
-        }
-        at += len;
-        each(n, &line_text(&rest[..len]), at);
+        window_start = window_end;
     }
     Ok(bytes.last().is_some_and(|&b| b != b'\n').then_some(n))
+}
+
+/// Bytes checked at once by [`each_line_in`] (then to the end of the line they end in): few
+/// enough that checking them does not read far ahead of the lines given out (a caller drops
+/// the pages read behind them every few MiB).
+const WINDOW: usize = 256 << 10;
+
+/// Where the window of [`each_line_in`] that starts at `start` ends: after the newline that
+/// ends the line its [`WINDOW`]th byte is in, or the end of `bytes`. A line longer than
+/// [`MAX_LINE`] + 2 there is cut where it is longer than that, and refused when read.
+fn window_end(bytes: &[u8], start: usize) -> usize {
+    let upto = (start + WINDOW).min(bytes.len());
+    let limit = (upto + MAX_LINE + 3).min(bytes.len());
+    let after = bytes.get(upto..limit).unwrap_or_default();
+    memchr::memchr(b'\n', after).map_or(limit, |i| upto + i + 1)
 }
 
 /// The cleaned text of one raw line (its newline included or not): trailing CR and LF
@@ -320,6 +338,15 @@ mod tests {
         for input in inputs {
             assert_in_place_is_the_stream(input);
         }
+        // Windows of plain lines, and windows with an escape or an invalid byte in them.
+        let mut big = Vec::new();
+        while big.len() < 3 * WINDOW {
+            big.extend_from_slice(b"> HLT  5  50.00%\r\n");
+            if big.len() / 1000 == WINDOW / 1000 {
+                big.extend_from_slice(b"\x1b[Hx\n\xff\n");
+            }
+        }
+        assert_in_place_is_the_stream(&big);
         let long = vec![b'x'; MAX_LINE + 3];
         let err = each_line_in(&long, 6, "s", |_, _, _| {})
             .err()
