@@ -73,7 +73,10 @@ fn mid_line_structure(text: &str) -> Option<(usize, &'static str)> {
             continue;
         }
         for (k, start) in STARTS.iter().enumerate() {
-            if seen[k] || !bytes[j..].starts_with(start.as_bytes()) {
+            if seen[k]
+                || start.as_bytes().first() != Some(&bytes[j])
+                || !bytes[j..].starts_with(start.as_bytes())
+            {
                 continue;
             }
             seen[k] = true;
