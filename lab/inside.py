@@ -406,7 +406,11 @@ def wait_stopped(pid):
     deadline = time.monotonic() + STEP_TIMEOUT
     while time.monotonic() < deadline:
         states = []
-        for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            tids = []
+        for tid in tids:
             try:
                 with open(f"/proc/{pid}/task/{tid}/stat") as f:
                     states.append(f.read().rsplit(")", 1)[1].split()[0])
@@ -414,10 +418,15 @@ def wait_stopped(pid):
                 continue
         if states and all(st in ("T", "t") for st in states):
             return
+        if not states or all(st in ("Z", "X") for st in states):
+            # Exited before it was stopped: the guest powered off (its workload ended or
+            # failed), which its console says.
+            print(f"inside: process {pid} exited before it was stopped (thread states "
+                  f"{states})", file=sys.stderr, flush=True)
+            sys.exit(GUEST_FAILED)
         time.sleep(0.01)
     # SIGSTOP is the kernel's to act on: a thread still running after minutes is an emulated
-    # host kernel that stalled (seen under TCG with no lockup line to stop the run), so the run
-    # may be tried again, as for a guest that hung.
+    # host kernel that stalled, so the run may be tried again, as for a guest that hung.
     print(f"inside: process {pid} did not stop in {STEP_TIMEOUT} s (thread states {states})",
           file=sys.stderr, flush=True)
     sys.exit(GUEST_FAILED)
