@@ -69,7 +69,7 @@ fn mid_line_structure(text: &str) -> Option<(usize, &'static str)> {
     // One pass over the line, a start tried only at its first byte: seven searches of every
     // line that is not a plain row cost a twentieth of reading a live transcript.
     for j in crate::sources::blanks::skip(bytes, 0)..bytes.len() {
-        if !matches!(bytes[j], b'V' | b'I' | b'M' | b'E' | b'A' | b'T') {
+        if !STARTS_FIRST[usize::from(bytes[j])] {
             continue;
         }
         for (k, start) in STARTS.iter().enumerate() {
@@ -109,6 +109,17 @@ const STARTS: [&str; 7] = [
     "Analyze events for",
     "Total Samples:",
 ];
+
+/// Whether a byte is the first byte of one of [`STARTS`] (made from them when compiled).
+const STARTS_FIRST: [bool; 256] = {
+    let mut first = [false; 256];
+    let mut i = 0;
+    while i < STARTS.len() {
+        first[STARTS[i].as_bytes()[0] as usize] = true;
+        i += 1;
+    }
+    first
+};
 
 /// The searcher for `Samples`, the word every header has.
 fn samples() -> &'static memmem::Finder<'static> {
