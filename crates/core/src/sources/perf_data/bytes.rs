@@ -41,7 +41,8 @@ impl Endian {
     }
 
     /// An unsigned integer of `size` (1, 2, 4 or 8) bytes at `at`, widened to `u64`.
-    #[inline]
+    // Hot: several times per sample, where the compiler had stopped inlining it.
+    #[inline(always)]
     pub(crate) fn uint(self, buf: &[u8], at: usize, size: usize) -> Option<u64> {
         match size {
             1 => buf.get(at).map(|&b| u64::from(b)),

@@ -49,7 +49,7 @@ impl<T> Default for Order<T> {
 
 impl<T: Stamped> Order<T> {
     /// Holds `item`; releases a window into `out` if too many are held.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push(&mut self, item: T, out: impl FnMut(T)) {
         self.cur_max = self.cur_max.max(item.ts());
         self.held.push(item);

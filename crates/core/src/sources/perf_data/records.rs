@@ -186,28 +186,35 @@ impl<'m, R: Read> Records<'m, R> {
 
 /// The type and size of the record whose 8-byte header is `head`, at byte `at`, `left` bytes
 /// before the data section's `end`; an error when it cannot be framed.
+// Inlined, its errors apart: returned through memory, the size was read back right after the
+// callee's narrow stores, a stall `perf annotate` put at a fifth of `Records::next`.
+#[inline(always)]
 fn frame(e: Endian, head: &[u8], at: u64, left: u64, end: u64) -> Result<(u32, usize), String> {
     let kind = e.u32(head, 0).unwrap_or(0);
     let size = usize::from(e.u16(head, 6).unwrap_or(0));
-    if size < 8 {
-        return Err(format!(
-            "byte {at}: record of type {kind} says it is {size} bytes long, less than its \
-             8-byte header"
-        ));
-    }
-    if size as u64 > left {
-        return Err(format!(
-            "byte {at}: record of type {kind} and {size} bytes runs past the end of the data \
-             section at byte {end}"
-        ));
-    }
-    if kind == AUXTRACE {
-        // Its AUX data follows outside `size`; such files are not kvm tracepoint captures.
-        return Err(format!(
-            "byte {at}: AUX trace data (perf record with an AUX area) is not supported"
-        ));
+    if size < 8 || size as u64 > left || kind == AUXTRACE {
+        return Err(unframed(kind, size, at, left, end));
     }
     Ok((kind, size))
+}
+
+/// Why the record of type `kind` and `size` bytes at byte `at` cannot be framed.
+#[cold]
+fn unframed(kind: u32, size: usize, at: u64, left: u64, end: u64) -> String {
+    if size < 8 {
+        format!(
+            "byte {at}: record of type {kind} says it is {size} bytes long, less than its \
+             8-byte header"
+        )
+    } else if size as u64 > left {
+        format!(
+            "byte {at}: record of type {kind} and {size} bytes runs past the end of the data \
+             section at byte {end}"
+        )
+    } else {
+        // Its AUX data follows outside `size`; such files are not kvm tracepoint captures.
+        format!("byte {at}: AUX trace data (perf record with an AUX area) is not supported")
+    }
 }
 
 /// The fields of a sample virtlens uses.
@@ -412,15 +419,29 @@ mod tests {
         bytes.extend(record(3, &[2; 8]));
         let (recs, err) = all(&bytes[..bytes.len() - 3], 64);
         assert_eq!(recs.len(), 1);
-        assert!(err.is_some_and(|e| e.starts_with("byte 24:")));
+        assert_eq!(
+            err.as_deref(),
+            Some(
+                "byte 24: record of type 3 and 16 bytes runs past the end of the data section \
+                 at byte 37"
+            )
+        );
+        let mut aux = bytes.clone();
+        aux.extend(record(AUXTRACE, &[0; 8]));
+        let (recs, err) = all(&aux, 64);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(
+            err.as_deref(),
+            Some("byte 40: AUX trace data (perf record with an AUX area) is not supported")
+        );
         let mut bad = bytes.clone();
         bad[30] = 2; // second record's size → 2
         bad[31] = 0;
         let (recs, err) = all(&bad, 64);
         assert_eq!(recs.len(), 1);
-        assert!(
-            err.is_some_and(|e| e.contains("less than its 8-byte header")),
-            ""
+        assert_eq!(
+            err.as_deref(),
+            Some("byte 24: record of type 3 says it is 2 bytes long, less than its 8-byte header")
         );
     }
 }
