@@ -7,8 +7,10 @@ without them the scripts build the release ones first.
 """
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
@@ -33,6 +35,19 @@ def binaries(a, guest=False):
     if not guest:
         return exe
     return exe, a.guest or os.path.join(TARGET, "release", "examples", "pio_guest")
+
+
+def timed(cmd):
+    """Runs `cmd` (its output discarded): its wall time and its CPU time (user + system), in
+    seconds. On a shared machine the wall time follows what the other tenants leave free; the
+    CPU time is the steadier measure of the work done (an A/B prints both)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def interleaved(runs, steps):

@@ -17,27 +17,16 @@ Usage: bench/parse_throughput.py [--size-mb 1024] [--runs 5] [--baseline PATH] [
 """
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
 from benchlib import same_reports
-from benchlib import table_total
+from benchlib import table_total, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def timed(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    elapsed = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return elapsed, after.ru_maxrss, after.ru_utime - before.ru_utime
 
 
 def peak_rss_kib(cmd):
@@ -78,14 +67,14 @@ def main():
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
     def ours_step():
-        t = timed([exe, "report", path])
-        ours.append(t[0])
-        cpu_ours.append(t[2])
+        wall, cpu = timed([exe, "report", path])
+        ours.append(wall)
+        cpu_ours.append(cpu)
 
     def base_step():
-        t = timed([a.baseline, "report", path])
-        base.append(t[0])
-        cpu_base.append(t[2])
+        wall, cpu = timed([a.baseline, "report", path])
+        base.append(wall)
+        cpu_base.append(cpu)
 
     interleaved(a.runs, [lambda: anchor.append(timed(["wc", "-l", path])[0]), ours_step]
                 + ([base_step] if a.baseline else []))
@@ -102,7 +91,7 @@ def main():
     print(f"wc -l (anchor):  median {med_a:.3f} s (min {min(anchor):.3f}, max {max(anchor):.3f})"
           f" = {mb / med_a:.0f} MB/s")
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
-    print(f"virtlens user CPU time: median {statistics.median(cpu_ours):.3f} s"
+    print(f"virtlens CPU time (user + system): median {statistics.median(cpu_ours):.3f} s"
           + (f"; baseline {statistics.median(cpu_base):.3f} s" if cpu_base else ""))
     print(f"load average (1, 5, 15 min) before the runs: {load_before}; after: "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")

@@ -19,7 +19,6 @@ Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--baseline PA
 import argparse
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -28,6 +27,7 @@ import tempfile
 import time
 
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
+from benchlib import timed
 from benchlib import same_reports
 from benchlib import table_total
 
@@ -38,15 +38,11 @@ GEN = os.path.join(ROOT, "bench", "gen_trace_text.py")
 CPU = {}  # command's binary -> CPU seconds (user + system) of each run
 
 
-def timed(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    elapsed = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+def timed_cpu(cmd):
+    """`timed`'s wall time; its CPU time goes to CPU."""
+    wall, cpu = timed(cmd)
     CPU.setdefault(cmd[0], []).append(cpu)
-    return elapsed
+    return wall
 
 
 def peak_rss_kib(cmd):
@@ -105,12 +101,12 @@ def main():
           f"{table_total(report, 'vmexit'):,} exits counted, {exits:,} kvm_exit lines")
     if a.baseline:
         same_reports(exe, a.baseline, path)
-    timed([exe, "report", path])  # warm the page cache and the binary once
+    timed_cpu([exe, "report", path])  # warm the page cache and the binary once
     anchor, ours, base = [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    interleaved(a.runs, [lambda: anchor.append(timed(["wc", "-l", path])),
-                         lambda: ours.append(timed([exe, "report", path]))]
-                + ([lambda: base.append(timed([a.baseline, "report", path]))]
+    interleaved(a.runs, [lambda: anchor.append(timed_cpu(["wc", "-l", path])),
+                         lambda: ours.append(timed_cpu([exe, "report", path]))]
+                + ([lambda: base.append(timed_cpu([a.baseline, "report", path]))]
                    if a.baseline else []))
     rss_big, how = peak_rss_kib([exe, "report", path])
     rss_small, _ = peak_rss_kib([exe, "report", small])
