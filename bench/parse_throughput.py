@@ -24,7 +24,7 @@ import tempfile
 
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
 from benchlib import same_reports
-from benchlib import table_total, timed
+from benchlib import page_cache_line, table_total, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -67,16 +67,16 @@ def main():
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
     def ours_step():
-        wall, cpu = timed([exe, "report", path])
+        wall, cpu = timed([exe, "report", path], reads=path)
         ours.append(wall)
         cpu_ours.append(cpu)
 
     def base_step():
-        wall, cpu = timed([a.baseline, "report", path])
+        wall, cpu = timed([a.baseline, "report", path], reads=path)
         base.append(wall)
         cpu_base.append(cpu)
 
-    interleaved(a.runs, [lambda: anchor.append(timed(["wc", "-l", path])[0]), ours_step]
+    interleaved(a.runs, [lambda: anchor.append(timed(["wc", "-l", path], reads=path)[0]), ours_step]
                 + ([base_step] if a.baseline else []))
     rss_small_path = os.path.join(tmp, "small.txt")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_perf_kvm_stat_live.py"),
@@ -99,6 +99,7 @@ def main():
         med_b = statistics.median(base)
         print(f"baseline report: median {med_b:.3f} s (min {min(base):.3f}, max {max(base):.3f})"
               f" = {mb / med_b:.0f} MB/s; ratio virtlens/baseline: {med / med_b:.2f}")
+    print(page_cache_line(path))
     print(f"peak RSS: {rss_big / 1024:.1f} MiB on {mb:.0f} MB, {rss_small / 1024:.1f} MiB on "
           f"{mb / 16:.0f} MB (memory does not grow with the input when these match)")
     if not a.keep:

@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import timed
+from benchlib import page_cache_line, timed
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, same_reports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,7 +110,7 @@ def main():
     vl_cpu, base_cpu = [], []
 
     def run(cmd, walls, cpus=None):
-        wall, cpu = timed(cmd)
+        wall, cpu = timed(cmd, reads=path)
         walls.append(wall)
         if cpus is not None:
             cpus.append(cpu)
@@ -156,6 +156,7 @@ def main():
     print(f"ratio virtlens/perf script: {ratio:.3f} (1/{pm / vm:.1f}); target <= 1/50: "
           f"{'met' if ratio <= 0.02 else 'NOT met'}")
     print(f"ratio virtlens/cat: {vm / cm:.2f}; target <= 2: {'met' if vm / cm <= 2 else 'NOT met'}")
+    print(page_cache_line(path))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     if tmp and not a.keep:
         shutil.rmtree(tmp)

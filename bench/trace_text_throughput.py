@@ -27,7 +27,7 @@ import tempfile
 import time
 
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
-from benchlib import timed
+from benchlib import page_cache_line, timed
 from benchlib import same_reports
 from benchlib import table_total
 
@@ -39,8 +39,9 @@ CPU = {}  # command's binary -> CPU seconds (user + system) of each run
 
 
 def timed_cpu(cmd):
-    """`timed`'s wall time; its CPU time goes to CPU."""
-    wall, cpu = timed(cmd)
+    """`timed`'s wall time (the input, the command's last argument, wholly cached first); its
+    CPU time goes to CPU."""
+    wall, cpu = timed(cmd, reads=cmd[-1])
     CPU.setdefault(cmd[0], []).append(cpu)
     return wall
 
@@ -101,7 +102,7 @@ def main():
           f"{table_total(report, 'vmexit'):,} exits counted, {exits:,} kvm_exit lines")
     if a.baseline:
         same_reports(exe, a.baseline, path)
-    timed_cpu([exe, "report", path])  # warm the page cache and the binary once
+    timed([exe, "report", path])  # warm the page cache and the binary once
     anchor, ours, base = [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     interleaved(a.runs, [lambda: anchor.append(timed_cpu(["wc", "-l", path])),
@@ -120,7 +121,7 @@ def main():
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
     # On a shared machine the wall time follows what the others leave free; the CPU time
     # (user + system, all threads) does not.
-    cpu = statistics.median(CPU[exe][1:])
+    cpu = statistics.median(CPU[exe])
     print(f"virtlens CPU time (user + system): median {cpu:.3f} s = {mb / cpu:.0f} MB per CPU-second")
     print(f"load average (1, 5, 15 min) before the runs: {load_before}; after: "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
@@ -130,6 +131,7 @@ def main():
               f"ratio virtlens/baseline: {med / med_b:.2f}")
         cpu_b = statistics.median(CPU[a.baseline])
         print(f"baseline CPU time: median {cpu_b:.3f} s = {mb / cpu_b:.0f} MB per CPU-second")
+    print(page_cache_line(path))
     print(f"peak RSS ({how}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
           f"{rss_small / 1024:.1f} MiB on {mb / 16:.0f} MB "
           f"(memory does not grow with the input when these match)")
