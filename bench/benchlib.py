@@ -11,7 +11,6 @@ import ctypes
 import json
 import mmap
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -41,31 +40,40 @@ def binaries(a, guest=False):
     return exe, a.guest or os.path.join(TARGET, "release", "examples", "pio_guest")
 
 
-def resident_share(path):
-    """The share of `path`'s pages that are in the page cache (mincore(2) of a map of it), or
-    None where the kernel cannot be asked."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return 1.0
+def _libc():
+    """libc with the prototypes `resident_share` calls, set up once."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                           ctypes.c_int, ctypes.c_long]
     libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    return libc
+
+
+LIBC = _libc()
+MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def resident_share(path):
+    """The share of `path`'s pages that are in the page cache (mincore(2) of a map of it), or
+    None where the kernel cannot be asked."""
+    size = os.path.getsize(path)
+    if size == 0:
+        return 1.0
     fd = os.open(path, os.O_RDONLY)
     try:
-        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if addr is None or addr == ctypes.c_void_p(-1).value:
+        addr = LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        if addr is None or addr == MAP_FAILED:
             return None
         try:
             pages = -(-size // mmap.PAGESIZE)
             vec = (ctypes.c_ubyte * pages)()
-            if libc.mincore(addr, size, vec) != 0:
+            if LIBC.mincore(addr, size, vec) != 0:
                 return None
             return (pages - bytes(vec).count(0)) / pages
         finally:
-            libc.munmap(addr, size)
+            LIBC.munmap(addr, size)
     finally:
         os.close(fd)
 
@@ -99,19 +107,47 @@ def page_cache_line(path):
 
 
 def timed(cmd, reads=None):
-    """Runs `cmd` (its output discarded): its wall time and its CPU time (user + system), in
-    seconds. On a shared machine the wall time follows what the other tenants leave free; the
-    CPU time is the steadier measure of the work done (an A/B prints both). `reads`: the
-    input file, made wholly cached first ([`cached`])."""
+    """Runs `cmd`: its wall time and its CPU time (user + system), in seconds. On a shared
+    machine the wall time follows what the other tenants leave free; the CPU time is the
+    steadier measure of the work done (an A/B prints both). `reads`: the input file, made
+    wholly cached first ([`cached`])."""
     if reads:
         cached(reads)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, cmd)
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+# How `peak_rss_kib` measures, for the benches' reports.
+PEAK_RSS_METHOD = "ru_maxrss from wait4(2), spawned by a fresh Python child"
+
+# Spawns argv[1:] and prints its exit code, its ru_maxrss and this process's own.
+_RSS_PROBE = (
+    "import os,resource,subprocess,sys;"
+    "c=subprocess.Popen(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL);"
+    "_,s,u=os.wait4(c.pid,0);"
+    "print(os.waitstatus_to_exitcode(s),u.ru_maxrss,"
+    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+
+
+def peak_rss_kib(cmd):
+    """The peak resident set size of one run of `cmd`, in KiB. Linux folds the high-water mark
+    of the memory a process leaves at exec into its ru_maxrss, so a run spawned from this
+    script would report at least this script's peak (60 MiB after a bench has counted a
+    file's lines). The run is therefore spawned from a fresh Python child, whose own peak
+    (about 10 MiB) is the floor of what this can report: a run reported at the floor used
+    no more than that."""
+    out = subprocess.run([sys.executable, "-c", _RSS_PROBE] + cmd, check=True,
+                         capture_output=True, text=True)
+    code, peak, floor = (int(x) for x in out.stdout.split())
+    if code != 0:
+        raise subprocess.CalledProcessError(code, cmd)
+    return max(peak, floor)
 
 
 def interleaved(runs, steps):

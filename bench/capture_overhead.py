@@ -47,10 +47,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def duckdb():
     try:
-        import duckdb as d  # noqa: F401
+        import duckdb as d
     except ImportError:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "duckdb"], check=True)
-    import duckdb as d
+        import duckdb as d
     return d
 
 

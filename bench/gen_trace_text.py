@@ -129,7 +129,6 @@ class Vcpu:
 
 def main():
     path, size_mb = sys.argv[1], float(sys.argv[2])
-    rng = random.Random(42)
     vcpus = []
     cpu = 0
     for vm, (pid, n) in enumerate([(4101, 4), (5202, 2), (6303, 4), (7404, 2)]):

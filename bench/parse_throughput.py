@@ -4,7 +4,7 @@
 Anchor: `wc -l` on the same file in the same run (the cost of just reading the bytes).
 Runs are interleaved (wc, virtlens, wc, virtlens, ...) because these machines are noisy;
 the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS
-(from /usr/bin/time -v or, without it, resource.getrusage of the child).
+(benchlib.PEAK_RSS_METHOD) on the big file and on one 1/16 its size.
 
 With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
 ratio of the medians is printed (A/B on the same file in the same run).
@@ -24,20 +24,9 @@ import tempfile
 
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
 from benchlib import same_reports
-from benchlib import page_cache_line, table_total, timed
+from benchlib import PEAK_RSS_METHOD, page_cache_line, peak_rss_kib, table_total, timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def peak_rss_kib(cmd):
-    # ru_maxrss of RUSAGE_CHILDREN is the max over all children so far: measure in a fresh
-    # Python child so earlier, bigger children do not mask it.
-    code = ("import resource,subprocess,sys;"
-            "subprocess.run(sys.argv[1:],check=True,stdout=subprocess.DEVNULL);"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code] + cmd, check=True,
-                         capture_output=True, text=True)
-    return int(out.stdout.strip())
 
 
 def main():
@@ -100,7 +89,8 @@ def main():
         print(f"baseline report: median {med_b:.3f} s (min {min(base):.3f}, max {max(base):.3f})"
               f" = {mb / med_b:.0f} MB/s; ratio virtlens/baseline: {med / med_b:.2f}")
     print(page_cache_line(path))
-    print(f"peak RSS: {rss_big / 1024:.1f} MiB on {mb:.0f} MB, {rss_small / 1024:.1f} MiB on "
+    print(f"peak RSS ({PEAK_RSS_METHOD}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
+          f"{rss_small / 1024:.1f} MiB on "
           f"{mb / 16:.0f} MB (memory does not grow with the input when these match)")
     if not a.keep:
         os.remove(path)

@@ -23,7 +23,6 @@ Needs root, /dev/kvm and perf. Usage:
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -31,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import page_cache_line, timed
+from benchlib import PEAK_RSS_METHOD, page_cache_line, peak_rss_kib, timed
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, same_reports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,16 +44,6 @@ def record(guest, path, events):
                           str(writes)], check=True, capture_output=True, text=True)
     took = time.perf_counter() - t0
     return writes, took, out.stdout.strip()
-
-
-def peak_rss_kib(cmd):
-    time_bin = shutil.which("time", path="/usr/bin")
-    if not time_bin:
-        return None
-    out = subprocess.run([time_bin, "-v"] + cmd, check=True, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
-    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
-    return int(m.group(1)) if m else None
 
 
 def event_counts(virtlens, path):
@@ -149,9 +138,7 @@ def main():
           + (f"; baseline {statistics.median(base_cpu):.3f} s "
              f"(min {min(base_cpu):.3f}, max {max(base_cpu):.3f}); ratio "
              f"{vc / statistics.median(base_cpu):.2f}" if base_cpu else ""))
-    rss = peak_rss_kib(vl_cmd)
-    if rss:
-        print(f"virtlens peak RSS: {rss / 1024:.1f} MiB")
+    print(f"virtlens peak RSS ({PEAK_RSS_METHOD}): {peak_rss_kib(vl_cmd) / 1024:.1f} MiB")
     ratio = vm / pm
     print(f"ratio virtlens/perf script: {ratio:.3f} (1/{pm / vm:.1f}); target <= 1/50: "
           f"{'met' if ratio <= 0.02 else 'NOT met'}")

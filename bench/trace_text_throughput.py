@@ -3,9 +3,8 @@
 
 Anchor: `wc -l` on the same file in the same run (the cost of just reading the bytes).
 Runs are interleaved (wc, virtlens, wc, virtlens, ...) because these machines are noisy;
-the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS,
-measured in a fresh child (/usr/bin/time -v when present, else resource.getrusage of a
-Python child), on the big file and on one 1/16 its size (memory must not grow with input).
+the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS
+(benchlib.PEAK_RSS_METHOD) on the big file and on one 1/16 its size (memory must not grow with input).
 
 With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
 ratio of the medians is printed (A/B on the same file in the same run).
@@ -18,7 +17,6 @@ Usage: bench/trace_text_throughput.py [--size-mb 2048] [--runs 5] [--baseline PA
 """
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -27,7 +25,7 @@ import tempfile
 import time
 
 from benchlib import add_binary_args, binaries, check, exit_status, interleaved, report_json
-from benchlib import page_cache_line, timed
+from benchlib import PEAK_RSS_METHOD, page_cache_line, peak_rss_kib, timed
 from benchlib import same_reports
 from benchlib import table_total
 
@@ -35,33 +33,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = os.path.join(ROOT, "bench", "gen_trace_text.py")
 
 
-CPU = {}  # command's binary -> CPU seconds (user + system) of each run
+CPU = {}  # step ("ours", "baseline", "anchor") -> CPU seconds (user + system) of each run
 
 
-def timed_cpu(cmd):
+def timed_cpu(step, cmd):
     """`timed`'s wall time (the input, the command's last argument, wholly cached first); its
-    CPU time goes to CPU."""
+    CPU time goes to CPU[step] (keyed by step, not binary: an A/B of a binary against itself
+    keeps two lists)"""
     wall, cpu = timed(cmd, reads=cmd[-1])
-    CPU.setdefault(cmd[0], []).append(cpu)
+    CPU.setdefault(step, []).append(cpu)
     return wall
-
-
-def peak_rss_kib(cmd):
-    time_bin = shutil.which("time", path="/usr/bin")
-    if time_bin:
-        out = subprocess.run([time_bin, "-v"] + cmd, check=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
-        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr)
-        if m:
-            return int(m.group(1)), "/usr/bin/time -v"
-    # ru_maxrss of RUSAGE_CHILDREN is the max over all children so far: measure in a fresh
-    # Python child so earlier, bigger children do not mask it.
-    code = ("import resource,subprocess,sys;"
-            "subprocess.run(sys.argv[1:],check=True,stdout=subprocess.DEVNULL);"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    out = subprocess.run([sys.executable, "-c", code] + cmd, check=True,
-                         capture_output=True, text=True)
-    return int(out.stdout.strip()), "getrusage of a fresh child"
 
 
 def spread(xs):
@@ -105,12 +86,12 @@ def main():
     timed([exe, "report", path])  # warm the page cache and the binary once
     anchor, ours, base = [], [], []
     load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    interleaved(a.runs, [lambda: anchor.append(timed_cpu(["wc", "-l", path])),
-                         lambda: ours.append(timed_cpu([exe, "report", path]))]
-                + ([lambda: base.append(timed_cpu([a.baseline, "report", path]))]
+    interleaved(a.runs, [lambda: anchor.append(timed_cpu("anchor", ["wc", "-l", path])),
+                         lambda: ours.append(timed_cpu("ours", [exe, "report", path]))]
+                + ([lambda: base.append(timed_cpu("baseline", [a.baseline, "report", path]))]
                    if a.baseline else []))
-    rss_big, how = peak_rss_kib([exe, "report", path])
-    rss_small, _ = peak_rss_kib([exe, "report", small])
+    rss_big = peak_rss_kib([exe, "report", path])
+    rss_small = peak_rss_kib([exe, "report", small])
     mb = size / 1e6
     med, med_a = statistics.median(ours), statistics.median(anchor)
     print(f"input: {mb:.0f} MB perf script kvm trace, {lines:,} lines "
@@ -121,7 +102,7 @@ def main():
     print(f"ratio virtlens/wc: {med / med_a:.2f}")
     # On a shared machine the wall time follows what the others leave free; the CPU time
     # (user + system, all threads) does not.
-    cpu = statistics.median(CPU[exe])
+    cpu = statistics.median(CPU["ours"])
     print(f"virtlens CPU time (user + system): median {cpu:.3f} s = {mb / cpu:.0f} MB per CPU-second")
     print(f"load average (1, 5, 15 min) before the runs: {load_before}; after: "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
@@ -129,10 +110,10 @@ def main():
         med_b = statistics.median(base)
         print(f"baseline report: median {med_b:.3f} s ({spread(base)}) = {mb / med_b:.0f} MB/s; "
               f"ratio virtlens/baseline: {med / med_b:.2f}")
-        cpu_b = statistics.median(CPU[a.baseline])
+        cpu_b = statistics.median(CPU["baseline"])
         print(f"baseline CPU time: median {cpu_b:.3f} s = {mb / cpu_b:.0f} MB per CPU-second")
     print(page_cache_line(path))
-    print(f"peak RSS ({how}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
+    print(f"peak RSS ({PEAK_RSS_METHOD}): {rss_big / 1024:.1f} MiB on {mb:.0f} MB, "
           f"{rss_small / 1024:.1f} MiB on {mb / 16:.0f} MB "
           f"(memory does not grow with the input when these match)")
     if a.keep:
