@@ -126,28 +126,28 @@ def timed(cmd, reads=None):
 # How `peak_rss_kib` measures, for the benches' reports.
 PEAK_RSS_METHOD = "ru_maxrss from wait4(2), spawned by a fresh Python child"
 
-# Spawns argv[1:] and prints its exit code, its ru_maxrss and this process's own.
+# Spawns argv[1:] and prints its exit code and its ru_maxrss.
 _RSS_PROBE = (
-    "import os,resource,subprocess,sys;"
+    "import os,subprocess,sys;"
     "c=subprocess.Popen(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL);"
     "_,s,u=os.wait4(c.pid,0);"
-    "print(os.waitstatus_to_exitcode(s),u.ru_maxrss,"
-    "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    "print(os.waitstatus_to_exitcode(s),u.ru_maxrss)")
 
 
 def peak_rss_kib(cmd):
     """The peak resident set size of one run of `cmd`, in KiB. Linux folds the high-water mark
     of the memory a process leaves at exec into its ru_maxrss, so a run spawned from this
-    script would report at least this script's peak (60 MiB after a bench has counted a
-    file's lines). The run is therefore spawned from a fresh Python child, whose own peak
-    (about 10 MiB) is the floor of what this can report: a run reported at the floor used
-    no more than that."""
+    script would report at least this script's peak (60-80 MiB once a bench has counted a
+    file's lines). The run is therefore spawned from a fresh Python child, whose own memory
+    (about 15 MiB) is the floor of what this can report: a run reported at the floor used no
+    more than that. (The child's own ru_maxrss is no measure of that floor: it inherited this
+    script's peak at its exec.)"""
     out = subprocess.run([sys.executable, "-c", _RSS_PROBE] + cmd, check=True,
                          capture_output=True, text=True)
-    code, peak, floor = (int(x) for x in out.stdout.split())
+    code, peak = (int(x) for x in out.stdout.split())
     if code != 0:
         raise subprocess.CalledProcessError(code, cmd)
-    return max(peak, floor)
+    return peak
 
 
 def interleaved(runs, steps):

@@ -50,6 +50,25 @@ fn says_page_cache(text: &str) -> bool {
         && text.contains("peak RSS (ru_maxrss from wait4(2), spawned by a fresh Python child)")
 }
 
+/// The benches' peak RSS is the run's own, not that of the bench that spawned it: Linux folds
+/// the memory a process leaves at exec into its peak, and a bench holds tens of MiB by the
+/// time it measures. Here a Python that holds 256 MiB measures `true`.
+#[test]
+fn peak_rss_is_the_runs_own_not_the_spawners() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let code = "import sys;sys.path.insert(0,sys.argv[1]);import benchlib;\
+                held=bytearray(256<<20);held[::4096]=b'x'*len(held[::4096]);\
+                print(benchlib.peak_rss_kib(['true']))";
+    let out = Command::new("python3")
+        .args(["-c", code])
+        .arg(root.join("bench"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let kib: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(kib < 64 << 10, "`true` measured at {kib} KiB");
+}
+
 /// A file is read in place on every core, its pages dropped behind the lines read: peak
 /// memory does not grow with the file. A 128 MiB transcript (the bench's generator) is read in
 /// less than half its size (about 24 MiB here; a check of each part as a whole before its lines
