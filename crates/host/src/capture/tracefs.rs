@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use super::error::CaptureError;
 
@@ -124,7 +125,30 @@ fn warn_stale(instances: &Path) -> Vec<String> {
 pub(crate) fn remove_instance(path: &Path) -> std::io::Result<()> {
     let _ = std::fs::write(path.join("tracing_on"), "0");
     let _ = std::fs::write(path.join("events/enable"), "0");
-    std::fs::remove_dir(path)
+    remove_when_closed(path)
+}
+
+/// How long an instance whose files are still open somewhere is waited for.
+const CLOSE_PATIENCE: Duration = Duration::from_secs(2);
+
+/// Removes instance directory `dir`. The kernel refuses (`EBUSY`) while any file of the
+/// instance is open, and a file this process has closed can stay open a moment longer: a
+/// child that another thread is spawning holds a copy of every descriptor from its fork until
+/// its exec closes them (seen in the test suite, where tests spawn processes while a capture
+/// ends). Nothing signals that moment, so `EBUSY` is tried again, at growing intervals, for up
+/// to [`CLOSE_PATIENCE`]; any other error, or `EBUSY` after that, is returned.
+fn remove_when_closed(dir: &Path) -> std::io::Result<()> {
+    let start = Instant::now();
+    let mut wait = Duration::from_millis(1);
+    loop {
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && start.elapsed() < CLOSE_PATIENCE => {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_millis(100));
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Reads a tracefs file whole. Some of them (`events/header_page`) answer only the first
@@ -316,7 +340,7 @@ impl Instance {
         for path in &self.filtered {
             note(std::fs::write(path, "0"), "clearing a filter", path);
         }
-        let removed = std::fs::remove_dir(&self.dir);
+        let removed = remove_when_closed(&self.dir);
         if removed.is_ok() {
             self.registration = None;
         }
@@ -354,6 +378,50 @@ mod tests {
             assert!(e.is_usage() && e.to_string().contains("needs root"), "{e}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A file of the instance that another process still holds (as a child that another
+    /// thread is spawning holds a copy of every descriptor until its exec) keeps the kernel
+    /// from removing the instance: the close waits for it to let go instead of failing with
+    /// `EBUSY`.
+    #[test]
+    fn an_instance_file_held_by_another_process_delays_the_close_not_fails_it() {
+        use std::io::Write;
+        use std::process::{Command, Stdio};
+        if !virtlens_testkit::require(&[
+            virtlens_testkit::Need::Root,
+            virtlens_testkit::Need::Tracefs,
+        ]) {
+            return;
+        }
+        let tfs = Tracefs::locate(None).unwrap_or_else(|e| panic!("{e}"));
+        let inst = Instance::create(&tfs).unwrap_or_else(|e| panic!("{e}"));
+        let dir = inst.path().to_path_buf();
+        let held = std::fs::File::open(dir.join("per_cpu/cpu0/trace_pipe_raw"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (release_read, mut release) = std::io::pipe().unwrap_or_else(|e| panic!("{e}"));
+        // The child holds the instance's file (as its stderr, never written) until a byte
+        // arrives on its stdin.
+        let mut child = Command::new("head")
+            .arg("-c1")
+            .stdin(release_read)
+            .stdout(Stdio::null())
+            .stderr(held)
+            .spawn()
+            .unwrap_or_else(|e| panic!("head: {e}"));
+        // This process holds nothing of the instance now; the child still does.
+        assert_eq!(
+            std::fs::remove_dir(&dir).map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EBUSY)),
+            "the child's descriptor keeps the instance"
+        );
+        let closing = std::thread::spawn(move || inst.close());
+        release.write_all(b"x").unwrap_or_else(|e| panic!("{e}"));
+        let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+        assert!(status.success(), "{status}");
+        let closed = closing.join().unwrap_or_else(|_| panic!("close panicked"));
+        closed.unwrap_or_else(|e| panic!("{e}"));
+        assert!(!dir.exists(), "{} removed", dir.display());
     }
 
     #[test]
