@@ -146,8 +146,16 @@ fn every_exit_type_in_every_mode() {
             );
         }
         if t.name == "irq_inject_irqfd" {
-            // It waits with a HLT that finds the interrupt pending: one halt exit per op.
-            assert_eq!(total(t, "halt_exits"), n, "{}", t.name);
+            // It waits with a HLT that finds the interrupt pending: one halt exit per op. Now
+            // and then the irqfd's injection (which KVM may run from a work item, on the other
+            // CPU) reaches the vCPU before the guest reaches its HLT: the handler has counted
+            // the interrupt, the guest does not halt, and that op has none (199 of 200 seen).
+            let halts = total(t, "halt_exits");
+            assert!(
+                (n * 0.97..=n).contains(&halts),
+                "{}: {halts} halt exits for {n} operations",
+                t.name
+            );
         }
         if !pvm() {
             continue;
