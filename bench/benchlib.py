@@ -126,7 +126,9 @@ def timed(cmd, reads=None):
 # How `peak_rss_kib` measures, for the benches' reports.
 PEAK_RSS_METHOD = "ru_maxrss from wait4(2), spawned by a fresh Python child"
 
-# Spawns argv[1:] and prints its exit code and its ru_maxrss.
+# Spawns argv[1:] and prints its exit code and its ru_maxrss. It repeats `timed`'s spawn and
+# wait4 on purpose: importing this module would raise the probe's own memory, the floor of
+# what it can report.
 _RSS_PROBE = (
     "import os,subprocess,sys;"
     "c=subprocess.Popen(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL);"

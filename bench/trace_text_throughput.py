@@ -4,7 +4,8 @@
 Anchor: `wc -l` on the same file in the same run (the cost of just reading the bytes).
 Runs are interleaved (wc, virtlens, wc, virtlens, ...) because these machines are noisy;
 the script prints medians, min-max spread, MB/s, the ratio to the anchor and peak RSS
-(benchlib.PEAK_RSS_METHOD) on the big file and on one 1/16 its size (memory must not grow with input).
+(benchlib.PEAK_RSS_METHOD) on the big file and on one 1/16 its size (memory must not grow
+with input).
 
 With --baseline BINARY (e.g. a build of main), that binary runs interleaved too and the
 ratio of the medians is printed (A/B on the same file in the same run).
@@ -39,7 +40,7 @@ CPU = {}  # step ("ours", "baseline", "anchor") -> CPU seconds (user + system) o
 def timed_cpu(step, cmd):
     """`timed`'s wall time (the input, the command's last argument, wholly cached first); its
     CPU time goes to CPU[step] (keyed by step, not binary: an A/B of a binary against itself
-    keeps two lists)"""
+    keeps two lists)."""
     wall, cpu = timed(cmd, reads=cmd[-1])
     CPU.setdefault(step, []).append(cpu)
     return wall

@@ -44,7 +44,7 @@ fn bench_ab(name: &str, args: &[&str]) -> String {
 
 /// Whether a bench said what its timed runs met in the page cache (`benchlib.cached`), and
 /// how it measured peak memory (`benchlib.peak_rss_kib`, the one method all three use).
-fn says_page_cache(text: &str) -> bool {
+fn says_cache_and_rss(text: &str) -> bool {
     (text.contains("page cache: the input was wholly cached before each of the")
         || text.contains("page cache: part of the input had been evicted before"))
         && text.contains("peak RSS (ru_maxrss from wait4(2), spawned by a fresh Python child)")
@@ -107,12 +107,12 @@ fn text_benches_count_every_line_and_every_exit() {
         &["--size-mb", "2", "--runs", "1"],
     );
     assert!(
-        out.contains("ok: ") && out.contains("events counted") && says_page_cache(&out),
+        out.contains("ok: ") && out.contains("events counted") && says_cache_and_rss(&out),
         "{out}"
     );
     let out = bench_ab("parse_throughput.py", &["--size-mb", "2", "--runs", "1"]);
     assert!(
-        out.contains("in `Total Samples:` lines") && says_page_cache(&out),
+        out.contains("in `Total Samples:` lines") && says_cache_and_rss(&out),
         "{out}"
     );
 }
@@ -136,7 +136,7 @@ fn perf_data_bench_counts_what_perf_script_prints() {
         ],
     );
     assert!(
-        out.contains("printed by perf script") && says_page_cache(&out),
+        out.contains("printed by perf script") && says_cache_and_rss(&out),
         "{out}"
     );
 }
