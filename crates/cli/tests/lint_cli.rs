@@ -9,6 +9,7 @@ use serde_json::Value;
 use virtlens_core::config::{self, Format, ReadOptions};
 
 use crate::common;
+use crate::common::TempDir;
 use crate::common::run as virtlens;
 
 fn data(name: &str) -> String {
@@ -23,8 +24,9 @@ fn json(args: &[&str]) -> Value {
     common::json_of(args, &[0, 1])
 }
 
-fn temp(name: &str, text: &str) -> String {
-    let p = std::env::temp_dir().join(format!("virtlens-lint-{}-{name}", std::process::id()));
+/// `text` written to `name` in `dir` (removed with it when the test ends); its path.
+fn temp(dir: &TempDir, name: &str, text: &str) -> String {
+    let p = dir.path().join(name);
     std::fs::write(&p, text).unwrap();
     p.display().to_string()
 }
@@ -66,7 +68,9 @@ fn exit_codes_follow_fail_on() {
 
 #[test]
 fn bad_input_exits_2_naming_file_line_and_expectation() {
+    let dir = TempDir::new("lint-bad-input");
     let broken = temp(
+        &dir,
         "broken.xml",
         "<domain type='kvm'>\n  <features>\n    <hyperv>\n  </features>\n</domain>\n",
     );
@@ -77,6 +81,7 @@ fn bad_input_exits_2_naming_file_line_and_expectation() {
     assert!(err.contains("expected"), "{err}");
 
     let quote = temp(
+        &dir,
         "quote.sh",
         "qemu-system-x86_64 \\\n  -cpu 'host,hv_relaxed\n",
     );
@@ -88,7 +93,7 @@ fn bad_input_exits_2_naming_file_line_and_expectation() {
         "{err}"
     );
 
-    let none = temp("none.sh", "echo hello\nls -l\n");
+    let none = temp(&dir, "none.sh", "echo hello\nls -l\n");
     assert_eq!(code(&["lint", &none]), 2);
     assert_eq!(code(&["lint", "/nonexistent/domain.xml"]), 2);
     assert_eq!(
@@ -210,6 +215,7 @@ fn reads_standard_input_and_probes_the_host() {
 /// The preset's XML is a well-formed domain and its QEMU flags re-read to the same set.
 #[test]
 fn recommend_output_parses_back() {
+    let dir = TempDir::new("lint-presets");
     let hosts: [&[&str]; 4] = [
         &[],
         &["--host-vendor", "intel", "--host-apicv", "on"],
@@ -257,7 +263,7 @@ fn recommend_output_parses_back() {
                 "{preset} {host:?}"
             );
             // The preset lints clean (no error or high) on the host it was made for.
-            let file = temp(&format!("{preset}-{}.xml", host.len()), xml);
+            let file = temp(&dir, &format!("{preset}-{}.xml", host.len()), xml);
             let mut lint_args = vec![
                 "lint",
                 file.as_str(),
@@ -275,6 +281,7 @@ fn recommend_output_parses_back() {
 /// Inputs that are not configurations exit 2 with what they are; `/dev/zero` ends at the cap.
 #[test]
 fn refusals_exit_2_and_say_what_the_input_is() {
+    let dir = TempDir::new("lint-refusals");
     let cases: [(&str, &[u8], &str); 4] = [
         (
             "net.xml",
@@ -290,7 +297,7 @@ fn refusals_exit_2_and_say_what_the_input_is() {
         ("r.bin", b"\x01\x02\x00\x03\xff", "binary data"),
     ];
     for (name, bytes, says) in cases {
-        let p = std::env::temp_dir().join(format!("virtlens-lint-{}-{name}", std::process::id()));
+        let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
         let out = virtlens(&["lint", "--guest", "windows", &p.display().to_string()]);
         assert_eq!(out.status.code(), Some(2), "{name}");
