@@ -14,6 +14,7 @@ pub(crate) mod input;
 pub(crate) mod kernel_log;
 pub(crate) mod kvm_stat;
 mod line_reader;
+mod line_repairs;
 pub use line_reader::REPAIR_NOTE;
 pub(crate) mod lines;
 #[allow(unsafe_code)]

@@ -13,7 +13,7 @@ use super::layout::{self, Header};
 use super::pasted::unbox;
 use super::row::{self, Parsed};
 use crate::profile::TableKind;
-use crate::sources::line_reader::{damaged_rule, rule_joined};
+use crate::sources::line_repairs::{damaged_rule, rule_joined};
 
 /// Words a column header is made of (a kind, `Event name`, the column names of every layout).
 fn header_word(w: &str) -> bool {

@@ -9,7 +9,8 @@ use super::row::{self, Parsed};
 use super::{Reader, damaged};
 use crate::error::{Error, Result};
 use crate::profile::Profile;
-use crate::sources::line_reader::{self, LineFormat};
+use crate::sources::line_reader::LineFormat;
+use crate::sources::line_repairs;
 use crate::sources::unread;
 
 impl LineFormat for Reader {
@@ -49,7 +50,7 @@ impl LineFormat for Reader {
         if open_box && self.carry.is_none() && self.open_boxed_row(n, t) {
             return;
         }
-        let filler = line_reader::damaged_rule(t);
+        let filler = line_repairs::damaged_rule(t);
         if let Some(what) = &filler {
             self.book.repaired(n, what);
         }

@@ -36,7 +36,8 @@ use std::io::BufRead;
 
 use crate::error::Result;
 use crate::profile::{Note, Origin, PrintedTotal, Profile, TableKind, TimeStats};
-use crate::sources::line_reader::{self, LineBook, read_lines};
+use crate::sources::line_reader::{LineBook, read_lines};
+use crate::sources::line_repairs;
 use crate::sources::lines::{self};
 use layout::Scope;
 use row::Parsed;
@@ -176,7 +177,7 @@ impl Reader {
         if self.profile.tables.is_empty() && self.table.is_none() {
             self.book.unrecognised(n, t);
         }
-        self.label = match line_reader::without_damage(t) {
+        self.label = match line_repairs::without_damage(t) {
             Some((clean, why)) => {
                 let label = pasted::label(&clean);
                 if let Some(l) = &label {

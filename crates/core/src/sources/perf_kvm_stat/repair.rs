@@ -5,7 +5,7 @@
 use super::layout::{self, Scope};
 use super::row::{self, Parsed};
 use super::{Reader, damaged};
-use crate::sources::line_reader;
+use crate::sources::line_repairs;
 use crate::sources::unread::excerpt;
 
 impl Reader {
@@ -37,7 +37,7 @@ impl Reader {
     /// a scope whose pid or vCPU cannot be read, or that does not end as perf ends it, is
     /// noted (its rows then have no pid or vCPU).
     pub(super) fn checked_scope(&mut self, n: usize, t: &str, scope: Scope) -> Scope {
-        let (text, scope) = match line_reader::without_damage(t) {
+        let (text, scope) = match line_repairs::without_damage(t) {
             Some((clean, why)) => {
                 self.book.repaired(
                     n,
@@ -76,7 +76,7 @@ impl Reader {
     /// short, noted as lost (the rows under it then read in the layout their cells show, and
     /// the label above stays the table's).
     pub(super) fn damaged_structure(&mut self, n: usize, t: &str) -> bool {
-        if let Some((clean, why)) = line_reader::without_damage(t) {
+        if let Some((clean, why)) = line_repairs::without_damage(t) {
             let clean = clean.trim_ascii();
             if let Some(header) = layout::header(clean) {
                 self.book.repaired(
