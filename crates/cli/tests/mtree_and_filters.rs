@@ -5,7 +5,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::data;
+use crate::common::{TempDir, data};
 
 fn virtlens(args: &[&str]) -> (Option<i32>, String, String) {
     let _g = virtlens_testkit::shared();
@@ -50,8 +50,8 @@ fn names(json: &str) -> Vec<(String, Option<String>)> {
 
 #[test]
 fn mtree_names_device_bars_from_a_real_dump() {
-    let dir = std::env::temp_dir().join(format!("virtlens-mtree-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = TempDir::new("mtree");
+    let dir = tmp.path();
     let table = dir.join("ioport.txt");
     std::fs::write(&table, IOPORT_TABLE).unwrap();
     let t = table.display().to_string();
@@ -89,7 +89,6 @@ fn mtree_names_device_bars_from_a_real_dump() {
     let (code, _, err) = virtlens(&["report", "--mtree", &bad.display().to_string(), &t]);
     assert_eq!(code, Some(2));
     assert!(err.contains("bad.mtree:2:"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

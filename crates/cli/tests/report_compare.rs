@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::common::run as virtlens;
-use crate::common::{self, data};
+use crate::common::{self, TempDir, data};
 
 fn json(args: &[&str]) -> Value {
     common::json_of(args, &[0])
@@ -172,9 +172,8 @@ fn by_and_top_select_and_fold_rows() {
 
 #[test]
 fn bad_input_exits_2_and_names_the_line() {
-    let dir = std::env::temp_dir().join(format!("virtlens-test-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    let bad = dir.join("bad.txt");
+    let dir = TempDir::new("bad-input");
+    let bad = dir.path().join("bad.txt");
     let _ = std::fs::write(&bad, "hello\nthis is not a table\n");
     let out = virtlens(&[
         "report",
@@ -192,5 +191,4 @@ fn bad_input_exits_2_and_names_the_line() {
     assert_eq!(out.status.code(), Some(2));
     let out = virtlens(&["report"]);
     assert_eq!(out.status.code(), Some(2), "usage errors exit 2");
-    let _ = std::fs::remove_dir_all(&dir);
 }
