@@ -5,25 +5,17 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::names::EventNames;
 use super::reasons::Reasons;
 use super::slots::{Accumulators, CKey, Renumbering, Slot, SlotKey, way};
 use super::threads::{RIP_CACHED_THREADS, Thread, Threads, vcpu_from_comm};
 use super::timeline::TimelineAcc;
 use super::{Event, EventKind, MmioAccess, NameId};
 use crate::decode::Isa;
-use crate::profile::{Access, Key, Latency, Origin, Profile, Row, Table, Window};
+use crate::profile::{Access, Latency, Origin};
 
 /// The events the builder knows by kind, in the order of their fixed name ids.
 const KNOWN_EVENTS: [&str; 8] = super::tracepoints::TABLED;
-
-/// The most distinct event names kept; later new names are counted as [`OTHER_NAMES`].
-const MAX_NAMES: usize = 65_536;
-
-/// The name counting the events whose names came after [`MAX_NAMES`] others.
-const OTHER_NAMES: &str = "other event names";
-
-/// Ways of the name cache in `name_id`.
-const RECENT_NAMES: usize = 8;
 
 /// Where an event is counted: its thread (for the slot cache), VM and vCPU.
 #[derive(Debug, Clone, Copy)]
@@ -40,11 +32,7 @@ pub struct ProfileBuilder {
     isa: Option<Isa>,
     accs: Accumulators,
     reasons: Reasons,
-    names: Vec<String>,
-    name_ids: HashMap<String, u32>,
-    /// Events whose name came after [`MAX_NAMES`] others.
-    more_names: u64,
-    recent_names: [(usize, u32); RECENT_NAMES],
+    names: EventNames,
     threads: Threads<(Slot, CKey)>,
     first_ts: Option<u64>,
     last_ts: Option<u64>,
@@ -72,10 +60,7 @@ impl ProfileBuilder {
             origin,
             accs: Accumulators::default(),
             reasons: Reasons::default(),
-            names: Vec::new(),
-            name_ids: HashMap::default(),
-            more_names: 0,
-            recent_names: [(0, 0); RECENT_NAMES],
+            names: EventNames::default(),
             threads: Threads::default(),
             first_ts: None,
             last_ts: None,
@@ -86,7 +71,7 @@ impl ProfileBuilder {
         };
         // Ids 0..8 are the kinds `kind_name_id` knows, in its order.
         for kind in KNOWN_EVENTS {
-            b.name_id(kind);
+            b.names.id(kind);
         }
         b
     }
@@ -163,7 +148,7 @@ impl ProfileBuilder {
             }
             EventKind::Mmio { access, gpa } => self.mmio(at, access, gpa, ts),
             EventKind::UserspaceExit { reason } => {
-                let id = self.name_id(reason);
+                let id = self.names.id(reason);
                 self.count(at, Slot::UserspaceExit, CKey::Name(id));
             }
             EventKind::Hypercall { nr, .. } => {
@@ -218,7 +203,7 @@ impl ProfileBuilder {
             let since = state.since.take();
             since.zip(ts).and_then(|(a, b)| b.checked_sub(a))
         };
-        let id = self.name_id(&change.key());
+        let id = self.names.id(&change.key());
         // Inhibits are per VM: counted without the vCPU.
         let at = Place {
             vcpu: None,
@@ -366,34 +351,6 @@ impl ProfileBuilder {
         }
     }
 
-    /// The inhibits each VM still had set after its last change: a `held` row each, so that a
-    /// reason set before the trace began and never cleared shows as sticky.
-    fn held_inhibits(&mut self) {
-        let mut masks: Vec<(Option<u32>, (u64, bool))> =
-            self.inhibit_masks.iter().map(|(k, v)| (*k, *v)).collect();
-        masks.sort_unstable();
-        for (pid, (mask, legacy)) in masks {
-            for bit in (0..64u32).filter(|b| mask & (1u64 << b) != 0) {
-                let named = self.inhibits.get(&(pid, bit)).and_then(|s| s.named);
-                let change = crate::decode::apicv_inhibit::Change {
-                    set: true,
-                    number: bit,
-                    inhibits: None,
-                    named,
-                    legacy,
-                    held: true,
-                };
-                let id = self.name_id(&change.key());
-                let at = Place {
-                    thread: None,
-                    pid,
-                    vcpu: None,
-                };
-                self.count(at, Slot::ApicvInhibit, CKey::Name(id));
-            }
-        }
-    }
-
     /// The name id of an event's kind: fixed for the kinds the builder knows (interned first
     /// in `new`), looked up for other events.
     fn kind_name_id(&mut self, kind: &EventKind<'_>) -> u32 {
@@ -406,149 +363,22 @@ impl ProfileBuilder {
             EventKind::UserspaceExit { .. } => 5,
             EventKind::Hypercall { hyperv: false, .. } => 6,
             EventKind::Hypercall { hyperv: true, .. } => 7,
-            EventKind::SchedSwitch { .. } => self.name_id("sched_switch"),
+            EventKind::SchedSwitch { .. } => self.names.id("sched_switch"),
             EventKind::Other { name }
             | EventKind::ApicvInhibit { name, .. }
-            | EventKind::SchedWakeup { name, .. } => self.name_id(name),
+            | EventKind::SchedWakeup { name, .. } => self.names.id(name),
             EventKind::Interned { name } => name.0,
         }
     }
 
     /// Interns `name` once, for [`EventKind::Interned`] events of this builder.
     pub fn intern(&mut self, name: &str) -> NameId {
-        NameId(self.name_id(name))
-    }
-
-    fn name_id(&mut self, name: &str) -> u32 {
-        // Binary sources hand the same `&str` for every event of a kind: a small cache keyed
-        // by its address, checked against the content (text sources reuse line buffers, so an
-        // address alone proves nothing), skips the hash map.
-        let addr = name.as_ptr() as usize;
-        let way = ((addr >> 3) ^ name.len()) % RECENT_NAMES;
-        let (cached_addr, cached_id) = self.recent_names[way];
-        if cached_addr == addr
-            && self
-                .names
-                .get(cached_id as usize)
-                .is_some_and(|n| n == name)
-        {
-            return cached_id;
-        }
-        let id = match self.name_ids.get(name) {
-            Some(&id) => id,
-            None if self.names.len() >= MAX_NAMES => {
-                // Endless new names (garbage read under a forced format): one name for the rest.
-                self.more_names += 1;
-                match self.name_ids.get(OTHER_NAMES) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.names.len() as u32;
-                        self.names.push(OTHER_NAMES.to_string());
-                        self.name_ids.insert(OTHER_NAMES.to_string(), id);
-                        id
-                    }
-                }
-            }
-            None => {
-                let id = self.names.len() as u32;
-                self.names.push(name.to_string());
-                self.name_ids.insert(name.to_string(), id);
-                id
-            }
-        };
-        self.recent_names[way] = (addr, id);
-        id
-    }
-
-    /// The profile: one table per kind that saw events, rows largest first.
-    pub fn finish(mut self) -> Profile {
-        self.held_inhibits();
-        let isa = self.isa.or_else(|| self.reasons.guess_isa());
-        let reason_keys = self.reasons.keys(isa);
-        let window = self.first_ts.zip(self.last_ts).map(|(a, b)| Window {
-            start: None,
-            end: None,
-            duration_ns: Some(b - a),
-            intervals: 0,
-        });
-        let mut tables: Vec<Table> = Vec::new();
-        let other_keys: Vec<(Slot, Key)> = Slot::ALL
-            .iter()
-            .map(|&s| (s, self.accs.other_key(s)))
-            .collect();
-        let (mut accs, notes) = self.accs.finish();
-        accs.sort_by_key(|(k, _)| k.slot);
-        for (sk, acc) in accs {
-            let key = match sk.key {
-                CKey::Reason(id) => reason_keys.get(id as usize).cloned(),
-                CKey::Addr(n, access) => Some(match sk.slot {
-                    Slot::Ioport => Key::Port { port: n, access },
-                    Slot::Mmio => Key::Mmio { gpa: n, access },
-                    Slot::Msr => Key::Msr { index: n, access },
-                    _ => Key::Event {
-                        name: format!("{n:#x}"),
-                    },
-                }),
-                CKey::Rip(id, rip) => reason_keys.get(id as usize).map(|k| Key::GuestRip {
-                    reason: k.key_text(),
-                    rip,
-                }),
-                CKey::Name(id) => self
-                    .names
-                    .get(id as usize)
-                    .map(|n| Key::Event { name: n.clone() }),
-                CKey::Folded => other_keys
-                    .iter()
-                    .find(|(s, _)| *s == sk.slot)
-                    .map(|(_, key)| key.clone()),
-            };
-            let Some(key) = key else { continue };
-            let mut row = Row::new(key, acc.count);
-            row.pid = sk.pid;
-            row.vcpu = sk.vcpu;
-            if acc.durations.count() > 0 {
-                row.time = acc.durations.stats();
-                if row.time.timed == Some(acc.count) {
-                    row.time.timed = None;
-                }
-                row.latency = acc.latency;
-            }
-            let kind = sk.slot.kind();
-            match tables.last_mut() {
-                Some(t) if t.kind == kind => t.rows.push(row),
-                _ => {
-                    let mut t = Table::new(kind);
-                    t.isa = (sk.slot == Slot::Vmexit).then_some(isa).flatten();
-                    t.window = window.clone();
-                    t.rows.push(row);
-                    tables.push(t);
-                }
-            }
-        }
-        for t in &mut tables {
-            t.rows
-                .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
-        }
-        let mut origin = self.origin;
-        origin.isa = origin.isa.or(isa);
-        let mut profile = Profile::new(origin);
-        profile.tables = tables;
-        profile.warnings = notes;
-        profile.timeline = self.timeline.finish(isa);
-        profile.warnings.extend(self.threads.notes());
-        if self.more_names > 0 {
-            profile.warnings.push(crate::profile::Note {
-                line: None,
-                message: format!(
-                    "more than {MAX_NAMES} distinct event names: {} events with later new \
-                     names are counted as `{OTHER_NAMES}`",
-                    self.more_names
-                ),
-            });
-        }
-        profile
+        NameId(self.names.id(name))
     }
 }
+
+#[path = "builder_finish.rs"]
+mod finish;
 
 #[cfg(test)]
 #[path = "builder_tests.rs"]

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::events::Reason;
-use crate::profile::TableKind;
+use crate::profile::{Key, TableKind};
 
 fn ev(ts: u64, tid: u32, kind: EventKind<'_>) -> Event<'_> {
     Event {

@@ -6,6 +6,7 @@
 //! allocates nothing per event; the builder interns what it keeps.
 
 mod builder;
+mod names;
 mod reasons;
 mod slots;
 mod threads;
