@@ -8,6 +8,7 @@ pub(crate) mod filter;
 pub(crate) mod guest_code;
 pub(crate) mod inputs;
 pub(crate) mod report;
+mod report_table;
 pub(crate) mod sched;
 pub(crate) mod stretch;
 mod totals;
