@@ -29,6 +29,7 @@ pub(crate) mod qmp_stats;
 mod refusal;
 pub(crate) mod repeated_line;
 pub(crate) mod symbols;
+pub(crate) mod touch_ahead;
 pub(crate) mod trace_text;
 pub(crate) mod unread;
 pub(crate) mod virsh_domstats;

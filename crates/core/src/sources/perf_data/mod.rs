@@ -2,13 +2,14 @@
 //!
 //! The container (header, attributes, feature sections) is walked with bounds checks in
 //! [`header`]; the tracepoint formats come from the file's own `HEADER_TRACING_DATA`
-//! ([`tracing_data`], [`crate::decode::trace_format`]), so payloads are decoded from the recording kernel's
-//! layout ([`kvm`]); records are read where the file is mapped, or through one buffer
-//! when it is not ([`records`]), are put back in time
-//! order round by round ([`order`]) and go to the [`ProfileBuilder`] ([`stream`]), which
-//! pairs exits with entries per thread. The CPU vendor (CPUID header) picks the exit-reason
-//! ISA unless an event carries its own `isa`; the kernel release and the VMM process names
-//! (COMM records, else the kernel's saved cmdlines) go into the origin.
+//! ([`tracing_data`], [`crate::decode::trace_format`]), so payloads are decoded from the
+//! recording kernel's layout ([`kvm`]). Records are read where the file is mapped (its pages
+//! touched a few MiB ahead on another core, [`crate::sources::touch_ahead`]), or through one
+//! buffer when it is not ([`records`]); they are put back in time order round by round
+//! ([`order`]) and go to the [`ProfileBuilder`] ([`stream`]), which pairs exits with entries
+//! per thread. The CPU vendor (CPUID header) picks the exit-reason ISA unless an event
+//! carries its own `isa`; the kernel release and the VMM process names (COMM records, else
+//! the kernel's saved cmdlines) go into the origin.
 //!
 //! Damage never panics: a damaged header or lost tracing data is an error naming the byte
 //! and what was expected; damage among the records ends reading there, and what was read
@@ -35,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::events::ProfileBuilder;
 use crate::profile::{Note, Origin, Profile};
 use crate::sources::mapped::Mapped;
+use crate::sources::touch_ahead::TouchAhead;
 use header::{HEADER_SIZE, Meta};
 use records::Records;
 use setup::Setup;
@@ -119,12 +121,22 @@ fn read_from<R: BufRead + Seek>(
         meta.header.data.offset,
         meta.data_end,
     );
-    // The record loop here, the profile builder on a thread of its own (see `sink`).
+    let ahead = mapped.map(|m| {
+        let (from, to) = (meta.header.data.offset, meta.data_end);
+        TouchAhead::new(m.bytes(), from as usize, to as usize)
+    });
+    let records = match &ahead {
+        Some(ahead) => records.touched_ahead_by(ahead),
+        None => records,
+    };
+    // The record loop here; the profile builder on a thread of its own (see `sink`), which
+    // also touches a mapped file's pages ahead of the record loop between batches.
     let (read, built) = std::thread::scope(|s| {
         let (tx, rx) = mpsc::sync_channel(sink::IN_FLIGHT);
         let (spent, spares) = mpsc::channel();
         let sink = Sink::new(&setup, builder);
-        let built = s.spawn(move || sink.run(rx, spent));
+        let toucher = ahead.as_ref().map(TouchAhead::toucher);
+        let built = s.spawn(move || sink.run(rx, spent, toucher));
         let outbox = Outbox::new(tx, spares);
         let read = read_records(records, Stream::new(&setup, outbox));
         (read, built.join())

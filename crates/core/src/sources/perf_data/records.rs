@@ -13,6 +13,7 @@ use linux_perf_data::linux_perf_event_reader::{PerfEventAttr, ReadFormat, Sample
 
 use super::bytes::Endian;
 use crate::sources::mapped::Mapped;
+use crate::sources::touch_ahead::TouchAhead;
 
 /// One framed record.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +33,10 @@ pub(super) struct Records<'m, R> {
     mapped: Option<&'m Mapped>,
     /// The map's bytes before this are dropped from memory.
     dropped: u64,
+    /// Where the next stretch of the map begins: the reader then drops what is behind and
+    /// says where it is to the toucher, if there is one.
+    next_stretch: u64,
+    ahead: Option<&'m TouchAhead<'m>>,
     endian: Endian,
     pos: u64,
     end: u64,
@@ -50,6 +55,10 @@ const BUF: usize = 1 << 20;
 /// How many mapped bytes are read before they are dropped from memory.
 const DROP_BEHIND: u64 = 8 << 20;
 
+/// How often the record loop looks at where it is in the map: it says so to whoever touches
+/// its pages ahead, and drops what is [`DROP_BEHIND`] behind.
+const STRETCH: u64 = 1 << 20;
+
 impl<'m, R: Read> Records<'m, R> {
     /// `reader` must be positioned at `start`; when the file is `mapped`, records come from
     /// the map instead.
@@ -64,6 +73,8 @@ impl<'m, R: Read> Records<'m, R> {
             reader,
             mapped,
             dropped: 0,
+            next_stretch: start,
+            ahead: None,
             endian,
             pos: start,
             end,
@@ -147,6 +158,12 @@ impl<'m, R: Read> Records<'m, R> {
         }))
     }
 
+    /// Says where the record loop is in the map to `ahead`, which touches the pages ahead.
+    pub(super) fn touched_ahead_by(mut self, ahead: &'m TouchAhead<'m>) -> Self {
+        self.ahead = Some(ahead);
+        self
+    }
+
     /// [`Records::next`] from the map `m`: the record at `at`, `left` bytes before the end of
     /// the data section.
     fn next_mapped(
@@ -170,11 +187,17 @@ impl<'m, R: Read> Records<'m, R> {
             ));
         };
         self.pos += size as u64;
-        if self.pos - self.dropped >= DROP_BEHIND {
-            // Nothing read before this record is needed again (records are decoded into
-            // values as they are read).
-            m.done_with(self.dropped as usize, at as usize);
-            self.dropped = at;
+        if self.pos >= self.next_stretch {
+            self.next_stretch = self.pos + STRETCH;
+            if let Some(ahead) = self.ahead {
+                ahead.reader_at(self.pos as usize);
+            }
+            if self.pos - self.dropped >= DROP_BEHIND {
+                // Nothing read before this record is needed again (records are decoded into
+                // values as they are read).
+                m.done_with(self.dropped as usize, at as usize);
+                self.dropped = at;
+            }
         }
         Ok(Some(Record {
             offset: at,

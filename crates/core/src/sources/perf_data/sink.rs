@@ -12,6 +12,7 @@ use super::kvm::{Kind, NONE};
 use super::setup::Setup;
 use super::stream::{Comms, NO_TS, Pending};
 use crate::events::{Event, EventKind, NameId, ProfileBuilder};
+use crate::sources::touch_ahead::Toucher;
 
 /// Events per batch (768 KiB): each hand-over wakes the other thread, so batches are large
 /// (on 5 M events, 4,096 per batch took 0.21 s, 16,384 0.20 s, 1,024 0.28 s).
@@ -60,11 +61,13 @@ impl<'s> Sink<'s> {
     /// Builds every batch `inbox` brings, until the record loop hangs up, and sends the
     /// emptied batches back on `spent` to be filled again (a fresh batch of this size would
     /// be fresh pages from the kernel every time); returns the builder and the VMM process
-    /// ids seen.
+    /// ids seen. After each batch, `toucher` (a mapped file's) touches the pages the record
+    /// loop reads next: this thread has time to spare, the record loop has none.
     pub(super) fn run(
         mut self,
         inbox: Receiver<Batch>,
         spent: Sender<Vec<Pending>>,
+        mut toucher: Option<Toucher<'_, '_>>,
     ) -> (ProfileBuilder, BTreeSet<u32>) {
         for mut batch in inbox {
             self.comms.append(&mut batch.comms);
@@ -74,6 +77,9 @@ impl<'s> Sink<'s> {
             batch.events.clear();
             // The record loop may be done: then the batch is simply dropped.
             let _ = spent.send(batch.events);
+            if let Some(t) = &mut toucher {
+                t.touch();
+            }
         }
         (self.builder, self.pids)
     }
