@@ -5,23 +5,15 @@ use super::*;
 /// The recording `virtlens lab --json` made on a development machine (PVM backend).
 const RECORDING: &str = include_str!("../../../../testdata/lab/pvm-dev-machine.json");
 
-fn plain() -> Style {
-    let none = anstyle::Style::new();
-    Style {
-        title: none,
-        header: none,
-        idle: none,
-        good: none,
-        bad: none,
-        note: none,
-    }
-}
-
 #[test]
 fn the_bundled_recording_renders_as_a_recording_with_its_caveat() {
     let r: LabReport = serde_json::from_str(RECORDING).unwrap_or_else(|e| panic!("{e}"));
-    let mut text = recording_banner(&r, "cannot measure here (/dev/kvm: missing)", &plain());
-    text.push_str(&lab(&r, &plain()));
+    let mut text = recording_banner(
+        &r,
+        "cannot measure here (/dev/kvm: missing)",
+        &Style::plain(),
+    );
+    text.push_str(&lab(&r, &Style::plain()));
     assert!(text.contains("RECORDED, not measured here"), "{text}");
     // A newcomer reads what an exit is and the answer before any table of numbers.
     let at = |needle: &str| {
@@ -79,7 +71,7 @@ fn exitcost_text_shows_status_reason_and_spread_kind() {
     };
     let mut report = report;
     crate::measure::resolution::label_exitcost(&mut report);
-    let text = exitcost(&report, &plain());
+    let text = exitcost(&report, &Style::plain());
     assert!(text.contains("note: capped"), "{text}");
     let ram_store = text
         .lines()
