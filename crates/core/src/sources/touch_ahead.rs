@@ -1,8 +1,9 @@
 //! Touching a mapped file's pages a few MiB ahead of the thread that reads them, from a
 //! thread with time to spare (a perf.data's profile builder, between batches). On a
-//! virtualized host the first touch of a mapped page is dear, and a reader that meets every
-//! page first waits for each; touched ahead, the pages cost the reader less (on the PVM
-//! development host the perf.data record loop took about 15% less time: docs/performance.md).
+//! virtualized host a page fault is dear (15–25 µs on the PVM development host),
+//! and a reader that meets every page first takes one for each stretch of pages; touched
+//! ahead, the faults are the other thread's (there, the perf.data record loop took about 15%
+//! less time: docs/performance.md).
 //! At most [`AHEAD`] bytes are touched ahead of where the reader said it is, so memory stays
 //! flat whatever the file's size.
 
