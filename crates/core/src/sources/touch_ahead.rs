@@ -1,9 +1,10 @@
 //! Touching a mapped file's pages a few MiB ahead of the thread that reads them, from a
 //! thread with time to spare (a perf.data's profile builder, between batches). On a
-//! virtualized host a page fault is dear (15–25 µs on the PVM development host),
-//! and a reader that meets every page first takes one for each stretch of pages; touched
-//! ahead, the faults are the other thread's (there, the perf.data record loop took about 15%
-//! less time: docs/performance.md).
+//! virtualized host the first touch of each mapped page is dear, and a reader that meets
+//! every page first pays for each; touched ahead, the other thread pays (there, the perf.data
+//! record loop took about 15% less time: docs/performance.md). Touched, not just mapped: with
+//! the pages mapped ahead by `MADV_POPULATE_READ` instead, the guest took a fifth of the page
+//! faults and the read was no faster.
 //! At most [`AHEAD`] bytes are touched ahead of where the reader said it is, so memory stays
 //! flat whatever the file's size.
 
