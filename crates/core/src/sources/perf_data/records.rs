@@ -390,10 +390,9 @@ mod tests {
             0,
             bytes.len() as u64,
         ));
-        static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("virtlens-records-{}-{n}.data", std::process::id()));
+        // Removed when dropped, also when an assertion below fails.
+        let dir = virtlens_testkit::TempDir::new("records");
+        let path = dir.path().join("records.data");
         std::fs::write(&path, bytes).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         if let Some(m) = Mapped::new(&file) {
@@ -406,7 +405,6 @@ mod tests {
             );
             assert_eq!(frame_all(recs), buffered, "mapped");
         }
-        let _ = std::fs::remove_file(&path);
         buffered
     }
 
