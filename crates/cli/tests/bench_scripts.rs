@@ -42,11 +42,14 @@ fn bench_ab(name: &str, args: &[&str]) -> String {
     text
 }
 
-/// Whether a bench said what its timed runs met in the page cache (`benchlib.cached`), and
-/// how it measured peak memory (`benchlib.peak_rss_kib`, the one method all three use).
+/// Whether a bench said what its timed runs met in the page cache (laid out as read from disk
+/// by `benchlib.settle`, then `benchlib.cached`), and how it measured peak memory
+/// (`benchlib.peak_rss_kib`, the one method all three use).
 fn says_cache_and_rss(text: &str) -> bool {
-    (text.contains("page cache: the input was wholly cached before each of the")
-        || text.contains("page cache: part of the input had been evicted before"))
+    let settled =
+        "page cache: the input was laid out as read from disk before the first timed run, then ";
+    (text.contains(&format!("{settled}wholly cached before each of the"))
+        || text.contains(&format!("{settled}evicted in part before")))
         && text.contains("peak RSS (ru_maxrss from wait4(2), spawned by a fresh Python child)")
 }
 
