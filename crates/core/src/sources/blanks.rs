@@ -1,9 +1,8 @@
-//! Blanks (spaces and tabs), and single bytes, found eight bytes at a time. The columns of
+//! Runs of blanks (spaces and tabs) skipped, and single bytes found, eight bytes at a time. The
 //! perf's tables are padded with runs of dozens of spaces, and walking them byte by byte was
 //! most of the time of reading a row; a trace line's first `:` is forty bytes in.
 
 const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
-const TABS: u64 = u64::from_ne_bytes([b'\t'; 8]);
 const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
 const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
 
@@ -40,22 +39,6 @@ pub(crate) fn skip(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// The index of the first blank at or after `i` (`bytes.len()` if none).
-pub(crate) fn find(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(w) = word(bytes, i) {
-        let blanks = zero_bytes(w ^ SPACES) | zero_bytes(w ^ TABS);
-        if blanks != 0 {
-            i += (blanks.trailing_zeros() / 8) as usize;
-            break;
-        }
-        i += 8;
-    }
-    while i < bytes.len() && !blank(bytes[i]) {
-        i += 1;
-    }
-    i
-}
-
 /// The index of the first `byte` at or after `i` (`bytes.len()` if none). For the few dozen
 /// bytes of a line's columns, where memchr's setup costs more than the search.
 pub(crate) fn find_byte(bytes: &[u8], mut i: usize, byte: u8) -> usize {
@@ -76,16 +59,14 @@ pub(crate) fn find_byte(bytes: &[u8], mut i: usize, byte: u8) -> usize {
 #[cfg(test)]
 mod tests {
     proptest::proptest! {
-        /// Both searches agree with a byte loop from every start, wherever the blanks fall
+        /// The searches agree with a byte loop from every start, wherever the blanks fall
         /// against the eight-byte words.
         #[test]
         fn as_a_byte_loop(picks in proptest::collection::vec(0usize..6, 0..70)) {
             let text: Vec<u8> = picks.iter().flat_map(|&i| [&b" "[..], b"\t", b"a", b"\xc3\xa9", b"    ", b"\x00"][i]).copied().collect();
             for from in 0..=text.len() {
                 let skip = (from..text.len()).find(|&i| !super::blank(text[i])).unwrap_or(text.len());
-                let find = (from..text.len()).find(|&i| super::blank(text[i])).unwrap_or(text.len());
                 proptest::prop_assert_eq!(super::skip(&text, from), skip);
-                proptest::prop_assert_eq!(super::find(&text, from), find);
                 for byte in [b' ', b'a', 0xa9, 0] {
                     let at = (from..text.len()).find(|&i| text[i] == byte).unwrap_or(text.len());
                     proptest::prop_assert_eq!(super::find_byte(&text, from, byte), at);

@@ -11,6 +11,8 @@ use crate::decode::Isa;
 use crate::profile::TableKind;
 use crate::sources::numbers;
 
+pub(super) use super::stdio_columns::{StdioColumn, StdioColumns};
+
 /// How a table's rows are laid out, as fixed by its header.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Layout {
@@ -28,71 +30,6 @@ impl Layout {
             Layout::Stdio { columns } => columns.len(),
             Layout::Hists { columns } => columns.len(),
         }
-    }
-}
-
-/// The stdio columns a header names, in order (at most the six perf prints; no allocation, as
-/// a live session repeats its header every interval).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct StdioColumns {
-    cols: [StdioColumn; 6],
-    len: usize,
-}
-
-impl StdioColumns {
-    /// The columns `of`, each once.
-    pub(super) fn of(columns: &[StdioColumn]) -> Self {
-        let mut c = Self {
-            cols: [StdioColumn::Samples; 6],
-            len: 0,
-        };
-        for &col in columns {
-            c.push(col);
-        }
-        c
-    }
-
-    /// Adds `col` unless it is there.
-    pub(super) fn push(&mut self, col: StdioColumn) {
-        if !self.contains(col) && self.len < self.cols.len() {
-            self.cols[self.len] = col;
-            self.len += 1;
-        }
-    }
-
-    pub(super) fn contains(&self, col: StdioColumn) -> bool {
-        self.as_slice().contains(&col)
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(super) fn as_slice(&self) -> &[StdioColumn] {
-        &self.cols[..self.len]
-    }
-}
-
-/// A column of perf's stdio layout, as the header names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum StdioColumn {
-    Samples,
-    SamplesPct,
-    TimePct,
-    Min,
-    Max,
-    Avg,
-}
-
-impl StdioColumn {
-    /// Whether the column holds a percentage.
-    pub(super) fn percent(self) -> bool {
-        matches!(self, StdioColumn::SamplesPct | StdioColumn::TimePct)
-    }
-
-    /// Whether the column holds a time in µs.
-    pub(super) fn time(self) -> bool {
-        matches!(self, StdioColumn::Min | StdioColumn::Max | StdioColumn::Avg)
     }
 }
 

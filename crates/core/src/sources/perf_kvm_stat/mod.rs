@@ -30,6 +30,7 @@ mod plain;
 mod plain_tests;
 mod repair;
 mod row;
+mod stdio_columns;
 mod table;
 
 use std::io::BufRead;

@@ -4,7 +4,7 @@
 //! exactly what the full path reads from the line (`plain_tests` holds it to that).
 
 use super::Reader;
-use super::layout::{self, Layout, StdioColumn};
+use super::layout::{self, Layout, StdioColumns};
 use super::pasted;
 use super::row::{self, Cell, MAX_CELLS, RawRow, looks_numeric, stdio_cells};
 use super::table::pending_code;
@@ -21,7 +21,8 @@ impl Reader {
         if self.carry.is_some() || self.pending.is_some() {
             return false;
         }
-        if blanks::skip(text.as_bytes(), 0) == text.len() {
+        let start = blanks::skip(text.as_bytes(), 0);
+        if start == text.len() {
             return true;
         }
         let Some(b) = &mut self.table else {
@@ -36,12 +37,8 @@ impl Reader {
         {
             return false;
         }
-        let Some(r) = plain_stdio_row(
-            text,
-            columns.as_slice(),
-            n,
-            self.spare.keys.pop().unwrap_or_default(),
-        ) else {
+        let key_buf = self.spare.keys.pop().unwrap_or_default();
+        let Some(r) = plain_stdio_row(text, start, columns, n, key_buf) else {
             return false;
         };
         let unknown = pending_code(&r, &mut self.unknown);
@@ -50,31 +47,29 @@ impl Reader {
     }
 }
 
-/// `t` (blanks around it or not) read as a row of a stdio table when it is plainly one and can be nothing
-/// else: a name or address (no `-`, no `Sa` in it), then values made only of digits, `.`, `,`,
-/// `%` and `us`, then perf's spread as perf prints it (`( +- 3.87% )`) or none. Every line the
-/// reader's repairs look for needs more than that: a header (`VM-EXIT`, `Samples`, `Event
+/// `t` (blanks around it or not; its first other byte at `start`) read as a row of a stdio
+/// table when it is plainly one and can be nothing else: a name or address (no `-`, no `Sa` in
+/// it), then values made only of digits, `.`, `,`, `%` and `us`, then perf's spread as perf
+/// prints it (`( +- 3.87% )`) or none. Every line the reader's repairs look for needs more than that: a header (`VM-EXIT`, `Samples`, `Event
 /// name`), a scope or totals line (`Analyze events for`, `Total Samples:`), a rule (ten
 /// dashes), a box (`|`), a damaged character (non-ASCII or NUL), a fence or a label (`:` at its
 /// end). The row is exactly what [`parse`] reads from `t`; `None` leaves the line to it. Its
 /// key is written into `key_buf` (a key of a table already summed: no allocation per row).
 fn plain_stdio_row(
     t: &str,
-    columns: &[StdioColumn],
+    start: usize,
+    columns: &StdioColumns,
     line: usize,
     key_buf: String,
 ) -> Option<RawRow> {
-    let mut cells = Cells { text: t, at: 0 };
-    let key = cells.next()?;
-    if !plain_key(key) {
-        return None;
-    }
     let bytes = t.as_bytes();
+    let (key, end) = plain_key(t, start)?;
     let mut values = [Cell::Percent; MAX_CELLS - 1];
     let mut n = 0;
     let mut spread = None;
+    let mut at = end;
     loop {
-        let at = blanks::skip(bytes, cells.at);
+        at = blanks::skip(bytes, at);
         if at == bytes.len() {
             break;
         }
@@ -86,26 +81,11 @@ fn plain_stdio_row(
             }
             values[n] = value;
             n += 1;
-            cells.at = end;
+            at = end;
             continue;
         }
-        if cells.next() == Some("(") {
-            // The spread, and nothing after it.
-            let (Some("+-"), Some(pct), Some(")"), None) =
-                (cells.next(), cells.next(), cells.next(), cells.next())
-            else {
-                return None;
-            };
-            if !pct
-                .bytes()
-                .all(|b| b.is_ascii_digit() || b == b'.' || b == b'%')
-            {
-                return None;
-            }
-            spread = numbers::percent(pct);
-            break;
-        }
-        return None;
+        spread = spread_at(t, at)?;
+        break;
     }
     let (count, time) = stdio_cells(values[..n].iter().map(|&v| Some(v)), columns, spread)?;
     let mut key_buf = key_buf;
@@ -119,21 +99,81 @@ fn plain_stdio_row(
     })
 }
 
-/// Whether `key` is plainly a row's key, in one pass: a name or address as `key_shaped`
-/// takes it, without the `-` or `Sa` of headers and rules, and not a time (`us` after a
-/// leading digit). (`key_shaped` already refuses a count or a percentage.)
-fn plain_key(key: &str) -> bool {
-    if !row::key_ends_shaped(key) {
-        return false;
-    }
+/// Where the cell of `t` that starts at `start` ends when it is plainly a row's key, found and checked in one
+/// pass: a name or address as `key_shaped` takes it, without the `-` or `Sa` of headers and
+/// rules, and not a time (`us` after a leading digit). (`key_shaped` already refuses a count
+/// or a percentage.) The key and where it ends; `None` for any other cell.
+#[inline]
+fn plain_key(t: &str, start: usize) -> Option<(&str, usize)> {
+    let b = t.as_bytes();
     let mut before = 0;
-    for c in key.bytes() {
-        if !row::key_byte(c) || c == b'-' || (before == b'S' && c == b'a') {
-            return false;
+    let mut i = start;
+    while let Some(&c) = b.get(i) {
+        if !PLAIN_KEY_BYTES[usize::from(c)] {
+            if c == b' ' || c == b'\t' {
+                break;
+            }
+            return None;
+        }
+        if before == b'S' && c == b'a' {
+            return None;
         }
         before = c;
+        i += 1;
     }
-    !(key.ends_with("us") && looks_numeric(key))
+    // Every byte checked is ASCII, so `start` and `i` are char boundaries.
+    let key = t.get(start..i)?;
+    let plain = row::key_ends_shaped(key) && !(key.ends_with("us") && looks_numeric(key));
+    plain.then_some((key, i))
+}
+
+/// The bytes a plain key may hold: `row::key_byte`'s but `-`, looked up (a key is a fifth of
+/// a row's bytes).
+const PLAIN_KEY_BYTES: [bool; 256] = {
+    let mut bytes = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        bytes[c] = row::key_byte(c as u8) && c != b'-' as usize;
+        c += 1;
+    }
+    bytes
+};
+
+/// perf's spread as it prints it at the end of a row, `( +- 3.87% )`, read from the `(` at
+/// `at`: the cells `(`, `+-`, a percentage and `)`, and nothing after them. `None` when the
+/// rest of the line is anything else (the row is then not plain); `Some(None)` for a spread
+/// whose percentage does not read as one (the full path keeps the row without it too). Read
+/// byte by byte: the cells are a few bytes apart.
+fn spread_at(t: &str, at: usize) -> Option<Option<f64>> {
+    let b = t.as_bytes();
+    let blank = |i: usize| b.get(i).is_some_and(|&c| c == b' ' || c == b'\t');
+    // `(` and `+-`, each a cell of its own.
+    if !blank(at + 1) {
+        return None;
+    }
+    let sign = blanks::skip(b, at + 1);
+    if b.get(sign..sign + 2) != Some(b"+-") || !blank(sign + 2) {
+        return None;
+    }
+    // The percentage: a cell of digits, `.` and `%` only.
+    let pct = blanks::skip(b, sign + 2);
+    let mut end = pct;
+    while b
+        .get(end)
+        .is_some_and(|&c| c.is_ascii_digit() || c == b'.' || c == b'%')
+    {
+        end += 1;
+    }
+    if end == pct || !blank(end) {
+        return None;
+    }
+    // `)`, and nothing after it.
+    let close = blanks::skip(b, end);
+    if b.get(close) != Some(&b')') || blanks::skip(b, close + 1) != b.len() {
+        return None;
+    }
+    // The percentage is ASCII, so its ends are char boundaries.
+    Some(numbers::percent(t.get(pct..end)?))
 }
 
 /// The value cell that starts at `at` (not a blank), read in the pass that finds its end:
@@ -159,30 +199,8 @@ fn value_at(b: &[u8], at: usize) -> Option<(Cell, usize)> {
     }
 }
 
-/// The cells of a line split at blanks (` `, tab), found eight bytes at a time: `str::split`
-/// with a set of chars decodes every char.
-struct Cells<'a> {
-    text: &'a str,
-    at: usize,
-}
-
-impl<'a> Iterator for Cells<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let bytes = self.text.as_bytes();
-        let start = blanks::skip(bytes, self.at);
-        let end = blanks::find(bytes, start);
-        self.at = end;
-        // Blanks are ASCII, so `start` and `end` are char boundaries.
-        (end > start).then(|| self.text.get(start..end)).flatten()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::Cells;
-
     proptest::proptest! {
         /// The one-pass key check is the checks it replaced.
         #[test]
@@ -196,7 +214,7 @@ mod tests {
                 || key.ends_with("us") && looks_numeric(&key)
                 || kb.contains(&b'-')
                 || kb.windows(2).any(|w| w == b"Sa");
-            proptest::prop_assert_eq!(super::plain_key(&key), !refused, "{:?}", key);
+            proptest::prop_assert_eq!(super::plain_key(&key, 0).is_some(), !refused, "{:?}", key);
         }
 
         /// A value read in one pass is what `stdio_cell` reads from the cell it spans, and the
@@ -214,15 +232,57 @@ mod tests {
                 proptest::prop_assert_eq!(stdio, None, "{:?}", line);
             }
         }
+    }
 
-        /// The cells are those `str::split` finds, whatever the blanks and where they fall
-        /// against the eight-byte words.
-        #[test]
-        fn cells_split_as_str_split(picks in proptest::collection::vec(0usize..7, 0..70)) {
-            let text: String = picks.iter().map(|&i| [" ", "\t", "a", "1", "%", "é", "    "][i]).collect();
-            let ours: Vec<&str> = Cells { text: &text, at: 0 }.collect();
-            let std: Vec<&str> = text.split([' ', '\t']).filter(|c| !c.is_empty()).collect();
-            proptest::prop_assert_eq!(ours, std);
+    /// The spread read byte by byte is what splitting the rest of the line into cells finds:
+    /// `(`, `+-`, a cell of digits, `.` and `%`, `)`, and no more. Every mix of the blanks
+    /// between them and of these cells and their near misses.
+    #[test]
+    fn spread_as_its_cells() {
+        let seps = [" ", "", "\t", "  "];
+        let (signs, closes, afters) = (["+-", "+", "-+", "x"], [")", "))", "x"], ["", "x", ")"]);
+        let pcts = [
+            "3.87%",
+            "1",
+            "%",
+            "1.2.3%",
+            "x1",
+            "",
+            "99999999999999999999.5%",
+        ];
+        let mut read = 0;
+        for s in 0..seps.len().pow(4) {
+            let sep = |i: u32| seps[s / seps.len().pow(i) % seps.len()];
+            for sign in signs {
+                for pct in pcts {
+                    for close in closes {
+                        for after in afters {
+                            let text = format!(
+                                "({}{sign}{}{pct}{}{close}{}{after}",
+                                sep(0),
+                                sep(1),
+                                sep(2),
+                                sep(3)
+                            );
+                            let cells: Vec<&str> =
+                                text.split([' ', '\t']).filter(|c| !c.is_empty()).collect();
+                            let by_cells = match cells.as_slice() {
+                                ["(", "+-", pct, ")"]
+                                    if pct
+                                        .bytes()
+                                        .all(|b| b.is_ascii_digit() || b == b'.' || b == b'%') =>
+                                {
+                                    Some(crate::sources::numbers::percent(pct))
+                                }
+                                _ => None,
+                            };
+                            assert_eq!(super::spread_at(&text, 0), by_cells, "{text:?}");
+                            read += usize::from(by_cells.is_some());
+                        }
+                    }
+                }
+            }
         }
+        assert!(read > 100, "only {read} spreads read");
     }
 }

@@ -3,9 +3,7 @@
 //! incomplete because a mailer wrapped it onto the next line, and saying what is wrong with a
 //! line that has a row's shape but cannot be read (so it is noted, never silently dropped).
 
-#[cfg(test)]
-use super::layout::StdioColumns;
-use super::layout::{HistsColumn, Layout, StdioColumn};
+use super::layout::{HistsColumn, Layout, StdioColumn, StdioColumns};
 use crate::profile::TimeStats;
 use crate::sources::numbers;
 
@@ -58,7 +56,7 @@ pub(super) fn parse(text: &str, layout: &Layout, line: usize) -> Parsed {
         return damaged(text, layout);
     }
     let parsed = match layout {
-        Layout::Stdio { columns } => stdio(values, columns.as_slice(), spread),
+        Layout::Stdio { columns } => stdio(values, columns, spread),
         Layout::Hists { columns } => hists(values, columns),
     };
     match parsed {
@@ -197,7 +195,7 @@ fn split_spread(text: &str) -> (&str, Option<f64>, bool) {
 /// a row that kept all of perf's columns under a trimmed header is read as perf prints them).
 pub(super) fn stdio(
     values: &[&str],
-    columns: &[StdioColumn],
+    columns: &StdioColumns,
     spread: Option<f64>,
 ) -> Option<(u64, TimeStats)> {
     stdio_cells(values.iter().map(|v| stdio_cell(v)), columns, spread)
@@ -228,7 +226,7 @@ pub(super) fn stdio_cell(v: &str) -> Option<Cell> {
 /// none.
 pub(super) fn stdio_cells(
     values: impl Iterator<Item = Option<Cell>>,
-    columns: &[StdioColumn],
+    columns: &StdioColumns,
     spread: Option<f64>,
 ) -> Option<(u64, TimeStats)> {
     let mut count = None;
@@ -249,20 +247,15 @@ pub(super) fn stdio_cells(
             }
         }
     }
-    let want_percents = columns.iter().filter(|c| c.percent()).count();
+    let want_percents = columns.percents();
     if !(percents == want_percents || want_percents < 2 && percents == 2) {
         return None;
     }
-    let mut named = [StdioColumn::Avg; 3];
-    let mut n_named = 0;
-    for c in columns.iter().filter(|c| c.time()).take(3) {
-        named[n_named] = *c;
-        n_named += 1;
-    }
+    let named = columns.times();
     let order: &[StdioColumn] = match n_times {
-        n if n == n_named => &named[..n_named],
+        n if n == named.len() => named,
         3 => &[StdioColumn::Min, StdioColumn::Max, StdioColumn::Avg],
-        1 if n_named == 0 => &[StdioColumn::Avg],
+        1 if named.is_empty() => &[StdioColumn::Avg],
         _ => return None,
     };
     let (mut min, mut max, mut avg) = (None, None, None);
@@ -352,7 +345,7 @@ pub(super) fn key_ends_shaped(key: &str) -> bool {
 
 /// A byte a key may hold: the names, ports (`0x6e0:W`), addresses and MSRs perf prints.
 #[inline]
-pub(super) fn key_byte(b: u8) -> bool {
+pub(super) const fn key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':' | b'.' | b'(' | b')')
 }
 
