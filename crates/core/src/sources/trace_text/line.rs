@@ -213,14 +213,7 @@ pub(super) fn prefix_only(line: &str) -> bool {
 
 /// Where the token that ends at `end` starts: after the last blank before it.
 fn token_start(b: &[u8], end: usize) -> usize {
-    let mut i = end;
-    while i > 0 {
-        if matches!(b[i - 1], b' ' | b'\t') {
-            return i;
-        }
-        i -= 1;
-    }
-    0
+    crate::sources::blanks::run_start(b, end)
 }
 
 /// `770.850287` → ns; `123456789` → a raw clock; anything else → not a timestamp.
