@@ -84,7 +84,7 @@ fn plain_stdio_row(
             at = end;
             continue;
         }
-        spread = spread_at(t, at)?;
+        spread = spread_at(bytes, at)?;
         break;
     }
     let (count, time) = stdio_cells(values[..n].iter().map(|&v| Some(v)), columns, spread)?;
@@ -144,8 +144,7 @@ const PLAIN_KEY_BYTES: [bool; 256] = {
 /// rest of the line is anything else (the row is then not plain); `Some(None)` for a spread
 /// whose percentage does not read as one (the full path keeps the row without it too). Read
 /// byte by byte: the cells are a few bytes apart.
-fn spread_at(t: &str, at: usize) -> Option<Option<f64>> {
-    let b = t.as_bytes();
+fn spread_at(b: &[u8], at: usize) -> Option<Option<f64>> {
     let blank = |i: usize| b.get(i).is_some_and(|&c| c == b' ' || c == b'\t');
     // `(` and `+-`, each a cell of its own.
     if !blank(at + 1) {
@@ -172,8 +171,10 @@ fn spread_at(t: &str, at: usize) -> Option<Option<f64>> {
     if b.get(close) != Some(&b')') || blanks::skip(b, close + 1) != b.len() {
         return None;
     }
-    // The percentage is ASCII, so its ends are char boundaries.
-    Some(numbers::percent(t.get(pct..end)?))
+    // Read in place, as `numbers::percent` reads the cell: a number, then `%` last.
+    let read = numbers::decimal_at(b, pct, 2)
+        .filter(|d| d.digits > 0 && d.end + 1 == end && b.get(d.end) == Some(&b'%'));
+    Some(read.map(|d| d.value as f64 / 100.0))
 }
 
 /// The value cell that starts at `at` (not a blank), read in the pass that finds its end:
@@ -276,7 +277,7 @@ mod tests {
                                 }
                                 _ => None,
                             };
-                            assert_eq!(super::spread_at(&text, 0), by_cells, "{text:?}");
+                            assert_eq!(super::spread_at(text.as_bytes(), 0), by_cells, "{text:?}");
                             read += usize::from(by_cells.is_some());
                         }
                     }
