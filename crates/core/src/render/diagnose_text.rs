@@ -79,7 +79,7 @@ fn header(out: &mut String, d: &Diagnosis, r: &InputReport, style: &Style) {
         &format!("{} · {}", r.input.name, r.input.format),
     ));
     out.push('\n');
-    for line in num::facts(r) {
+    for line in super::input_facts::facts(r) {
         out.push_str(&format::wrap(&format!("  {line}"), 4));
     }
     if let Some(c) = &d.config {

@@ -10,6 +10,7 @@ mod export;
 pub(crate) mod findings_md;
 pub(crate) mod format;
 pub(crate) mod html;
+pub(crate) mod input_facts;
 pub(crate) mod io_path_text;
 mod lab_answer;
 pub(crate) mod lab_text;

@@ -69,7 +69,7 @@ fn input_section(d: &Diagnosis, r: &InputReport) -> Section {
         format!("input-{n}"),
         format!("{} · {}", r.input.name, r.input.format),
     );
-    s.intro.extend(num::facts(r));
+    s.intro.extend(crate::render::input_facts::facts(r));
     if let Some(c) = &d.config {
         s.intro.push(format!(
             "config {} ({}): {}",
