@@ -1,6 +1,6 @@
 //! Runs of blanks (spaces and tabs) skipped, and single bytes found, eight bytes at a time. The
-//! perf's tables are padded with runs of dozens of spaces, and walking them byte by byte was
-//! most of the time of reading a row; a trace line's first `:` is forty bytes in.
+//! columns of perf's tables are padded with runs of dozens of spaces, and walking them byte by byte
+//! was most of the time of reading a row; a trace line's first `:` is forty bytes in.
 
 const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
 const TABS: u64 = u64::from_ne_bytes([b'\t'; 8]);

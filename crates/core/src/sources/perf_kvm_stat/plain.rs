@@ -47,14 +47,15 @@ impl Reader {
     }
 }
 
-/// `t` (blanks around it or not; its first other byte at `start`) read as a row of a stdio
-/// table when it is plainly one and can be nothing else: a name or address (no `-`, no `Sa` in
-/// it), then values made only of digits, `.`, `,`, `%` and `us`, then perf's spread as perf
-/// prints it (`( +- 3.87% )`) or none. Every line the reader's repairs look for needs more than that: a header (`VM-EXIT`, `Samples`, `Event
-/// name`), a scope or totals line (`Analyze events for`, `Total Samples:`), a rule (ten
-/// dashes), a box (`|`), a damaged character (non-ASCII or NUL), a fence or a label (`:` at its
-/// end). The row is exactly what [`parse`] reads from `t`; `None` leaves the line to it. Its
-/// key is written into `key_buf` (a key of a table already summed: no allocation per row).
+/// `t` (blanks around it or not; its first other byte at `start`) read as a row of a stdio table
+/// when it is plainly one and can be nothing else: a name or address (no `-`, no `Sa` in it), then
+/// values made only of digits, `.`, `,`, `%` and `us`, then perf's spread as perf prints it
+/// (`( +- 3.87% )`) or none. Every line the reader's repairs look for needs more than that: a header
+/// (`VM-EXIT`, `Samples`, `Event name`), a scope or totals line (`Analyze events for`, `Total
+/// Samples:`), a rule (ten dashes), a box (`|`), a damaged character (non-ASCII or NUL), a fence or
+/// a label (`:` at its end). The row is exactly what [`parse`] reads from `t`; `None` leaves the
+/// line to it. Its key is written into `key_buf` (a key of a table already summed: no allocation
+/// per row).
 fn plain_stdio_row(
     t: &str,
     start: usize,
@@ -99,10 +100,10 @@ fn plain_stdio_row(
     })
 }
 
-/// Where the cell of `t` that starts at `start` ends when it is plainly a row's key, found and checked in one
-/// pass: a name or address as `key_shaped` takes it, without the `-` or `Sa` of headers and
-/// rules, and not a time (`us` after a leading digit). (`key_shaped` already refuses a count
-/// or a percentage.) The key and where it ends; `None` for any other cell.
+/// Where the cell of `t` that starts at `start` ends when it is plainly a row's key, found and
+/// checked in one pass: a name or address as `key_shaped` takes it, without the `-` or `Sa` of
+/// headers and rules, and not a time (`us` after a leading digit). (`key_shaped` already refuses a
+/// count or a percentage.) The key and where it ends; `None` for any other cell.
 #[inline]
 fn plain_key(t: &str, start: usize) -> Option<(&str, usize)> {
     let b = t.as_bytes();
