@@ -19,7 +19,8 @@ fn zero_bytes(v: u64) -> u64 {
     v.wrapping_sub(ONES) & !v & HIGHS
 }
 
-fn blank(b: u8) -> bool {
+/// A space or a tab: the blanks every reader here skips between cells.
+pub(crate) fn blank(b: u8) -> bool {
     b == b' ' || b == b'\t'
 }
 

@@ -111,7 +111,7 @@ fn plain_key(t: &str, start: usize) -> Option<(&str, usize)> {
     let mut i = start;
     while let Some(&c) = b.get(i) {
         if !PLAIN_KEY_BYTES[usize::from(c)] {
-            if c == b' ' || c == b'\t' {
+            if blanks::blank(c) {
                 break;
             }
             return None;
@@ -146,7 +146,7 @@ const PLAIN_KEY_BYTES: [bool; 256] = {
 /// whose percentage does not read as one (the full path keeps the row without it too). Read
 /// byte by byte: the cells are a few bytes apart.
 fn spread_at(b: &[u8], at: usize) -> Option<Option<f64>> {
-    let blank = |i: usize| b.get(i).is_some_and(|&c| c == b' ' || c == b'\t');
+    let blank = |i: usize| b.get(i).is_some_and(|&c| blanks::blank(c));
     // `(` and `+-`, each a cell of its own.
     if !blank(at + 1) {
         return None;
@@ -190,7 +190,7 @@ fn value_at(b: &[u8], at: usize) -> Option<(Cell, usize)> {
     if d.digits == 0 {
         return None;
     }
-    let ends = |i: usize| b.get(i).is_none_or(|&c| c == b' ' || c == b'\t');
+    let ends = |i: usize| b.get(i).is_none_or(|&c| blanks::blank(c));
     match b.get(d.end) {
         Some(b'%') if ends(d.end + 1) => Some((Cell::Percent, d.end + 1)),
         Some(b'u') if b.get(d.end + 1) == Some(&b's') && ends(d.end + 2) => {
