@@ -127,7 +127,9 @@ impl<'s> Stream<'s> {
     }
 
     /// Handles one record.
-    #[inline]
+    // Inlined into the record loop, as `Records::next` is; `sample` stays a call (inlined
+    // too, it called the sample's parser out of line and ran 8% more instructions).
+    #[inline(always)]
     pub(super) fn record(&mut self, r: &Record<'_>) {
         let e = self.setup.endian;
         match r.kind {
