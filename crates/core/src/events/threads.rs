@@ -200,12 +200,20 @@ impl<K: Copy + Eq> Threads<K> {
     }
 
     /// The index of thread `tid`, created on first sight.
+    // Inlined for the common case, the same thread as last time: a call cost more than the check.
+    #[inline]
     pub(super) fn index(&mut self, tid: u32) -> usize {
         if let Some((t, i)) = self.last
             && t == tid
         {
             return i;
         }
+        self.index_looked_up(tid)
+    }
+
+    /// [`Threads::index`] for a thread other than the last one.
+    #[inline(never)]
+    fn index_looked_up(&mut self, tid: u32) -> usize {
         if self.list.len() >= self.cap && !self.index.contains_key(&tid) {
             self.list.clear();
             self.index.clear();
