@@ -71,7 +71,7 @@ impl<'s> Sink<'s> {
     ) -> (ProfileBuilder, BTreeSet<u32>) {
         for mut batch in inbox {
             self.comms.append(&mut batch.comms);
-            for &p in &batch.events {
+            for p in &batch.events {
                 self.push(p);
             }
             batch.events.clear();
@@ -85,7 +85,7 @@ impl<'s> Sink<'s> {
     }
 
     #[inline]
-    fn push(&mut self, p: Pending) {
+    fn push(&mut self, p: &Pending) {
         if p.pid != self.last_pid {
             self.last_pid = p.pid;
             self.pids.extend(opt(p.pid));
