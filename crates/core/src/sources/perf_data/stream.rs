@@ -131,9 +131,13 @@ impl<'s> Stream<'s> {
     // too, it called the sample's parser out of line and ran 8% more instructions).
     #[inline(always)]
     pub(super) fn record(&mut self, r: &Record<'_>) {
+        // Nearly every record is a sample: one compare, before the jump table the match
+        // below compiles to (12 fewer instructions per record).
+        if r.kind == PERF_RECORD_SAMPLE {
+            return self.sample(r);
+        }
         let e = self.setup.endian;
         match r.kind {
-            PERF_RECORD_SAMPLE => self.sample(r),
             PERF_RECORD_FINISHED_ROUND => {
                 let (out, comms) = (&mut self.out, &self.comms);
                 self.order.round(|p| out.push(p, comms));
