@@ -172,10 +172,7 @@ fn spread_at(b: &[u8], at: usize) -> Option<Option<f64>> {
     if b.get(close) != Some(&b')') || blanks::skip(b, close + 1) != b.len() {
         return None;
     }
-    // Read in place, as `numbers::percent` reads the cell: a number, then `%` last.
-    let read = numbers::decimal_at(b, pct, 2)
-        .filter(|d| d.digits > 0 && d.end + 1 == end && b.get(d.end) == Some(&b'%'));
-    Some(read.map(|d| d.value as f64 / 100.0))
+    Some(numbers::percent_at(b, pct, end))
 }
 
 /// The value cell that starts at `at` (not a blank), read in the pass that finds its end:
